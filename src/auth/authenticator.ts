@@ -1,0 +1,21 @@
+// The request pipeline's view of authentication: one call per request.
+import type { AuthenticatedKey } from './key-record.js';
+
+export interface AuthenticateInput {
+  /** The raw Authorization header, if any. */
+  authorization: string | undefined;
+  /** The agent the route resolved to. */
+  agentId: string;
+  /** Client address, for the failed-attempt throttle. */
+  clientIp: string;
+}
+
+export interface Authenticator {
+  /**
+   * Resolves the caller, or throws a GatewayError: missing_api_key, invalid_api_key,
+   * expired_api_key, revoked_api_key, agent_not_allowed (401), rate_limit_exceeded (429,
+   * failed-attempt throttle) or store_unavailable (503).
+   */
+  authenticate(input: AuthenticateInput): Promise<AuthenticatedKey>;
+  close(): Promise<void>;
+}

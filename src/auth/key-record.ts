@@ -1,0 +1,24 @@
+// A stored API key (DESIGN.md 3). Only the SHA-256 of the raw key is ever stored.
+export interface KeyRecord {
+  /** Public identifier, safe for logs, audit records and the CLI. */
+  keyId: string;
+  /** Lowercase hex SHA-256 of the full raw key. */
+  hash: string;
+  account: string;
+  plan: string;
+  /** Agent ids this key may call. */
+  agents: string[];
+  name: string;
+  /** ISO 8601 timestamps. */
+  createdAt: string;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+}
+
+/** What the request pipeline learns about the caller once the key is accepted. */
+export interface AuthenticatedKey {
+  keyId: string;
+  account: string;
+  plan: string;
+}

@@ -1,0 +1,218 @@
+// The one config schema (DESIGN.md 6a). YAML keys are the contract; the parsed result is
+// normalised to camelCase with durations in milliseconds so code never re-parses units.
+import { z } from 'zod';
+import { parseDurationMs } from './duration.js';
+
+const duration = z
+  .union([z.string(), z.number()])
+  .transform((value, ctx) => {
+    const ms = typeof value === 'number' ? undefined : parseDurationMs(value);
+    if (ms === undefined) {
+      ctx.addIssue({ code: 'custom', message: `expected a duration with a unit such as "100ms", "15s", "1m", "1h" or "1d", got ${JSON.stringify(value)}` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+const positiveDuration = duration.refine((ms) => ms > 0, { message: 'must be greater than zero' });
+
+const port = z.coerce.number().int().min(0).max(65535);
+const host = z.string().min(1);
+
+const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+const upstreamUrl = z
+  .string()
+  .refine((text) => {
+    try {
+      const url = new URL(text);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.search === '' && url.hash === '';
+    } catch {
+      return false;
+    }
+  }, { message: 'must be an http:// or https:// base URL without query or fragment, e.g. http://127.0.0.1:8081/api/v1' })
+  .transform((text) => text.replace(/\/+$/, ''));
+
+const agentSchema = z
+  .strictObject({
+    upstream: upstreamUrl,
+    host: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
+    timeout: positiveDuration.default(30_000),
+    tools: z.array(z.string().min(1)).optional(),
+    max_tokens: z.number().int().min(1).default(4096),
+  })
+  .transform((agent) => ({
+    upstream: agent.upstream,
+    host: agent.host,
+    headersTimeoutMs: agent.timeout,
+    tools: agent.tools ? new Set(agent.tools) : undefined,
+    maxTokens: agent.max_tokens,
+  }));
+
+const windowSchema = z.strictObject({
+  requests: z.number().int().min(1),
+  per: positiveDuration,
+  name: z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"').optional(),
+});
+
+const WINDOW_NAMES: Record<number, string> = { 1_000: 'second', 60_000: 'minute', 3_600_000: 'hour', 86_400_000: 'day' };
+
+const planSchema = z
+  .strictObject({ windows: z.array(windowSchema).default([]) })
+  .transform((plan, ctx) => {
+    const windows = plan.windows.map((w) => ({
+      name: w.name ?? WINDOW_NAMES[w.per] ?? `${w.per / 1000}s`,
+      limit: w.requests,
+      windowMs: w.per,
+    }));
+    const names = windows.map((w) => w.name);
+    const duplicate = names.find((n, i) => names.indexOf(n) !== i);
+    if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
+    return { windows };
+  });
+
+const DEFAULT_PLANS = {
+  starter: { windows: [{ requests: 60, per: '1m' }, { requests: 10000, per: '1d' }] },
+  pro: { windows: [{ requests: 300, per: '1m' }, { requests: 100000, per: '1d' }] },
+  scale: { windows: [] },
+};
+
+export const configSchema = z
+  .strictObject({
+    listen: z
+      .strictObject({
+        host: host.default('0.0.0.0'),
+        port: port.default(8080),
+        // Trust X-Forwarded-For from the client only when a proxy in front sets it.
+        trust_proxy: z.boolean().default(false),
+        headers_timeout: positiveDuration.default(10_000),
+        request_timeout: positiveDuration.default(30_000),
+        keep_alive_timeout: positiveDuration.default(65_000),
+        max_header_bytes: z.number().int().min(1024).default(16_384),
+      })
+      .prefault({}),
+    admin: z.strictObject({ host: host.default('127.0.0.1'), port: port.default(9090) }).prefault({}),
+    redis: z
+      .strictObject({
+        url: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').default('redis://127.0.0.1:6379/0'),
+        prefix: z.string().default('agentgw:'),
+        command_timeout: positiveDuration.default(100),
+      })
+      .optional(),
+    limits: z
+      .strictObject({
+        max_body_bytes: z.number().int().min(64).default(1_048_576),
+        max_message_chars: z.number().int().min(1).default(32_000),
+      })
+      .prefault({}),
+    rate_limits: z
+      .strictObject({
+        scope: z.enum(['account', 'key']).default('account'),
+        on_store_error: z.enum(['allow', 'deny']).default('allow'),
+      })
+      .prefault({}),
+    plans: z
+      .record(z.string().regex(PLAN_NAME, 'plan names are letters, digits, "_" or "-"'), planSchema)
+      .prefault(DEFAULT_PLANS),
+    agents: z
+      .record(z.string().regex(AGENT_ID, 'agent ids are lowercase letters, digits, "_" or "-", starting with a letter or digit'), agentSchema)
+      .refine((agents) => Object.keys(agents).length > 0, { message: 'configure at least one agent' }),
+    stream: z
+      .strictObject({
+        heartbeat: positiveDuration.default(15_000),
+        idle_timeout: positiveDuration.default(60_000),
+        max_duration: positiveDuration.default(600_000),
+      })
+      .prefault({}),
+    keys: z
+      .strictObject({
+        store: z.enum(['file', 'redis']).default('file'),
+        file: z.string().min(1).default('var/keys.json'),
+        cache_ttl: positiveDuration.default(30_000),
+        negative_cache_ttl: positiveDuration.default(5_000),
+        failed_auth: z
+          .strictObject({
+            max_attempts: z.number().int().min(1).default(20),
+            per: positiveDuration.default(60_000),
+            block_for: positiveDuration.default(60_000),
+          })
+          .prefault({}),
+      })
+      .prefault({}),
+    audit: z
+      .strictObject({
+        file: z.string().min(1).optional(),
+        redis_stream: z.string().min(1).optional(),
+        max_len: z.number().int().min(1).default(1_000_000),
+        spool: z.string().min(1).default('var/audit-spool.jsonl'),
+        batch_size: z.number().int().min(1).default(256),
+        flush_interval: positiveDuration.default(50),
+        max_queue: z.number().int().min(1).default(10_000),
+      })
+      .prefault({}),
+    log: z
+      .strictObject({
+        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+        file: z.string().min(1).optional(),
+      })
+      .prefault({}),
+    shutdown_grace: duration.default(30_000),
+  })
+  .superRefine((config, ctx) => {
+    if (config.keys.store === 'redis' && !config.redis) {
+      ctx.addIssue({ code: 'custom', path: ['keys', 'store'], message: '"redis" needs a redis block (or REDIS_URL)' });
+    }
+    if (config.audit.redis_stream && !config.redis) {
+      ctx.addIssue({ code: 'custom', path: ['audit', 'redis_stream'], message: 'the Redis stream sink needs a redis block (or REDIS_URL)' });
+    }
+    const hosts = new Map<string, string>();
+    for (const [id, agent] of Object.entries(config.agents)) {
+      if (!agent.host) continue;
+      const other = hosts.get(agent.host);
+      if (other) ctx.addIssue({ code: 'custom', path: ['agents', id, 'host'], message: `host "${agent.host}" is already used by agent "${other}"` });
+      hosts.set(agent.host, id);
+    }
+  })
+  .transform((c) => ({
+    listen: {
+      host: c.listen.host,
+      port: c.listen.port,
+      trustProxy: c.listen.trust_proxy,
+      headersTimeoutMs: c.listen.headers_timeout,
+      requestTimeoutMs: c.listen.request_timeout,
+      keepAliveTimeoutMs: c.listen.keep_alive_timeout,
+      maxHeaderBytes: c.listen.max_header_bytes,
+    },
+    admin: { host: c.admin.host, port: c.admin.port },
+    redis: c.redis ? { url: c.redis.url, prefix: c.redis.prefix, commandTimeoutMs: c.redis.command_timeout } : undefined,
+    limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars },
+    rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error },
+    plans: new Map(Object.entries(c.plans)),
+    agents: new Map(Object.entries(c.agents).map(([id, agent]) => [id, { id, ...agent }])),
+    stream: { heartbeatMs: c.stream.heartbeat, idleTimeoutMs: c.stream.idle_timeout, maxDurationMs: c.stream.max_duration },
+    keys: {
+      store: c.keys.store,
+      file: c.keys.file,
+      cacheTtlMs: c.keys.cache_ttl,
+      negativeCacheTtlMs: c.keys.negative_cache_ttl,
+      failedAuth: { maxAttempts: c.keys.failed_auth.max_attempts, perMs: c.keys.failed_auth.per, blockForMs: c.keys.failed_auth.block_for },
+    },
+    audit: {
+      // With neither sink set, the file sink is on (DESIGN.md 6a).
+      file: c.audit.file ?? (c.audit.redis_stream ? undefined : 'var/audit.jsonl'),
+      redisStream: c.audit.redis_stream,
+      maxLen: c.audit.max_len,
+      spool: c.audit.spool,
+      batchSize: c.audit.batch_size,
+      flushIntervalMs: c.audit.flush_interval,
+      maxQueue: c.audit.max_queue,
+    },
+    log: { level: c.log.level, file: c.log.file },
+    shutdownGraceMs: c.shutdown_grace,
+  }));
+
+export type GatewayConfig = z.output<typeof configSchema>;
+export type AgentConfig = GatewayConfig['agents'] extends Map<string, infer A> ? A : never;
+export type PlanConfig = GatewayConfig['plans'] extends Map<string, infer P> ? P : never;
+export type RateWindow = PlanConfig['windows'][number];

@@ -1,0 +1,75 @@
+// The one error registry (DESIGN.md 2): every error the gateway itself answers, with its
+// status and default message. Nothing else in the code picks a status for a gateway error.
+import type { ServerResponse } from 'node:http';
+
+export const ERROR_TYPES = {
+  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  invalid_request: { status: 400, message: 'The request body is not a valid chat request.' },
+  missing_api_key: { status: 401, message: 'Send your API key as "Authorization: Bearer ha_...".' },
+  invalid_api_key: { status: 401, message: 'The API key is not valid.' },
+  expired_api_key: { status: 401, message: 'The API key has expired.' },
+  revoked_api_key: { status: 401, message: 'The API key has been revoked.' },
+  agent_not_allowed: { status: 401, message: 'The API key is not allowed to use this agent.' },
+  not_found: { status: 404, message: 'No such route. Chat routes are POST /agents/{agent}/api/v1/chat and /chat/stream.' },
+  method_not_allowed: { status: 405, message: 'This route only accepts POST.' },
+  payload_too_large: { status: 413, message: 'The request body is larger than the gateway accepts.' },
+  unsupported_media_type: { status: 415, message: 'The request body must be sent with Content-Type: application/json.' },
+  request_header_fields_too_large: { status: 431, message: 'The request headers are too large.' },
+  rate_limit_exceeded: { status: 429, message: 'Rate limit exceeded; retry after the time in the Retry-After header.' },
+  internal_error: { status: 500, message: 'The gateway failed to handle the request.' },
+  agent_unavailable: { status: 503, message: 'The agent is temporarily unavailable; retry after a few seconds.' },
+  store_unavailable: { status: 503, message: 'The gateway cannot reach its store right now; retry after a few seconds.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorType = keyof typeof ERROR_TYPES;
+
+export interface GatewayErrorOptions {
+  message?: string;
+  param?: string;
+  retryAfterSeconds?: number;
+  headers?: Record<string, string>;
+}
+
+/** An error the gateway answers itself; thrown or returned by any stage of the request pipeline. */
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly param: string | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(readonly type: ErrorType, options: GatewayErrorOptions = {}) {
+    super(options.message ?? ERROR_TYPES[type].message);
+    this.name = 'GatewayError';
+    this.status = ERROR_TYPES[type].status;
+    this.param = options.param;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.headers = options.headers;
+  }
+}
+
+/** The JSON envelope every gateway error uses: {"error": {type, message, request_id, param?}}. */
+export function errorBody(error: GatewayError, requestId: string): string {
+  return JSON.stringify({
+    error: { type: error.type, message: error.message, request_id: requestId, ...(error.param !== undefined ? { param: error.param } : {}) },
+  });
+}
+
+/**
+ * Writes a gateway error. Headers already set on the response (X-Request-Id, rate-limit
+ * headers) are kept; the error adds its own (WWW-Authenticate, Retry-After, Allow).
+ */
+export function sendError(res: ServerResponse, error: GatewayError, requestId: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = errorBody(error, requestId);
+  if (error.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+  if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(Math.max(0, Math.ceil(error.retryAfterSeconds))));
+  if (error.headers) for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+  res.statusCode = error.status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.setHeader('Cache-Control', 'no-store');
+  res.end(body);
+}

@@ -1,0 +1,81 @@
+// Every Prometheus metric of the gateway, defined once (DESIGN.md 6). Labels are bounded:
+// agent ids, routes, plans, reasons and kinds come from config or fixed enums, never from
+// key ids, accounts or users.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+// Gateway overhead is sub-millisecond; streams last seconds to minutes. One bucket set each.
+const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5];
+const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+export const metrics = {
+  requests: new Counter({
+    name: 'agentgw_requests_total',
+    help: 'Requests answered, by agent, route and status class.',
+    labelNames: ['agent', 'route', 'status'] as const,
+    registers: [registry],
+  }),
+  requestDuration: new Histogram({
+    name: 'agentgw_request_duration_seconds',
+    help: 'Time from request arrival to the end of the answer.',
+    labelNames: ['route'] as const,
+    buckets: REQUEST_BUCKETS,
+    registers: [registry],
+  }),
+  upstreamDuration: new Histogram({
+    name: 'agentgw_upstream_duration_seconds',
+    help: 'Time spent waiting on the upstream runner (to its last byte).',
+    labelNames: ['agent', 'route'] as const,
+    buckets: REQUEST_BUCKETS,
+    registers: [registry],
+  }),
+  overhead: new Histogram({
+    name: 'agentgw_overhead_seconds',
+    help: 'Gateway time: request duration minus upstream duration.',
+    labelNames: ['route'] as const,
+    buckets: OVERHEAD_BUCKETS,
+    registers: [registry],
+  }),
+  streamFirstToken: new Histogram({
+    name: 'agentgw_stream_first_token_seconds',
+    help: 'Time from request arrival to the first upstream body byte of a stream.',
+    labelNames: ['agent'] as const,
+    buckets: REQUEST_BUCKETS,
+    registers: [registry],
+  }),
+  activeStreams: new Gauge({ name: 'agentgw_active_streams', help: 'Streams open right now.', registers: [registry] }),
+  streamEvents: new Counter({
+    name: 'agentgw_stream_events_total',
+    help: 'SSE events relayed to clients, by agent.',
+    labelNames: ['agent'] as const,
+    registers: [registry],
+  }),
+  tokens: new Counter({ name: 'agentgw_tokens_total', help: 'Tokens reported by upstreams.', labelNames: ['agent'] as const, registers: [registry] }),
+  rateLimited: new Counter({ name: 'agentgw_rate_limited_total', help: 'Requests answered 429 by the limiter, by plan.', labelNames: ['plan'] as const, registers: [registry] }),
+  authFailures: new Counter({ name: 'agentgw_auth_failures_total', help: 'Rejected authentications, by reason.', labelNames: ['reason'] as const, registers: [registry] }),
+  upstreamErrors: new Counter({
+    name: 'agentgw_upstream_errors_total',
+    help: 'Upstream failures, by agent and kind (connect, headers_timeout, idle_timeout, reset, max_duration, bad_response).',
+    labelNames: ['agent', 'kind'] as const,
+    registers: [registry],
+  }),
+  redisErrors: new Counter({ name: 'agentgw_redis_errors_total', help: 'Redis command failures, by operation.', labelNames: ['op'] as const, registers: [registry] }),
+  redisCommandDuration: new Histogram({
+    name: 'agentgw_redis_command_duration_seconds',
+    help: 'Redis round-trip time, by operation.',
+    labelNames: ['op'] as const,
+    buckets: OVERHEAD_BUCKETS,
+    registers: [registry],
+  }),
+  auditRecords: new Counter({
+    name: 'agentgw_audit_records_total',
+    help: 'Audit records handled, by sink and result (written, spooled, replayed, failed).',
+    labelNames: ['sink', 'result'] as const,
+    registers: [registry],
+  }),
+  keyCache: new Counter({ name: 'agentgw_key_cache_total', help: 'Key cache lookups, by result (hit, miss, negative_hit).', labelNames: ['result'] as const, registers: [registry] }),
+} as const;
+
+export type Metrics = typeof metrics;

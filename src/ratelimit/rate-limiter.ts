@@ -1,0 +1,28 @@
+// The request pipeline's view of rate limiting: one call per request, all windows at once.
+import type { RateWindow } from '../config/schema.js';
+
+export type { RateWindow };
+
+export interface WindowStatus {
+  name: string;
+  limit: number;
+  windowMs: number;
+  /** Requests still allowed in this window after this decision. */
+  remaining: number;
+  /** Milliseconds until one more request would be allowed in this window (0 if one is allowed now). */
+  resetMs: number;
+}
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  /** One entry per configured window, in config order. */
+  windows: WindowStatus[];
+  /** When rejected: milliseconds until a request would be admitted in every window. */
+  retryAfterMs: number;
+}
+
+export interface RateLimiter {
+  /** Checks every window and, only if all allow, counts the request in all of them. */
+  consume(subject: string, windows: readonly RateWindow[]): Promise<RateLimitDecision>;
+  close(): Promise<void>;
+}

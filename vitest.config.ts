@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/helpers/global-setup.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Two cores: integration tests start real processes; keep the fan-out modest.
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    pool: 'forks',
+  },
+});
