@@ -1,5 +1,5 @@
 // pino logger: JSON lines, key material redacted wherever it could appear.
-import { pino, type Logger, type DestinationStream } from 'pino';
+import { pino, destination as pinoDestination, stdTimeFunctions, type Logger, type DestinationStream } from 'pino';
 
 export type { Logger };
 
@@ -23,13 +23,13 @@ export interface LoggerOptions {
 }
 
 export function createLogger(options: LoggerOptions): Logger {
-  const destination = options.destination ?? pino.destination({ dest: options.file ?? 1, sync: false, mkdir: true });
+  const destination = options.destination ?? pinoDestination({ dest: options.file ?? 1, sync: false, mkdir: true });
   return pino(
     {
       level: options.level,
       base: { pid: process.pid },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
     destination,
