@@ -19,6 +19,9 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys') {
     return `${path}: unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
   }
+  if (issue.code === 'invalid_key' && issue.issues.length > 0) {
+    return `${path}: ${issue.issues.map((inner) => inner.message).join('; ')}`;
+  }
   return `${path}: ${issue.message}`;
 }
 

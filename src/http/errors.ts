@@ -23,6 +23,24 @@ export const ERROR_TYPES = {
 
 export type ErrorType = keyof typeof ERROR_TYPES;
 
+/**
+ * Types of the final `event: error` the gateway appends when a stream ends abnormally
+ * (DESIGN.md 2 "Streaming"); the HTTP status is already 200 by then, so they have none.
+ */
+export const STREAM_ERROR_TYPES = {
+  upstream_error: 'The agent stream ended abnormally before it was complete.',
+  upstream_timeout: 'The agent sent nothing for too long; the stream was closed.',
+  stream_timeout: 'The stream reached its maximum duration and was closed.',
+  shutting_down: 'The gateway is shutting down; retry the request.',
+} as const;
+
+export type StreamErrorType = keyof typeof STREAM_ERROR_TYPES;
+
+/** The SSE text of a final error event. */
+export function streamErrorEvent(type: StreamErrorType, requestId: string): string {
+  return `event: error\ndata: ${JSON.stringify({ type, message: STREAM_ERROR_TYPES[type], request_id: requestId })}\n\n`;
+}
+
 export interface GatewayErrorOptions {
   message?: string;
   param?: string;

@@ -1,0 +1,40 @@
+// `npm start` (serve --demo): runs the demo agent behind the gateway and, on a first start
+// with an empty key store, creates a demo key and prints a ready-to-paste curl line.
+import type { Server } from 'node:http';
+import { KeyService } from '../auth/key-service.js';
+import type { KeyStore } from '../auth/key-store.js';
+import type { GatewayConfig } from '../config/schema.js';
+import { startDemoAgent } from '../demo-agent/demo-agent.js';
+
+export const DEMO_AGENT_ID = 'demo';
+
+/** Starts the demo agent where the config's `demo` agent points, if that is a loopback address. */
+export async function startDemoUpstream(config: GatewayConfig): Promise<Server | undefined> {
+  const agent = config.agents.get(DEMO_AGENT_ID);
+  if (!agent) return undefined;
+  const url = new URL(agent.upstream);
+  if (url.hostname !== '127.0.0.1' && url.hostname !== 'localhost') return undefined;
+  return startDemoAgent({ port: Number(url.port || 80), host: '127.0.0.1' });
+}
+
+/** Returns the text to print for a freshly created demo key, or undefined when keys already exist. */
+export async function createDemoKeyIfEmpty(config: GatewayConfig, store: KeyStore, gatewayPort: number): Promise<string | undefined> {
+  if (!config.agents.has(DEMO_AGENT_ID)) return undefined;
+  if ((await store.list()).length > 0) return undefined;
+  const plan = config.plans.has('starter') ? 'starter' : [...config.plans.keys()][0];
+  if (!plan) return undefined;
+  const service = new KeyService({ store, config });
+  const { rawKey, record } = await service.createKey({ account: 'demo', plan, agents: [DEMO_AGENT_ID], name: 'demo key (npm start)' });
+  const host = config.listen.host === '0.0.0.0' || config.listen.host === '::' ? '127.0.0.1' : config.listen.host;
+  const base = `http://${host}:${gatewayPort}/agents/${DEMO_AGENT_ID}/api/v1`;
+  return [
+    '',
+    `Created a demo API key (${record.keyId}, plan ${plan}). It is shown only this once:`,
+    `  ${rawKey}`,
+    '',
+    'Try it:',
+    `  curl -N ${base}/chat/stream -H 'Authorization: Bearer ${rawKey}' -H 'Content-Type: application/json' -d '{"message":"Hello, agent"}'`,
+    `  curl ${base}/chat -H 'Authorization: Bearer ${rawKey}' -H 'Content-Type: application/json' -d '{"message":"What is 6 * 7?","tools":["calculator"]}'`,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,42 @@
+// The one place the gateway process creates its shared ioredis client (DESIGN.md 7: only
+// *redis* files import ioredis). Commands fail fast while disconnected instead of queueing,
+// so a dead Redis costs a request at most `redis.command_timeout`.
+import { Redis } from 'ioredis';
+import type { GatewayConfig } from '../config/schema.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics/metrics.js';
+
+export type { Redis };
+
+export function createRedisClient(redisConfig: NonNullable<GatewayConfig['redis']>, logger: Logger, name = 'agentgw'): Redis {
+  let down = false;
+  const client = new Redis(redisConfig.url, {
+    connectionName: name,
+    commandTimeout: redisConfig.commandTimeoutMs,
+    connectTimeout: Math.max(1_000, redisConfig.commandTimeoutMs * 5),
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    // Reconnect quickly at first, then back off to at most 1 s between attempts.
+    retryStrategy: (attempt) => Math.min(50 * attempt, 1_000),
+    lazyConnect: false,
+  });
+  client.on('error', (error: Error) => {
+    metrics.redisErrors.inc({ op: 'connection' });
+    if (!down) logger.warn({ err: { message: error.message } }, 'redis connection error');
+    down = true;
+  });
+  client.on('ready', () => {
+    if (down) logger.info('redis connection restored');
+    down = false;
+  });
+  return client;
+}
+
+/** Whether Redis answers PING within the command timeout (for /readyz). */
+export async function redisIsReachable(client: Redis): Promise<boolean> {
+  try {
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,124 @@
+// The composition root (DESIGN.md 7: only the serve command chooses implementations):
+// builds the stores, limiter, audit log and servers from the config, and tears them down.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { openAuditLog } from '../audit/open-audit-log.js';
+import { createKeyAuthenticator } from '../auth/key-authenticator.js';
+import type { KeyStore } from '../auth/key-store.js';
+import { openKeyStore } from '../auth/open-key-store.js';
+import { systemClock, type Clock } from '../clock.js';
+import type { GatewayConfig } from '../config/schema.js';
+import type { Logger } from '../logger.js';
+import { createAdminServer, registryMetrics } from '../http/admin-server.js';
+import { createGatewayServer, type GatewayServer } from '../http/gateway-server.js';
+import { GatewayRuntime } from '../http/gateway-runtime.js';
+import { metrics, registry } from '../metrics/metrics.js';
+import { FailoverRateLimiter } from '../ratelimit/failover-rate-limiter.js';
+import { MemoryRateLimiter } from '../ratelimit/memory-rate-limiter.js';
+import { RedisRateLimiter } from '../ratelimit/redis-rate-limiter.js';
+import type { RateLimiter } from '../ratelimit/rate-limiter.js';
+import { createRedisClient, redisIsReachable, type Redis } from './redis-client.js';
+
+export interface StartGatewayOptions {
+  logger: Logger;
+  clock?: Clock;
+  /** Serve /metrics, /healthz, /readyz (default true). */
+  admin?: boolean;
+}
+
+export interface RunningGateway {
+  port: number;
+  adminPort: number | undefined;
+  keyStore: KeyStore;
+  gateway: GatewayServer;
+  runtime: GatewayRuntime;
+  /** Applies a new config's agents, plans and limits without dropping connections. */
+  reload(config: GatewayConfig): void;
+  /** Stops accepting, lets requests and streams finish up to the grace period, flushes audit. */
+  close(graceMs?: number): Promise<void>;
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+export async function startGateway(config: GatewayConfig, options: StartGatewayOptions): Promise<RunningGateway> {
+  const { logger } = options;
+  const clock = options.clock ?? systemClock;
+  const redis: Redis | undefined = config.redis ? createRedisClient(config.redis, logger) : undefined;
+
+  const keyStore = await openKeyStore(config, { logger, subscribe: true });
+  const authenticator = createKeyAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis });
+
+  const memoryLimiter = new MemoryRateLimiter({ clock });
+  const rateLimiter: RateLimiter = redis
+    ? new FailoverRateLimiter({
+        primary: new RedisRateLimiter({ client: redis, prefix: config.redis!.prefix, commandTimeoutMs: config.redis!.commandTimeoutMs }),
+        fallback: memoryLimiter,
+        mode: config.rateLimits.onStoreError,
+        logger,
+        clock,
+        metrics,
+      })
+    : memoryLimiter;
+
+  const auditLog = openAuditLog(config, { redis, logger, clock });
+  const runtime = new GatewayRuntime(config);
+  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock });
+
+  let draining = false;
+  const admin = options.admin === false
+    ? undefined
+    : createAdminServer({
+        metricsText: registryMetrics(registry),
+        readiness: async () => {
+          if (draining) return { ready: false, reason: 'draining' };
+          if (redis && !(await redisIsReachable(redis))) return { ready: false, reason: 'redis unreachable' };
+          return { ready: true };
+        },
+      });
+
+  const port = await listen(gateway.server, config.listen.port, config.listen.host);
+  const adminPort = admin ? await listen(admin, config.admin.port, config.admin.host) : undefined;
+
+  let closing: Promise<void> | undefined;
+  async function close(graceMs = config.shutdownGraceMs): Promise<void> {
+    draining = true;
+    const server = gateway.server;
+    const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    // Requests and streams in flight get the grace period; streams still open then end with
+    // a final `event: error` (shutting_down) rather than a cut connection.
+    const graceTimer = setTimeout(() => {
+      gateway.activeStreams.endAll('shutting_down');
+      setTimeout(() => server.closeAllConnections(), 1_000).unref();
+    }, graceMs);
+    graceTimer.unref();
+    await stopped;
+    clearTimeout(graceTimer);
+    await authenticator.close();
+    await auditLog.close();
+    await rateLimiter.close();
+    await keyStore.close();
+    await runtime.close();
+    if (admin) await new Promise<void>((resolve) => admin.close(() => resolve()));
+    admin?.closeAllConnections();
+    if (redis) await redis.quit().catch(() => redis.disconnect());
+  }
+
+  return {
+    port,
+    adminPort,
+    keyStore,
+    gateway,
+    runtime,
+    reload: (next) => runtime.reload(next),
+    close: (graceMs) => (closing ??= close(graceMs)),
+  };
+}

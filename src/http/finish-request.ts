@@ -1,0 +1,79 @@
+// What happens once per request when its response closes: one audit record (if the key was
+// accepted), metrics, and one log line.
+import type { ServerResponse } from 'node:http';
+import type { AuditLog, AuditOutcome, AuditRecord } from '../audit/audit-record.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics/metrics.js';
+import type { RequestState } from './request-state.js';
+
+/** nginx's convention: the client closed the connection before any answer was sent. */
+export const CLIENT_CLOSED_STATUS = 499;
+
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
+
+function outcomeFromStatus(status: number): AuditOutcome {
+  if (status < 400) return 'ok';
+  if (status === 429) return 'rate_limited';
+  if (status < 500) return 'invalid_request';
+  return 'error';
+}
+
+export function finishRequest(state: RequestState, res: ServerResponse, auditLog: AuditLog, logger: Logger): void {
+  const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
+  const outcome = state.outcome ?? (res.headersSent ? (res.writableFinished ? outcomeFromStatus(status) : 'client_closed') : 'client_closed');
+  const latencyMs = performance.now() - state.startedMonoMs;
+  const upstreamLatencyMs = state.upstreamLatencyMs();
+  const route = state.route ?? 'none';
+  const agent = state.agentId ?? 'none';
+
+  metrics.requests.inc({ agent, route, status: STATUS_CLASSES[Math.floor(status / 100) - 1] ?? 'other' });
+  metrics.requestDuration.observe({ route }, latencyMs / 1000);
+  if (upstreamLatencyMs !== null && state.route) {
+    metrics.upstreamDuration.observe({ agent, route }, upstreamLatencyMs / 1000);
+    metrics.overhead.observe({ route }, Math.max(0, latencyMs - upstreamLatencyMs) / 1000);
+  }
+  if (state.tokensUsed !== null) metrics.tokens.inc({ agent }, state.tokensUsed);
+
+  const key = state.key;
+  if (key && state.route) {
+    const record: AuditRecord = {
+      id: state.requestId,
+      ts: new Date(state.startedAtMs).toISOString(),
+      key_id: key.keyId,
+      account: key.account,
+      plan: key.plan,
+      agent,
+      route: state.route,
+      status,
+      outcome,
+      tokens_used: state.tokensUsed,
+      latency_ms: Math.round(latencyMs),
+      upstream_latency_ms: upstreamLatencyMs === null ? null : Math.round(upstreamLatencyMs),
+      bytes_in: state.bytesIn,
+      bytes_out: state.bytesOut,
+      client_ip: state.clientIp,
+      user_id: state.userId,
+      session_id: state.sessionId,
+    };
+    auditLog.record(record);
+  }
+
+  logger.info(
+    {
+      request_id: state.requestId,
+      trace_id: state.traceId,
+      agent,
+      route,
+      key_id: key?.keyId,
+      status,
+      outcome,
+      error: state.errorType,
+      upstream_failure: state.failureKind,
+      latency_ms: Math.round(latencyMs * 100) / 100,
+      upstream_latency_ms: upstreamLatencyMs === null ? undefined : Math.round(upstreamLatencyMs * 100) / 100,
+      tokens_used: state.tokensUsed,
+      client_ip: state.clientIp,
+    },
+    'request',
+  );
+}

@@ -1,0 +1,173 @@
+// The gateway's HTTP server: route → key → rate limit → body → upstream (DESIGN.md 1, 2).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AuditLog } from '../audit/audit-record.js';
+import type { Authenticator } from '../auth/authenticator.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics/metrics.js';
+import { ActiveStreams } from '../proxy/active-streams.js';
+import { forwardJson, type ForwardRequest } from '../proxy/forward-json.js';
+import { forwardSse } from '../proxy/forward-sse.js';
+import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
+import { traceContextFor } from '../proxy/traceparent.js';
+import { rateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
+import type { RateLimiter } from '../ratelimit/rate-limiter.js';
+import { clientAddress } from './client-address.js';
+import { GatewayError, sendError, errorBody, ERROR_TYPES } from './errors.js';
+import { finishRequest } from './finish-request.js';
+import type { GatewayRuntime } from './gateway-runtime.js';
+import { ClientGoneError, isJsonContentType, readBody } from './read-body.js';
+import { chooseRequestId } from './request-id.js';
+import { RequestState } from './request-state.js';
+import { matchRoute } from './routing.js';
+import { parseJsonBody, validateChatRequest } from './validate-chat-request.js';
+
+export interface GatewayDependencies {
+  runtime: GatewayRuntime;
+  authenticator: Authenticator;
+  rateLimiter: RateLimiter;
+  auditLog: AuditLog;
+  logger: Logger;
+  clock: Clock;
+  activeStreams?: ActiveStreams;
+}
+
+export interface GatewayServer {
+  server: Server;
+  activeStreams: ActiveStreams;
+  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
+export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
+  const { runtime, authenticator, rateLimiter, auditLog, logger, clock } = deps;
+  const activeStreams = deps.activeStreams ?? new ActiveStreams();
+  const listen = runtime.current.config.listen;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { config, routes } = runtime.current;
+    const requestId = chooseRequestId(req.headers['x-request-id']);
+    const address = clientAddress(req, config.listen.trustProxy);
+    const state = new RequestState(requestId, address.clientIp, clock.now(), performance.now());
+    res.setHeader('X-Request-Id', requestId);
+    res.once('close', () => finishRequest(state, res, auditLog, logger));
+
+    try {
+      const { agent, route } = matchRoute(routes, req.method, req.url, req.headers.host);
+      state.agentId = agent.id;
+      state.route = route;
+
+      const key = await authenticator.authenticate({ authorization: req.headers.authorization, agentId: agent.id, clientIp: address.clientIp });
+      state.key = key;
+
+      const plan = config.plans.get(key.plan);
+      if (!plan) {
+        logger.error({ request_id: requestId, key_id: key.keyId, plan: key.plan }, 'key refers to a plan that is not configured');
+        throw new GatewayError('internal_error', { message: 'The API key refers to a plan the gateway does not know.' });
+      }
+      if (plan.windows.length > 0) {
+        const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
+        const decision = await rateLimiter.consume(subject, plan.windows);
+        for (const [name, value] of rateLimitHeaders(decision)) res.setHeader(name, value);
+        if (!decision.allowed) {
+          metrics.rateLimited.inc({ plan: key.plan });
+          state.outcome = 'rate_limited';
+          throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
+        }
+      }
+
+      if (!isJsonContentType(req.headers['content-type'])) throw new GatewayError('unsupported_media_type');
+      const body = await readBody(req, config.limits.maxBodyBytes);
+      state.bytesIn = body.length;
+      const summary = validateChatRequest(parseJsonBody(body), agent, config.limits);
+      state.userId = summary.userId;
+      state.sessionId = summary.sessionId;
+
+      const target = runtime.pools.target(agent.id);
+      if (!target) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
+      const trace = traceContextFor(req.headers.traceparent, requestId);
+      state.traceId = trace.traceId;
+      const forward: ForwardRequest = {
+        res,
+        state,
+        agent,
+        target,
+        body,
+        idleTimeoutMs: config.stream.idleTimeoutMs,
+        headers: upstreamRequestHeaders(req.headers, {
+          requestId,
+          agentId: agent.id,
+          forwardedFor: address.forwardedFor,
+          forwardedProto: 'http',
+          forwardedHost: req.headers.host,
+          keyId: key.keyId,
+          accountId: key.account,
+          traceparent: trace.traceparent,
+        }),
+      };
+      if (route === 'chat') await forwardJson(forward);
+      else await forwardSse(forward, { heartbeatMs: config.stream.heartbeatMs, idleTimeoutMs: config.stream.idleTimeoutMs, maxDurationMs: config.stream.maxDurationMs }, activeStreams);
+    } catch (error) {
+      answerError(error, req, res, state);
+    }
+  }
+
+  function answerError(error: unknown, req: IncomingMessage, res: ServerResponse, state: RequestState): void {
+    if (error instanceof ClientGoneError) {
+      state.outcome = 'client_closed';
+      return;
+    }
+    let gatewayError: GatewayError;
+    if (error instanceof GatewayError) {
+      gatewayError = error;
+    } else {
+      logger.error({ request_id: state.requestId, err: error }, 'unhandled error in request pipeline');
+      gatewayError = new GatewayError('internal_error');
+      state.outcome = 'error';
+    }
+    state.errorType = gatewayError.type;
+    if (gatewayError.status === 400 || gatewayError.status === 413 || gatewayError.status === 415) state.outcome ??= 'invalid_request';
+    // A body we refused to read must not be read to its end to keep the connection.
+    if (gatewayError.type === 'payload_too_large' || !req.complete) res.shouldKeepAlive = false;
+    if (gatewayError.type === 'payload_too_large') res.setHeader('Connection', 'close');
+    state.bytesOut += sendErrorCounted(res, gatewayError, state.requestId);
+  }
+
+  const server = createServer(
+    {
+      headersTimeout: listen.headersTimeoutMs,
+      requestTimeout: listen.requestTimeoutMs,
+      keepAliveTimeout: listen.keepAliveTimeoutMs,
+      maxHeaderSize: listen.maxHeaderBytes,
+      noDelay: true,
+    },
+    (req, res) => {
+      void handle(req, res);
+    },
+  );
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || error.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const type = error.code === 'HPE_HEADER_OVERFLOW' ? 'request_header_fields_too_large' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? null : 'invalid_request';
+    if (type === null) {
+      socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    const status = ERROR_TYPES[type].status;
+    const body = errorBody(new GatewayError(type, { message: type === 'invalid_request' ? 'The request is not valid HTTP.' : undefined }), 'none');
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+
+  return { server, activeStreams, handle };
+}
+
+function sendErrorCounted(res: ServerResponse, error: GatewayError, requestId: string): number {
+  const before = res.headersSent;
+  sendError(res, error, requestId);
+  if (before) return 0;
+  const length = res.getHeader('Content-Length');
+  return typeof length === 'number' ? length : Number(length ?? 0);
+}

@@ -1,0 +1,62 @@
+// One undici Pool per agent upstream origin, keep-alive, reused across requests and across
+// config reloads while the origin is unchanged.
+import { Pool } from 'undici';
+import type { AgentConfig } from '../config/schema.js';
+
+export interface UpstreamTarget {
+  pool: Pool;
+  /** Path prefix of the runner's base URL, e.g. "/api/v1". */
+  basePath: string;
+  chatPath: string;
+  streamPath: string;
+}
+
+const POOL_OPTIONS = {
+  connections: 256,
+  pipelining: 1,
+  keepAliveTimeout: 30_000,
+  keepAliveMaxTimeout: 600_000,
+  connectTimeout: 5_000,
+} as const;
+
+export class UpstreamPools {
+  private readonly pools = new Map<string, Pool>();
+  private targets = new Map<string, UpstreamTarget>();
+
+  constructor(agents: ReadonlyMap<string, AgentConfig>) {
+    this.update(agents);
+  }
+
+  /** Points agents at (possibly new) origins; pools of origins no longer used are closed gracefully. */
+  update(agents: ReadonlyMap<string, AgentConfig>): void {
+    const targets = new Map<string, UpstreamTarget>();
+    const inUse = new Set<string>();
+    for (const agent of agents.values()) {
+      const url = new URL(agent.upstream);
+      const origin = url.origin;
+      inUse.add(origin);
+      let pool = this.pools.get(origin);
+      if (!pool) {
+        pool = new Pool(origin, POOL_OPTIONS);
+        this.pools.set(origin, pool);
+      }
+      const basePath = url.pathname.replace(/\/+$/, '');
+      targets.set(agent.id, { pool, basePath, chatPath: `${basePath}/chat`, streamPath: `${basePath}/chat/stream` });
+    }
+    this.targets = targets;
+    for (const [origin, pool] of this.pools) {
+      if (inUse.has(origin)) continue;
+      this.pools.delete(origin);
+      void pool.close().catch(() => pool.destroy());
+    }
+  }
+
+  target(agentId: string): UpstreamTarget | undefined {
+    return this.targets.get(agentId);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.pools.values()].map((pool) => pool.close().catch(() => pool.destroy())));
+    this.pools.clear();
+  }
+}

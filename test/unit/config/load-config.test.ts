@@ -1,0 +1,93 @@
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { formatDurationMs, parseDurationMs } from '../../../src/config/duration.js';
+import { substituteEnv, MissingEnvironmentVariableError } from '../../../src/config/env-substitution.js';
+import { ConfigError, parseConfigText } from '../../../src/config/load-config.js';
+
+const MINIMAL = 'agents:\n  support:\n    upstream: http://127.0.0.1:8081/api/v1\n';
+
+function problems(text: string, env: NodeJS.ProcessEnv = {}): string[] {
+  try {
+    parseConfigText(text, 'test.yaml', env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected the config to be refused');
+}
+
+describe('durations', () => {
+  it('parses every unit and refuses a bare number', () => {
+    expect(parseDurationMs('100ms')).toBe(100);
+    expect(parseDurationMs('15s')).toBe(15_000);
+    expect(parseDurationMs('1m')).toBe(60_000);
+    expect(parseDurationMs('2h')).toBe(7_200_000);
+    expect(parseDurationMs('1d')).toBe(86_400_000);
+    expect(parseDurationMs('1.5s')).toBe(1_500);
+    expect(parseDurationMs('100')).toBeUndefined();
+    expect(parseDurationMs('1 week')).toBeUndefined();
+    expect(formatDurationMs(86_400_000)).toBe('1d');
+    expect(formatDurationMs(1_500)).toBe('1500ms');
+  });
+});
+
+describe('env substitution', () => {
+  it('replaces ${NAME}, applies ${NAME:-default}, keeps $${ literal, and names missing variables', () => {
+    expect(substituteEnv('a ${X} b ${Y:-dflt} c $${Z}', { X: '1' })).toBe('a 1 b dflt c ${Z}');
+    expect(() => substituteEnv('${MISSING_ONE} ${MISSING_TWO}', {})).toThrow(MissingEnvironmentVariableError);
+    expect(() => substituteEnv('${MISSING_ONE}', {})).toThrow(/MISSING_ONE/);
+  });
+});
+
+describe('config schema', () => {
+  it('fills every default of DESIGN.md 6a', () => {
+    const config = parseConfigText(MINIMAL, 'test.yaml', {});
+    expect(config.listen).toMatchObject({ host: '0.0.0.0', port: 8080, trustProxy: false });
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090 });
+    expect(config.redis).toBeUndefined();
+    expect(config.limits).toEqual({ maxBodyBytes: 1_048_576, maxMessageChars: 32_000 });
+    expect(config.rateLimits).toEqual({ scope: 'account', onStoreError: 'allow' });
+    expect(config.plans.get('starter')?.windows).toEqual([
+      { name: 'minute', limit: 60, windowMs: 60_000 },
+      { name: 'day', limit: 10_000, windowMs: 86_400_000 },
+    ]);
+    expect(config.plans.get('pro')?.windows.map((w) => w.limit)).toEqual([300, 100_000]);
+    expect(config.plans.get('scale')?.windows).toEqual([]);
+    expect(config.agents.get('support')).toMatchObject({ id: 'support', upstream: 'http://127.0.0.1:8081/api/v1', headersTimeoutMs: 30_000, maxTokens: 4096 });
+    expect(config.stream).toEqual({ heartbeatMs: 15_000, idleTimeoutMs: 60_000, maxDurationMs: 600_000 });
+    expect(config.keys).toMatchObject({ store: 'file', file: 'var/keys.json' });
+    expect(config.audit).toMatchObject({ file: 'var/audit.jsonl', redisStream: undefined, maxLen: 1_000_000, spool: 'var/audit-spool.jsonl' });
+    expect(config.shutdownGraceMs).toBe(30_000);
+  });
+
+  it('turns the file sink off when only the Redis stream is set, and needs redis for it', () => {
+    const config = parseConfigText(`${MINIMAL}redis: {}\naudit: { redis_stream: agentgw:audit }\n`, 'test.yaml', {});
+    expect(config.audit.file).toBeUndefined();
+    expect(config.redis).toEqual({ url: 'redis://127.0.0.1:6379/0', prefix: 'agentgw:', commandTimeoutMs: 100 });
+    expect(problems(`${MINIMAL}audit: { redis_stream: agentgw:audit }\n`)).toEqual([expect.stringContaining('audit.redis_stream')]);
+  });
+
+  it('applies PORT and REDIS_URL overrides', () => {
+    const config = parseConfigText(MINIMAL, 'test.yaml', { PORT: '9999', REDIS_URL: 'redis://10.0.0.1:6380/2' });
+    expect(config.listen.port).toBe(9999);
+    expect(config.redis?.url).toBe('redis://10.0.0.1:6380/2');
+  });
+
+  it('names the bad key and what is allowed', () => {
+    expect(problems('agents: {}\n')).toEqual([expect.stringMatching(/^agents: configure at least one agent/)]);
+    expect(problems(`${MINIMAL}stream: { heartbeat: 15 }\n`)).toEqual([expect.stringMatching(/^stream\.heartbeat: expected a duration with a unit/)]);
+    expect(problems(`${MINIMAL}rate_limits: { scope: user }\n`)[0]).toMatch(/^rate_limits\.scope: .*account.*key/);
+    expect(problems(`${MINIMAL}listn: {}\n`)[0]).toMatch(/unknown key\(s\) "listn"/);
+    expect(problems('agents:\n  Bad_Id:\n    upstream: http://x/api/v1\n')[0]).toMatch(/^agents\.Bad_Id: agent ids are lowercase/);
+    expect(problems('agents:\n  a:\n    upstream: ftp://x/\n')[0]).toMatch(/^agents\.a\.upstream: must be an http/);
+    expect(problems(`${MINIMAL}plans: { p: { windows: [ { requests: 0, per: 1m } ] } }\n`)[0]).toMatch(/^plans\.p\.windows\.0\.requests/);
+    expect(problems('agents: [\n')[0]).toMatch(/^YAML syntax/);
+    expect(problems(`${MINIMAL}keys: { store: redis }\n`)[0]).toMatch(/^keys\.store: "redis" needs a redis block/);
+  });
+
+  it('accepts the shipped config/gateway.yaml', async () => {
+    const text = await readFile('config/gateway.yaml', 'utf8');
+    const config = parseConfigText(text, 'config/gateway.yaml', {});
+    expect([...config.agents.keys()]).toContain('demo');
+  });
+});
