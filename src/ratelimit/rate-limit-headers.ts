@@ -1,0 +1,54 @@
+// Rate-limit response headers (DESIGN.md 2): X-RateLimit-* and the IETF httpapi
+// ratelimit-headers draft's RateLimit-Policy / RateLimit, from one limiter decision.
+import type { RateLimitDecision, WindowStatus } from './rate-limiter.js';
+
+/** [name, value]; apply with `for (const [n, v] of pairs) res.setHeader(n, v)`. */
+export type HeaderPair = [name: string, value: string];
+
+/** Lowest remaining; ties → longest reset; further ties → the first in config order. */
+export function closestToExhaustion(windows: readonly WindowStatus[]): WindowStatus | undefined {
+  let closest: WindowStatus | undefined;
+  for (const window of windows) {
+    if (closest === undefined || window.remaining < closest.remaining || (window.remaining === closest.remaining && window.resetMs > closest.resetMs)) {
+      closest = window;
+    }
+  }
+  return closest;
+}
+
+/** Whole seconds, rounded up: a client that waits this long is never early. */
+function ceilSeconds(ms: number): number {
+  return Math.ceil(ms / 1000);
+}
+
+/** `"minute";q=60;w=60, "day";q=10000;w=86400` — every window of the plan. */
+export function formatRateLimitPolicy(windows: readonly WindowStatus[]): string {
+  let policy = '';
+  for (const window of windows) {
+    if (policy !== '') policy += ', ';
+    policy += `"${window.name}";q=${window.limit};w=${ceilSeconds(window.windowMs)}`;
+  }
+  return policy;
+}
+
+/** The headers for a decision; none for a plan without windows. */
+export function rateLimitHeaders(decision: RateLimitDecision): HeaderPair[] {
+  const closest = closestToExhaustion(decision.windows);
+  if (closest === undefined) return [];
+  const limit = String(closest.limit);
+  const remaining = String(closest.remaining);
+  const reset = String(ceilSeconds(closest.resetMs));
+  return [
+    ['X-RateLimit-Limit', limit],
+    ['X-RateLimit-Remaining', remaining],
+    ['X-RateLimit-Reset', reset],
+    ['RateLimit-Policy', formatRateLimitPolicy(decision.windows)],
+    ['RateLimit', `"${closest.name}";r=${remaining};t=${reset}`],
+  ];
+}
+
+/** Retry-After seconds for a decision: ceil(retryAfterMs / 1000), at least 1 when rejected; 0 when allowed. */
+export function retryAfterSeconds(decision: RateLimitDecision): number {
+  if (decision.allowed) return 0;
+  return Math.max(1, ceilSeconds(decision.retryAfterMs));
+}

@@ -1,0 +1,72 @@
+// The built CLI (`dist/cli/main.js serve`) as a child process, with a YAML config written
+// per test: for tests that need several gateway processes, signals or a hard kill.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { freePort } from './free-port.js';
+
+export const CLI_PATH = join(process.cwd(), 'dist/cli/main.js');
+
+export interface GatewayProcess {
+  url: string;
+  adminUrl: string;
+  port: number;
+  adminPort: number;
+  configPath: string;
+  child: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Sends a signal and waits for the exit (SIGKILL for a crash). */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Writes `config` (YAML document; listen/admin ports are filled in) to `dir/<name>.yaml`
+ * and starts `serve` with it, resolving once the gateway is listening.
+ */
+export async function startGatewayProcess(dir: string, name: string, config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
+  const port = await freePort();
+  const adminPort = await freePort();
+  const document = {
+    ...config,
+    listen: { host: '127.0.0.1', ...(config.listen as object | undefined), port },
+    admin: { host: '127.0.0.1', port: adminPort },
+  };
+  const configPath = join(dir, `${name}.yaml`);
+  await writeFile(configPath, stringify(document));
+  const child = spawn(process.execPath, [CLI_PATH, 'serve', '--config', configPath], {
+    env: { ...process.env, REDIS_URL: '', PORT: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const exited = once(child, 'exit');
+
+  const deadline = Date.now() + 15_000;
+  while (!output.includes('agent-gateway listening')) {
+    if (child.exitCode !== null) throw new Error(`gateway ${name} exited early (${child.exitCode}):\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`gateway ${name} did not start:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    port,
+    adminPort,
+    configPath,
+    child,
+    output: () => output,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const [code, exitSignal] = (await exited) as [number | null, NodeJS.Signals | null];
+      return { code, signal: exitSignal };
+    },
+  };
+}

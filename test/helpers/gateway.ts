@@ -1,0 +1,92 @@
+// The gateway in process, on a real port, with its real stores and a config built per test.
+// Logs are captured so tests can search everything the gateway printed.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { KeyService, type CreateKeyInput } from '../../src/auth/key-service.js';
+import { startGateway, type RunningGateway } from '../../src/cli/start-gateway.js';
+import type { Clock } from '../../src/clock.js';
+import { parseConfig } from '../../src/config/load-config.js';
+import type { GatewayConfig } from '../../src/config/schema.js';
+import { REDACT_PATHS } from '../../src/logger.js';
+
+export interface TestGateway {
+  url: string;
+  adminUrl: string;
+  config: GatewayConfig;
+  running: RunningGateway;
+  dir: string;
+  logs: string[];
+  createKey(input?: Partial<CreateKeyInput>): Promise<{ rawKey: string; keyId: string }>;
+  close(): Promise<void>;
+}
+
+export interface TestGatewayOptions {
+  /** Agent id → upstream base URL (…/api/v1), or a full agent block. */
+  agents: Record<string, string | Record<string, unknown>>;
+  /** Extra top-level config keys, as in the YAML file (durations as strings). */
+  config?: Record<string, unknown>;
+  redisUrl?: string;
+  clock?: Clock;
+}
+
+export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
+  const dir = await mkdtemp(join(tmpdir(), 'agentgw-test-'));
+  const agents = Object.fromEntries(Object.entries(options.agents).map(([id, agent]) => [id, typeof agent === 'string' ? { upstream: agent } : agent]));
+  const extra = options.config ?? {};
+  const document: Record<string, unknown> = {
+    listen: { host: '127.0.0.1', port: 0, ...(extra.listen as object | undefined) },
+    admin: { host: '127.0.0.1', port: 0 },
+    keys: { file: join(dir, 'keys.json'), ...(extra.keys as object | undefined) },
+    audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'audit-spool.jsonl'), ...(extra.audit as object | undefined) },
+    ...Object.fromEntries(Object.entries(extra).filter(([k]) => !['listen', 'keys', 'audit'].includes(k))),
+    agents,
+  };
+  if (options.redisUrl) document.redis = { url: options.redisUrl, ...(extra.redis as object | undefined) };
+  const config = parseConfig(document, 'test', {});
+
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      logs.push(chunk.toString('utf8'));
+      callback();
+    },
+  });
+  const logger = pino({ level: 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
+  const running = await startGateway(config, { logger, clock: options.clock });
+  const service = new KeyService({ store: running.keyStore, config, clock: options.clock });
+
+  return {
+    url: `http://127.0.0.1:${running.port}`,
+    adminUrl: `http://127.0.0.1:${running.adminPort}`,
+    config,
+    running,
+    dir,
+    logs,
+    async createKey(input = {}) {
+      const created = await service.createKey({
+        account: input.account ?? 'acme',
+        plan: input.plan ?? 'scale',
+        agents: input.agents ?? [...config.agents.keys()],
+        name: input.name,
+        expiresInMs: input.expiresInMs,
+      });
+      return { rawKey: created.rawKey, keyId: created.record.keyId };
+    },
+    async close() {
+      await running.close(500);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** POST JSON to a chat route with a key. */
+export function postChat(gatewayUrl: string, path: string, key: string | undefined, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${gatewayUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}

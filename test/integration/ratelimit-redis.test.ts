@@ -1,0 +1,160 @@
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
+import type { RateLimitDecision, RateWindow } from '../../src/ratelimit/rate-limiter.js';
+import { RateLimitStoreTimeoutError } from '../../src/ratelimit/rate-limit-store-error.js';
+import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
+import { SLIDING_WINDOW_LUA } from '../../src/ratelimit/sliding-window.lua.js';
+import { bucketWidthMs } from '../../src/ratelimit/window-math.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+const PREFIX = 'test:';
+const T0 = 1_700_000_000_037;
+
+let redis: TestRedis;
+let clientA: Redis;
+let clientB: Redis;
+let limiterA: RedisRateLimiter;
+let limiterB: RedisRateLimiter;
+
+beforeAll(async () => {
+  redis = await startRedis({ controllable: true });
+  clientA = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  clientB = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  limiterA = new RedisRateLimiter({ client: clientA, prefix: PREFIX, commandTimeoutMs: 2_000 });
+  limiterB = new RedisRateLimiter({ client: clientB, prefix: PREFIX, commandTimeoutMs: 2_000 });
+});
+
+afterEach(async () => {
+  await clientA.flushall();
+});
+
+afterAll(async () => {
+  clientA?.disconnect();
+  clientB?.disconnect();
+  await redis?.close();
+});
+
+/** A small deterministic PRNG, so a failing sequence can be replayed. */
+function lcg(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+describe('RedisRateLimiter', () => {
+  it('takes the same decisions as the memory limiter for the same request sequence', async () => {
+    const plans: RateWindow[][] = [
+      [{ name: 'burst', limit: 5, windowMs: 2_000 }, { name: 'minute', limit: 20, windowMs: 60_000 }],
+      [{ name: 'tiny', limit: 3, windowMs: 250 }, { name: '7s', limit: 9, windowMs: 7_000 }, { name: 'hour', limit: 40, windowMs: 3_600_000 }],
+    ];
+    const memory = new MemoryRateLimiter();
+    const random = lcg(42);
+    let nowMs = T0;
+    let rejections = 0;
+    for (let i = 0; i < 600; i += 1) {
+      nowMs += random() < 0.7 ? Math.floor(random() * 60) : Math.floor(random() * 4_000);
+      const subject = `account:${i % 3}`;
+      const windows = plans[i % 3 === 2 ? 1 : 0] as RateWindow[];
+      const expected = memory.consumeAt(subject, windows, nowMs);
+      const actual = await limiterA.consume(subject, windows, { nowMs });
+      expect(actual, `request ${i} at +${nowMs - T0} ms`).toEqual(expected);
+      if (!expected.allowed) rejections += 1;
+    }
+    // The sequence must exercise both outcomes to mean anything.
+    expect(rejections).toBeGreaterThan(50);
+    expect(rejections).toBeLessThan(550);
+  });
+
+  it("uses the Redis server's time when no nowMs is given", async () => {
+    const windows: RateWindow[] = [{ name: 'minute', limit: 3, windowMs: 60_000 }];
+    const remaining: number[] = [];
+    for (let i = 0; i < 4; i += 1) remaining.push((await limiterA.consume('account:time', windows)).windows[0]!.remaining);
+    expect(remaining).toEqual([2, 1, 0, 0]);
+    const [seconds] = await clientA.time();
+    const bucket = Number(seconds); // minute buckets are 1 s wide: index = epoch seconds
+    const fields = await clientA.hkeys(rateLimitKey(PREFIX, 'account:time', 'minute'));
+    const indexes = fields.filter((f) => f !== 'bw').map(Number);
+    expect(indexes.length).toBeGreaterThan(0);
+    for (const index of indexes) expect(Math.abs(index - bucket)).toBeLessThanOrEqual(2);
+  });
+
+  it('admits exactly the limit from 500 concurrent calls over two connections', async () => {
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100, windowMs: 60_000 }];
+    const calls: Array<Promise<RateLimitDecision>> = [];
+    for (let i = 0; i < 500; i += 1) calls.push((i % 2 === 0 ? limiterA : limiterB).consume('account:race', windows));
+    const decisions = await Promise.all(calls);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(100);
+    expect(decisions.filter((d) => !d.allowed).every((d) => d.retryAfterMs > 0)).toBe(true);
+  });
+
+  it('lays keys out per subject and window with a TTL that outlives their newest bucket', async () => {
+    const windows: RateWindow[] = [{ name: 'minute', limit: 60, windowMs: 60_000 }, { name: 'day', limit: 10_000, windowMs: 86_400_000 }];
+    await limiterA.consume('account:acme', windows);
+    const keys = (await clientA.keys(`${PREFIX}*`)).sort();
+    expect(keys).toEqual([`${PREFIX}rl:{account:acme}:day`, `${PREFIX}rl:{account:acme}:minute`]);
+    for (const window of windows) {
+      const ttlMs = await clientA.pttl(rateLimitKey(PREFIX, 'account:acme', window.name));
+      expect(ttlMs).toBeGreaterThan(window.windowMs);
+      expect(ttlMs).toBeLessThanOrEqual(window.windowMs + bucketWidthMs(window.windowMs));
+    }
+    // A rejected request writes no counts, and adds no keys for windows that had none.
+    const one: RateWindow[] = [{ name: 'one', limit: 1, windowMs: 60_000 }];
+    await limiterA.consume('account:solo', one);
+    await limiterA.consume('account:solo', [...one, { name: 'other', limit: 5, windowMs: 60_000 }]);
+    expect(await clientA.exists(rateLimitKey(PREFIX, 'account:solo', 'other'))).toBe(0);
+  });
+
+  it('keeps at most 61 buckets per window however many requests it counted', async () => {
+    const windows: RateWindow[] = [{ name: 'day', limit: 100_000, windowMs: 86_400_000 }];
+    const calls: Array<Promise<RateLimitDecision>> = [];
+    // 3,000 requests over two days; one connection runs them in order.
+    for (let i = 0; i < 3_000; i += 1) calls.push(limiterA.consume('account:busy', windows, { nowMs: T0 + i * 57_600 }));
+    await Promise.all(calls);
+    const key = rateLimitKey(PREFIX, 'account:busy', 'day');
+    const fields = await clientA.hkeys(key);
+    expect(fields).toContain('bw');
+    expect(fields.length - 1).toBeLessThanOrEqual(61);
+  });
+
+  it('reloads the script by itself after SCRIPT FLUSH (NOSCRIPT)', async () => {
+    const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: 60_000 }];
+    const sha = createHash('sha1').update(SLIDING_WINDOW_LUA).digest('hex');
+    expect((await limiterA.consume('account:flush', windows)).windows[0]!.remaining).toBe(9);
+    expect((await limiterA.consume('account:flush', windows)).windows[0]!.remaining).toBe(8);
+    expect(await clientB.script('EXISTS', sha)).toEqual([1]);
+    await clientB.script('FLUSH');
+    expect(await clientB.script('EXISTS', sha)).toEqual([0]);
+    expect((await limiterA.consume('account:flush', windows)).windows[0]!.remaining).toBe(7);
+    expect(await clientB.script('EXISTS', sha)).toEqual([1]);
+  });
+
+  it('rejects an unusable hash tag instead of splitting a subject across slots', async () => {
+    const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: 60_000 }];
+    await expect(limiterA.consume('', windows)).rejects.toThrow(TypeError);
+    await expect(limiterA.consume('}x', windows)).rejects.toThrow(TypeError);
+  });
+
+  it('rejects with a typed timeout error when Redis does not answer within commandTimeoutMs', async () => {
+    const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    const limiter = new RedisRateLimiter({ client, prefix: PREFIX, commandTimeoutMs: 150 });
+    const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: 60_000 }];
+    await limiter.consume('account:hung', windows);
+    redis.pause();
+    try {
+      const startedMs = Date.now();
+      const error = await limiter.consume('account:hung', windows).catch((e: unknown) => e);
+      const elapsedMs = Date.now() - startedMs;
+      expect(error).toBeInstanceOf(RateLimitStoreTimeoutError);
+      expect(elapsedMs).toBeGreaterThanOrEqual(140);
+      expect(elapsedMs).toBeLessThan(150 + 500);
+    } finally {
+      redis.resume();
+    }
+    expect((await limiter.consume('account:hung', windows)).allowed).toBe(true);
+    client.disconnect();
+  });
+});

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import type { RateLimitDecision, WindowStatus } from '../../../src/ratelimit/rate-limiter.js';
+import { closestToExhaustion, rateLimitHeaders, retryAfterSeconds } from '../../../src/ratelimit/rate-limit-headers.js';
+
+const minute = (remaining: number, resetMs: number): WindowStatus => ({ name: 'minute', limit: 60, windowMs: 60_000, remaining, resetMs });
+const day = (remaining: number, resetMs: number): WindowStatus => ({ name: 'day', limit: 10_000, windowMs: 86_400_000, remaining, resetMs });
+
+function decision(windows: WindowStatus[], allowed = true, retryAfterMs = 0): RateLimitDecision {
+  return { allowed, windows, retryAfterMs };
+}
+
+describe('rateLimitHeaders', () => {
+  it('describes the window closest to exhaustion and lists every window in the policy', () => {
+    expect(rateLimitHeaders(decision([minute(12, 0), day(9_000, 0)]))).toEqual([
+      ['X-RateLimit-Limit', '60'],
+      ['X-RateLimit-Remaining', '12'],
+      ['X-RateLimit-Reset', '0'],
+      ['RateLimit-Policy', '"minute";q=60;w=60, "day";q=10000;w=86400'],
+      ['RateLimit', '"minute";r=12;t=0'],
+    ]);
+  });
+
+  it('rounds the reset up to whole delta-seconds', () => {
+    const headers = new Map(rateLimitHeaders(decision([minute(0, 40_001), day(9_000, 0)], false, 40_001)));
+    expect(headers.get('X-RateLimit-Reset')).toBe('41');
+    expect(headers.get('RateLimit')).toBe('"minute";r=0;t=41');
+  });
+
+  it('names the day window when it is the one running out', () => {
+    const headers = new Map(rateLimitHeaders(decision([minute(30, 0), day(3, 0)])));
+    expect(headers.get('X-RateLimit-Limit')).toBe('10000');
+    expect(headers.get('X-RateLimit-Remaining')).toBe('3');
+    expect(headers.get('RateLimit')).toBe('"day";r=3;t=0');
+  });
+
+  it('breaks a tie on remaining by the longer reset', () => {
+    expect(closestToExhaustion([minute(0, 20_000), day(0, 3_600_000)])?.name).toBe('day');
+    expect(closestToExhaustion([day(0, 1_000), minute(0, 20_000)])?.name).toBe('minute');
+  });
+
+  it('sends nothing for a plan without windows', () => {
+    expect(rateLimitHeaders(decision([]))).toEqual([]);
+  });
+
+  it('rounds window lengths that are not whole seconds up', () => {
+    const odd: WindowStatus = { name: 'burst', limit: 5, windowMs: 1_500, remaining: 5, resetMs: 0 };
+    expect(new Map(rateLimitHeaders(decision([odd]))).get('RateLimit-Policy')).toBe('"burst";q=5;w=2');
+  });
+});
+
+describe('retryAfterSeconds', () => {
+  it('is ceil(retryAfterMs / 1000), at least 1 when rejected, 0 when allowed', () => {
+    expect(retryAfterSeconds(decision([minute(0, 40_001)], false, 40_001))).toBe(41);
+    expect(retryAfterSeconds(decision([minute(0, 40_000)], false, 40_000))).toBe(40);
+    expect(retryAfterSeconds(decision([minute(0, 1)], false, 1))).toBe(1);
+    expect(retryAfterSeconds(decision([minute(0, 0)], false, 0))).toBe(1);
+    expect(retryAfterSeconds(decision([minute(5, 0)]))).toBe(0);
+  });
+});
