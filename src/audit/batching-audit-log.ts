@@ -1,0 +1,125 @@
+// The AuditLog the request pipeline calls: record() only pushes onto the open batch. A
+// batch is sealed when it reaches batchSize or flushIntervalMs after its first record,
+// and handed to every sink's channel, which writes it, or spools it when the sink is down
+// or behind (see audit-sink-channel.ts). Nothing here blocks or throws on the request path.
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics/metrics.js';
+import type { AuditLog, AuditRecord } from './audit-record.js';
+import { AuditSinkChannel } from './audit-sink-channel.js';
+import type { AuditSink } from './audit-sink.js';
+import { AuditSpool, spoolPathFor } from './audit-spool.js';
+
+export interface BatchingAuditLogOptions {
+  /** At least one; names must differ (they name the spool files and metric labels). */
+  sinks: readonly AuditSink[];
+  /** The configured spool path (`audit.spool`); each sink spools to spoolPathFor(spoolPath, sink.name). */
+  spoolPath: string;
+  batchSize: number;
+  flushIntervalMs: number;
+  /** Records one sink may hold in memory; past it they go to that sink's spool. */
+  maxQueue: number;
+  logger: Logger;
+  clock: Clock;
+  /** Backoff of the recovery probe after a sink failure. Defaults: 250 ms doubling to 10 s. */
+  retryMinMs?: number;
+  retryMaxMs?: number;
+  /** close() replays a spool into a sink that answers again for at most this long (default 5 s); the rest waits for the next start. */
+  closeReplayMs?: number;
+}
+
+export class BatchingAuditLog implements AuditLog {
+  private readonly channels: AuditSinkChannel[];
+  private readonly batchSize: number;
+  private readonly flushIntervalMs: number;
+  private readonly logger: Logger;
+  private current: AuditRecord[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  private readonly onTimer = (): void => {
+    this.timer = undefined;
+    this.seal();
+  };
+
+  constructor(options: BatchingAuditLogOptions) {
+    if (options.sinks.length === 0) throw new Error('BatchingAuditLog needs at least one sink');
+    const names = options.sinks.map((s) => s.name);
+    const duplicate = names.find((n, i) => names.indexOf(n) !== i);
+    if (duplicate) throw new Error(`two audit sinks are named "${duplicate}"`);
+    this.batchSize = options.batchSize;
+    this.flushIntervalMs = options.flushIntervalMs;
+    this.logger = options.logger;
+    this.channels = options.sinks.map(
+      (sink) =>
+        new AuditSinkChannel({
+          sink,
+          spool: new AuditSpool(spoolPathFor(options.spoolPath, sink.name), options.logger),
+          batchSize: options.batchSize,
+          maxQueue: options.maxQueue,
+          logger: options.logger,
+          clock: options.clock,
+          retryMinMs: options.retryMinMs ?? 250,
+          retryMaxMs: options.retryMaxMs ?? 10_000,
+          closeReplayMs: options.closeReplayMs ?? 5_000,
+        }),
+    );
+  }
+
+  /** Queues the record (kept by reference: do not change it afterwards). Never blocks, never throws. */
+  record(record: AuditRecord): void {
+    if (this.closed) {
+      this.recordAfterClose(record);
+      return;
+    }
+    try {
+      const length = this.current.push(record);
+      if (length >= this.batchSize) this.seal();
+      else if (length === 1) {
+        this.timer = setTimeout(this.onTimer, this.flushIntervalMs);
+        this.timer.unref();
+      }
+    } catch (err) {
+      this.logger.error({ err, id: record.id }, 'queuing an audit record failed');
+    }
+  }
+
+  /** Seals the open batch and resolves when every sink has written or spooled what was queued. */
+  async flush(): Promise<void> {
+    this.seal();
+    await Promise.all(this.channels.map((c) => c.whenIdle()));
+  }
+
+  /** Names of the sinks currently taking records into their spool (down, or catching up). */
+  spoolingSinks(): string[] {
+    return this.channels.filter((c) => c.spooling).map((c) => c.name);
+  }
+
+  /** Flushes everything (to each sink, or its spool if it is down), then releases sinks and spools. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    this.seal();
+    this.closed = true;
+    await Promise.all(this.channels.map((c) => c.close()));
+  }
+
+  private seal(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    if (this.current.length === 0) return;
+    const batch = this.current;
+    this.current = [];
+    for (const channel of this.channels) channel.enqueue(batch);
+  }
+
+  private recordAfterClose(record: AuditRecord): void {
+    for (const channel of this.channels) metrics.auditRecords.inc({ sink: channel.name, result: 'failed' });
+    this.logger.error({ record }, 'audit record arrived after the audit log was closed; it is only in this log line');
+  }
+}

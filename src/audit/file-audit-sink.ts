@@ -1,0 +1,54 @@
+// Audit sink: JSON Lines appended to a file through one long-lived handle. The handle is
+// opened on first write (creating the directory) and reopened after a failure, so a
+// broken descriptor does not keep the sink down once the disk is fine again.
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { AuditRecord } from './audit-record.js';
+import type { AuditSink } from './audit-sink.js';
+
+export class FileAuditSink implements AuditSink {
+  readonly name = 'file';
+  private handle: Promise<FileHandle> | undefined;
+
+  constructor(readonly path: string) {}
+
+  async write(records: readonly AuditRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    this.handle ??= this.open();
+    const opening = this.handle;
+    let handle: FileHandle;
+    try {
+      handle = await opening;
+    } catch (error) {
+      if (this.handle === opening) this.handle = undefined;
+      throw error;
+    }
+    try {
+      // appendFile loops until every byte is written; one call per batch keeps lines whole.
+      await handle.appendFile(toJsonLines(records));
+    } catch (error) {
+      if (this.handle === opening) this.handle = undefined;
+      await handle.close().catch(() => {});
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    const opening = this.handle;
+    this.handle = undefined;
+    const handle = await opening?.catch(() => undefined);
+    await handle?.close();
+  }
+
+  private async open(): Promise<FileHandle> {
+    await mkdir(dirname(this.path), { recursive: true });
+    return open(this.path, 'a');
+  }
+}
+
+/** One JSON object per line; JSON.stringify escapes newlines inside strings, so lines never split. */
+export function toJsonLines(records: readonly AuditRecord[]): string {
+  let text = '';
+  for (const record of records) text += JSON.stringify(record) + '\n';
+  return text;
+}

@@ -1,0 +1,84 @@
+// `agent-gateway audit tail [--follow] [--key KEY_ID] [--limit N] [--config PATH]`
+// (DESIGN.md 6b): prints audit records from the configured sink as JSON Lines.
+import { once } from 'node:events';
+import { InvalidArgumentError, type Command } from 'commander';
+import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
+import { tailAuditRecords } from '../audit/read-audit-records.js';
+
+export interface AuditCommandIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  /** Sets the process exit code (tests pass their own so they do not touch the runner's). */
+  setExitCode: (code: number) => void;
+}
+
+const processIo: AuditCommandIo = {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  setExitCode: (code) => {
+    process.exitCode = code;
+  },
+};
+
+interface TailOptions {
+  config?: string;
+  follow?: boolean;
+  key?: string;
+  limit: number;
+}
+
+export function registerAuditCommand(program: Command, io: AuditCommandIo = processIo): Command {
+  const audit = program.command('audit').description('read usage audit records');
+  audit
+    .command('tail')
+    .description('print the newest audit records as JSON Lines (from the Redis stream if configured, else the audit file)')
+    .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
+    .option('-f, --follow', 'keep printing new records until interrupted')
+    .option('--key <keyId>', 'only records of this key_id')
+    .option('-n, --limit <n>', 'how many of the newest records to print first', parseLimit, 20)
+    .action(async (options: TailOptions, command: Command) => {
+      // --config may also be a program-wide option defined by the main command.
+      const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
+      await runTail(configPath, options, io);
+    });
+  return audit;
+}
+
+async function runTail(configPath: string, options: TailOptions, io: AuditCommandIo): Promise<void> {
+  const controller = new AbortController();
+  const stop = (): void => controller.abort();
+  let outputClosed = false;
+  const onOutputError = (error: NodeJS.ErrnoException): void => {
+    // `audit tail | head`: the reader went away; stop quietly.
+    outputClosed = true;
+    if (error.code !== 'EPIPE') io.stderr.write(`agent-gateway audit tail: ${error.message}\n`);
+    controller.abort();
+  };
+  io.stdout.on('error', onOutputError);
+  if (options.follow) {
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  }
+  const write = async (line: string): Promise<void> => {
+    if (outputClosed) return;
+    if (!io.stdout.write(`${line}\n`)) await once(io.stdout, 'drain', { signal: controller.signal }).catch(() => {});
+  };
+  try {
+    const config = await loadConfig(configPath);
+    await tailAuditRecords(config, { limit: options.limit, keyId: options.key, follow: options.follow === true, signal: controller.signal }, write);
+  } catch (error) {
+    if (error instanceof ConfigError) io.stderr.write(`${error.message}\n`);
+    else io.stderr.write(`agent-gateway audit tail: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.setExitCode(1);
+  } finally {
+    process.removeListener('SIGINT', stop);
+    process.removeListener('SIGTERM', stop);
+    io.stdout.removeListener('error', onOutputError);
+  }
+}
+
+function parseLimit(value: string): number {
+  const limit = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(limit)) throw new InvalidArgumentError('expected a whole number of records, e.g. 20');
+  return limit;
+}
