@@ -1,0 +1,114 @@
+// Failed-key throttle (DESIGN.md 2: 429 for too many failed key attempts from one client
+// address). Counting is rate-limiter-flexible: RateLimiterRedis shared by all instances when
+// Redis is configured (with a RateLimiterMemory insurance limiter for when Redis errors),
+// RateLimiterMemory otherwise.
+//
+// The request path never waits on the counter for a key that is in the cache: blocks are
+// mirrored in a local map that check() reads synchronously. Before a store lookup,
+// checkShared() also asks the shared counter, so an address blocked through another
+// instance is refused here before any lookup too.
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Clock } from '../clock.js';
+import { GatewayError } from '../http/errors.js';
+import type { Logger } from '../logger.js';
+
+export interface FailedAuthThrottleOptions {
+  /** Failed attempts allowed per window; the attempt that uses the last one starts the block. */
+  maxAttempts: number;
+  perMs: number;
+  blockForMs: number;
+  clock: Clock;
+  logger: Logger;
+  /** An ioredis client (rate-limiter-flexible's `storeClient`) and the key prefix; memory-only when absent. */
+  redis?: { client: unknown; prefix: string } | undefined;
+  /** Bound on the local mirror of blocked addresses. */
+  maxTrackedAddresses?: number;
+}
+
+const toSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+export class FailedAuthThrottle {
+  private readonly limiter: RateLimiterAbstract;
+  private readonly shared: boolean;
+  /** Client address → blocked until (epoch ms, injected clock). */
+  private readonly blockedUntil = new Map<string, number>();
+  private readonly maxTracked: number;
+
+  constructor(private readonly options: FailedAuthThrottleOptions) {
+    this.maxTracked = options.maxTrackedAddresses ?? 100_000;
+    const limits = { points: options.maxAttempts, duration: toSeconds(options.perMs), blockDuration: toSeconds(options.blockForMs) };
+    if (options.redis) {
+      this.shared = true;
+      this.limiter = new RateLimiterRedis({
+        ...limits,
+        storeClient: options.redis.client,
+        keyPrefix: `${options.redis.prefix}authfail`,
+        // Fail over to the insurance limiter at once instead of queueing behind a reconnect.
+        rejectIfRedisNotReady: true,
+        insuranceLimiter: new RateLimiterMemory({ ...limits, keyPrefix: 'authfail' }),
+      });
+    } else {
+      this.shared = false;
+      this.limiter = new RateLimiterMemory({ ...limits, keyPrefix: 'authfail' });
+    }
+  }
+
+  /** Throws 429 rate_limit_exceeded when `ip` is blocked as far as this instance knows. Synchronous and allocation-free when not blocked. */
+  check(ip: string): void {
+    if (this.blockedUntil.size === 0) return;
+    const until = this.blockedUntil.get(ip);
+    if (until === undefined) return;
+    const remainingMs = until - this.options.clock.now();
+    if (remainingMs > 0) throw rateLimited(remainingMs);
+    this.blockedUntil.delete(ip);
+  }
+
+  /** check(), plus the shared counter when there is one. Call before a store lookup. */
+  async checkShared(ip: string): Promise<void> {
+    this.check(ip);
+    if (!this.shared) return;
+    let res: RateLimiterRes | null;
+    try {
+      res = await this.limiter.get(ip);
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'failed-auth throttle: cannot read the counter; allowing');
+      return;
+    }
+    if (res && res.consumedPoints >= this.options.maxAttempts && res.msBeforeNext > 0) {
+      this.block(ip, res.msBeforeNext);
+      throw rateLimited(res.msBeforeNext);
+    }
+  }
+
+  /** Counts one failed attempt; blocks the address once it has used up its attempts. Never throws. */
+  async recordFailure(ip: string): Promise<void> {
+    try {
+      const res = await this.limiter.consume(ip);
+      if (res.remainingPoints <= 0) {
+        await this.limiter.block(ip, toSeconds(this.options.blockForMs));
+        this.block(ip, this.options.blockForMs);
+      }
+    } catch (error) {
+      if (error instanceof RateLimiterRes) {
+        this.block(ip, error.msBeforeNext > 0 ? error.msBeforeNext : this.options.blockForMs);
+        return;
+      }
+      this.options.logger.warn({ err: error }, 'failed-auth throttle: cannot count a failed attempt');
+    }
+  }
+
+  private block(ip: string, forMs: number): void {
+    if (!this.blockedUntil.has(ip) && this.blockedUntil.size >= this.maxTracked) {
+      const oldest = this.blockedUntil.keys().next();
+      if (!oldest.done) this.blockedUntil.delete(oldest.value);
+    }
+    this.blockedUntil.set(ip, this.options.clock.now() + forMs);
+  }
+}
+
+function rateLimited(remainingMs: number): GatewayError {
+  return new GatewayError('rate_limit_exceeded', {
+    message: 'Too many failed API key attempts from this address; retry after the time in the Retry-After header.',
+    retryAfterSeconds: toSeconds(remainingMs),
+  });
+}

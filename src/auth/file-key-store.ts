@@ -1,0 +1,375 @@
+// The embedded key store: a JSON file `{"version": 1, "keys": [...]}` (snake_case records)
+// written only by key operations (the CLI), atomically, under a lock file; a running
+// gateway holds an in-memory index and reloads it when the file changes.
+//
+// last_used_at lives in a sidecar file (`keys.last-used.json` beside `keys.json`), written
+// only by gateways: the CLI and a gateway then never rewrite the same file, so neither can
+// lose the other's change, and a last-used flush does not make every gateway reload keys.
+import { watch, type FSWatcher } from 'node:fs';
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import type { Logger } from '../logger.js';
+import type { KeyRecord } from './key-record.js';
+import { fromStoredRecord, laterIso, toStoredRecord } from './key-record-codec.js';
+import { INVALIDATE_ALL, KeyConflictError, type InvalidationListener, type KeyListFilter, type KeyStore, type LastUsedEntry } from './key-store.js';
+import { withFileLock, writeFileAtomic } from './atomic-file.js';
+
+export const KEY_FILE_VERSION = 1;
+
+export interface FileKeyStoreOptions {
+  path: string;
+  logger: Logger;
+  /** Watch the file and reload on change (the gateway); off for one-shot CLI use. */
+  watch: boolean;
+  /** Fallback stat poll for filesystems where fs.watch misses events. */
+  pollIntervalMs?: number;
+  /** Use fs.watch as well as the poll (default true; tests turn it off to check the poll alone). */
+  fsWatch?: boolean;
+}
+
+export class KeyFileError extends Error {
+  constructor(readonly path: string, detail: string) {
+    super(`key file ${path}: ${detail}`);
+    this.name = 'KeyFileError';
+  }
+}
+
+export function sidecarPathFor(path: string): string {
+  return path.endsWith('.json') ? `${path.slice(0, -'.json'.length)}.last-used.json` : `${path}.last-used.json`;
+}
+
+interface KeyIndex {
+  byHash: Map<string, KeyRecord>;
+  byId: Map<string, KeyRecord>;
+}
+
+function emptyIndex(): KeyIndex {
+  return { byHash: new Map(), byId: new Map() };
+}
+
+function buildIndex(records: KeyRecord[], path: string): KeyIndex {
+  const index = emptyIndex();
+  for (const record of records) {
+    if (index.byId.has(record.keyId)) throw new KeyFileError(path, `key_id ${record.keyId} appears twice`);
+    if (index.byHash.has(record.hash)) throw new KeyFileError(path, `two records share one hash (${record.keyId})`);
+    index.byHash.set(record.hash, record);
+    index.byId.set(record.keyId, record);
+  }
+  return index;
+}
+
+/** Everything that can change whether or how a key authenticates. */
+function authShape(record: KeyRecord): string {
+  return `${record.keyId}|${record.account}|${record.plan}|${record.agents.join(',')}|${record.expiresAt}|${record.revokedAt}`;
+}
+
+async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** Parses the key file text; a missing file (undefined) is an empty store. */
+export function parseKeyFile(text: string | undefined, path: string): KeyRecord[] {
+  if (text === undefined || text.trim() === '') return [];
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch (error) {
+    throw new KeyFileError(path, `not valid JSON (${(error as Error).message})`);
+  }
+  if (!document || typeof document !== 'object' || Array.isArray(document)) throw new KeyFileError(path, 'expected an object {"version": 1, "keys": [...]}');
+  const { version, keys } = document as { version?: unknown; keys?: unknown };
+  if (version !== KEY_FILE_VERSION) throw new KeyFileError(path, `unsupported version ${JSON.stringify(version)} (expected ${KEY_FILE_VERSION})`);
+  if (!Array.isArray(keys)) throw new KeyFileError(path, '"keys" must be an array');
+  return keys.map((raw, i) => {
+    try {
+      return fromStoredRecord(raw);
+    } catch (error) {
+      throw new KeyFileError(path, `keys[${i}]: ${(error as Error).message}`);
+    }
+  });
+}
+
+function serializeKeyFile(records: Iterable<KeyRecord>): string {
+  return `${JSON.stringify({ version: KEY_FILE_VERSION, keys: [...records].map(toStoredRecord) }, null, 2)}\n`;
+}
+
+function parseSidecar(text: string | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  if (text === undefined) return out;
+  try {
+    const document = JSON.parse(text) as { last_used?: Record<string, unknown> };
+    for (const [keyId, at] of Object.entries(document.last_used ?? {})) {
+      if (typeof at === 'string' && !Number.isNaN(Date.parse(at))) out.set(keyId, at);
+    }
+  } catch {
+    // A damaged sidecar only loses last-used times; the next flush rewrites it.
+  }
+  return out;
+}
+
+export class FileKeyStore implements KeyStore {
+  readonly kind = 'file' as const;
+  readonly sidecarPath: string;
+  private index: KeyIndex = emptyIndex();
+  /** last_used_at by key id: sidecar contents plus this process's own touches. */
+  private lastUsed = new Map<string, string>();
+  private readonly listeners = new Set<InvalidationListener>();
+  private watcher: FSWatcher | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private signature = '';
+  private reloading: Promise<void> | undefined;
+  private reloadAgain = false;
+  private polling = false;
+  private closed = false;
+
+  private constructor(private readonly options: FileKeyStoreOptions) {
+    this.sidecarPath = sidecarPathFor(options.path);
+  }
+
+  /**
+   * Loads the file (missing = empty) and, with `watch`, starts watching. A corrupt file is
+   * an error for one-shot use (the CLI must not show an empty list for a broken file) and,
+   * for a watching gateway, an empty store with an error logged until the file is fixed.
+   */
+  static async open(options: FileKeyStoreOptions): Promise<FileKeyStore> {
+    const store = new FileKeyStore(options);
+    if (options.watch) await store.reload();
+    else await store.loadStrict();
+    if (options.watch) await store.startWatching();
+    return store;
+  }
+
+  get path(): string {
+    return this.options.path;
+  }
+
+  async findByHash(hash: string): Promise<KeyRecord | undefined> {
+    const record = this.index.byHash.get(hash);
+    return record && this.withLastUsed(record);
+  }
+
+  async findById(keyId: string): Promise<KeyRecord | undefined> {
+    await this.refreshLastUsed();
+    const record = this.index.byId.get(keyId);
+    return record && this.withLastUsed(record);
+  }
+
+  async list(filter: KeyListFilter = {}): Promise<KeyRecord[]> {
+    await this.refreshLastUsed();
+    const out: KeyRecord[] = [];
+    for (const record of this.index.byId.values()) {
+      if (filter.account === undefined || record.account === filter.account) out.push(this.withLastUsed(record));
+    }
+    return out;
+  }
+
+  async create(record: KeyRecord): Promise<void> {
+    await this.mutate((records) => {
+      if (records.some((r) => r.keyId === record.keyId)) throw new KeyConflictError(`key_id ${record.keyId} already exists`);
+      if (records.some((r) => r.hash === record.hash)) throw new KeyConflictError('a key with this hash already exists');
+      records.push({ ...record, agents: [...record.agents] });
+      return true;
+    });
+  }
+
+  async revoke(keyId: string, atIso: string): Promise<KeyRecord | undefined> {
+    let result: KeyRecord | undefined;
+    await this.mutate((records) => {
+      const i = records.findIndex((r) => r.keyId === keyId);
+      if (i < 0) return false;
+      const current = records[i]!;
+      if (current.revokedAt !== null) {
+        result = current;
+        return false;
+      }
+      result = { ...current, revokedAt: atIso };
+      records[i] = result;
+      return true;
+    });
+    return result && this.withLastUsed(result);
+  }
+
+  async touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void> {
+    const updates = new Map<string, string>();
+    for (const entry of entries) {
+      const record = this.index.byHash.get(entry.hash);
+      if (record) updates.set(record.keyId, laterIso(updates.get(record.keyId) ?? null, entry.atIso)!);
+    }
+    if (updates.size === 0) return;
+    await withFileLock(this.sidecarPath, async () => {
+      // Re-read under the lock: another gateway on this host may have flushed meanwhile.
+      const merged = parseSidecar(await readText(this.sidecarPath));
+      for (const [keyId, at] of updates) merged.set(keyId, laterIso(merged.get(keyId) ?? null, at)!);
+      await writeFileAtomic(this.sidecarPath, `${JSON.stringify({ version: KEY_FILE_VERSION, last_used: Object.fromEntries(merged) }, null, 2)}\n`);
+      for (const [keyId, at] of merged) this.lastUsed.set(keyId, laterIso(this.lastUsed.get(keyId) ?? null, at)!);
+    });
+  }
+
+  onInvalidate(listener: InvalidationListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.watcher?.close();
+    this.watcher = undefined;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+    await this.reloading;
+  }
+
+  /**
+   * Re-reads the file and swaps the index. Concurrent calls coalesce into one more read.
+   * A corrupt file keeps the last good index and logs an error: a bad edit must not take
+   * every key down with it.
+   */
+  reload(): Promise<void> {
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return this.reloading;
+    }
+    this.reloading = (async () => {
+      do {
+        this.reloadAgain = false;
+        await this.reloadOnce();
+      } while (this.reloadAgain && !this.closed);
+    })().finally(() => {
+      this.reloading = undefined;
+    });
+    return this.reloading;
+  }
+
+  private async loadStrict(): Promise<void> {
+    const path = this.options.path;
+    this.signature = await this.statSignature();
+    const [text, sidecar] = await Promise.all([readText(path), readText(this.sidecarPath)]);
+    this.index = buildIndex(parseKeyFile(text, path), path);
+    this.mergeLastUsed(parseSidecar(sidecar));
+  }
+
+  private async reloadOnce(): Promise<void> {
+    const path = this.options.path;
+    try {
+      const signature = await this.statSignature();
+      const [text, sidecar] = await Promise.all([readText(path), readText(this.sidecarPath)]);
+      const index = buildIndex(parseKeyFile(text, path), path);
+      this.signature = signature;
+      this.mergeLastUsed(parseSidecar(sidecar));
+      this.swapIndex(index);
+    } catch (error) {
+      this.signature = await this.statSignature().catch(() => this.signature);
+      this.options.logger.error({ err: error, file: path }, 'cannot load the key file; keeping the keys loaded before');
+    }
+  }
+
+  private async statSignature(): Promise<string> {
+    try {
+      const info = await stat(this.options.path);
+      return `${info.ino}:${info.size}:${info.mtimeMs}`;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'missing';
+      throw error;
+    }
+  }
+
+  private swapIndex(next: KeyIndex): void {
+    const previous = this.index;
+    this.index = next;
+    const changed: string[] = [];
+    for (const [hash, record] of previous.byHash) {
+      const now = next.byHash.get(hash);
+      if (!now || authShape(now) !== authShape(record)) changed.push(hash);
+    }
+    for (const hash of next.byHash.keys()) if (!previous.byHash.has(hash)) changed.push(hash);
+    if (changed.length === 0) return;
+    // Past a few hundred changes, one "clear everything" is cheaper than many deletes.
+    if (changed.length > 256) this.emit(INVALIDATE_ALL);
+    else for (const hash of changed) this.emit(hash);
+  }
+
+  private emit(hash: string): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(hash);
+      } catch (error) {
+        this.options.logger.error({ err: error }, 'key invalidation listener failed');
+      }
+    }
+  }
+
+  /** Read-modify-write of the key file under its lock; `change` returns false for "no write". */
+  private async mutate(change: (records: KeyRecord[]) => boolean): Promise<void> {
+    const path = this.options.path;
+    await withFileLock(path, async () => {
+      // Parse errors propagate here: never overwrite a file we could not read.
+      const records = parseKeyFile(await readText(path), path);
+      if (!change(records)) return;
+      const index = buildIndex(records, path);
+      await writeFileAtomic(path, serializeKeyFile(records));
+      this.signature = await this.statSignature().catch(() => '');
+      this.swapIndex(index);
+    });
+  }
+
+  private mergeLastUsed(fromSidecar: Map<string, string>): void {
+    for (const [keyId, at] of fromSidecar) this.lastUsed.set(keyId, laterIso(this.lastUsed.get(keyId) ?? null, at)!);
+  }
+
+  private async refreshLastUsed(): Promise<void> {
+    this.mergeLastUsed(parseSidecar(await readText(this.sidecarPath).catch(() => undefined)));
+  }
+
+  private withLastUsed(record: KeyRecord): KeyRecord {
+    const sidecar = this.lastUsed.get(record.keyId);
+    if (sidecar === undefined) return record;
+    const lastUsedAt = laterIso(record.lastUsedAt, sidecar);
+    return lastUsedAt === record.lastUsedAt ? record : { ...record, lastUsedAt };
+  }
+
+  private async startWatching(): Promise<void> {
+    const path = this.options.path;
+    const directory = dirname(path);
+    const name = basename(path);
+    await mkdir(directory, { recursive: true });
+    // Watch the directory, not the file: an atomic rename replaces the file's inode, and a
+    // watch on the old inode would go silent after the first write.
+    if (this.options.fsWatch !== false) this.watchDirectory(directory, name);
+    // The poll catches what watch misses (network filesystems, some containers) within 1 s.
+    this.pollTimer = setInterval(() => void this.poll(), this.options.pollIntervalMs ?? 250);
+    this.pollTimer.unref();
+  }
+
+  private watchDirectory(directory: string, name: string): void {
+    try {
+      this.watcher = watch(directory, { persistent: false }, (_event, filename) => {
+        if (filename === null || filename.toString() === name) void this.reload();
+      });
+      this.watcher.on('error', (error) => {
+        this.options.logger.warn({ err: error, dir: directory }, 'key file watch failed; relying on the stat poll');
+        this.watcher?.close();
+        this.watcher = undefined;
+      });
+    } catch (error) {
+      this.options.logger.warn({ err: error, dir: directory }, 'cannot watch the key file directory; relying on the stat poll');
+    }
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling || this.closed) return;
+    this.polling = true;
+    try {
+      const signature = await this.statSignature();
+      if (signature !== this.signature) await this.reload();
+    } catch (error) {
+      this.options.logger.warn({ err: error, file: this.options.path }, 'cannot stat the key file');
+    } finally {
+      this.polling = false;
+    }
+  }
+}

@@ -1,0 +1,214 @@
+// The Authenticator the request pipeline calls (DESIGN.md 2, 3). Order of work:
+//   Bearer header → failed-attempt throttle → format + checksum (no store call on failure)
+//   → cache → store → revoked / expired (injected clock, every request) / agent scope
+//   → note last_used → {keyId, account, plan}.
+// A fresh cached key costs a CRC32, a SHA-256 and two Map reads: no await, no allocation
+// beyond the hash string (the result is a promise resolved once per cache entry).
+import type { Clock } from '../clock.js';
+import type { GatewayConfig } from '../config/schema.js';
+import { GatewayError, type ErrorType } from '../http/errors.js';
+import type { Logger } from '../logger.js';
+import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
+import type { AuthenticateInput, Authenticator } from './authenticator.js';
+import { extractBearerToken } from './bearer-token.js';
+import { KeyCache, toCachedKey, type CachedKey } from './key-cache.js';
+import { hashApiKey, parseApiKey } from './key-format.js';
+import type { AuthenticatedKey, KeyRecord } from './key-record.js';
+import { INVALIDATE_ALL, StoreUnavailableError, type KeyStore } from './key-store.js';
+import { FailedAuthThrottle } from './failed-auth-throttle.js';
+import { LastUsedTracker } from './last-used-tracker.js';
+
+export interface KeyAuthenticatorOptions {
+  store: KeyStore;
+  clock: Clock;
+  logger: Logger;
+  cacheTtlMs: number;
+  negativeCacheTtlMs: number;
+  maxCacheEntries?: number;
+  throttle: FailedAuthThrottle;
+  /** Created (flushing every 5 s) when not given. */
+  lastUsed?: LastUsedTracker;
+  /** Retry-After for 503 store_unavailable. */
+  storeRetryAfterSeconds?: number;
+  /** While the store is down, a stale entry is served this long before the store is tried again (default 1 s). */
+  staleRetryMs?: number;
+  metrics?: Metrics;
+}
+
+type FailureType = Extract<ErrorType, 'missing_api_key' | 'invalid_api_key' | 'expired_api_key' | 'revoked_api_key' | 'agent_not_allowed'>;
+
+/** Failures that look like someone trying keys: they count toward the per-address throttle. */
+const COUNTED_FAILURES: ReadonlySet<FailureType> = new Set(['invalid_api_key', 'expired_api_key', 'revoked_api_key']);
+
+interface InflightLookup {
+  promise: Promise<KeyRecord | undefined>;
+  generation: number;
+}
+
+export class KeyAuthenticator implements Authenticator {
+  readonly cache: KeyCache;
+  private readonly store: KeyStore;
+  private readonly clock: Clock;
+  private readonly throttle: FailedAuthThrottle;
+  private readonly lastUsed: LastUsedTracker;
+  private readonly ownsTracker: boolean;
+  private readonly inflight = new Map<string, InflightLookup>();
+  private readonly unsubscribe: () => void;
+  private readonly storeRetryAfterSeconds: number;
+  private readonly staleRetryMs: number;
+  private readonly counters;
+
+  constructor(private readonly options: KeyAuthenticatorOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    this.throttle = options.throttle;
+    this.cache = new KeyCache({ ttlMs: options.cacheTtlMs, negativeTtlMs: options.negativeCacheTtlMs, maxEntries: options.maxCacheEntries });
+    this.ownsTracker = options.lastUsed === undefined;
+    this.lastUsed = options.lastUsed ?? new LastUsedTracker({ store: options.store, logger: options.logger });
+    this.storeRetryAfterSeconds = options.storeRetryAfterSeconds ?? 1;
+    this.staleRetryMs = options.staleRetryMs ?? 1_000;
+    const m = options.metrics ?? defaultMetrics;
+    // Bound label children once: prom-client's label lookup would otherwise run per request.
+    this.counters = {
+      hit: m.keyCache.labels('hit'),
+      miss: m.keyCache.labels('miss'),
+      negativeHit: m.keyCache.labels('negative_hit'),
+      staleHit: m.keyCache.labels('stale_hit'),
+      authFailures: m.authFailures,
+    };
+    this.unsubscribe = options.store.onInvalidate((hash) => {
+      if (hash === INVALIDATE_ALL) this.cache.clear();
+      else this.cache.invalidate(hash);
+      this.inflight.delete(hash);
+      if (hash === INVALIDATE_ALL) this.inflight.clear();
+    });
+  }
+
+  authenticate(input: AuthenticateInput): Promise<AuthenticatedKey> {
+    const token = extractBearerToken(input.authorization);
+    if (token === '') return this.fail('missing_api_key', input.clientIp);
+    try {
+      this.throttle.check(input.clientIp);
+    } catch (error) {
+      this.counters.authFailures.labels('rate_limit_exceeded').inc();
+      return Promise.reject(error);
+    }
+    if (!parseApiKey(token)) return this.fail('invalid_api_key', input.clientIp);
+    const hash = hashApiKey(token);
+    const now = this.clock.now();
+    const entry = this.cache.get(hash);
+    if (entry !== undefined && entry.freshUntilMs > now) {
+      if (entry.stale) this.counters.staleHit.inc();
+      else this.counters.hit.inc();
+      return this.accept(entry, input, now);
+    }
+    if (entry === undefined) {
+      const negativeUntil = this.cache.getNegative(hash);
+      if (negativeUntil !== undefined && negativeUntil > now) {
+        this.counters.negativeHit.inc();
+        return this.fail('invalid_api_key', input.clientIp);
+      }
+    }
+    return this.lookup(hash, entry, input);
+  }
+
+  private accept(entry: CachedKey, input: AuthenticateInput, now: number): Promise<AuthenticatedKey> {
+    if (entry.revoked) return this.fail('revoked_api_key', input.clientIp);
+    if (now >= entry.expiresAtMs) return this.fail('expired_api_key', input.clientIp);
+    if (!entry.agents.includes(input.agentId)) return this.fail('agent_not_allowed', input.clientIp);
+    this.lastUsed.touch(entry.record.hash, now);
+    return entry.resolved;
+  }
+
+  private async lookup(hash: string, stale: CachedKey | undefined, input: AuthenticateInput): Promise<AuthenticatedKey> {
+    await this.throttle.checkShared(input.clientIp).catch((error: unknown) => {
+      this.counters.authFailures.labels('rate_limit_exceeded').inc();
+      throw error;
+    });
+    let inflight = this.inflight.get(hash);
+    if (inflight === undefined) {
+      const generation = this.cache.generation;
+      const promise = this.store.findByHash(hash);
+      inflight = { promise, generation };
+      this.inflight.set(hash, inflight);
+      const settled = inflight;
+      const forget = () => {
+        if (this.inflight.get(hash) === settled) this.inflight.delete(hash);
+      };
+      promise.then(forget, forget);
+    }
+    let record: KeyRecord | undefined;
+    try {
+      record = await inflight.promise;
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      // Serve stale while the store is down: keys that worked a moment ago keep working,
+      // unless an invalidation removed the entry while the lookup was failing.
+      if (stale !== undefined && this.cache.peek(hash) === stale) {
+        const now = this.clock.now();
+        // Ask the store again only after a back-off, so requests during an outage do not
+        // each wait for a command timeout.
+        stale.freshUntilMs = now + this.staleRetryMs;
+        stale.stale = true;
+        this.counters.staleHit.inc();
+        return this.accept(stale, input, now);
+      }
+      this.counters.authFailures.labels('store_unavailable').inc();
+      throw new GatewayError('store_unavailable', { retryAfterSeconds: this.storeRetryAfterSeconds });
+    }
+    this.counters.miss.inc();
+    const now = this.clock.now();
+    // A lookup that overlapped an invalidation may hold the record from before it: use it
+    // for this request, but do not cache it.
+    const cacheable = inflight.generation === this.cache.generation;
+    if (record === undefined) {
+      if (cacheable) this.cache.setNegative(hash, now);
+      return this.fail('invalid_api_key', input.clientIp);
+    }
+    if (record.hash !== hash) throw new Error('key store returned a record for another hash');
+    const entry = cacheable ? this.cache.setPositive(record, now) : toCachedKey(record, now);
+    return this.accept(entry, input, now);
+  }
+
+  private async fail(type: FailureType, clientIp: string): Promise<never> {
+    this.counters.authFailures.labels(type).inc();
+    if (COUNTED_FAILURES.has(type)) await this.throttle.recordFailure(clientIp);
+    throw new GatewayError(type);
+  }
+
+  /** Writes pending last_used_at times and detaches from the store (which the caller closes). */
+  async close(): Promise<void> {
+    this.unsubscribe();
+    if (this.ownsTracker) await this.lastUsed.close();
+    else await this.lastUsed.flush();
+  }
+}
+
+export interface KeyAuthenticatorDeps {
+  store: KeyStore;
+  clock: Clock;
+  logger: Logger;
+  /** The ioredis client for the shared failed-auth counter; memory-only when absent. */
+  redisClient?: unknown;
+}
+
+/** Builds the authenticator and its throttle from config.keys (and config.redis.prefix). */
+export function createKeyAuthenticator(config: GatewayConfig, deps: KeyAuthenticatorDeps): KeyAuthenticator {
+  const { failedAuth } = config.keys;
+  const throttle = new FailedAuthThrottle({
+    maxAttempts: failedAuth.maxAttempts,
+    perMs: failedAuth.perMs,
+    blockForMs: failedAuth.blockForMs,
+    clock: deps.clock,
+    logger: deps.logger,
+    redis: deps.redisClient !== undefined && config.redis ? { client: deps.redisClient, prefix: config.redis.prefix } : undefined,
+  });
+  return new KeyAuthenticator({
+    store: deps.store,
+    clock: deps.clock,
+    logger: deps.logger,
+    cacheTtlMs: config.keys.cacheTtlMs,
+    negativeCacheTtlMs: config.keys.negativeCacheTtlMs,
+    throttle,
+  });
+}

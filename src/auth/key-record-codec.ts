@@ -1,0 +1,95 @@
+// KeyRecord ↔ the snake_case field names of DESIGN.md 3, which the key file, the Redis
+// hashes and the CLI's --json output all use.
+import type { KeyRecord } from './key-record.js';
+import { KEY_HASH_PATTERN, KEY_ID_PATTERN } from './key-format.js';
+
+export interface StoredKeyRecord {
+  key_id: string;
+  hash: string;
+  account: string;
+  plan: string;
+  agents: string[];
+  name: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+
+/** What the CLI and dashboard may show: the record without its hash. */
+export type PublicKeyView = Omit<StoredKeyRecord, 'hash'>;
+
+export function toStoredRecord(record: KeyRecord): StoredKeyRecord {
+  return {
+    key_id: record.keyId,
+    hash: record.hash,
+    account: record.account,
+    plan: record.plan,
+    agents: [...record.agents],
+    name: record.name,
+    created_at: record.createdAt,
+    expires_at: record.expiresAt,
+    revoked_at: record.revokedAt,
+    last_used_at: record.lastUsedAt,
+  };
+}
+
+export function toPublicView(record: KeyRecord): PublicKeyView {
+  const { hash: _hash, ...view } = toStoredRecord(record);
+  return view;
+}
+
+function isIsoTimestamp(value: unknown): value is string {
+  return typeof value === 'string' && !Number.isNaN(Date.parse(value));
+}
+
+function optionalTimestamp(value: unknown, field: string): string | null {
+  if (value === null || value === undefined || value === '') return null;
+  if (!isIsoTimestamp(value)) throw new Error(`${field} is not an ISO 8601 timestamp`);
+  return value;
+}
+
+function requiredString(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value === '') throw new Error(`${field} must be a non-empty string`);
+  return value;
+}
+
+/** Validates one stored record; throws an Error naming the bad field. */
+export function fromStoredRecord(value: unknown): KeyRecord {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('a key record must be an object');
+  const raw = value as Record<string, unknown>;
+  const keyId = requiredString(raw.key_id, 'key_id');
+  if (!KEY_ID_PATTERN.test(keyId)) throw new Error(`key_id ${JSON.stringify(keyId)} is malformed`);
+  const hash = requiredString(raw.hash, 'hash');
+  if (!KEY_HASH_PATTERN.test(hash)) throw new Error(`hash of ${keyId} is not a lowercase hex SHA-256`);
+  const agents = raw.agents;
+  if (!Array.isArray(agents) || !agents.every((a) => typeof a === 'string')) throw new Error(`agents of ${keyId} must be an array of strings`);
+  if (!isIsoTimestamp(raw.created_at)) throw new Error(`created_at of ${keyId} is not an ISO 8601 timestamp`);
+  return {
+    keyId,
+    hash,
+    account: requiredString(raw.account, `account of ${keyId}`),
+    plan: requiredString(raw.plan, `plan of ${keyId}`),
+    agents: agents as string[],
+    name: typeof raw.name === 'string' ? raw.name : '',
+    createdAt: raw.created_at,
+    expiresAt: optionalTimestamp(raw.expires_at, `expires_at of ${keyId}`),
+    revokedAt: optionalTimestamp(raw.revoked_at, `revoked_at of ${keyId}`),
+    lastUsedAt: optionalTimestamp(raw.last_used_at, `last_used_at of ${keyId}`),
+  };
+}
+
+export type KeyStatus = 'active' | 'expired' | 'revoked';
+
+export function keyStatus(record: KeyRecord, nowMs: number): KeyStatus {
+  if (record.revokedAt !== null) return 'revoked';
+  if (record.expiresAt !== null && nowMs >= Date.parse(record.expiresAt)) return 'expired';
+  return 'active';
+}
+
+/** ISO strings of one format compare in time order as strings; parse to be safe with others. */
+export function laterIso(a: string | null, b: string | null): string | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Date.parse(b) > Date.parse(a) ? b : a;
+}

@@ -1,0 +1,48 @@
+// Where key records live (DESIGN.md 3): one interface, a file store (embedded) and a Redis
+// store (shared). The authenticator caches in front of it; the CLI and dashboard write to it.
+import type { KeyRecord } from './key-record.js';
+
+export interface LastUsedEntry {
+  /** SHA-256 hex of the key (what the request path knows without a lookup). */
+  hash: string;
+  atIso: string;
+}
+
+export interface KeyListFilter {
+  account?: string | undefined;
+}
+
+/** A hash whose record changed, or '*' when anything may have changed (reload, reconnect). */
+export type InvalidationListener = (hash: string) => void;
+export const INVALIDATE_ALL = '*';
+
+export interface KeyStore {
+  readonly kind: 'file' | 'redis';
+  findByHash(hash: string): Promise<KeyRecord | undefined>;
+  findById(keyId: string): Promise<KeyRecord | undefined>;
+  list(filter?: KeyListFilter): Promise<KeyRecord[]>;
+  /** Rejects with KeyConflictError when the key id or hash already exists. */
+  create(record: KeyRecord): Promise<void>;
+  /** Sets revoked_at (first revocation wins); undefined when no such key. */
+  revoke(keyId: string, atIso: string): Promise<KeyRecord | undefined>;
+  /** Moves last_used_at forward; unknown hashes are ignored. */
+  touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void>;
+  /** Returns the unsubscribe function. */
+  onInvalidate(listener: InvalidationListener): () => void;
+  close(): Promise<void>;
+}
+
+/** The store cannot answer right now (Redis down or timing out): not "no such key". */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+export class KeyConflictError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'KeyConflictError';
+  }
+}

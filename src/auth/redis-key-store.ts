@@ -1,0 +1,323 @@
+// The shared key store (DESIGN.md 3). Layout under the configured prefix:
+//   ${prefix}key:${hash}           HASH  key_id account plan agents(JSON) name created_at
+//                                        [expires_at] [revoked_at] [last_used_at]
+//   ${prefix}keyid:${keyId}        STRING → hash
+//   ${prefix}keys:all              SET of key ids (listing)
+//   ${prefix}keys:account:${acct}  SET of key ids (listing by account)
+//   ${prefix}keys:invalidate       pub/sub channel; message = hash of a changed key
+// Create and revoke are Lua scripts, so uniqueness checks, writes and the invalidation
+// PUBLISH happen atomically. Every command is bounded by redis.command_timeout.
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics/metrics.js';
+import type { KeyRecord } from './key-record.js';
+import { fromStoredRecord } from './key-record-codec.js';
+import { INVALIDATE_ALL, KeyConflictError, StoreUnavailableError, type InvalidationListener, type KeyListFilter, type KeyStore, type LastUsedEntry } from './key-store.js';
+
+export interface RedisKeyStoreOptions {
+  url: string;
+  prefix: string;
+  commandTimeoutMs: number;
+  logger: Logger;
+  /** Open a subscriber connection for invalidations (gateways); off for one-shot CLI use. */
+  subscribe: boolean;
+  /**
+   * Wait (up to this long) for the first connection and fail if Redis cannot be reached:
+   * for the CLI. A gateway leaves it unset and starts even while Redis is down.
+   */
+  waitForConnectionMs?: number;
+}
+
+const CREATE_SCRIPT = `
+if redis.call('exists', KEYS[1]) == 1 then return 'hash_exists' end
+if redis.call('exists', KEYS[2]) == 1 then return 'id_exists' end
+redis.call('hset', KEYS[1], unpack(ARGV, 4))
+redis.call('set', KEYS[2], ARGV[1])
+redis.call('sadd', KEYS[3], ARGV[2])
+redis.call('sadd', KEYS[4], ARGV[2])
+redis.call('publish', ARGV[3], ARGV[1])
+return 'ok'
+`;
+
+// First revocation wins, so revoking twice keeps the original time.
+const REVOKE_SCRIPT = `
+if redis.call('exists', KEYS[1]) == 0 then return nil end
+if not redis.call('hget', KEYS[1], 'revoked_at') then redis.call('hset', KEYS[1], 'revoked_at', ARGV[1]) end
+redis.call('publish', ARGV[2], ARGV[3])
+return redis.call('hgetall', KEYS[1])
+`;
+
+// Only ever moves last_used_at forward (ISO strings of one format sort as times) and never
+// recreates a record that is gone.
+const TOUCH_SCRIPT = `
+if redis.call('exists', KEYS[1]) == 0 then return 0 end
+local current = redis.call('hget', KEYS[1], 'last_used_at')
+if current and current >= ARGV[1] then return 0 end
+redis.call('hset', KEYS[1], 'last_used_at', ARGV[1])
+return 1
+`;
+
+interface KeyStoreCommands {
+  agentgwKeyCreate(...args: string[]): Promise<string>;
+  agentgwKeyRevoke(...args: string[]): Promise<string[] | null>;
+  agentgwKeyTouch(...args: string[]): Promise<number>;
+}
+
+type KeyRedis = Redis & KeyStoreCommands;
+
+function recordFields(record: KeyRecord): string[] {
+  const fields = [
+    'key_id', record.keyId,
+    'account', record.account,
+    'plan', record.plan,
+    'agents', JSON.stringify(record.agents),
+    'name', record.name,
+    'created_at', record.createdAt,
+  ];
+  if (record.expiresAt !== null) fields.push('expires_at', record.expiresAt);
+  if (record.revokedAt !== null) fields.push('revoked_at', record.revokedAt);
+  if (record.lastUsedAt !== null) fields.push('last_used_at', record.lastUsedAt);
+  return fields;
+}
+
+function pairsToObject(pairs: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) out[pairs[i]!] = pairs[i + 1]!;
+  return out;
+}
+
+export class RedisKeyStore implements KeyStore {
+  readonly kind = 'redis' as const;
+  readonly channel: string;
+  private readonly listeners = new Set<InvalidationListener>();
+  private subscriber: Redis | undefined;
+  private closed = false;
+
+  constructor(private readonly redis: KeyRedis, private readonly options: RedisKeyStoreOptions) {
+    this.channel = `${options.prefix}keys:invalidate`;
+  }
+
+  /** The data connection, for sharing with other Redis users (e.g. the failed-auth throttle). */
+  get client(): Redis {
+    return this.redis;
+  }
+
+  keyName(hash: string): string {
+    return `${this.options.prefix}key:${hash}`;
+  }
+
+  private idName(keyId: string): string {
+    return `${this.options.prefix}keyid:${keyId}`;
+  }
+
+  private allSetName(): string {
+    return `${this.options.prefix}keys:all`;
+  }
+
+  private accountSetName(account: string): string {
+    return `${this.options.prefix}keys:account:${account}`;
+  }
+
+  /** Runs one Redis operation; any failure becomes StoreUnavailableError and is counted. */
+  private async run<T>(op: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      metrics.redisErrors.labels(op).inc();
+      throw new StoreUnavailableError(`key store (redis) ${op} failed: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  private decode(hash: string, fields: Record<string, string>): KeyRecord | undefined {
+    if (Object.keys(fields).length === 0) return undefined;
+    try {
+      return fromStoredRecord({ ...fields, hash, agents: JSON.parse(fields.agents ?? 'null') });
+    } catch (error) {
+      this.options.logger.error({ err: error, keyId: fields.key_id }, 'malformed key record in redis; treating it as absent');
+      return undefined;
+    }
+  }
+
+  async findByHash(hash: string): Promise<KeyRecord | undefined> {
+    const startedAt = performance.now();
+    const fields = await this.run('key_lookup', () => this.redis.hgetall(this.keyName(hash)));
+    metrics.redisCommandDuration.labels('key_lookup').observe((performance.now() - startedAt) / 1000);
+    return this.decode(hash, fields);
+  }
+
+  async findById(keyId: string): Promise<KeyRecord | undefined> {
+    const hash = await this.run('key_get', () => this.redis.get(this.idName(keyId)));
+    if (hash === null) return undefined;
+    return this.decode(hash, await this.run('key_get', () => this.redis.hgetall(this.keyName(hash))));
+  }
+
+  async list(filter: KeyListFilter = {}): Promise<KeyRecord[]> {
+    const setName = filter.account === undefined ? this.allSetName() : this.accountSetName(filter.account);
+    return this.run('key_list', async () => {
+      const ids = (await this.redis.smembers(setName)).sort();
+      if (ids.length === 0) return [];
+      const idPipeline = this.redis.pipeline();
+      for (const id of ids) idPipeline.get(this.idName(id));
+      const hashes = ((await idPipeline.exec()) ?? []).map(([error, value]) => {
+        if (error) throw error;
+        return value as string | null;
+      });
+      const present = hashes.filter((hash): hash is string => hash !== null);
+      const recordPipeline = this.redis.pipeline();
+      for (const hash of present) recordPipeline.hgetall(this.keyName(hash));
+      const results = (await recordPipeline.exec()) ?? [];
+      const records: KeyRecord[] = [];
+      results.forEach(([error, fields], i) => {
+        if (error) throw error;
+        const record = this.decode(present[i]!, fields as Record<string, string>);
+        if (record && (filter.account === undefined || record.account === filter.account)) records.push(record);
+      });
+      return records.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId));
+    });
+  }
+
+  async create(record: KeyRecord): Promise<void> {
+    const result = await this.run('key_create', () =>
+      this.redis.agentgwKeyCreate(
+        this.keyName(record.hash),
+        this.idName(record.keyId),
+        this.accountSetName(record.account),
+        this.allSetName(),
+        record.hash,
+        record.keyId,
+        this.channel,
+        ...recordFields(record),
+      ),
+    );
+    if (result === 'hash_exists') throw new KeyConflictError('a key with this hash already exists');
+    if (result === 'id_exists') throw new KeyConflictError(`key_id ${record.keyId} already exists`);
+  }
+
+  async revoke(keyId: string, atIso: string): Promise<KeyRecord | undefined> {
+    const hash = await this.run('key_revoke', () => this.redis.get(this.idName(keyId)));
+    if (hash === null) return undefined;
+    const pairs = await this.run('key_revoke', () => this.redis.agentgwKeyRevoke(this.keyName(hash), atIso, this.channel, hash));
+    return pairs ? this.decode(hash, pairsToObject(pairs)) : undefined;
+  }
+
+  async touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.run('key_touch', async () => {
+      const pipeline = this.redis.pipeline() as ReturnType<Redis['pipeline']> & { agentgwKeyTouch(key: string, atIso: string): unknown };
+      for (const entry of entries) pipeline.agentgwKeyTouch(this.keyName(entry.hash), entry.atIso);
+      for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+    });
+  }
+
+  onInvalidate(listener: InvalidationListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(hash: string): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(hash);
+      } catch (error) {
+        this.options.logger.error({ err: error }, 'key invalidation listener failed');
+      }
+    }
+  }
+
+  /** Starts the subscriber connection; every (re)connect clears caches, since messages may have been missed. */
+  startSubscriber(): void {
+    // No command timeout and no retry cap: a subscriber waits for Redis as long as it takes.
+    const subscriber = this.redis.duplicate({ commandTimeout: undefined, maxRetriesPerRequest: null, autoResubscribe: false, enableOfflineQueue: true });
+    this.subscriber = subscriber;
+    subscriber.on('error', (error: Error) => this.options.logger.warn({ err: error }, 'key invalidation subscriber error'));
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.channel) this.emit(message);
+    });
+    subscriber.on('ready', () => {
+      subscriber.subscribe(this.channel).then(
+        () => this.emit(INVALIDATE_ALL),
+        (error: unknown) => {
+          if (!this.closed) this.options.logger.warn({ err: error }, 'cannot subscribe to key invalidations');
+        },
+      );
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    await Promise.all([quietly(this.subscriber), quietly(this.redis)]);
+  }
+}
+
+async function quietly(client: Redis | undefined): Promise<void> {
+  if (!client || client.status === 'end') return;
+  try {
+    if (client.status === 'ready') await client.quit();
+    else client.disconnect();
+  } catch {
+    client.disconnect();
+  }
+}
+
+/** Resolves once connected; rejects on the first connection error or after timeoutMs (CLI use: fail fast). */
+function waitForReady(client: Redis, timeoutMs: number, url: string): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const done = (error?: Error) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      client.off('error', onError);
+      if (error) reject(new StoreUnavailableError(`cannot reach redis at ${redactUrl(url)}: ${error.message}`, { cause: error }));
+      else resolve();
+    };
+    const onReady = () => done();
+    const onError = (error: Error) => done(error);
+    const timer = setTimeout(() => done(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    client.once('ready', onReady);
+    client.once('error', onError);
+  });
+}
+
+/** Hides a password in a redis:// URL for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'redis';
+  }
+}
+
+export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promise<RedisKeyStore> {
+  const clientOptions: RedisOptions = {
+    commandTimeout: options.commandTimeoutMs,
+    maxRetriesPerRequest: 1,
+    connectTimeout: Math.max(1_000, options.commandTimeoutMs * 10),
+    connectionName: 'agentgw-keys',
+  };
+  const redis = new Redis(options.url, clientOptions) as KeyRedis;
+  let lastErrorLogMs = 0;
+  redis.on('error', (error: Error) => {
+    // A down Redis emits an error per reconnect attempt; one line every 5 s is enough.
+    const now = Date.now();
+    if (now - lastErrorLogMs < 5_000) return;
+    lastErrorLogMs = now;
+    options.logger.warn({ err: error, redis: redactUrl(options.url) }, 'key store redis connection error');
+  });
+  redis.defineCommand('agentgwKeyCreate', { numberOfKeys: 4, lua: CREATE_SCRIPT });
+  redis.defineCommand('agentgwKeyRevoke', { numberOfKeys: 1, lua: REVOKE_SCRIPT });
+  redis.defineCommand('agentgwKeyTouch', { numberOfKeys: 1, lua: TOUCH_SCRIPT });
+  const store = new RedisKeyStore(redis, options);
+  if (options.waitForConnectionMs !== undefined) {
+    try {
+      await waitForReady(redis, options.waitForConnectionMs, options.url);
+    } catch (error) {
+      redis.disconnect();
+      throw error;
+    }
+  }
+  if (options.subscribe) store.startSubscriber();
+  return store;
+}

@@ -1,0 +1,228 @@
+// `agent-gateway keys ...` run in process through commander, against a temp config: the
+// file store by default, and the Redis store through REDIS_URL.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Command, CommanderError } from 'commander';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FileKeyStore } from '../../src/auth/file-key-store.js';
+import { KeyAuthenticator } from '../../src/auth/key-authenticator.js';
+import { FailedAuthThrottle } from '../../src/auth/failed-auth-throttle.js';
+import { hashApiKey, parseApiKey } from '../../src/auth/key-format.js';
+import { registerKeysCommand } from '../../src/cli/keys.js';
+import { ManualClock, systemClock } from '../../src/clock.js';
+import { GatewayError } from '../../src/http/errors.js';
+import { silentLogger } from '../../src/logger.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { tempDir, waitUntil } from '../unit/auth/support.js';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let configPath: string;
+const clock = new ManualClock(Date.parse('2024-06-01T00:00:00.000Z'));
+
+interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}, globalConfig = false): Promise<RunResult> {
+  const result: RunResult = { code: 0, stdout: '', stderr: '' };
+  const program = new Command('agent-gateway')
+    .exitOverride()
+    .configureOutput({ writeOut: (t) => void (result.stdout += t), writeErr: (t) => void (result.stderr += t) });
+  if (globalConfig) program.option('--config <path>', 'config', 'config/gateway.yaml');
+  registerKeysCommand(program, {
+    clock,
+    env,
+    stdout: (t) => void (result.stdout += t),
+    stderr: (t) => void (result.stderr += t),
+    setExitCode: (code) => void (result.code = code),
+  });
+  try {
+    await program.parseAsync(args, { from: 'user' });
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    result.code = error.exitCode;
+  }
+  return result;
+}
+
+async function writeConfig(extra = ''): Promise<void> {
+  await writeFile(
+    configPath,
+    `agents:\n  support: { upstream: http://127.0.0.1:9/api/v1 }\n  sales: { upstream: http://127.0.0.1:9/api/v1 }\nkeys:\n  file: ${join(dir, 'var', 'keys.json')}\n${extra}`,
+  );
+}
+
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempDir());
+  configPath = join(dir, 'gateway.yaml');
+  await writeConfig();
+});
+afterEach(async () => {
+  await cleanup();
+});
+
+describe('keys CLI (file store)', () => {
+  it('create prints the raw key once on the first line; list/show/revoke never print it or the hash', async () => {
+    const created = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--agent', 'sales', '--name', 'ci bot', '--expires-in', '30d']);
+    expect(created.code).toBe(0);
+    const lines = created.stdout.split('\n');
+    const rawKey = lines[0]!;
+    expect(parseApiKey(rawKey)).toBe(true);
+    expect(created.stdout).toMatch(/key_id +key_[0-9A-Za-z]{16}/);
+    expect(created.stdout).toContain('expires_at   2024-07-01T00:00:00.000Z');
+    expect(created.stdout).not.toContain(hashApiKey(rawKey));
+    expect(created.stderr).toMatch(/shown only this once/);
+    const keyId = /key_[0-9A-Za-z]{16}/.exec(created.stdout)![0];
+
+    const hash = hashApiKey(rawKey);
+    const stored = await readFile(join(dir, 'var', 'keys.json'), 'utf8');
+    expect(stored).toContain(hash);
+    expect(stored).not.toContain(rawKey);
+
+    for (const args of [
+      ['keys', 'list', '--config', configPath],
+      ['keys', 'list', '--config', configPath, '--json'],
+      ['keys', 'list', '--config', configPath, '--account', 'acme'],
+      ['keys', 'show', keyId, '--config', configPath],
+      ['keys', 'show', keyId, '--config', configPath, '--json'],
+    ]) {
+      const out = await cli(args);
+      expect(out.code).toBe(0);
+      expect(out.stdout).toContain(keyId);
+      expect(out.stdout).not.toContain(hash);
+      expect(out.stdout).not.toContain(rawKey);
+      expect(out.stdout).not.toContain(rawKey.slice(3, 35));
+    }
+
+    const listed = JSON.parse((await cli(['keys', 'list', '--config', configPath, '--json'])).stdout);
+    expect(listed).toEqual([
+      {
+        key_id: keyId,
+        account: 'acme',
+        plan: 'pro',
+        agents: ['support', 'sales'],
+        name: 'ci bot',
+        created_at: '2024-06-01T00:00:00.000Z',
+        expires_at: '2024-07-01T00:00:00.000Z',
+        revoked_at: null,
+        last_used_at: null,
+        status: 'active',
+      },
+    ]);
+    expect((await cli(['keys', 'list', '--config', configPath, '--account', 'other'])).stdout).toBe('no keys for account other\n');
+    const table = (await cli(['keys', 'list', '--config', configPath])).stdout.split('\n');
+    expect(table[0]).toMatch(/^KEY_ID +STATUS +ACCOUNT +PLAN +AGENTS +EXPIRES_AT +LAST_USED_AT +NAME$/);
+    expect(table[1]).toMatch(new RegExp(`^${keyId} +active +acme +pro +support,sales `));
+
+    clock.advance(60_000);
+    const revoked = await cli(['keys', 'revoke', keyId, '--config', configPath]);
+    expect(revoked).toEqual({ code: 0, stdout: `revoked ${keyId} at 2024-06-01T00:01:00.000Z\n`, stderr: '' });
+    expect((await cli(['keys', 'revoke', keyId, '--config', configPath])).stdout).toBe(`${keyId} was already revoked at 2024-06-01T00:01:00.000Z\n`);
+    const shown = JSON.parse((await cli(['keys', 'show', keyId, '--config', configPath, '--json'])).stdout);
+    expect(shown).toMatchObject({ key_id: keyId, status: 'revoked', revoked_at: '2024-06-01T00:01:00.000Z' });
+    expect(shown).not.toHaveProperty('hash');
+  });
+
+  it('create --json prints one object with key, key_id and the record fields (no hash)', async () => {
+    const out = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'starter', '--agent', 'support', '--json']);
+    expect(out.code).toBe(0);
+    expect(out.stdout.trim().split('\n')).toHaveLength(1);
+    const body = JSON.parse(out.stdout);
+    expect(Object.keys(body).sort()).toEqual(['account', 'agents', 'created_at', 'expires_at', 'key', 'key_id', 'last_used_at', 'name', 'plan', 'revoked_at', 'status']);
+    expect(parseApiKey(body.key)).toBe(true);
+    expect(out.stdout).not.toContain(hashApiKey(body.key));
+    expect(out.stderr).toBe('');
+  });
+
+  it('reports errors on stderr with exit status 1', async () => {
+    const cases: [string[], RegExp][] = [
+      [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'gold', '--agent', 'support'], /unknown plan "gold"/],
+      [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'nope'], /unknown agent\(s\) "nope"/],
+      [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro'], /at least one agent/],
+      [['keys', 'create', '--config', configPath, '--account', 'bad account', '--plan', 'pro', '--agent', 'support'], /account "bad account" is not valid/],
+      [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--expires-in', '30'], /--expires-in "30"/],
+      [['keys', 'show', 'key_0000000000000000', '--config', configPath], /no key key_0000000000000000/],
+      [['keys', 'revoke', 'key_0000000000000000', '--config', configPath], /no key key_0000000000000000/],
+      [['keys', 'list', '--config', join(dir, 'missing.yaml')], /cannot read the file/],
+    ];
+    for (const [args, message] of cases) {
+      const out = await cli(args);
+      expect(out.code, args.join(' ')).toBe(1);
+      expect(out.stderr).toMatch(message);
+      expect(out.stdout).toBe('');
+    }
+    const missing = await cli(['keys', 'create', '--config', configPath, '--plan', 'pro', '--agent', 'support']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/--account/);
+  });
+
+  it('refuses to work on a corrupt key file instead of showing an empty list', async () => {
+    await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support']);
+    await writeFile(join(dir, 'var', 'keys.json'), '{ not json');
+    const out = await cli(['keys', 'list', '--config', configPath]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(/not valid JSON/);
+  });
+
+  it('honours a --config given to the parent program', async () => {
+    const out = await cli(['--config', configPath, 'keys', 'list'], {}, true);
+    expect(out).toEqual({ code: 0, stdout: 'no keys\n', stderr: '' });
+  });
+
+  it('a revoke by the CLI reaches a running gateway (file watch) within 1 s', async () => {
+    const created = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support']);
+    const rawKey = created.stdout.split('\n')[0]!;
+    const keyId = /key_[0-9A-Za-z]{16}/.exec(created.stdout)![0];
+    const store = await FileKeyStore.open({ path: join(dir, 'var', 'keys.json'), logger: silentLogger, watch: true });
+    const throttle = new FailedAuthThrottle({ maxAttempts: 100, perMs: 60_000, blockForMs: 60_000, clock: systemClock, logger: silentLogger });
+    const auth = new KeyAuthenticator({ store, clock: systemClock, logger: silentLogger, cacheTtlMs: 30_000, negativeCacheTtlMs: 5_000, throttle });
+    try {
+      const req = { authorization: `Bearer ${rawKey}`, agentId: 'support', clientIp: '127.0.0.1' };
+      await expect(auth.authenticate(req)).resolves.toMatchObject({ keyId });
+      const started = Date.now();
+      expect((await cli(['keys', 'revoke', keyId, '--config', configPath])).code).toBe(0);
+      await waitUntil(async () => (await auth.authenticate(req).then(() => '', (e: GatewayError) => e.type)) === 'revoked_api_key', 1_000);
+      expect(Date.now() - started).toBeLessThan(1_000);
+      // and a key created by the CLI after a failed lookup is usable at once (negative entry invalidated)
+      const second = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support']);
+      const secondKey = second.stdout.split('\n')[0]!;
+      await waitUntil(async () => (await auth.authenticate({ ...req, authorization: `Bearer ${secondKey}` }).then(() => true, () => false)), 1_000);
+    } finally {
+      await auth.close();
+      await store.close();
+    }
+  });
+});
+
+describe('keys CLI (redis store)', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.close();
+  });
+
+  it('creates, lists, shows and revokes keys in Redis when keys.store is redis', async () => {
+    await writeConfig('  store: redis\nredis:\n  prefix: "clitest:"\n');
+    const env = { REDIS_URL: redis.url };
+    const created = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--json'], env);
+    expect(created.code).toBe(0);
+    const { key, key_id: keyId } = JSON.parse(created.stdout);
+    const listed = await cli(['keys', 'list', '--config', configPath, '--json'], env);
+    expect(JSON.parse(listed.stdout).map((k: { key_id: string }) => k.key_id)).toContain(keyId);
+    expect(listed.stdout).not.toContain(hashApiKey(key));
+    expect((await cli(['keys', 'revoke', keyId, '--config', configPath], env)).code).toBe(0);
+    expect(JSON.parse((await cli(['keys', 'show', keyId, '--config', configPath, '--json'], env)).stdout).status).toBe('revoked');
+  });
+
+  it('fails with a clear message when Redis cannot be reached', async () => {
+    await writeConfig('  store: redis\nredis:\n  url: redis://127.0.0.1:1/0\n');
+    const out = await cli(['keys', 'list', '--config', configPath]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(/cannot reach redis at redis:\/\/127\.0\.0\.1:1\/0/);
+  }, 15_000);
+});

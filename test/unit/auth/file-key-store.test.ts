@@ -1,0 +1,164 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FileKeyStore, sidecarPathFor } from '../../../src/auth/file-key-store.js';
+import { KeyConflictError } from '../../../src/auth/key-store.js';
+import { KeyService } from '../../../src/auth/key-service.js';
+import { ManualClock } from '../../../src/clock.js';
+import type { Logger } from '../../../src/logger.js';
+import { silentLogger } from '../../../src/logger.js';
+import { openFileStore, tempDir, testConfig, waitUntil } from './support.js';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+const stores: FileKeyStore[] = [];
+
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempDir());
+});
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+  await cleanup();
+});
+
+async function open(path: string, watch = false, logger: Logger = silentLogger): Promise<FileKeyStore> {
+  const store = await FileKeyStore.open({ path, logger, watch, pollIntervalMs: 100 });
+  stores.push(store);
+  return store;
+}
+
+describe('FileKeyStore', () => {
+  it('treats a missing file as empty and creates the directory and file on first write', async () => {
+    const path = join(dir, 'nested', 'var', 'keys.json');
+    const store = await open(path);
+    expect(await store.list()).toEqual([]);
+    const service = new KeyService({ store, config: testConfig, clock: new ManualClock() });
+    const { rawKey, record } = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'], name: 'ci' });
+    const text = await readFile(path, 'utf8');
+    const document = JSON.parse(text);
+    expect(document.version).toBe(1);
+    expect(document.keys).toEqual([
+      {
+        key_id: record.keyId,
+        hash: record.hash,
+        account: 'acme',
+        plan: 'starter',
+        agents: ['support'],
+        name: 'ci',
+        created_at: record.createdAt,
+        expires_at: null,
+        revoked_at: null,
+        last_used_at: null,
+      },
+    ]);
+    expect(text).not.toContain(rawKey);
+    expect(text).not.toContain(rawKey.slice(3, 35));
+    expect(await store.findByHash(record.hash)).toEqual(record);
+    expect(await store.findById(record.keyId)).toEqual(record);
+    // no temp or lock files left behind
+    expect((await readdir(join(dir, 'nested', 'var'))).sort()).toEqual(['keys.json']);
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+  });
+
+  it('revokes once (first time wins), lists by account, rejects duplicates', async () => {
+    const store = await open(join(dir, 'keys.json'));
+    const clock = new ManualClock(Date.parse('2024-05-01T00:00:00.000Z'));
+    const service = new KeyService({ store, config: testConfig, clock });
+    const a = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
+    const b = await service.createKey({ account: 'globex', plan: 'pro', agents: ['sales'] });
+    expect((await store.list({ account: 'acme' })).map((r) => r.keyId)).toEqual([a.record.keyId]);
+    expect(await store.list()).toHaveLength(2);
+    const revoked = await store.revoke(a.record.keyId, '2024-05-02T00:00:00.000Z');
+    expect(revoked?.revokedAt).toBe('2024-05-02T00:00:00.000Z');
+    const again = await store.revoke(a.record.keyId, '2024-05-03T00:00:00.000Z');
+    expect(again?.revokedAt).toBe('2024-05-02T00:00:00.000Z');
+    expect(await store.revoke('key_0000000000000000', '2024-05-03T00:00:00.000Z')).toBeUndefined();
+    await expect(store.create({ ...b.record })).rejects.toBeInstanceOf(KeyConflictError);
+    await expect(store.create({ ...b.record, keyId: 'key_AAAAAAAAAAAAAAAA' })).rejects.toBeInstanceOf(KeyConflictError);
+  });
+
+  it('keeps last_used_at in a sidecar so CLI writes and gateway flushes never clobber each other', async () => {
+    const path = join(dir, 'keys.json');
+    const gateway = await open(path, true);
+    const cli = await open(path);
+    const clock = new ManualClock(Date.parse('2024-05-01T00:00:00.000Z'));
+    const service = new KeyService({ store: cli, config: testConfig, clock });
+    const first = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
+    await waitUntil(async () => (await gateway.findByHash(first.record.hash)) !== undefined, 2_000);
+    // Interleave many CLI creates with many gateway last-used flushes.
+    const created: string[] = [];
+    await Promise.all([
+      (async () => {
+        for (let i = 0; i < 8; i++) created.push((await service.createKey({ account: `a${i}`, plan: 'starter', agents: ['support'] })).record.keyId);
+      })(),
+      (async () => {
+        for (let i = 0; i < 8; i++) await gateway.touchLastUsed([{ hash: first.record.hash, atIso: new Date(Date.parse('2024-05-01T00:00:00.000Z') + i * 1000).toISOString() }]);
+      })(),
+    ]);
+    const fresh = await open(path);
+    const all = await fresh.list();
+    expect(all.map((r) => r.keyId).sort()).toEqual([first.record.keyId, ...created].sort());
+    expect((await fresh.findById(first.record.keyId))?.lastUsedAt).toBe('2024-05-01T00:00:07.000Z');
+    // the key file itself was never rewritten by the gateway
+    expect(JSON.parse(await readFile(path, 'utf8')).keys.every((k: { last_used_at: unknown }) => k.last_used_at === null)).toBe(true);
+    expect(sidecarPathFor(path)).toBe(join(dir, 'keys.last-used.json'));
+    // last_used_at never moves backwards
+    await gateway.touchLastUsed([{ hash: first.record.hash, atIso: '2024-04-01T00:00:00.000Z' }]);
+    expect((await (await open(path)).findById(first.record.keyId))?.lastUsedAt).toBe('2024-05-01T00:00:07.000Z');
+  });
+
+  it('serialises concurrent writers from separate store instances (no lost creates)', async () => {
+    const path = join(dir, 'keys.json');
+    const one = await open(path);
+    const two = await open(path);
+    const s1 = new KeyService({ store: one, config: testConfig });
+    const s2 = new KeyService({ store: two, config: testConfig });
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? s1 : s2).createKey({ account: 'acme', plan: 'starter', agents: ['support'] })));
+    const stored = await (await open(path)).list();
+    expect(stored.map((r) => r.keyId).sort()).toEqual(results.map((r) => r.record.keyId).sort());
+  });
+
+  it('one-shot open refuses a corrupt file; a watching store keeps its last good keys and logs', async () => {
+    const path = join(dir, 'keys.json');
+    const errors: unknown[] = [];
+    const logger = { ...silentLogger, error: (...args: unknown[]) => void errors.push(args), warn: () => {} } as unknown as Logger;
+    const writer = await open(path);
+    const { record } = await new KeyService({ store: writer, config: testConfig }).createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
+    const gateway = await open(path, true, logger);
+    expect(await gateway.findByHash(record.hash)).toBeDefined();
+    await writeFile(path, '{"version": 1, "keys": [ {"oops": ');
+    await waitUntil(() => errors.length > 0, 2_000);
+    expect(await gateway.findByHash(record.hash)).toBeDefined();
+    await expect(FileKeyStore.open({ path, logger: silentLogger, watch: false })).rejects.toThrow(/not valid JSON/);
+    // writers refuse to overwrite a file they cannot read
+    await expect(writer.revoke(record.keyId, new Date().toISOString())).rejects.toThrow(/not valid JSON/);
+    await writeFile(path, JSON.stringify({ version: 2, keys: [] }));
+    await expect(FileKeyStore.open({ path, logger: silentLogger, watch: false })).rejects.toThrow(/unsupported version/);
+  });
+
+  it('a watching store sees a revoke written by another instance within 1 s and emits the hash', async () => {
+    const path = join(dir, 'keys.json');
+    await mkdir(dir, { recursive: true });
+    const writer = await open(path);
+    const { record } = await new KeyService({ store: writer, config: testConfig }).createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
+    const gateway = await openFileStore(path, true);
+    stores.push(gateway);
+    const seen: string[] = [];
+    gateway.onInvalidate((h) => seen.push(h));
+    const started = Date.now();
+    await writer.revoke(record.keyId, new Date().toISOString());
+    await waitUntil(() => seen.includes(record.hash), 1_000);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect((await gateway.findByHash(record.hash))?.revokedAt).not.toBeNull();
+  });
+
+  it('without fs.watch, the stat poll alone picks up a change within 1 s', async () => {
+    const path = join(dir, 'keys.json');
+    const writer = await open(path);
+    const gateway = await FileKeyStore.open({ path, logger: silentLogger, watch: true, fsWatch: false, pollIntervalMs: 250 });
+    stores.push(gateway);
+    const { record } = await new KeyService({ store: writer, config: testConfig }).createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
+    const elapsed = await waitUntil(async () => (await gateway.findByHash(record.hash)) !== undefined, 1_000);
+    expect(elapsed).toBeLessThan(1_000);
+  });
+});

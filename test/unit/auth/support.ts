@@ -1,0 +1,87 @@
+// Shared fixtures for the auth tests: a temp key file store, a config slice, a spy store.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileKeyStore } from '../../../src/auth/file-key-store.js';
+import type { KeyRecord } from '../../../src/auth/key-record.js';
+import { StoreUnavailableError, type KeyListFilter, type KeyStore, type LastUsedEntry, type InvalidationListener } from '../../../src/auth/key-store.js';
+import { silentLogger } from '../../../src/logger.js';
+
+export const testConfig = {
+  plans: new Map([
+    ['starter', { windows: [] }],
+    ['pro', { windows: [] }],
+  ]),
+  agents: new Map([
+    ['support', {} as never],
+    ['sales', {} as never],
+  ]),
+};
+
+export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'agentgw-auth-'));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export function openFileStore(path: string, watch = false): Promise<FileKeyStore> {
+  return FileKeyStore.open({ path, logger: silentLogger, watch, pollIntervalMs: 100 });
+}
+
+/** Delegates to a real store, counts lookups, and can pretend to be unreachable. */
+export class SpyStore implements KeyStore {
+  readonly kind;
+  findByHashCalls = 0;
+  down = false;
+  /** Runs inside findByHash, while the lookup is in flight. */
+  beforeFind: (() => void) | undefined;
+  constructor(readonly inner: KeyStore) {
+    this.kind = inner.kind;
+  }
+  private check(): void {
+    if (this.down) throw new StoreUnavailableError('pretend outage');
+  }
+  async findByHash(hash: string): Promise<KeyRecord | undefined> {
+    this.findByHashCalls++;
+    this.beforeFind?.();
+    this.check();
+    return this.inner.findByHash(hash);
+  }
+  async findById(keyId: string): Promise<KeyRecord | undefined> {
+    this.check();
+    return this.inner.findById(keyId);
+  }
+  async list(filter?: KeyListFilter): Promise<KeyRecord[]> {
+    this.check();
+    return this.inner.list(filter);
+  }
+  async create(record: KeyRecord): Promise<void> {
+    this.check();
+    return this.inner.create(record);
+  }
+  async revoke(keyId: string, atIso: string): Promise<KeyRecord | undefined> {
+    this.check();
+    return this.inner.revoke(keyId, atIso);
+  }
+  async touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void> {
+    this.check();
+    return this.inner.touchLastUsed(entries);
+  }
+  onInvalidate(listener: InvalidationListener): () => void {
+    return this.inner.onInvalidate(listener);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+export function waitUntil(predicate: () => boolean | Promise<boolean>, timeoutMs: number, intervalMs = 10): Promise<number> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const tick = async () => {
+      if (await predicate()) return resolve(Date.now() - started);
+      if (Date.now() - started > timeoutMs) return reject(new Error(`condition not met within ${timeoutMs} ms`));
+      setTimeout(tick, intervalMs);
+    };
+    void tick();
+  });
+}
