@@ -1,0 +1,71 @@
+// What a new user does: `npm start` (serve --demo with config/gateway.yaml) from a fresh
+// directory, then the printed curl line. Tokens must arrive one by one.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { copyFile, mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/free-port.js';
+import { CLI_PATH } from '../helpers/gateway-process.js';
+import { openSse } from '../helpers/sse-client.js';
+
+let child: ChildProcess | undefined;
+let dir: string | undefined;
+
+afterEach(async () => {
+  if (child && child.exitCode === null) {
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  }
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function startDemo(workDir: string, env: NodeJS.ProcessEnv): Promise<{ process: ChildProcess; output: () => string }> {
+  const proc = spawn(process.execPath, [CLI_PATH, 'serve', '--demo', '--config', 'gateway.yaml'], { cwd: workDir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  proc.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  proc.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const deadline = Date.now() + 15_000;
+  while (!output.includes('demo agent listening')) {
+    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`npm start did not come up:\n${output}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return { process: proc, output: () => output };
+}
+
+describe('npm start (serve --demo)', () => {
+  it('serves the demo agent in embedded mode, prints a working key once, and streams tokens one by one', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'agentgw-start-'));
+    await copyFile('config/gateway.yaml', join(dir, 'gateway.yaml'));
+    const env = { PORT: String(await freePort()), ADMIN_PORT: String(await freePort()), DEMO_AGENT_URL: `http://127.0.0.1:${await freePort()}/api/v1`, REDIS_URL: '' };
+
+    const first = await startDemo(dir, env);
+    child = first.process;
+    await new Promise((r) => setTimeout(r, 300));
+    const key = /Bearer (ha_[0-9A-Za-z]+)/.exec(first.output())?.[1];
+    expect(key, first.output()).toBeDefined();
+    expect(first.output()).toContain(`curl -N http://127.0.0.1:${env.PORT}/agents/demo/api/v1/chat/stream`);
+    expect((await stat(join(dir, 'var/keys.json'))).isFile()).toBe(true);
+
+    const stream = await openSse(`http://127.0.0.1:${env.PORT}/agents/demo/api/v1/chat/stream`, key!, { message: 'Hello, agent' });
+    await stream.ended;
+    expect(stream.status).toBe(200);
+    const tokens = stream.events.filter((e) => e.name === 'token');
+    expect(tokens.length).toBeGreaterThan(5);
+    // One by one: the tokens arrive spread over time, not in one burst.
+    expect(tokens.at(-1)!.atMs - tokens[0]!.atMs).toBeGreaterThan(100 * (tokens.length - 2) * 0.5);
+    expect(new Set(stream.chunks.map((c) => Math.round(c.atMs))).size).toBeGreaterThan(5);
+    expect(stream.events.at(-1)!.name).toBe('done');
+
+    child.kill('SIGTERM');
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+
+    // A second start finds the key and prints no new one.
+    const second = await startDemo(dir, env);
+    child = second.process;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(second.output()).not.toMatch(/ha_[0-9A-Za-z]{10,}/);
+  });
+});
