@@ -1,15 +1,26 @@
 // `agent-gateway serve`: run the gateway and its admin listener until SIGTERM/SIGINT;
 // SIGHUP reloads agents, plans and limits (an invalid file is refused, the old config kept).
+// With `--workers N` (N > 1) this process becomes the cluster primary (cluster-primary.ts)
+// and each forked worker runs the gateway below without an admin listener.
 import type { Command } from 'commander';
+import type { Server } from 'node:http';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
-import { createLogger } from '../logger.js';
+import type { GatewayConfig } from '../config/schema.js';
+import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logger.js';
+import { exposeWorkerMetrics } from '../metrics/cluster-metrics.js';
+import { runClusterPrimary } from './cluster-primary.js';
+import { currentWorkerIndex, parseWorkerCount, withWorkerPaths } from './cluster-workers.js';
 import { createDemoKeyIfEmpty, startDemoUpstream } from './demo-setup.js';
-import { startGateway } from './start-gateway.js';
+import { startGateway, type RunningGateway } from './start-gateway.js';
 
 interface ServeOptions {
   config: string;
   demo?: boolean;
+  workers: string;
 }
+
+/** Config sections a reload cannot apply: their listeners, clients and files are already open. */
+const RESTART_ONLY_SECTIONS = ['listen', 'admin', 'redis', 'keys', 'audit'] as const;
 
 export function registerServeCommand(program: Command): void {
   program
@@ -17,54 +28,134 @@ export function registerServeCommand(program: Command): void {
     .description('run the gateway and its admin listener')
     .option('--config <path>', 'config file', DEFAULT_CONFIG_PATH)
     .option('--demo', 'also run the demo agent and create a demo key when the store is empty (npm start)')
+    .option('--workers <n>', 'gateway processes sharing the port: a number, or "auto" for one per CPU core', '1')
     .action(async (options: ServeOptions) => {
-      let config;
-      try {
-        config = await loadConfig(options.config);
-      } catch (error) {
-        if (!(error instanceof ConfigError)) throw error;
-        process.stderr.write(`${error.message}\n`);
+      const workers = parseWorkerCount(options.workers);
+      if (workers === undefined) {
+        process.stderr.write(`--workers must be a positive integer or "auto", got ${JSON.stringify(options.workers)}\n`);
         process.exitCode = 1;
         return;
       }
-      const logger = createLogger({ level: config.log.level, file: config.log.file });
-      const demoAgent = options.demo ? await startDemoUpstream(config) : undefined;
-      const gateway = await startGateway(config, { logger });
-      const mode = config.redis ? 'redis' : 'embedded';
-      logger.info({ port: gateway.port, admin_port: gateway.adminPort, mode, agents: [...config.agents.keys()] }, 'gateway listening');
-      process.stderr.write(`agent-gateway listening on http://${config.listen.host}:${gateway.port} (admin :${gateway.adminPort}, ${mode} mode)\n`);
-      if (demoAgent) {
-        process.stderr.write(`demo agent listening on ${config.agents.get('demo')?.upstream}\n`);
-        const banner = await createDemoKeyIfEmpty(config, gateway.keyStore, gateway.port);
-        if (banner) process.stdout.write(`${banner}\n`);
+      const workerIndex = currentWorkerIndex();
+      if (workerIndex === undefined && workers > 1) {
+        await runClusterPrimary({ configPath: options.config, workers, demo: options.demo === true });
+        return;
       }
+      await runGatewayProcess(options, workerIndex);
+    });
+}
 
-      process.on('SIGHUP', () => {
-        loadConfig(options.config)
-          .then((next) => {
-            gateway.reload(next);
-            logger.info({ agents: [...next.agents.keys()], plans: [...next.plans.keys()] }, 'config reloaded');
-          })
-          .catch((error: unknown) => {
-            logger.error({ err: error instanceof Error ? { message: error.message } : error }, 'config reload refused; keeping the running config');
-          });
-      });
-      let stopping = false;
-      const stop = (signal: string): void => {
-        if (stopping) return;
-        stopping = true;
-        logger.info({ signal, grace_ms: config.shutdownGraceMs }, 'shutting down');
-        void gateway
-          .close()
-          .then(() => new Promise<void>((resolve) => (demoAgent ? demoAgent.close(() => resolve()) : resolve())))
-          .then(() => {
-            logger.info('stopped');
-            logger.flush?.();
-            process.exit(0);
-          });
-        demoAgent?.closeAllConnections();
-      };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
+/** One gateway process: the whole instance, or one cluster worker (no admin listener). */
+async function runGatewayProcess(options: ServeOptions, workerIndex: number | undefined): Promise<void> {
+  if (workerIndex !== undefined) exposeWorkerMetrics(workerIndex);
+  // Signal handlers go in before anything slow: SIGHUP's default action kills the process,
+  // and a signal that arrives while starting is acted on once the gateway is up.
+  let gateway: RunningGateway | undefined;
+  let logger: Logger | undefined;
+  let demoAgent: Server | undefined;
+  let pendingReload = false;
+  let pendingStop: NodeJS.Signals | undefined;
+  let reloading = Promise.resolve();
+  const onReload = (): void => {
+    if (!gateway || !logger) {
+      pendingReload = true;
+      return;
+    }
+    // One reload at a time, in signal order, so a slow read cannot overwrite a newer one.
+    const [running, log] = [gateway, logger];
+    reloading = reloading.then(() => reloadConfig(options.config, workerIndex, running, log));
+  };
+  const onStop = (signal: NodeJS.Signals): void => {
+    if (!gateway || !logger) {
+      pendingStop ??= signal;
+      return;
+    }
+    stopGateway(signal, gateway, logger, demoAgent);
+  };
+  process.on('SIGHUP', onReload);
+  process.on('SIGTERM', () => onStop('SIGTERM'));
+  process.on('SIGINT', () => onStop('SIGINT'));
+
+  let config: GatewayConfig;
+  try {
+    config = withWorkerPaths(await loadConfig(options.config), workerIndex);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
+  logger = createLogger({
+    level: config.log.level,
+    file: config.log.file,
+    pretty: wantsPrettyLogs(process.stdout.isTTY),
+    base: workerIndex === undefined ? undefined : { worker: workerIndex },
+  });
+  // In a cluster the primary runs the demo agent (one port); each worker only talks to it.
+  demoAgent = options.demo && workerIndex === undefined ? await startDemoUpstream(config) : undefined;
+  const running = await startGateway(config, { logger, admin: workerIndex === undefined });
+  gateway = running;
+  const mode = config.redis ? 'redis' : 'embedded';
+  if (workerIndex === undefined) {
+    logger.info({ port: running.port, admin_port: running.adminPort, mode, agents: [...config.agents.keys()] }, 'gateway listening');
+    process.stderr.write(`agent-gateway listening on http://${config.listen.host}:${running.port} (admin :${running.adminPort}, ${mode} mode)\n`);
+    if (demoAgent) process.stderr.write(`demo agent listening on ${config.agents.get('demo')?.upstream}\n`);
+  } else {
+    logger.info({ port: running.port, mode, agents: [...config.agents.keys()] }, 'worker listening');
+  }
+  if (pendingStop) return onStop(pendingStop);
+  if (pendingReload) onReload();
+  if (options.demo && (workerIndex ?? 1) === 1) {
+    const banner = await createDemoKeyIfEmpty(config, running.keyStore, running.port);
+    if (banner) process.stdout.write(`${banner}\n`);
+  }
+}
+
+async function reloadConfig(path: string, workerIndex: number | undefined, gateway: RunningGateway, logger: Logger): Promise<void> {
+  let next: GatewayConfig;
+  try {
+    next = withWorkerPaths(await loadConfig(path), workerIndex);
+  } catch (error) {
+    const problems = error instanceof ConfigError ? error.problems : [error instanceof Error ? error.message : String(error)];
+    logger.error({ config: path, problems }, 'config reload refused; keeping the running config');
+    return;
+  }
+  const current = gateway.runtime.current.config;
+  const needRestart: string[] = RESTART_ONLY_SECTIONS.filter((section) => JSON.stringify(current[section]) !== JSON.stringify(next[section]));
+  if (current.log.file !== next.log.file) needRestart.push('log.file');
+  gateway.reload(next);
+  logger.level = next.log.level;
+  logger.info(
+    { config: path, agents: [...next.agents.keys()], plans: [...next.plans.keys()], ...(needRestart.length > 0 ? { restart_needed_for: needRestart } : {}) },
+    'config reloaded',
+  );
+}
+
+let stopping = false;
+
+function stopGateway(signal: NodeJS.Signals, gateway: RunningGateway, logger: Logger, demoAgent: Server | undefined): void {
+  if (stopping) return;
+  stopping = true;
+  // shutdown_grace is read from the running config, so a reload can change it.
+  const graceMs = gateway.runtime.current.config.shutdownGraceMs;
+  logger.info({ signal, grace_ms: graceMs }, 'shutting down');
+  void gateway
+    .close(graceMs)
+    .then(
+      () => 0,
+      (error: unknown) => {
+        logger.error({ err: error instanceof Error ? { message: error.message } : error }, 'error while shutting down');
+        return 1;
+      },
+    )
+    .then(async (code) => {
+      // The demo agent goes last: the gateway's streams in flight are still reading from it.
+      if (demoAgent) {
+        const closed = new Promise<void>((resolve) => demoAgent.close(() => resolve()));
+        demoAgent.closeAllConnections();
+        await closed;
+      }
+      logger.info({ exit_code: code }, 'stopped');
+      await flushLogger(logger);
+      process.exit(code);
     });
 }

@@ -92,7 +92,14 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     draining = true;
     const server = gateway.server;
     const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+    // server.close() only closes connections idle right now; a keep-alive connection whose
+    // request finishes later would hold the drain for keep_alive_timeout. Answers from now on
+    // say `Connection: close`, and connections that fall idle are swept.
+    server.on('request', (_req, res) => {
+      res.shouldKeepAlive = false;
+    });
     server.closeIdleConnections();
+    const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
     // Requests and streams in flight get the grace period; streams still open then end with
     // a final `event: error` (shutting_down) rather than a cut connection.
     const graceTimer = setTimeout(() => {
@@ -102,13 +109,18 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     graceTimer.unref();
     await stopped;
     clearTimeout(graceTimer);
+    clearInterval(idleSweep);
     await authenticator.close();
     await auditLog.close();
     await rateLimiter.close();
     await keyStore.close();
     await runtime.close();
-    if (admin) await new Promise<void>((resolve) => admin.close(() => resolve()));
-    admin?.closeAllConnections();
+    if (admin) {
+      // A scraper's keep-alive connection must not hold the exit.
+      const adminClosed = new Promise<void>((resolve) => admin.close(() => resolve()));
+      admin.closeAllConnections();
+      await adminClosed;
+    }
     if (redis) await redis.quit().catch(() => redis.disconnect());
   }
 

@@ -1,0 +1,238 @@
+// `serve --workers 2` with the built CLI: two workers share one port, the primary's /metrics
+// gathers both (AggregatorRegistry, one `worker` label per worker), a dead worker is
+// replaced, SIGHUP and SIGTERM reach every worker, and the instance exits 0.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { request } from 'node:http';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FileKeyStore } from '../../src/auth/file-key-store.js';
+import { KeyService } from '../../src/auth/key-service.js';
+import { parseWorkerCount, perWorkerPath, withWorkerPaths } from '../../src/cli/cluster-workers.js';
+import { parseConfig } from '../../src/config/load-config.js';
+import { silentLogger } from '../../src/logger.js';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
+import { freePort } from '../helpers/free-port.js';
+import { CLI_PATH } from '../helpers/gateway-process.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+interface Cli {
+  child: ChildProcess;
+  exited: Promise<[number | null, NodeJS.Signals | null]>;
+  output(): string;
+}
+
+let dir: string;
+let redis: TestRedis;
+let upstream: FakeUpstream;
+let key: string;
+let port: number;
+let adminPort: number;
+let primary: Cli;
+const children: ChildProcess[] = [];
+
+function runCli(args: string[]): Cli {
+  const child = spawn(process.execPath, [CLI_PATH, ...args], { env: { ...process.env, REDIS_URL: '', PORT: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  return { child, exited: once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>, output: () => output };
+}
+
+async function waitFor(cli: Cli, test: (output: string) => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!test(cli.output())) {
+    if (cli.child.exitCode !== null) throw new Error(`exited (${cli.child.exitCode}) before ${what}:\n${cli.output()}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${cli.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+type LogLine = Record<string, unknown>;
+function logLines(cli: Cli): LogLine[] {
+  return cli
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as LogLine);
+}
+
+/** One POST on its own connection (no keep-alive), so the cluster can hand it to either worker. */
+function chatOnNewConnection(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: '127.0.0.1', port, path: '/agents/support/api/v1/chat', method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify({ message: 'hi' }));
+  });
+}
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+async function scrape(): Promise<Sample[]> {
+  const res = await fetch(`http://127.0.0.1:${adminPort}/metrics`);
+  expect(res.status).toBe(200);
+  const samples: Sample[] = [];
+  for (const line of (await res.text()).split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match) continue;
+    const labels: Record<string, string> = {};
+    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
+    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+function sum(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+  return samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((total, s) => total + s.value, 0);
+}
+
+function configDocument(): Record<string, unknown> {
+  return {
+    listen: { host: '127.0.0.1', port },
+    admin: { host: '127.0.0.1', port: adminPort },
+    redis: { url: redis.url, prefix: `agentgw-ops-cluster-${process.pid}:` },
+    keys: { file: join(dir, 'keys.json') },
+    audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool.jsonl') },
+    shutdown_grace: '2s',
+    agents: { support: { upstream: upstream.baseUrl } },
+  };
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'agentgw-ops-cluster-'));
+  redis = await startRedis();
+  upstream = await startFakeUpstream();
+  port = await freePort();
+  adminPort = await freePort();
+  await writeFile(join(dir, 'gateway.yaml'), stringify(configDocument()));
+  const store = await FileKeyStore.open({ path: join(dir, 'keys.json'), logger: silentLogger, watch: false });
+  ({ rawKey: key } = await new KeyService({ store, config: parseConfig(configDocument(), 'test', {}) }).createKey({ account: 'acme', plan: 'scale', agents: ['support'] }));
+  await store.close();
+  primary = runCli(['serve', '--config', join(dir, 'gateway.yaml'), '--workers', '2']);
+  await waitFor(primary, (out) => out.includes('agent-gateway listening') && out.includes('2 workers'), 'the cluster to listen');
+});
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await upstream?.close();
+  await redis?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('serve --workers 2', () => {
+  it('serves one port from two workers and /metrics on the primary shows both, summing to the requests sent', async () => {
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 4; batch++) statuses.push(...(await Promise.all(Array.from({ length: 10 }, () => chatOnNewConnection()))));
+    expect(statuses).toEqual(Array(40).fill(200));
+
+    const samples = await scrape();
+    const ok = { agent: 'support', route: 'chat', status: '2xx' };
+    expect(sum(samples, 'agentgw_requests_total', ok)).toBe(40);
+    const perWorker = ['1', '2'].map((worker) => sum(samples, 'agentgw_requests_total', { ...ok, worker }));
+    expect(perWorker[0]! + perWorker[1]!).toBe(40);
+    for (const count of perWorker) expect(count).toBeGreaterThan(0);
+    // Every series names its worker, and each worker reports its own process metrics.
+    expect(samples.filter((s) => s.name.startsWith('agentgw_')).every((s) => s.labels.worker === '1' || s.labels.worker === '2')).toBe(true);
+    for (const name of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes']) {
+      const workers = samples.filter((s) => s.name === name).map((s) => s.labels.worker).sort();
+      expect({ name, workers }).toEqual({ name, workers: ['1', '2'] });
+      for (const sample of samples.filter((s) => s.name === name)) expect(sample.value).toBeGreaterThan(0);
+    }
+    expect(sum(samples, 'agentgw_request_duration_seconds_count', { route: 'chat' })).toBe(40);
+  });
+
+  it('answers /healthz and /readyz on the primary admin port and nothing of it on the public port', async () => {
+    expect((await fetch(`http://127.0.0.1:${adminPort}/healthz`)).status).toBe(200);
+    const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready' });
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(404);
+  });
+
+  it('forwards SIGHUP to every worker, each of which reloads the file', async () => {
+    primary.child.kill('SIGHUP');
+    await waitFor(primary, (out) => (out.match(/"msg":"config reloaded"/g) ?? []).length >= 2, 'both workers to reload');
+    const reloaded = logLines(primary).filter((line) => line.msg === 'config reloaded').map((line) => line.worker);
+    expect(reloaded.sort()).toEqual([1, 2]);
+  });
+
+  it('replaces a worker that dies, under the same worker label', async () => {
+    const victim = logLines(primary).find((line) => line.msg === 'worker listening' && line.worker === 2)!;
+    process.kill(victim.pid as number, 'SIGKILL');
+    await waitFor(primary, (out) => out.includes('worker died; replacing it'), 'the primary to notice');
+    await waitFor(primary, () => logLines(primary).filter((line) => line.msg === 'worker listening' && line.worker === 2).length === 2, 'a new worker 2');
+    const statuses = await Promise.all(Array.from({ length: 10 }, () => chatOnNewConnection()));
+    expect(statuses).toEqual(Array(10).fill(200));
+    const workers = (await scrape()).filter((s) => s.name === 'process_resident_memory_bytes').map((s) => s.labels.worker).sort();
+    expect(workers).toEqual(['1', '2']);
+  });
+
+  it('on SIGTERM stops every worker, turns /readyz 503 while they drain, and exits 0', async () => {
+    const workerPids = new Set(logLines(primary).filter((l) => l.msg === 'worker listening').map((l) => l.pid));
+    upstream.handle(async (_req, res) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ response: 'finished while draining', tool_calls: [], metadata: { tokens_used: 1 } }));
+    });
+    const inFlight = chatOnNewConnection();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    primary.child.kill('SIGTERM');
+    const signalledAt = Date.now();
+    let readiness = (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status;
+    while (readiness === 200 && Date.now() - signalledAt < 5_000) readiness = (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status;
+    expect(readiness).toBe(503);
+    expect(await inFlight).toBe(200);
+    const [code, signal] = await primary.exited;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    const stopped = logLines(primary).filter((line) => line.msg === 'stopped');
+    expect(stopped.filter((line) => line.worker !== undefined).map((line) => line.worker).sort()).toEqual([1, 2]);
+    expect(stopped.find((line) => line.role === 'primary')).toMatchObject({ clean: true });
+    for (const pid of workerPids) {
+      expect(() => process.kill(pid as number, 0)).toThrow();
+    }
+    await expect(fetch(`http://127.0.0.1:${port}/agents/support/api/v1/chat`, { method: 'POST' })).rejects.toThrow();
+  });
+});
+
+describe('serve --workers: refusals and helpers', () => {
+  it('refuses an invalid worker count and embedded mode (per-process limits) with exit 1', async () => {
+    const bad = runCli(['serve', '--config', join(dir, 'gateway.yaml'), '--workers', 'many']);
+    expect((await bad.exited)[0]).toBe(1);
+    expect(bad.output()).toContain('--workers must be a positive integer or "auto"');
+
+    const embedded: Record<string, unknown> = { ...configDocument(), listen: { host: '127.0.0.1', port: await freePort() }, admin: { host: '127.0.0.1', port: await freePort() } };
+    delete embedded.redis;
+    await writeFile(join(dir, 'embedded.yaml'), stringify(embedded));
+    const refused = runCli(['serve', '--config', join(dir, 'embedded.yaml'), '--workers', '2']);
+    expect((await refused.exited)[0]).toBe(1);
+    expect(refused.output()).toContain('needs a redis block');
+  });
+
+  it('parses --workers and gives each worker its own audit spool', () => {
+    expect(parseWorkerCount('1')).toBe(1);
+    expect(parseWorkerCount('4')).toBe(4);
+    expect(parseWorkerCount('auto', 8)).toBe(8);
+    expect(parseWorkerCount('AUTO', 0)).toBe(1);
+    for (const bad of ['0', '-1', '1.5', 'two', '', '5000']) expect(parseWorkerCount(bad)).toBeUndefined();
+    expect(perWorkerPath('var/audit-spool.jsonl', 2)).toBe('var/audit-spool.worker-2.jsonl');
+    expect(perWorkerPath('/tmp/spool', 1)).toBe('/tmp/spool.worker-1');
+    const config = parseConfig({ agents: { a: { upstream: 'http://127.0.0.1:1/api/v1' } }, audit: { spool: 'var/s.jsonl' } }, 'test', {});
+    expect(withWorkerPaths(config, undefined)).toBe(config);
+    expect(withWorkerPaths(config, 3).audit.spool).toBe('var/s.worker-3.jsonl');
+    expect(config.audit.spool).toBe('var/s.jsonl');
+  });
+});

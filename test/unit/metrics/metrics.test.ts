@@ -1,0 +1,89 @@
+// Pins every metric's name, type and label set (DESIGN.md 6: dashboards, alert rules and
+// scrapers depend on them) and the default process metrics beside them.
+import { describe, expect, it } from 'vitest';
+import { metrics, registry } from '../../../src/metrics/metrics.js';
+
+interface MetricShape {
+  type: string;
+  labels: string[];
+}
+
+const PINNED: Record<string, MetricShape> = {
+  agentgw_requests_total: { type: 'counter', labels: ['agent', 'route', 'status'] },
+  agentgw_request_duration_seconds: { type: 'histogram', labels: ['route'] },
+  agentgw_upstream_duration_seconds: { type: 'histogram', labels: ['agent', 'route'] },
+  agentgw_overhead_seconds: { type: 'histogram', labels: ['route'] },
+  agentgw_stream_first_token_seconds: { type: 'histogram', labels: ['agent'] },
+  agentgw_active_streams: { type: 'gauge', labels: [] },
+  agentgw_stream_events_total: { type: 'counter', labels: ['agent'] },
+  agentgw_tokens_total: { type: 'counter', labels: ['agent'] },
+  agentgw_rate_limited_total: { type: 'counter', labels: ['plan'] },
+  agentgw_auth_failures_total: { type: 'counter', labels: ['reason'] },
+  agentgw_upstream_errors_total: { type: 'counter', labels: ['agent', 'kind'] },
+  agentgw_redis_errors_total: { type: 'counter', labels: ['op'] },
+  agentgw_redis_command_duration_seconds: { type: 'histogram', labels: ['op'] },
+  agentgw_audit_records_total: { type: 'counter', labels: ['sink', 'result'] },
+  agentgw_key_cache_total: { type: 'counter', labels: ['result'] },
+};
+
+/** Label names a metric accepts: prom-client keeps them on the metric object. */
+function labelNamesOf(name: string): string[] {
+  const metric = registry.getSingleMetric(name) as unknown as { labelNames?: string[] } | undefined;
+  return [...(metric?.labelNames ?? [])].sort();
+}
+
+describe('metric definitions', () => {
+  it('defines exactly the pinned agentgw_ metrics, each with its type and label set', async () => {
+    const defined = (await registry.getMetricsAsJSON()).filter((m) => m.name.startsWith('agentgw_'));
+    expect(defined.map((m) => m.name).sort()).toEqual(Object.keys(PINNED).sort());
+    for (const metric of defined) {
+      const pinned = PINNED[metric.name]!;
+      expect({ name: metric.name, type: String(metric.type) }).toEqual({ name: metric.name, type: pinned.type });
+      expect({ name: metric.name, labels: labelNamesOf(metric.name) }).toEqual({ name: metric.name, labels: [...pinned.labels].sort() });
+    }
+  });
+
+  it('names every metric of the module with the agentgw_ prefix and registers it in the one registry', () => {
+    for (const metric of Object.values(metrics)) {
+      const name = (metric as unknown as { name: string }).name;
+      expect(name).toMatch(/^agentgw_[a-z_]+$/);
+      expect(registry.getSingleMetric(name)).toBe(metric);
+    }
+    expect(Object.keys(metrics)).toHaveLength(Object.keys(PINNED).length);
+  });
+
+  it('rejects a label outside the pinned set, so an unbounded label cannot creep in', () => {
+    expect(() => metrics.requests.inc({ agent: 'a', route: 'chat', status: '2xx', key_id: 'k1' } as never)).toThrow(/label/i);
+    expect(() => metrics.tokens.inc({ account: 'acme' } as never)).toThrow(/label/i);
+  });
+
+  it('exposes the default process metrics beside the gateway metrics', async () => {
+    const text = await registry.metrics();
+    for (const name of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'process_start_time_seconds',
+      'process_open_fds',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_gc_duration_seconds',
+      'nodejs_version_info',
+    ]) {
+      expect(text).toContain(`# TYPE ${name} `);
+    }
+    expect(registry.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+  });
+
+  it('renders in the Prometheus text format with HELP and TYPE for each gateway metric', async () => {
+    metrics.requests.inc({ agent: 'support', route: 'chat', status: '2xx' });
+    metrics.requestDuration.observe({ route: 'chat' }, 0.02);
+    const text = await registry.metrics();
+    for (const name of Object.keys(PINNED)) {
+      expect(text).toMatch(new RegExp(`^# HELP ${name} \\S`, 'm'));
+      expect(text).toContain(`# TYPE ${name} ${PINNED[name]!.type}`);
+    }
+    expect(text).toMatch(/^agentgw_requests_total\{agent="support",route="chat",status="2xx"\} 1$/m);
+    expect(text).toMatch(/^agentgw_request_duration_seconds_bucket\{le="0\.025",route="chat"\} 1$/m);
+    expect(text).toMatch(/^agentgw_request_duration_seconds_count\{route="chat"\} 1$/m);
+  });
+});
