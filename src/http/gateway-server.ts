@@ -48,6 +48,9 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
     const requestId = chooseRequestId(req.headers['x-request-id']);
     const address = clientAddress(req, config.listen.trustProxy);
     const state = new RequestState(requestId, address.clientIp, clock.now(), performance.now());
+    // Known from the start so every log line, rejections included, carries the trace id.
+    const trace = traceContextFor(req.headers.traceparent, requestId);
+    state.traceId = trace.traceId;
     res.setHeader('X-Request-Id', requestId);
     res.once('close', () => finishRequest(state, res, auditLog, logger));
 
@@ -84,8 +87,6 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
 
       const target = runtime.pools.target(agent.id);
       if (!target) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
-      const trace = traceContextFor(req.headers.traceparent, requestId);
-      state.traceId = trace.traceId;
       const forward: ForwardRequest = {
         res,
         state,
