@@ -75,7 +75,7 @@ export const metrics = {
     labelNames: ['sink', 'result'] as const,
     registers: [registry],
   }),
-  keyCache: new Counter({ name: 'agentgw_key_cache_total', help: 'Key cache lookups, by result (hit, miss, negative_hit).', labelNames: ['result'] as const, registers: [registry] }),
+  keyCache: new Counter({ name: 'agentgw_key_cache_total', help: 'Key cache lookups, by result (hit, miss, negative_hit, stale_hit).', labelNames: ['result'] as const, registers: [registry] }),
 } as const;
 
 export type Metrics = typeof metrics;
