@@ -7,6 +7,7 @@
 //   ${prefix}keys:invalidate       pub/sub channel; message = hash of a changed key
 // Create and revoke are Lua scripts, so uniqueness checks, writes and the invalidation
 // PUBLISH happen atomically. Every command is bounded by redis.command_timeout.
+import { backstopTimeoutMs, DeadlineExceededError, withDeadline } from '../deadline.js';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
@@ -121,7 +122,7 @@ export class RedisKeyStore implements KeyStore {
   /** Runs one Redis operation; any failure becomes StoreUnavailableError and is counted. */
   private async run<T>(op: string, work: () => Promise<T>): Promise<T> {
     try {
-      return await work();
+      return await withDeadline(work(), this.options.commandTimeoutMs, () => new DeadlineExceededError(this.options.commandTimeoutMs, op));
     } catch (error) {
       metrics.redisErrors.labels(op).inc();
       throw new StoreUnavailableError(`key store (redis) ${op} failed: ${(error as Error).message}`, { cause: error });
@@ -292,7 +293,7 @@ export function redactUrl(url: string): string {
 
 export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promise<RedisKeyStore> {
   const clientOptions: RedisOptions = {
-    commandTimeout: options.commandTimeoutMs,
+    commandTimeout: backstopTimeoutMs(options.commandTimeoutMs),
     maxRetriesPerRequest: 1,
     connectTimeout: Math.max(1_000, options.commandTimeoutMs * 10),
     connectionName: 'agentgw-keys',

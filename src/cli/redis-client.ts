@@ -2,6 +2,7 @@
 // *redis* files import ioredis). Commands fail fast while disconnected instead of queueing,
 // so a dead Redis costs a request at most `redis.command_timeout`.
 import { Redis } from 'ioredis';
+import { backstopTimeoutMs } from '../deadline.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
@@ -12,7 +13,9 @@ export function createRedisClient(redisConfig: NonNullable<GatewayConfig['redis'
   let down = false;
   const client = new Redis(redisConfig.url, {
     connectionName: name,
-    commandTimeout: redisConfig.commandTimeoutMs,
+    // The request path bounds its own calls (src/deadline.ts); this only catches a connection
+    // that never answers.
+    commandTimeout: backstopTimeoutMs(redisConfig.commandTimeoutMs),
     connectTimeout: Math.max(1_000, redisConfig.commandTimeoutMs * 5),
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

@@ -43,7 +43,9 @@ export function rateLimitHeaders(decision: RateLimitDecision): HeaderPair[] {
     ['X-RateLimit-Remaining', remaining],
     ['X-RateLimit-Reset', reset],
     ['RateLimit-Policy', formatRateLimitPolicy(decision.windows)],
-    ['RateLimit', `"${closest.name}";r=${remaining};t=${reset}`],
+    // t follows the draft (when the quota starts to recover), not X-RateLimit-Reset's
+    // "until one more request is allowed", which is 0 while requests remain.
+    ['RateLimit', `"${closest.name}";r=${remaining};t=${ceilSeconds(closest.recoverMs)}`],
   ];
 }
 

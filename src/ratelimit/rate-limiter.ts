@@ -11,6 +11,12 @@ export interface WindowStatus {
   remaining: number;
   /** Milliseconds until one more request would be allowed in this window (0 if one is allowed now). */
   resetMs: number;
+  /**
+   * Milliseconds until this window's quota starts to recover (the IETF `RateLimit` header's
+   * `t`): while remaining > 0, until the oldest request it counts stops counting (0 if it
+   * counts none); when remaining is 0, equal to resetMs.
+   */
+  recoverMs: number;
 }
 
 export interface RateLimitDecision {

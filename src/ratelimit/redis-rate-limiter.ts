@@ -5,6 +5,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { metrics } from '../metrics/metrics.js';
 import type { RateLimitDecision, RateLimiter, RateWindow, WindowStatus } from './rate-limiter.js';
 import { RateLimitStoreError, RateLimitStoreTimeoutError } from './rate-limit-store-error.js';
+import { withDeadline } from '../deadline.js';
 import { SLIDING_WINDOW_LUA } from './sliding-window.lua.js';
 import { bucketWidthMs } from './window-math.js';
 
@@ -73,27 +74,23 @@ export class RedisRateLimiter implements RateLimiter {
   private call(numKeys: number, args: Array<string | number>): Promise<unknown> {
     const timeoutMs = this.commandTimeoutMs;
     const startedMs = performance.now();
-    return new Promise((resolve, reject) => {
-      // Our own timer, so the bound holds whatever the client's options are (offline queue,
-      // retries, a hung server that keeps the socket open).
-      const timer = setTimeout(() => reject(new RateLimitStoreTimeoutError(timeoutMs)), timeoutMs);
-      this.script(numKeys, ...args).then(
-        (reply) => {
-          clearTimeout(timer);
-          metrics.redisCommandDuration.observe({ op: 'ratelimit' }, (performance.now() - startedMs) / 1000);
-          resolve(reply);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(new RateLimitStoreError(`rate-limit script failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error }));
-        },
-      );
-    });
+    // Our own bound, so it holds whatever the client's options are (offline queue, retries,
+    // a hung server that keeps the socket open); see src/deadline.ts for why it is deferred.
+    return withDeadline(this.script(numKeys, ...args), timeoutMs, () => new RateLimitStoreTimeoutError(timeoutMs)).then(
+      (reply) => {
+        metrics.redisCommandDuration.observe({ op: 'ratelimit' }, (performance.now() - startedMs) / 1000);
+        return reply;
+      },
+      (error: unknown) => {
+        if (error instanceof RateLimitStoreTimeoutError) throw error;
+        throw new RateLimitStoreError(`rate-limit script failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      },
+    );
   }
 }
 
 function toDecision(reply: unknown, windows: readonly RateWindow[]): RateLimitDecision {
-  if (!Array.isArray(reply) || reply.length !== 3 + 2 * windows.length) {
+  if (!Array.isArray(reply) || reply.length !== 3 + 3 * windows.length) {
     throw new RateLimitStoreError(`rate-limit script returned an unexpected reply: ${JSON.stringify(reply)}`);
   }
   const statuses: WindowStatus[] = new Array(windows.length);
@@ -103,8 +100,9 @@ function toDecision(reply: unknown, windows: readonly RateWindow[]): RateLimitDe
       name: window.name,
       limit: window.limit,
       windowMs: window.windowMs,
-      remaining: Number(reply[3 + 2 * i]),
-      resetMs: Number(reply[4 + 2 * i]),
+      remaining: Number(reply[3 + 3 * i]),
+      resetMs: Number(reply[4 + 3 * i]),
+      recoverMs: Number(reply[5 + 3 * i]),
     };
   }
   return { allowed: reply[0] === 1, windows: statuses, retryAfterMs: Number(reply[1]) };

@@ -5,7 +5,7 @@
 // KEYS[i]  one hash per window: field "bw" = bucket width, numeric fields = bucket index → count.
 // ARGV[1]  nowMs override ("" → the server's TIME, so every gateway instance agrees on time)
 // ARGV[2 + 3(i-1) ..]  limit, windowMs, bucketMs of KEYS[i]
-// Returns  { allowed (1|0), retryAfterMs, nowMs, remaining_1, resetMs_1, remaining_2, resetMs_2, ... }
+// Returns  { allowed (1|0), retryAfterMs, nowMs, remaining_1, resetMs_1, recoverMs_1, remaining_2, ... }
 export const SLIDING_WINDOW_LUA = `
 if redis.replicate_commands then redis.replicate_commands() end
 
@@ -101,8 +101,15 @@ for w = 1, n do
 
   local remaining = limit - total
   if remaining < 0 then remaining = 0 end
+  -- recoverMs: when the oldest counted bucket stops counting (the IETF header's t).
+  local recoverMs = resetMs
+  if remaining > 0 then
+    recoverMs = 0
+    if #indexes > 0 then recoverMs = (indexes[1] + 1) * bucketMs + windowMs - 1 - nowMs end
+  end
   result[#result + 1] = remaining
   result[#result + 1] = resetMs
+  result[#result + 1] = recoverMs
 end
 
 result[2] = retryAfterMs

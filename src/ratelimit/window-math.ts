@@ -94,6 +94,12 @@ export function msUntilBelowLimit(counter: BucketCounter, limit: number, nowMs: 
   return 0;
 }
 
+/** Milliseconds from nowMs until the oldest counted bucket stops counting; 0 for an empty counter. Expects expired buckets dropped. */
+export function msUntilOldestExpires(counter: BucketCounter, windowMs: number, nowMs: number): number {
+  if (counter.indexes.length === 0) return 0;
+  return bucketExpiryMs(counter.indexes[0] as number, windowMs, counter.bucketMs) - nowMs;
+}
+
 /**
  * Checks every window at nowMs and, only if all have room, counts one request in each.
  * `counters[i]` belongs to `windows[i]` and is updated in place (a counter whose bucket
@@ -119,12 +125,14 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
     // Nothing is consumed on a rejection, so counts only fall until then: the slowest
     // window to free a slot decides when every window admits.
     if (!allowed && resetMs > retryAfterMs) retryAfterMs = resetMs;
+    const remaining = Math.max(0, window.limit - counter.total);
     statuses[i] = {
       name: window.name,
       limit: window.limit,
       windowMs: window.windowMs,
-      remaining: Math.max(0, window.limit - counter.total),
+      remaining,
       resetMs,
+      recoverMs: remaining === 0 ? resetMs : msUntilOldestExpires(counter, window.windowMs, nowMs),
     };
   }
   return { allowed, windows: statuses, retryAfterMs };

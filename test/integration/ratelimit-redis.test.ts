@@ -55,6 +55,7 @@ describe('RedisRateLimiter', () => {
     const random = lcg(42);
     let nowMs = T0;
     let rejections = 0;
+    let recovering = 0;
     for (let i = 0; i < 600; i += 1) {
       nowMs += random() < 0.7 ? Math.floor(random() * 60) : Math.floor(random() * 4_000);
       const subject = `account:${i % 3}`;
@@ -63,7 +64,10 @@ describe('RedisRateLimiter', () => {
       const actual = await limiterA.consume(subject, windows, { nowMs });
       expect(actual, `request ${i} at +${nowMs - T0} ms`).toEqual(expected);
       if (!expected.allowed) rejections += 1;
+      for (const status of expected.windows) if (status.remaining > 0 && status.recoverMs > 0) recovering += 1;
     }
+    // ... and recoverMs while requests remain (the RateLimit header's t), not only resetMs.
+    expect(recovering).toBeGreaterThan(100);
     // The sequence must exercise both outcomes to mean anything.
     expect(rejections).toBeGreaterThan(50);
     expect(rejections).toBeLessThan(550);
@@ -104,8 +108,10 @@ describe('RedisRateLimiter', () => {
     // A rejected request writes no counts, and adds no keys for windows that had none.
     const one: RateWindow[] = [{ name: 'one', limit: 1, windowMs: 60_000 }];
     await limiterA.consume('account:solo', one);
-    await limiterA.consume('account:solo', [...one, { name: 'other', limit: 5, windowMs: 60_000 }]);
+    const rejected = await limiterA.consume('account:solo', [...one, { name: 'other', limit: 5, windowMs: 60_000 }]);
     expect(await clientA.exists(rateLimitKey(PREFIX, 'account:solo', 'other'))).toBe(0);
+    // A window that counts nothing has nothing to recover.
+    expect(rejected.windows[1]).toMatchObject({ remaining: 5, resetMs: 0, recoverMs: 0 });
   });
 
   it('keeps at most 61 buckets per window however many requests it counted', async () => {
@@ -136,6 +142,22 @@ describe('RedisRateLimiter', () => {
     const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: 60_000 }];
     await expect(limiterA.consume('', windows)).rejects.toThrow(TypeError);
     await expect(limiterA.consume('}x', windows)).rejects.toThrow(TypeError);
+  });
+
+  it('does not call a reply a timeout when it came in time but the event loop was too busy to read it', async () => {
+    const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    const limiter = new RedisRateLimiter({ client, prefix: PREFIX, commandTimeoutMs: 50 });
+    const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: 60_000 }];
+    await limiter.consume('account:busy-loop', windows);
+    const pending = limiter.consume('account:busy-loop', windows);
+    // Redis answers within a millisecond or so; this process only looks at it 200 ms later,
+    // when the 50 ms timer has long expired too.
+    const busyUntil = performance.now() + 200;
+    while (performance.now() < busyUntil);
+    const decision = await pending;
+    expect(decision.allowed).toBe(true);
+    expect(decision.windows[0]!.remaining).toBe(8);
+    client.disconnect();
   });
 
   it('rejects with a typed timeout error when Redis does not answer within commandTimeoutMs', async () => {

@@ -10,7 +10,7 @@ import type { RateLimitDecision, RateLimiter, RateWindow } from '../../../src/ra
 import { RateLimitStoreError, RateLimitStoreTimeoutError } from '../../../src/ratelimit/rate-limit-store-error.js';
 
 const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 60_000 }];
-const PRIMARY_DECISION: RateLimitDecision = { allowed: true, windows: [{ name: 'minute', limit: 2, windowMs: 60_000, remaining: 1, resetMs: 0 }], retryAfterMs: 0 };
+const PRIMARY_DECISION: RateLimitDecision = { allowed: true, windows: [{ name: 'minute', limit: 2, windowMs: 60_000, remaining: 1, resetMs: 0, recoverMs: 60_999 }], retryAfterMs: 0 };
 
 /** A stand-in for the Redis limiter (the interface, not Redis): fails while `down`. */
 class SwitchablePrimary implements RateLimiter {

@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { RateLimitDecision, WindowStatus } from '../../../src/ratelimit/rate-limiter.js';
 import { closestToExhaustion, rateLimitHeaders, retryAfterSeconds } from '../../../src/ratelimit/rate-limit-headers.js';
 
-const minute = (remaining: number, resetMs: number): WindowStatus => ({ name: 'minute', limit: 60, windowMs: 60_000, remaining, resetMs });
-const day = (remaining: number, resetMs: number): WindowStatus => ({ name: 'day', limit: 10_000, windowMs: 86_400_000, remaining, resetMs });
+// recoverMs defaults to what the limiter reports for an exhausted window (resetMs) or an empty one (0).
+const minute = (remaining: number, resetMs: number, recoverMs = resetMs): WindowStatus => ({ name: 'minute', limit: 60, windowMs: 60_000, remaining, resetMs, recoverMs });
+const day = (remaining: number, resetMs: number, recoverMs = resetMs): WindowStatus => ({ name: 'day', limit: 10_000, windowMs: 86_400_000, remaining, resetMs, recoverMs });
 
 function decision(windows: WindowStatus[], allowed = true, retryAfterMs = 0): RateLimitDecision {
   return { allowed, windows, retryAfterMs };
@@ -11,13 +12,20 @@ function decision(windows: WindowStatus[], allowed = true, retryAfterMs = 0): Ra
 
 describe('rateLimitHeaders', () => {
   it('describes the window closest to exhaustion and lists every window in the policy', () => {
-    expect(rateLimitHeaders(decision([minute(12, 0), day(9_000, 0)]))).toEqual([
+    // DESIGN.md 2's example: 48 of 60 used, the oldest of them stops counting in 40.2 s.
+    expect(rateLimitHeaders(decision([minute(12, 0, 40_200), day(9_000, 0, 86_000_000)]))).toEqual([
       ['X-RateLimit-Limit', '60'],
       ['X-RateLimit-Remaining', '12'],
       ['X-RateLimit-Reset', '0'],
       ['RateLimit-Policy', '"minute";q=60;w=60, "day";q=10000;w=86400'],
-      ['RateLimit', '"minute";r=12;t=0'],
+      ['RateLimit', '"minute";r=12;t=41'],
     ]);
+  });
+
+  it("sends t=0 for a window that counts nothing (a rejection by another window can leave one empty)", () => {
+    const headers = new Map(rateLimitHeaders(decision([minute(60, 0, 0)])));
+    expect(headers.get('X-RateLimit-Reset')).toBe('0');
+    expect(headers.get('RateLimit')).toBe('"minute";r=60;t=0');
   });
 
   it('rounds the reset up to whole delta-seconds', () => {
@@ -27,10 +35,11 @@ describe('rateLimitHeaders', () => {
   });
 
   it('names the day window when it is the one running out', () => {
-    const headers = new Map(rateLimitHeaders(decision([minute(30, 0), day(3, 0)])));
+    const headers = new Map(rateLimitHeaders(decision([minute(30, 0, 59_000), day(3, 0, 7_200_500)])));
     expect(headers.get('X-RateLimit-Limit')).toBe('10000');
     expect(headers.get('X-RateLimit-Remaining')).toBe('3');
-    expect(headers.get('RateLimit')).toBe('"day";r=3;t=0');
+    expect(headers.get('X-RateLimit-Reset')).toBe('0');
+    expect(headers.get('RateLimit')).toBe('"day";r=3;t=7201');
   });
 
   it('breaks a tie on remaining by the longer reset', () => {
@@ -43,7 +52,7 @@ describe('rateLimitHeaders', () => {
   });
 
   it('rounds window lengths that are not whole seconds up', () => {
-    const odd: WindowStatus = { name: 'burst', limit: 5, windowMs: 1_500, remaining: 5, resetMs: 0 };
+    const odd: WindowStatus = { name: 'burst', limit: 5, windowMs: 1_500, remaining: 5, resetMs: 0, recoverMs: 0 };
     expect(new Map(rateLimitHeaders(decision([odd]))).get('RateLimit-Policy')).toBe('"burst";q=5;w=2');
   });
 });

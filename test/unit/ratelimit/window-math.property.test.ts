@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
 import type { RateWindow } from '../../../src/ratelimit/rate-limiter.js';
-import { bucketWidthMs } from '../../../src/ratelimit/window-math.js';
+import { bucketWidthMs, consumeWindows, newBucketCounter, type BucketCounter } from '../../../src/ratelimit/window-math.js';
 
 const T0 = 1_700_000_000_123;
 
@@ -83,12 +83,40 @@ describe('sliding window properties', () => {
           for (const status of decision.windows) {
             expect(status.remaining).toBeGreaterThanOrEqual(0);
             expect(status.resetMs === 0).toBe(status.remaining > 0);
+            if (status.remaining === 0) expect(status.recoverMs).toBe(status.resetMs);
+            else expect(status.recoverMs).toBeLessThanOrEqual(status.windowMs + bucketWidthMs(status.windowMs) - 1);
+            expect(status.recoverMs).toBeGreaterThanOrEqual(0);
           }
           if (!decision.allowed) expect(decision.windows.some((w) => w.remaining === 0)).toBe(true);
           else expect(decision.retryAfterMs).toBe(0);
         }
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it('recoverMs is when the quota starts to recover: nothing frees 1 ms before it, something frees at it', () => {
+    fc.assert(
+      fc.property(windowArb, gapsArb, (window, gaps) => {
+        const windows: RateWindow[] = [{ name: 'w', ...window }];
+        const counter = newBucketCounter(bucketWidthMs(window.windowMs));
+        // Requests the window counts at atMs, probed on a copy so the run itself goes on unchanged.
+        const countedAt = (atMs: number): number => {
+          const copy: BucketCounter = structuredClone(counter);
+          const decision = consumeWindows([copy], windows, atMs);
+          return copy.total - (decision.allowed ? 1 : 0);
+        };
+        let nowMs = T0;
+        for (const gap of gaps) {
+          nowMs += gap;
+          const status = consumeWindows([counter], windows, nowMs).windows[0]!;
+          // A single window always counts something after a request (admitted, or full).
+          expect(status.recoverMs).toBeGreaterThan(0);
+          expect(countedAt(nowMs + status.recoverMs - 1)).toBe(counter.total);
+          expect(countedAt(nowMs + status.recoverMs)).toBeLessThan(counter.total);
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 });

@@ -54,6 +54,37 @@ describe('sliding window math', () => {
     expect(fifth.windows[0]!.resetMs).toBe(2_099 - 500);
   });
 
+  it('reports recoverMs: until the oldest counted request leaves while requests remain, resetMs once exhausted', async () => {
+    const { consume, clock } = setup();
+    const first = await consume();
+    // The bucket [T0, T0+100) stops counting at T0 + 2099; nothing else frees earlier.
+    expect(first.windows[0]).toMatchObject({ remaining: 4, resetMs: 0, recoverMs: 2_099 });
+    clock.advance(500);
+    expect((await consume()).windows[0]).toMatchObject({ remaining: 3, resetMs: 0, recoverMs: 1_599 });
+    await consume();
+    await consume();
+    const fifth = await consume();
+    expect(fifth.windows[0]).toMatchObject({ remaining: 0, resetMs: 1_599, recoverMs: 1_599 });
+    const rejected = await consume();
+    expect(rejected.windows[0]).toMatchObject({ remaining: 0, resetMs: 1_599, recoverMs: 1_599 });
+    // Once the T0 request has left, the four of T0+500 are the oldest: they leave at T0 + 2599.
+    clock.set(T0 + 2_099);
+    expect((await consume()).windows[0]).toMatchObject({ remaining: 0, resetMs: 500, recoverMs: 500 });
+    clock.set(T0 + 2_599);
+    // Only the request made at T0+2099 still counts (besides this one); its bucket leaves at T0 + 4099.
+    expect((await consume()).windows[0]).toMatchObject({ remaining: 3, resetMs: 0, recoverMs: 4_099 - 2_599 });
+  });
+
+  it('reports recoverMs 0 for a window that counts nothing', () => {
+    const limiter = new MemoryRateLimiter({ clock: new ManualClock(T0) });
+    const one: RateWindow = { name: 'one', limit: 1, windowMs: 60_000 };
+    expect(limiter.consumeAt('account:acme', [one], T0).allowed).toBe(true);
+    // A window added by a reload starts empty; the full one rejects, so it stays empty.
+    const decision = limiter.consumeAt('account:acme', [one, { name: 'added', limit: 5, windowMs: 60_000 }], T0 + 10);
+    expect(decision.allowed).toBe(false);
+    expect(decision.windows[1]).toMatchObject({ remaining: 5, resetMs: 0, recoverMs: 0 });
+  });
+
   it('admits a client that waits exactly retryAfterMs, and not one that waits 1 ms less', async () => {
     const { consume, clock } = setup();
     clock.advance(50);

@@ -1,0 +1,210 @@
+// What one rate-limit decision costs on Redis: RedisRateLimiter.consume() latency (median,
+// p99) over sequential calls, throughput with N calls in flight, and the Redis commands per
+// request from `INFO commandstats` deltas (expected: one EVALSHA round trip; the commands
+// the script runs inside Redis are listed too). The in-memory limiter is timed alongside
+// for scale. Imports the built code: run `npx tsc -p tsconfig.build.json` first.
+//
+//   node bench/ratelimit-cost.mjs [--calls 20000] [--concurrency 32] [--subjects 100]
+//
+// Redis: a throwaway redis-server on a free port (like test/helpers/redis.ts), else REDIS_URL.
+// The machine may be shared: absolute figures drift between runs; commands per request do not.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readOption } from './reference/cli-args.mjs';
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = (path) => pathToFileURL(join(repoRoot, 'dist', path)).href;
+if (!existsSync(join(repoRoot, 'dist/ratelimit/redis-rate-limiter.js'))) {
+  process.stderr.write('dist/ is missing: run `npx tsc -p tsconfig.build.json` first\n');
+  process.exit(1);
+}
+const { RedisRateLimiter } = await import(dist('ratelimit/redis-rate-limiter.js'));
+const { MemoryRateLimiter } = await import(dist('ratelimit/memory-rate-limiter.js'));
+const { createRedisClient } = await import(dist('cli/redis-client.js'));
+const { silentLogger } = await import(dist('logger.js'));
+
+const argv = process.argv.slice(2);
+const calls = Number(readOption(argv, 'calls', undefined, '20000'));
+const concurrency = Number(readOption(argv, 'concurrency', undefined, '32'));
+const subjects = Number(readOption(argv, 'subjects', undefined, '100'));
+const PREFIX = 'bench:';
+// Two windows, as the default plans have; limits high enough that every call is admitted,
+// so each one takes the write path (HINCRBY + PEXPIRE per window), the dearer one.
+const WINDOWS = [
+  { name: 'minute', limit: 1_000_000_000, windowMs: 60_000 },
+  { name: 'day', limit: 1_000_000_000, windowMs: 86_400_000 },
+];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A throwaway redis-server, or REDIS_URL; returns { url, stop }. */
+async function startRedis() {
+  const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((path) => existsSync(path));
+  if (!binary) {
+    if (!process.env.REDIS_URL) throw new Error('no redis-server binary and no REDIS_URL');
+    return { url: process.env.REDIS_URL, shared: true, stop: async () => {} };
+  }
+  const port = await freePort();
+  const child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: 'ignore' });
+  return {
+    url: `redis://127.0.0.1:${port}/0`,
+    shared: false,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function connect(url) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    // The gateway's own client settings (fail fast while disconnected), with a roomy timeout.
+    const client = createRedisClient({ url, prefix: PREFIX, commandTimeoutMs: 5_000 }, silentLogger, 'bench');
+    try {
+      if (client.status !== 'ready') await once(client, 'ready');
+      await client.ping();
+      return client;
+    } catch (error) {
+      client.disconnect();
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+/** `INFO commandstats` → Map(command → { calls, usec }). */
+async function commandStats(client) {
+  const stats = new Map();
+  for (const line of (await client.info('commandstats')).split('\n')) {
+    const match = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
+    if (match) stats.set(match[1], { calls: Number(match[2]), usec: Number(match[3]) });
+  }
+  return stats;
+}
+
+/** Calls per command between two snapshots (and the usec Redis spent on EVALSHA, which includes the script). */
+function delta(before, after) {
+  const result = new Map();
+  let scriptUsec = 0;
+  for (const [command, now] of after) {
+    // The bench's own bookkeeping commands are not part of a decision.
+    if (command === 'info' || command === 'config' || command === 'ping') continue;
+    const then = before.get(command) ?? { calls: 0, usec: 0 };
+    if (now.calls > then.calls) result.set(command, now.calls - then.calls);
+    if (command === 'evalsha' || command === 'eval') scriptUsec += now.usec - then.usec;
+  }
+  return { calls: result, scriptUsec };
+}
+
+function percentile(sortedMs, p) {
+  return sortedMs[Math.min(sortedMs.length - 1, Math.floor((p / 100) * sortedMs.length))];
+}
+
+const subjectName = (i) => `account:bench-${i % subjects}`;
+
+async function sequential(limiter, count, offset) {
+  const latencies = new Float64Array(count);
+  const startedMs = performance.now();
+  for (let i = 0; i < count; i += 1) {
+    const t0 = performance.now();
+    await limiter.consume(subjectName(offset + i), WINDOWS);
+    latencies[i] = performance.now() - t0;
+  }
+  const elapsedMs = performance.now() - startedMs;
+  latencies.sort();
+  return { median: percentile(latencies, 50), p99: percentile(latencies, 99), perSecond: (count / elapsedMs) * 1000 };
+}
+
+async function concurrent(limiter, count, inFlight, offset) {
+  const latencies = new Float64Array(count);
+  let next = 0;
+  const startedMs = performance.now();
+  const worker = async () => {
+    for (let i = next++; i < count; i = next++) {
+      const t0 = performance.now();
+      await limiter.consume(subjectName(offset + i), WINDOWS);
+      latencies[i] = performance.now() - t0;
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  const elapsedMs = performance.now() - startedMs;
+  latencies.sort();
+  return { median: percentile(latencies, 50), p99: percentile(latencies, 99), perSecond: (count / elapsedMs) * 1000 };
+}
+
+const fmtMs = (ms) => `${(ms * 1000).toFixed(ms < 0.01 ? 1 : 0)} µs`;
+const fmtRate = (n) => `${Math.round(n).toLocaleString('en-US')}/s`;
+
+const redis = await startRedis();
+const client = await connect(redis.url);
+try {
+  const limiter = new RedisRateLimiter({ client, prefix: PREFIX, commandTimeoutMs: 5_000 });
+  const memory = new MemoryRateLimiter();
+  const server = (await client.info('server')).match(/redis_version:(\S+)/)?.[1] ?? '?';
+
+  // Warm-up: loads the script (one NOSCRIPT → EVAL), compiles the hot paths.
+  await sequential(limiter, 1_000, 0);
+  await sequential(memory, 1_000, 0);
+
+  const before = await commandStats(client);
+  const seq = await sequential(limiter, calls, 1_000);
+  const afterSeq = await commandStats(client);
+  const conc = await concurrent(limiter, calls, concurrency, 1_000 + calls);
+  const afterConc = await commandStats(client);
+  const mem = await sequential(memory, calls, 1_000);
+  const memConc = await concurrent(memory, calls, concurrency, 1_000 + calls);
+
+  const rows = [
+    ['limiter', 'mode', 'median', 'p99', 'throughput'],
+    ['RedisRateLimiter', 'sequential', fmtMs(seq.median), fmtMs(seq.p99), fmtRate(seq.perSecond)],
+    ['RedisRateLimiter', `${concurrency} in flight`, fmtMs(conc.median), fmtMs(conc.p99), fmtRate(conc.perSecond)],
+    ['MemoryRateLimiter', 'sequential', fmtMs(mem.median), fmtMs(mem.p99), fmtRate(mem.perSecond)],
+    ['MemoryRateLimiter', `${concurrency} in flight`, fmtMs(memConc.median), fmtMs(memConc.p99), fmtRate(memConc.perSecond)],
+  ];
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  const line = (r) => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
+
+  const out = [];
+  out.push(`rate-limit cost: ${calls.toLocaleString('en-US')} calls per mode, ${WINDOWS.length} windows (${WINDOWS.map((w) => w.name).join(' + ')}), ${subjects} subjects, every call admitted`);
+  out.push(`redis ${server} at ${redis.url}${redis.shared ? ' (REDIS_URL, shared)' : ' (throwaway)'}; node ${process.version}`);
+  out.push('');
+  out.push(line(rows[0]));
+  out.push(line(widths.map((w) => '-'.repeat(w))));
+  for (const row of rows.slice(1)) out.push(line(row));
+  out.push('');
+  out.push('Redis commands per request (INFO commandstats deltas):');
+  for (const [label, { calls: stats, scriptUsec }, count] of [
+    ['sequential', delta(before, afterSeq), calls],
+    [`${concurrency} in flight`, delta(afterSeq, afterConc), calls],
+  ]) {
+    const roundTrips = (stats.get('evalsha') ?? 0) + (stats.get('eval') ?? 0);
+    const inside = [...stats].filter(([command]) => command !== 'evalsha' && command !== 'eval');
+    out.push(
+      `  ${label.padEnd(14)} round trips ${(roundTrips / count).toFixed(3)} (evalsha ${((stats.get('evalsha') ?? 0) / count).toFixed(3)}, eval ${((stats.get('eval') ?? 0) / count).toFixed(3)})` +
+        `; Redis time ${(scriptUsec / count).toFixed(1)} µs/request` +
+        `; run by the script: ${inside.map(([command, n]) => `${command} ${(n / count).toFixed(2)}`).join(', ')}`,
+    );
+  }
+  if (redis.shared) out.push('  (shared Redis: other clients\' commands may be included)');
+  process.stdout.write(`${out.join('\n')}\n`);
+} finally {
+  await client.quit().catch(() => client.disconnect());
+  await redis.stop();
+}
