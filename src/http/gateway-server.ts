@@ -6,8 +6,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
 import { ActiveStreams } from '../proxy/active-streams.js';
-import { forwardJson, type ForwardRequest } from '../proxy/forward-json.js';
-import { forwardSse } from '../proxy/forward-sse.js';
+import { forwardToUpstream } from '../proxy/upstream-exchange.js';
 import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor } from '../proxy/traceparent.js';
 import { rateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
@@ -87,13 +86,15 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
 
       const target = runtime.pools.target(agent.id);
       if (!target) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
-      const forward: ForwardRequest = {
+      await forwardToUpstream({
         res,
         state,
         agent,
         target,
+        route,
         body,
-        idleTimeoutMs: config.stream.idleTimeoutMs,
+        stream: config.stream,
+        activeStreams,
         headers: upstreamRequestHeaders(req.headers, {
           requestId,
           agentId: agent.id,
@@ -104,9 +105,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
           accountId: key.account,
           traceparent: trace.traceparent,
         }),
-      };
-      if (route === 'chat') await forwardJson(forward);
-      else await forwardSse(forward, { heartbeatMs: config.stream.heartbeatMs, idleTimeoutMs: config.stream.idleTimeoutMs, maxDurationMs: config.stream.maxDurationMs }, activeStreams);
+      });
     } catch (error) {
       answerError(error, req, res, state);
     }

@@ -1,0 +1,321 @@
+// One request to an agent runner, as an undici dispatch handler: the runner's status,
+// headers and body chunks are relayed to the client from undici's callbacks directly —
+// no AbortController, no promise or async iterator per chunk (see docs/performance.md).
+// `/chat` relays the answer as it comes; `/chat/stream` relays Server-Sent Events chunk by
+// chunk (DESIGN.md 2 "Streaming") with heartbeats, idle/max-duration timers and a final
+// `event: error` on abnormal ends, while a side-parser reads `done.tokens_used`.
+import type { ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { AgentConfig } from '../config/schema.js';
+import { GatewayError, streamErrorEvent, type StreamErrorType } from '../http/errors.js';
+import type { RequestState } from '../http/request-state.js';
+import type { ChatRoute } from '../http/routing.js';
+import { metrics } from '../metrics/metrics.js';
+import type { ActiveStreams, EndableStream } from './active-streams.js';
+import { forEachRelayedHeader } from './header-hygiene.js';
+import { SseSideParser, tokensFromDoneData, type SseEventSink } from './sse-parser.js';
+import { AGENT_RETRY_AFTER_SECONDS, classifyUpstreamError, outcomeForFailure, type UpstreamFailureKind } from './upstream-errors.js';
+import type { UpstreamTarget } from './upstream-pools.js';
+
+export interface StreamTimings {
+  heartbeatMs: number;
+  idleTimeoutMs: number;
+  maxDurationMs: number;
+}
+
+export interface ForwardRequest {
+  res: ServerResponse;
+  state: RequestState;
+  agent: AgentConfig;
+  target: UpstreamTarget;
+  route: ChatRoute;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+  stream: StreamTimings;
+  activeStreams: ActiveStreams;
+}
+
+/** JSON bodies up to this size are kept (by reference) to read `metadata.tokens_used` afterwards. */
+const MAX_TOKEN_SCAN_BYTES = 1024 * 1024;
+const PING_EVENT = Buffer.from(': ping\n\n');
+const PING_LINE = Buffer.from(': ping\n');
+
+class ClientClosedError extends Error {
+  constructor() {
+    super('the client closed the connection');
+    this.name = 'ClientClosedError';
+  }
+}
+
+function isEventStream(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream');
+}
+
+/**
+ * Sends the request upstream and relays the answer. Resolves when the exchange is over;
+ * rejects with `agent_unavailable` only while nothing has been sent to the client yet.
+ */
+export function forwardToUpstream(request: ForwardRequest): Promise<void> {
+  return new Promise((resolve, reject) => new UpstreamExchange(request, resolve, reject).start());
+}
+
+class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, SseEventSink {
+  private controller: Dispatcher.DispatchController | null = null;
+  private settled = false;
+  private headersRelayed = false;
+  private streaming = false;
+  private kept: Buffer[] | null = null;
+  private keptBytes = 0;
+  private parser: SseSideParser | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private maxDurationTimer: NodeJS.Timeout | null = null;
+  private sawDone = false;
+  private sawFirstByte = false;
+  private eventsCounter: { inc(): void } | null = null;
+
+  constructor(
+    private readonly request: ForwardRequest,
+    private readonly resolve: () => void,
+    private readonly reject: (error: GatewayError) => void,
+  ) {}
+
+  start(): void {
+    const { res, state, agent, target, route } = this.request;
+    res.once('close', this.onClientClose);
+    res.on('drain', this.onDrain);
+    state.upstreamStartMs = performance.now();
+    target.pool.dispatch(
+      {
+        method: 'POST',
+        path: route === 'chat' ? target.chatPath : target.streamPath,
+        headers: this.request.headers,
+        body: this.request.body,
+        headersTimeout: agent.headersTimeoutMs,
+        // Streams use the gateway's own idle timer instead, so it can pause under back-pressure.
+        bodyTimeout: route === 'chat' ? this.request.stream.idleTimeoutMs : 0,
+      },
+      this,
+    );
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.settled) controller.abort(new ClientClosedError());
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (this.settled) return;
+    this.controller = controller;
+    const { res, route } = this.request;
+    if (route === 'chat/stream' && statusCode < 300) {
+      if (!isEventStream(headers['content-type'])) {
+        this.failBeforeHeaders('bad_response', 'The agent answered the stream route without an event stream.');
+        controller.abort(new Error('not an event stream'));
+        return;
+      }
+      this.startStream(statusCode, headers);
+      return;
+    }
+    // `/chat`, and any error status on the stream route: relayed unchanged.
+    res.statusCode = statusCode;
+    forEachRelayedHeader(headers, (name, value) => res.setHeader(name, value));
+    const contentType = headers['content-type'];
+    if (statusCode < 300 && typeof contentType === 'string' && contentType.includes('json')) this.kept = [];
+    this.headersRelayed = true;
+  }
+
+  private startStream(statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    const { res, stream } = this.request;
+    res.statusCode = statusCode;
+    forEachRelayedHeader(headers, (name, value) => {
+      if (name !== 'content-length' && name !== 'content-encoding') res.setHeader(name, value);
+    });
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.socket?.setNoDelay(true);
+    res.flushHeaders();
+    this.headersRelayed = true;
+    this.streaming = true;
+    this.parser = new SseSideParser(this);
+    this.eventsCounter = metrics.streamEvents.labels(this.request.agent.id);
+    this.heartbeatTimer = setTimeout(this.onHeartbeat, stream.heartbeatMs);
+    this.idleTimer = setTimeout(this.onIdleTimeout, stream.idleTimeoutMs);
+    this.maxDurationTimer = setTimeout(this.onMaxDuration, stream.maxDurationMs);
+    this.request.activeStreams.add(this);
+    metrics.activeStreams.inc();
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    const { res, state } = this.request;
+    state.bytesOut += chunk.length;
+    if (this.streaming) {
+      if (!this.sawFirstByte) {
+        this.sawFirstByte = true;
+        metrics.streamFirstToken.observe({ agent: this.request.agent.id }, (performance.now() - state.startedMonoMs) / 1000);
+      }
+      const flushed = res.write(chunk);
+      this.parser!.push(chunk);
+      this.heartbeatTimer!.refresh();
+      if (flushed) {
+        this.idleTimer!.refresh();
+      } else {
+        // A slow reader: stop pulling from the runner until the client catches up. The idle
+        // timer measures the runner's silence, so it does not run while we are the ones waiting.
+        controller.pause();
+        clearTimeout(this.idleTimer!);
+      }
+      return;
+    }
+    if (this.kept && this.keptBytes + chunk.length <= MAX_TOKEN_SCAN_BYTES) {
+      this.kept.push(chunk);
+      this.keptBytes += chunk.length;
+    }
+    if (!res.write(chunk)) controller.pause();
+  }
+
+  private readonly onDrain = (): void => {
+    if (this.settled || !this.controller?.paused) return;
+    this.idleTimer?.refresh();
+    this.controller.resume();
+  };
+
+  onResponseEnd(): void {
+    if (this.settled) return;
+    const { res, state } = this.request;
+    state.upstreamEndMs = performance.now();
+    if (this.streaming) {
+      if (!this.sawDone) {
+        this.failStream('reset', 'upstream_error', 'upstream_error');
+        return;
+      }
+      state.outcome = 'ok';
+      this.settle();
+      res.end();
+      return;
+    }
+    const kept = this.kept;
+    if (kept && this.keptBytes === state.bytesOut) state.tokensUsed = tokensFromChatResponse(kept, this.keptBytes);
+    this.settle();
+    res.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.settled) return;
+    const { res, state, agent } = this.request;
+    state.upstreamEndMs = performance.now();
+    const failure = classifyUpstreamError(error);
+    if (!this.headersRelayed) {
+      this.failBeforeHeaders(failure.kind);
+      return;
+    }
+    if (this.streaming) {
+      this.failStream(failure.kind, 'upstream_error', outcomeForFailure(failure.kind) === 'timeout' ? 'timeout' : 'upstream_error');
+      return;
+    }
+    // Headers are out: the only honest signal left is to cut the connection.
+    state.failureKind = failure.kind;
+    state.outcome = outcomeForFailure(failure.kind);
+    metrics.upstreamErrors.inc({ agent: agent.id, kind: failure.kind });
+    this.settle();
+    res.destroy();
+  }
+
+  /** SseEventSink: every event the side-parser completes. */
+  onEvent(name: string, data: string): void {
+    this.eventsCounter!.inc();
+    if (name === 'done') {
+      this.sawDone = true;
+      this.request.state.tokensUsed = tokensFromDoneData(data);
+    }
+  }
+
+  /** EndableStream: shutdown ends open streams with a final error event. */
+  endWithError(type: StreamErrorType): void {
+    if (this.settled) return;
+    this.request.state.outcome = 'error';
+    this.writeErrorAndEnd(type);
+    this.controller?.abort(new Error(type));
+  }
+
+  private readonly onClientClose = (): void => {
+    if (this.settled || this.request.res.writableFinished) return;
+    const { state } = this.request;
+    state.outcome = 'client_closed';
+    if (state.upstreamEndMs < 0) state.upstreamEndMs = performance.now();
+    this.settle();
+    this.controller?.abort(new ClientClosedError());
+  };
+
+  private readonly onHeartbeat = (): void => {
+    if (this.settled) return;
+    const { res } = this.request;
+    const parser = this.parser!;
+    // A ping must not split an event: a blank line would dispatch it early.
+    if (parser.atEventBoundary) res.write(PING_EVENT);
+    else if (parser.atLineBoundary) res.write(PING_LINE);
+    this.heartbeatTimer!.refresh();
+  };
+
+  private readonly onIdleTimeout = (): void => this.failStream('idle_timeout', 'upstream_timeout', 'timeout');
+  private readonly onMaxDuration = (): void => this.failStream('max_duration', 'stream_timeout', 'timeout');
+
+  private failBeforeHeaders(kind: UpstreamFailureKind, message?: string): void {
+    const { state, agent } = this.request;
+    state.failureKind = kind;
+    state.outcome = outcomeForFailure(kind);
+    if (state.upstreamEndMs < 0) state.upstreamEndMs = performance.now();
+    metrics.upstreamErrors.inc({ agent: agent.id, kind });
+    this.settle(new GatewayError('agent_unavailable', { message, retryAfterSeconds: AGENT_RETRY_AFTER_SECONDS }));
+  }
+
+  private failStream(kind: UpstreamFailureKind, type: StreamErrorType, outcome: 'timeout' | 'upstream_error'): void {
+    if (this.settled) return;
+    const { state, agent } = this.request;
+    state.failureKind = kind;
+    state.outcome = outcome;
+    if (state.upstreamEndMs < 0) state.upstreamEndMs = performance.now();
+    metrics.upstreamErrors.inc({ agent: agent.id, kind });
+    // Settle first: undici reports the abort back through onResponseError synchronously.
+    this.writeErrorAndEnd(type);
+    this.controller?.abort(new Error(kind));
+  }
+
+  private writeErrorAndEnd(type: StreamErrorType): void {
+    const { res, state } = this.request;
+    const parser = this.parser;
+    this.settle();
+    if (res.destroyed) return;
+    // Close any half-written line or event first, so the error event parses on its own.
+    const prefix = !parser || parser.atEventBoundary ? '' : parser.atLineBoundary ? '\n' : '\n\n';
+    const text = prefix + streamErrorEvent(type, state.requestId);
+    state.bytesOut += Buffer.byteLength(text);
+    res.end(text);
+  }
+
+  private settle(error?: GatewayError): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.request.res.off('drain', this.onDrain);
+    if (this.streaming) {
+      clearTimeout(this.heartbeatTimer!);
+      clearTimeout(this.idleTimer!);
+      clearTimeout(this.maxDurationTimer!);
+      this.request.activeStreams.delete(this);
+      metrics.activeStreams.dec();
+    }
+    if (error) this.reject(error);
+    else this.resolve();
+  }
+}
+
+function tokensFromChatResponse(chunks: Buffer[], length: number): number | null {
+  try {
+    const parsed: unknown = JSON.parse((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length)).toString('utf8'));
+    const tokens = (parsed as { metadata?: { tokens_used?: unknown } } | null)?.metadata?.tokens_used;
+    return typeof tokens === 'number' && Number.isInteger(tokens) && tokens >= 0 ? tokens : null;
+  } catch {
+    return null;
+  }
+}
