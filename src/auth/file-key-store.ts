@@ -124,6 +124,8 @@ export class FileKeyStore implements KeyStore {
   private signature = '';
   private reloading: Promise<void> | undefined;
   private reloadAgain = false;
+  /** Bumped by every own write, so a reload that read the file before it never swaps in older keys. */
+  private writeGeneration = 0;
   private polling = false;
   private closed = false;
 
@@ -256,9 +258,15 @@ export class FileKeyStore implements KeyStore {
   private async reloadOnce(): Promise<void> {
     const path = this.options.path;
     try {
+      const generation = this.writeGeneration;
       const signature = await this.statSignature();
       const [text, sidecar] = await Promise.all([readText(path), readText(this.sidecarPath)]);
       const index = buildIndex(parseKeyFile(text, path), path);
+      if (generation !== this.writeGeneration) {
+        // Our own write landed while we read: what we read may be older. Read again.
+        this.reloadAgain = true;
+        return;
+      }
       this.signature = signature;
       this.mergeLastUsed(parseSidecar(sidecar));
       this.swapIndex(index);
@@ -311,6 +319,7 @@ export class FileKeyStore implements KeyStore {
       const records = parseKeyFile(await readText(path), path);
       if (!change(records)) return;
       const index = buildIndex(records, path);
+      this.writeGeneration++;
       await writeFileAtomic(path, serializeKeyFile(records));
       this.signature = await this.statSignature().catch(() => '');
       this.swapIndex(index);
