@@ -119,6 +119,7 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     }
     // `/chat`, and any error status on the stream route: relayed unchanged.
     res.statusCode = statusCode;
+    if (statusCode >= 500) this.request.state.outcome = 'upstream_error';
     forEachRelayedHeader(headers, (name, value) => res.setHeader(name, value));
     const contentType = headers['content-type'];
     if (statusCode < 300 && typeof contentType === 'string' && contentType.includes('json')) this.kept = [];

@@ -9,6 +9,7 @@ import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway
 let healthy: FakeUpstream;
 let silent: FakeUpstream;
 let resetting: FakeUpstream;
+let failing: FakeUpstream;
 let garbage: Server;
 let closing: Server;
 let gateway: TestGateway;
@@ -34,6 +35,10 @@ beforeAll(async () => {
     res.write('{"response":"partial');
     setTimeout(() => res.socket?.destroy(), 20);
   });
+  failing = await startFakeUpstream((_req, res) => {
+    res.writeHead(500, { 'content-type': 'application/json' });
+    res.end('{"error":"runner bug"}');
+  });
   const garbageServer = await rawServer((socket) => socket.end('this is not HTTP at all\r\n\r\n'));
   garbage = garbageServer.server;
   const closingServer = await rawServer((socket) => socket.destroy());
@@ -47,6 +52,7 @@ beforeAll(async () => {
       garbage: `http://127.0.0.1:${garbageServer.port}/api/v1`,
       closing: `http://127.0.0.1:${closingServer.port}/api/v1`,
       resetting: resetting.baseUrl,
+      failing: failing.baseUrl,
     },
   });
   ({ rawKey: key } = await gateway.createKey());
@@ -55,7 +61,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.close();
   for (const socket of sockets) socket.destroy();
-  await Promise.all([healthy?.close(), silent?.close(), resetting?.close(), new Promise((r) => garbage?.close(r)), new Promise((r) => closing?.close(r))]);
+  await Promise.all([healthy?.close(), silent?.close(), failing?.close(), resetting?.close(), new Promise((r) => garbage?.close(r)), new Promise((r) => closing?.close(r))]);
 });
 
 async function expectAgentUnavailable(agent: string, route: 'chat' | 'chat/stream'): Promise<void> {
@@ -111,10 +117,14 @@ describe('upstream failures', () => {
   });
 
   it('records the upstream failure kinds in the audit file', async () => {
+    const passedThrough = await postChat(gateway.url, '/agents/failing/api/v1/chat', key, { message: 'hi' });
+    expect(passedThrough.status).toBe(500);
+    expect(await passedThrough.text()).toBe('{"error":"runner bug"}');
     await new Promise((resolve) => setTimeout(resolve, 300));
     const { readFile } = await import('node:fs/promises');
     const lines = (await readFile(`${gateway.dir}/audit.jsonl`, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { agent: string; outcome: string; status: number });
     expect(lines.filter((r) => r.agent === 'silent').map((r) => [r.status, r.outcome])).toEqual([[503, 'timeout']]);
+    expect(lines.filter((r) => r.agent === 'failing').map((r) => [r.status, r.outcome])).toEqual([[500, 'upstream_error']]);
     expect(lines.filter((r) => r.agent === 'refused').every((r) => r.status === 503 && r.outcome === 'upstream_error')).toBe(true);
   });
 });
