@@ -6,6 +6,7 @@
 // appended while a replay runs land in a fresh <path> and are replayed after it; a
 // leftover .replaying from a crash is replayed first. A line torn by a crash mid-append
 // is skipped, and the next append starts on a new line so it cannot glue onto it.
+import { openIfExists } from '../files.js';
 import { mkdir, open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, parse } from 'node:path';
 import type { Logger } from '../logger.js';
@@ -246,11 +247,3 @@ async function sizeOf(path: string): Promise<number> {
   }
 }
 
-async function openIfExists(path: string): Promise<FileHandle | undefined> {
-  try {
-    return await open(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}

@@ -1,7 +1,8 @@
 // Reads the JSON Lines audit file for `audit tail`: the last N matching lines (reading
 // backwards in chunks, so a large file costs only its tail), then new lines as they are
 // appended (polling the size; fs.watch is not reliable across platforms and filesystems).
-import { open, stat, type FileHandle } from 'node:fs/promises';
+import { openIfExists } from '../files.js';
+import { stat, type FileHandle } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const CHUNK_BYTES = 64 * 1024;
@@ -137,11 +138,3 @@ async function readAt(handle: FileHandle, position: number, length: number): Pro
   return buffer.subarray(0, filled);
 }
 
-async function openIfExists(path: string): Promise<FileHandle | undefined> {
-  try {
-    return await open(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}

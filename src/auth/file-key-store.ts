@@ -5,8 +5,10 @@
 // last_used_at lives in a sidecar file (`keys.last-used.json` beside `keys.json`), written
 // only by gateways: the CLI and a gateway then never rewrite the same file, so neither can
 // lose the other's change, and a last-used flush does not make every gateway reload keys.
+import { readTextIfExists } from '../files.js';
+import { InvalidationListeners } from './invalidation-listeners.js';
 import { watch, type FSWatcher } from 'node:fs';
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { KeyRecord } from './key-record.js';
@@ -63,14 +65,6 @@ function authShape(record: KeyRecord): string {
   return `${record.keyId}|${record.account}|${record.plan}|${record.agents.join(',')}|${record.expiresAt}|${record.revokedAt}`;
 }
 
-async function readText(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}
 
 /** Parses the key file text; a missing file (undefined) is an empty store. */
 export function parseKeyFile(text: string | undefined, path: string): KeyRecord[] {
@@ -118,7 +112,7 @@ export class FileKeyStore implements KeyStore {
   private index: KeyIndex = emptyIndex();
   /** last_used_at by key id: sidecar contents plus this process's own touches. */
   private lastUsed = new Map<string, string>();
-  private readonly listeners = new Set<InvalidationListener>();
+  private readonly listeners: InvalidationListeners;
   private watcher: FSWatcher | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private signature = '';
@@ -131,6 +125,7 @@ export class FileKeyStore implements KeyStore {
 
   private constructor(private readonly options: FileKeyStoreOptions) {
     this.sidecarPath = sidecarPathFor(options.path);
+    this.listeners = new InvalidationListeners(options.logger);
   }
 
   /**
@@ -205,7 +200,7 @@ export class FileKeyStore implements KeyStore {
     if (updates.size === 0) return;
     await withFileLock(this.sidecarPath, async () => {
       // Re-read under the lock: another gateway on this host may have flushed meanwhile.
-      const merged = parseSidecar(await readText(this.sidecarPath));
+      const merged = parseSidecar(await readTextIfExists(this.sidecarPath));
       for (const [keyId, at] of updates) merged.set(keyId, laterIso(merged.get(keyId) ?? null, at)!);
       await writeFileAtomic(this.sidecarPath, `${JSON.stringify({ version: KEY_FILE_VERSION, last_used: Object.fromEntries(merged) }, null, 2)}\n`);
       for (const [keyId, at] of merged) this.lastUsed.set(keyId, laterIso(this.lastUsed.get(keyId) ?? null, at)!);
@@ -213,8 +208,7 @@ export class FileKeyStore implements KeyStore {
   }
 
   onInvalidate(listener: InvalidationListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.listeners.add(listener);
   }
 
   async close(): Promise<void> {
@@ -250,7 +244,7 @@ export class FileKeyStore implements KeyStore {
   private async loadStrict(): Promise<void> {
     const path = this.options.path;
     this.signature = await this.statSignature();
-    const [text, sidecar] = await Promise.all([readText(path), readText(this.sidecarPath)]);
+    const [text, sidecar] = await Promise.all([readTextIfExists(path), readTextIfExists(this.sidecarPath)]);
     this.index = buildIndex(parseKeyFile(text, path), path);
     this.mergeLastUsed(parseSidecar(sidecar));
   }
@@ -260,7 +254,7 @@ export class FileKeyStore implements KeyStore {
     try {
       const generation = this.writeGeneration;
       const signature = await this.statSignature();
-      const [text, sidecar] = await Promise.all([readText(path), readText(this.sidecarPath)]);
+      const [text, sidecar] = await Promise.all([readTextIfExists(path), readTextIfExists(this.sidecarPath)]);
       const index = buildIndex(parseKeyFile(text, path), path);
       if (generation !== this.writeGeneration) {
         // Our own write landed while we read: what we read may be older. Read again.
@@ -302,13 +296,7 @@ export class FileKeyStore implements KeyStore {
   }
 
   private emit(hash: string): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(hash);
-      } catch (error) {
-        this.options.logger.error({ err: error }, 'key invalidation listener failed');
-      }
-    }
+    this.listeners.emit(hash);
   }
 
   /** Read-modify-write of the key file under its lock; `change` returns false for "no write". */
@@ -316,7 +304,7 @@ export class FileKeyStore implements KeyStore {
     const path = this.options.path;
     await withFileLock(path, async () => {
       // Parse errors propagate here: never overwrite a file we could not read.
-      const records = parseKeyFile(await readText(path), path);
+      const records = parseKeyFile(await readTextIfExists(path), path);
       if (!change(records)) return;
       const index = buildIndex(records, path);
       this.writeGeneration++;
@@ -331,7 +319,7 @@ export class FileKeyStore implements KeyStore {
   }
 
   private async refreshLastUsed(): Promise<void> {
-    this.mergeLastUsed(parseSidecar(await readText(this.sidecarPath).catch(() => undefined)));
+    this.mergeLastUsed(parseSidecar(await readTextIfExists(this.sidecarPath).catch(() => undefined)));
   }
 
   private withLastUsed(record: KeyRecord): KeyRecord {

@@ -58,7 +58,7 @@ export class KeyAuthenticator implements Authenticator {
   private readonly staleRetryMs: number;
   private readonly counters;
 
-  constructor(private readonly options: KeyAuthenticatorOptions) {
+  constructor(options: KeyAuthenticatorOptions) {
     this.store = options.store;
     this.clock = options.clock;
     this.throttle = options.throttle;

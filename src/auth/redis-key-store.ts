@@ -7,6 +7,7 @@
 //   ${prefix}keys:invalidate       pub/sub channel; message = hash of a changed key
 // Create and revoke are Lua scripts, so uniqueness checks, writes and the invalidation
 // PUBLISH happen atomically. Every command is bounded by redis.command_timeout.
+import { InvalidationListeners } from './invalidation-listeners.js';
 import { backstopTimeoutMs, DeadlineExceededError, withDeadline } from '../deadline.js';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logger.js';
@@ -90,12 +91,13 @@ function pairsToObject(pairs: string[]): Record<string, string> {
 export class RedisKeyStore implements KeyStore {
   readonly kind = 'redis' as const;
   readonly channel: string;
-  private readonly listeners = new Set<InvalidationListener>();
+  private readonly listeners: InvalidationListeners;
   private subscriber: Redis | undefined;
   private closed = false;
 
   constructor(private readonly redis: KeyRedis, private readonly options: RedisKeyStoreOptions) {
     this.channel = `${options.prefix}keys:invalidate`;
+    this.listeners = new InvalidationListeners(options.logger);
   }
 
   /** The data connection, for sharing with other Redis users (e.g. the failed-auth throttle). */
@@ -211,18 +213,11 @@ export class RedisKeyStore implements KeyStore {
   }
 
   onInvalidate(listener: InvalidationListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.listeners.add(listener);
   }
 
   private emit(hash: string): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(hash);
-      } catch (error) {
-        this.options.logger.error({ err: error }, 'key invalidation listener failed');
-      }
-    }
+    this.listeners.emit(hash);
   }
 
   /** Starts the subscriber connection; every (re)connect clears caches, since messages may have been missed. */
@@ -246,7 +241,6 @@ export class RedisKeyStore implements KeyStore {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.listeners.clear();
     await Promise.all([quietly(this.subscriber), quietly(this.redis)]);
   }
 }

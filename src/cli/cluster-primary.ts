@@ -2,8 +2,8 @@
 // public port (node:cluster hands out connections), owns the admin listener (/metrics gathers
 // every worker, /readyz answers for the instance), replaces workers that die, and forwards
 // SIGHUP (reload) and SIGTERM/SIGINT (graceful stop) to them. It serves no traffic itself.
+import { listen } from '../http/listen.js';
 import cluster, { type Worker } from 'node:cluster';
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../config/load-config.js';
 import type { GatewayConfig } from '../config/schema.js';
@@ -12,7 +12,7 @@ import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logg
 import { clusterMetricsSource } from '../metrics/cluster-metrics.js';
 import { WORKER_INDEX_ENV } from './cluster-workers.js';
 import { startDemoUpstream } from './demo-setup.js';
-import { createRedisClient, redisIsReachable, type Redis } from './redis-client.js';
+import { createRedisClient, redisIsReachable } from './redis-client.js';
 
 export interface ClusterPrimaryOptions {
   configPath: string;
@@ -211,12 +211,3 @@ class WorkerSupervisor {
   }
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}

@@ -1,7 +1,6 @@
 // The composition root (DESIGN.md 7: only the serve command chooses implementations):
 // builds the stores, limiter, audit log and servers from the config, and tears them down.
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listen } from '../http/listen.js';
 import { openAuditLog } from '../audit/open-audit-log.js';
 import { createKeyAuthenticator } from '../auth/key-authenticator.js';
 import type { KeyStore } from '../auth/key-store.js';
@@ -38,15 +37,6 @@ export interface RunningGateway {
   close(graceMs?: number): Promise<void>;
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
 
 export async function startGateway(config: GatewayConfig, options: StartGatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
