@@ -1,0 +1,129 @@
+// Brings up everything the scenarios drive, on loopback: Redis, the stub runner, the gateway
+// (production config, key created beforehand), and the references (nginx when installed,
+// bare node:http + http-proxy, bare node:http + undici). Each is its own process, started
+// the same way, so they compete for the two cores on equal terms.
+import { join } from 'node:path';
+import { startBenchRedis } from './bench-redis.mjs';
+import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './gateway.mjs';
+import { REQUEST_BODY } from './load-tools.mjs';
+import { startNginx } from './nginx.mjs';
+import { spawnProcess } from './processes.mjs';
+import { CHAT_RESPONSE } from '../reference/stub-runner.mjs';
+
+export const TARGET_ORDER = ['stub-direct', 'nginx', 'bare-undici', 'bare-http-proxy', 'gateway'];
+
+const STUB_CHAT_PATH = '/api/v1/chat';
+const STUB_STREAM_PATH = '/api/v1/chat/stream';
+const LISTENING = /^listening (\d+)$/m;
+
+function nodeProgram(name, script, args, { tmpDir, fdLimit }) {
+  const env = { ...process.env };
+  delete env.PORT;
+  return spawnProcess({
+    name,
+    command: process.execPath,
+    args: [script, ...args],
+    env,
+    fdLimit,
+    readyPattern: LISTENING,
+    logFile: join(tmpDir, `${name}.out`),
+  });
+}
+
+/**
+ * @returns {Promise<{ redis, stub, gateway, targets: object[], notes: string[], startGateway: (opts?) => Promise<object> }>}
+ */
+export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log }) {
+  const notes = [];
+  const ref = (name) => join(repoRoot, 'bench', 'reference', name);
+
+  const redis = await startBenchRedis({ tmpDir, fdLimit });
+  log(`redis: ${redis.shared ? `REDIS_URL (shared: commands of other clients also count in scenario 5)` : `redis-server ${redis.version} child`} at ${redis.url}`);
+  if (redis.shared) notes.push('REDIS_URL was set: the bench used that shared Redis, so scenario 5 counts may include other clients\' commands.');
+
+  const stubHandle = await nodeProgram('stub', join(repoRoot, 'bench', 'lib', 'timed-stub-runner.mjs'), ['--port', '0'], { tmpDir, fdLimit });
+  const stubUrl = `http://127.0.0.1:${stubHandle.match[1]}`;
+  const stub = { handle: stubHandle, url: stubUrl, pid: stubHandle.pid };
+
+  const prefix = `agentgw-bench-${process.pid}:`;
+  const configPath = writeGatewayConfig({ tmpDir, redisUrl: redis.url, prefix, stubUrl, heartbeat });
+  const key = await createBenchKey({ repoRoot, configPath });
+  const gatewayHeaders = { authorization: `Bearer ${key.rawKey}` };
+  const startGateway = (opts = {}) => startGatewayProcess({ repoRoot, configPath, redisUrl: redis.url, tmpDir, fdLimit, ...opts });
+  const gateway = await startGateway();
+  log(`gateway: pid ${gateway.pid} at ${gateway.url} (admin ${gateway.adminUrl}), key ${key.keyId}`);
+
+  const plain = (name, url, pids) => ({ name, url, chatPath: STUB_CHAT_PATH, streamPath: STUB_STREAM_PATH, headers: {}, pids });
+  const targets = [plain('stub-direct', stubUrl, () => [])];
+  const references = [];
+
+  if (nginx) {
+    const proxy = await startNginx({ nginx, tmpDir, upstreamPort: Number(stubHandle.match[1]), workerFdLimit: fdLimit });
+    references.push(proxy.handle);
+    targets.push(plain('nginx', proxy.url, proxy.pids));
+    log(`nginx ${nginx.version}: ${proxy.url}`);
+  }
+  const undici = await nodeProgram('bare-undici', ref('bare-undici-proxy.mjs'), ['--upstream', stubUrl, '--port', '0'], { tmpDir, fdLimit });
+  references.push(undici);
+  targets.push(plain('bare-undici', `http://127.0.0.1:${undici.match[1]}`, () => [undici.pid]));
+  const httpProxy = await nodeProgram('bare-http-proxy', ref('bare-http-proxy.mjs'), ['--upstream', stubUrl, '--port', '0'], { tmpDir, fdLimit });
+  references.push(httpProxy);
+  targets.push(plain('bare-http-proxy', `http://127.0.0.1:${httpProxy.match[1]}`, () => [httpProxy.pid]));
+
+  const gatewayTarget = {
+    name: 'gateway',
+    url: gateway.url,
+    chatPath: `/agents/${BENCH_AGENT}/api/v1/chat`,
+    streamPath: `/agents/${BENCH_AGENT}/api/v1/chat/stream`,
+    headers: gatewayHeaders,
+    pids: () => [gateway.pid],
+    adminUrl: gateway.adminUrl,
+  };
+  targets.push(gatewayTarget);
+  targets.sort((a, b) => TARGET_ORDER.indexOf(a.name) - TARGET_ORDER.indexOf(b.name));
+
+  for (const target of targets) await checkTarget(target);
+
+  return {
+    redis,
+    stub,
+    gateway,
+    gatewayTarget,
+    gatewayHeaders,
+    startGateway,
+    targets,
+    notes,
+    /** Stops the references (scenario 4 wants the cores and memory to itself). */
+    stopReferences: () => Promise.all(references.map((handle) => handle.stop())),
+    /**
+     * In dependency order: the gateway first (it flushes audit records and last-used times
+     * to Redis as it stops), then the proxies, the stub, and Redis last.
+     */
+    stop: async () => {
+      await gateway.stop();
+      await Promise.all(references.map((handle) => handle.stop()));
+      await stubHandle.stop();
+      await redis.close();
+    },
+  };
+}
+
+/** A target that answers wrongly fast is not a result: one exchange of each kind first. */
+async function checkTarget(target) {
+  const headers = { 'content-type': 'application/json', ...target.headers };
+  const chat = await fetch(`${target.url}${target.chatPath}`, { method: 'POST', headers, body: REQUEST_BODY });
+  const text = await chat.text();
+  if (chat.status !== 200 || text !== JSON.stringify(CHAT_RESPONSE)) {
+    throw new Error(`${target.name}: POST ${target.chatPath} answered ${chat.status} ${text.slice(0, 300)}`);
+  }
+  const stream = await fetch(`${target.url}${target.streamPath}`, {
+    method: 'POST',
+    headers: { ...headers, 'x-bench-stream': 'tokens=3&intervalMs=5' },
+    body: REQUEST_BODY,
+  });
+  const events = await stream.text();
+  const seqs = [...events.matchAll(/"seq":(\d+)/g)].map((m) => Number(m[1]));
+  if (stream.status !== 200 || seqs.join(',') !== '0,1,2' || !events.includes('event: done')) {
+    throw new Error(`${target.name}: POST ${target.streamPath} answered ${stream.status} ${events.slice(0, 300)}`);
+  }
+}

@@ -1,0 +1,134 @@
+// The gateway under test, exactly as production runs it: the built CLI
+// (`node dist/cli/main.js serve --config …`) as its own process, Redis key store with the
+// bench key cached after the first request, Redis sliding-window limits (a plan far above
+// anything the bench can send), audit records to a Redis stream, metrics on the admin
+// listener, info logging to a file.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { spawnProcess } from './processes.mjs';
+
+export const BENCH_AGENT = 'bench';
+export const BENCH_PLAN = 'bench';
+export const BENCH_ACCOUNT = 'bench-account';
+
+/**
+ * Writes the config the gateway runs with. Everything not set here takes the documented
+ * default (docs/configuration.md); the comments say why each set value differs.
+ */
+export function writeGatewayConfig({ tmpDir, redisUrl, prefix, stubUrl, heartbeat }) {
+  const path = join(tmpDir, 'gateway.yaml');
+  const yaml = `# Written by bench/run.mjs: the production configuration of docs/configuration.md.
+listen: { host: 127.0.0.1, port: 0 }
+admin: { host: 127.0.0.1, port: 0 }
+redis:
+  url: ${JSON.stringify(redisUrl)}
+  # Its own prefix, so a shared REDIS_URL is not disturbed.
+  prefix: ${JSON.stringify(prefix)}
+rate_limits: { scope: account, on_store_error: allow }
+plans:
+  # The shape of the default plans (a minute and a day window, both checked in one Lua
+  # round trip), with limits no bench run can reach: nothing is rejected.
+  ${BENCH_PLAN}: { windows: [ { requests: 100000000, per: 1m }, { requests: 1000000000, per: 1d } ] }
+agents:
+  ${BENCH_AGENT}:
+    upstream: ${stubUrl}/api/v1
+    timeout: 30s
+    max_tokens: 4096
+stream:
+  # Shorter than the 15s default so the idle streams of scenario 4 carry heartbeats
+  # within a hold of tens of seconds.
+  heartbeat: ${heartbeat}
+  idle_timeout: 60s
+  max_duration: 10m
+keys:
+  store: redis
+audit:
+  redis_stream: ${JSON.stringify(`${prefix}audit`)}
+  # Below the 1,000,000 default only to bound the bench Redis's memory; trimming costs
+  # the same at any cap.
+  max_len: 100000
+  spool: ${JSON.stringify(join(tmpDir, 'audit-spool.jsonl'))}
+log:
+  level: info
+  file: ${JSON.stringify(join(tmpDir, 'gateway.log'))}
+`;
+  writeFileSync(path, yaml);
+  return path;
+}
+
+/** Creates the bench key in the configured (Redis) store through the library the CLI uses. */
+export async function createBenchKey({ repoRoot, configPath }) {
+  const dist = (path) => pathToFileURL(join(repoRoot, 'dist', path)).href;
+  const { loadConfig } = await import(dist('config/load-config.js'));
+  const { openKeyStore } = await import(dist('auth/open-key-store.js'));
+  const { KeyService } = await import(dist('auth/key-service.js'));
+  const { silentLogger } = await import(dist('logger.js'));
+  const config = await loadConfig(configPath);
+  const store = await openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
+  try {
+    const { rawKey, record } = await new KeyService({ store, config }).createKey({
+      account: BENCH_ACCOUNT,
+      plan: BENCH_PLAN,
+      agents: [BENCH_AGENT],
+      name: 'npm run bench',
+    });
+    return { rawKey, keyId: record.keyId };
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * @returns {Promise<{ handle, pid: number, url: string, adminUrl: string, stop: () => Promise<void> }>}
+ */
+export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null }) {
+  const env = { ...process.env, REDIS_URL: redisUrl, NODE_ENV: 'production', LOG_FORMAT: 'json' };
+  // PORT would override listen.port (docs/configuration.md): the bench picks its own ports.
+  delete env.PORT;
+  const nodeArgs = cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : [];
+  const handle = await spawnProcess({
+    name,
+    command: process.execPath,
+    args: [...nodeArgs, join(repoRoot, 'dist/cli/main.js'), 'serve', '--config', configPath],
+    env,
+    fdLimit,
+    readyPattern: /agent-gateway listening on http:\/\/[^\s:]+:(\d+) \(admin :(\d+)/,
+    logFile: join(tmpDir, `${name}.out`),
+    // The gateway drains in-flight work on SIGTERM; the bench stops it between scenarios
+    // with nothing in flight, so a long wait means something is wrong.
+    stopGraceMs: 10_000,
+  });
+  const port = Number(handle.match[1]);
+  const adminPort = Number(handle.match[2]);
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  await waitReady(adminUrl);
+  return { handle, pid: handle.pid, url: `http://127.0.0.1:${port}`, adminUrl, stop: () => handle.stop() };
+}
+
+async function waitReady(adminUrl, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(`${adminUrl}/readyz`);
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) throw new Error(`gateway not ready (${adminUrl}/readyz) within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** One Prometheus sample's value from the admin listener's /metrics (first match), or null. */
+export async function scrapeMetric(adminUrl, name) {
+  try {
+    const res = await fetch(`${adminUrl}/metrics`);
+    const text = await res.text();
+    const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, 'm').exec(text);
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,106 @@
+// `npm run bench -- [flags]`: what to run and for how long. Defaults make a full run of
+// about 12–15 minutes on 2 cores; --quick is a ~2–3 minute smoke test of every scenario.
+
+export const USAGE = `npm run bench -- [flags]
+
+  --quick                 smoke test (~2-3 min): 1 run of 2 s per measurement, fewer streams
+  --scenarios 1,2,3,4,5   which scenarios to run (5 needs 1: it reads Redis during 1's runs)
+  --runs N                repetitions of each measurement; figures are medians (default 3)
+  --duration-s S          length of one throughput / fixed-rate measurement (default 5)
+  --warmup-s S            warm-up per target before scenario 1, and of each fixed-rate run (default 2)
+  --connections 32,256    scenario 1 connection counts
+  --rate N                scenario 2 requests per second (default 2000)
+  --streams N             scenario 3 streams per run (default 256), --stream-concurrency N (32)
+  --idle-streams N        scenario 4 concurrent streams (default 10000), --idle-hold-s S (30)
+  --profile               also run the gateway once under --cpu-prof (scenario 1 load) and
+                          summarise where its CPU time goes
+  --no-wrk, --no-nginx    skip wrk / the nginx reference even when installed
+  --out PATH              result file (default bench/results/<date>.json, -2, -3… if taken)
+  --markdown              also print the tables as Markdown (for docs/performance.md)
+  --keep-tmp              keep the temp dir (configs, gateway log, profiles) after the run
+  --timeout-s S           give up (and stop everything) after S seconds (default 2400)
+`;
+
+const FULL = {
+  runs: 3,
+  durationS: 5,
+  warmupS: 2,
+  connections: [32, 256],
+  ratePerSec: 2000,
+  streams: 256,
+  streamConcurrency: 32,
+  idleStreams: 10_000,
+  idleHoldS: 30,
+  timeoutS: 2400,
+};
+
+const QUICK = {
+  ...FULL,
+  runs: 1,
+  durationS: 2,
+  warmupS: 1,
+  streams: 64,
+  idleStreams: 2_000,
+  idleHoldS: 6,
+  timeoutS: 600,
+};
+
+function fail(message) {
+  throw new Error(`${message}\n\n${USAGE}`);
+}
+
+const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'markdown', 'keep-tmp', 'help']);
+const VALUED = new Set(['scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s']);
+
+export function parseOptions(argv) {
+  const flags = new Map();
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i];
+    if (!arg.startsWith('--')) fail(`unexpected argument ${JSON.stringify(arg)}`);
+    const [name, inline] = arg.slice(2).split('=', 2);
+    if (!SWITCHES.has(name) && !VALUED.has(name)) fail(`unknown flag --${name}`);
+    const takesValue = VALUED.has(name);
+    if (!takesValue) flags.set(name, true);
+    else if (inline !== undefined) flags.set(name, inline);
+    else if (i + 1 < argv.length) flags.set(name, argv[(i += 1)]);
+    else fail(`--${name} needs a value`);
+  }
+
+  const base = flags.has('quick') ? QUICK : FULL;
+  const number = (name, fallback, min = 0) => {
+    if (!flags.has(name)) return fallback;
+    const n = Number(flags.get(name));
+    if (!Number.isFinite(n) || n < min) fail(`--${name} must be a number ≥ ${min}`);
+    return n;
+  };
+  const list = (name, fallback) => {
+    if (!flags.has(name)) return fallback;
+    const xs = String(flags.get(name)).split(',').map(Number);
+    if (xs.some((x) => !Number.isInteger(x) || x <= 0)) fail(`--${name} must be a comma-separated list of positive integers`);
+    return xs;
+  };
+  const scenarios = new Set(list('scenarios', [1, 2, 3, 4, 5]));
+  for (const s of scenarios) if (s > 5) fail(`there is no scenario ${s}`);
+
+  return {
+    help: flags.has('help'),
+    quick: flags.has('quick'),
+    scenarios,
+    runs: Math.round(number('runs', base.runs, 1)),
+    durationS: number('duration-s', base.durationS, 1),
+    warmupS: number('warmup-s', base.warmupS, 0),
+    connections: list('connections', base.connections),
+    ratePerSec: number('rate', base.ratePerSec, 1),
+    streams: Math.round(number('streams', base.streams, 1)),
+    streamConcurrency: Math.round(number('stream-concurrency', base.streamConcurrency, 1)),
+    idleStreams: Math.round(number('idle-streams', base.idleStreams, 1)),
+    idleHoldS: number('idle-hold-s', base.idleHoldS, 1),
+    profile: flags.has('profile'),
+    wrk: !flags.has('no-wrk'),
+    nginx: !flags.has('no-nginx'),
+    out: flags.get('out') ?? null,
+    markdown: flags.has('markdown'),
+    keepTmp: flags.has('keep-tmp'),
+    timeoutS: number('timeout-s', base.timeoutS, 10),
+  };
+}

@@ -1,0 +1,129 @@
+// The agent runner stub for `npm run bench`, run as a child process. /chat answers exactly
+// like bench/reference/stub-runner.mjs (same bytes, built once). /chat/stream differs in
+// what scenarios 3 and 4 need:
+//   - every token event carries its sequence number and the wall-clock time the stub wrote
+//     it (`sent_at`, performance.timeOrigin + performance.now(): ms with sub-ms precision),
+//     so a client on the same machine can tell how long each event took to reach it;
+//   - `?idle=1` holds a stream open indefinitely, sending one token event every
+//     `eventEveryMs` (the "occasional event" of a long agent turn), until the client goes.
+//
+//   node bench/lib/timed-stub-runner.mjs [--port 0] [--host 127.0.0.1]
+//   prints `listening <port>`; GET /_stats answers {"openStreams":…,"peakOpenStreams":…}
+//
+// Stream parameters come in the `x-bench-stream` request header, query-string syntax (a
+// proxy in front forwards custom headers, while the gateway calls a fixed upstream path):
+// tokens (20), intervalMs (10), firstTokenDelayMs (= intervalMs), idle (0|1), eventEveryMs
+// (15000, idle streams only). The query string is read when the header is absent.
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { isMainModule, readOption } from '../reference/cli-args.mjs';
+import { CHAT_RESPONSE } from '../reference/stub-runner.mjs';
+
+const CHAT_BODY = Buffer.from(JSON.stringify(CHAT_RESPONSE));
+const CHAT_HEADERS = { 'content-type': 'application/json', 'content-length': String(CHAT_BODY.length) };
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
+const NOT_FOUND_BODY = Buffer.from('{"error":{"type":"not_found","message":"stub: no such route"}}');
+const TIME_ORIGIN_MS = performance.timeOrigin;
+
+function intOr(value, fallback) {
+  if (value === null || value === undefined || value === '') return fallback;
+  const n = Number(value);
+  return Number.isFinite(n) && n >= 0 ? Math.floor(n) : fallback;
+}
+
+/** The event text; `sent_at` is taken at the last moment before the write. */
+function tokenEvent(seq) {
+  const sentAt = (TIME_ORIGIN_MS + performance.now()).toFixed(3);
+  return `event: token\ndata: {"content":"tok${seq} ","seq":${seq},"sent_at":${sentAt}}\n\n`;
+}
+
+export async function startTimedStubRunner({ port = 0, host = '127.0.0.1' } = {}) {
+  let openStreams = 0;
+  let peakOpenStreams = 0;
+
+  const server = http.createServer((req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (req.method === 'POST' && path === '/api/v1/chat') {
+      req.resume();
+      req.once('end', () => {
+        res.writeHead(200, CHAT_HEADERS);
+        res.end(CHAT_BODY);
+      });
+      return;
+    }
+    if (req.method === 'POST' && path === '/api/v1/chat/stream') {
+      req.resume();
+      const header = req.headers['x-bench-stream'];
+      const params = new URLSearchParams(typeof header === 'string' ? header : q === -1 ? '' : url.slice(q + 1));
+      req.once('end', () => stream(res, params));
+      return;
+    }
+    if (req.method === 'GET' && path === '/_stats') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ openStreams, peakOpenStreams }));
+      return;
+    }
+    req.resume();
+    res.writeHead(404, { 'content-type': 'application/json', 'content-length': String(NOT_FOUND_BODY.length) });
+    res.end(NOT_FOUND_BODY);
+  });
+  // Longer than every proxy's pool idle timeout: the stub never closes a pooled connection.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+
+  function stream(res, params) {
+    const idle = params.get('idle') === '1';
+    const tokens = intOr(params.get('tokens'), 20);
+    const intervalMs = intOr(params.get('intervalMs'), 10);
+    const firstTokenDelayMs = intOr(params.get('firstTokenDelayMs'), intervalMs);
+    const eventEveryMs = Math.max(1, intOr(params.get('eventEveryMs'), 15_000));
+    let seq = 0;
+    let timer = null;
+    openStreams += 1;
+    if (openStreams > peakOpenStreams) peakOpenStreams = openStreams;
+    res.once('close', () => {
+      openStreams -= 1;
+      if (timer) clearTimeout(timer);
+    });
+    res.writeHead(200, SSE_HEADERS);
+    // A real runner sends its headers before the model produces anything.
+    res.flushHeaders();
+
+    const next = () => {
+      timer = null;
+      if (res.destroyed) return;
+      if (idle || seq < tokens) {
+        res.write(tokenEvent(seq));
+        seq += 1;
+        timer = setTimeout(next, idle ? eventEveryMs : intervalMs);
+        return;
+      }
+      res.end(`event: done\ndata: {"tokens_used":${tokens},"latency_ms":${tokens * intervalMs}}\n\n`);
+    };
+    timer = setTimeout(next, idle ? eventEveryMs : firstTokenDelayMs);
+  }
+
+  // A deep backlog: scenario 4 opens thousands of connections in a few seconds.
+  const boundPort = await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port, host, backlog: 4096 }, () => resolve(server.address().port));
+  });
+  return { server, port: boundPort, url: `http://${host}:${boundPort}` };
+}
+
+if (isMainModule(import.meta.url)) {
+  const argv = process.argv.slice(2);
+  const stub = await startTimedStubRunner({
+    port: Number(readOption(argv, 'port', undefined, '0')),
+    host: readOption(argv, 'host', undefined, '127.0.0.1'),
+  });
+  process.stdout.write(`listening ${stub.port}\n`);
+  const stop = () => {
+    stub.server.close(() => process.exit(0));
+    stub.server.closeAllConnections();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}

@@ -1,0 +1,173 @@
+// `npm run bench` (issue 7): one command that starts, on loopback, a stub agent runner, a
+// Redis, the built gateway in its full production configuration, and the references (stub
+// direct, nginx proxy_pass when installed, bare node:http + http-proxy, bare node:http +
+// undici), drives the same load at each in turn, and prints one set of tables plus a JSON
+// file (bench/results/<date>.json). See docs/performance.md for what the numbers mean.
+//
+//   npm run bench                 full run (~12–15 min on 2 cores)
+//   npm run bench -- --quick      smoke test of every scenario (~2–3 min)
+//   npm run bench -- --help       flags
+//
+// The machine is shared and noisy: runs are short and repeated (medians), targets are
+// measured in rotated order within each round, and every figure is also given relative to
+// the references measured in the same round.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startEnvironment } from './lib/environment.mjs';
+import { findWrk } from './lib/load-tools.mjs';
+import { describeMachine, hardFdLimit } from './lib/machine.mjs';
+import { findNginx } from './lib/nginx.mjs';
+import { parseOptions, USAGE } from './lib/options.mjs';
+import { installExitHandlers, stopAll } from './lib/processes.mjs';
+import { round } from './lib/stats.mjs';
+import { renderTable } from './lib/table.mjs';
+import { checkTargets } from './lib/target-checks.mjs';
+import { cpuProfileTables, runCpuProfile } from './scenarios/cpu-profile.mjs';
+import { fixedRateTable, runFixedRateScenario } from './scenarios/fixed-rate.mjs';
+import { idleStreamsTable, runIdleStreamsScenario } from './scenarios/idle-streams.mjs';
+import { redisCommandsTable, scriptCommandNames, summariseRedisCommands } from './scenarios/redis-commands.mjs';
+import { runStreamDelayScenario, streamDelayTable } from './scenarios/stream-delay.mjs';
+import { runThroughputScenario, throughputTables } from './scenarios/throughput.mjs';
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** stream.heartbeat of the bench gateway: short enough to show in scenario 4's hold. */
+const HEARTBEAT = '5s';
+
+const log = (line) => process.stdout.write(`${line}\n`);
+
+function freshResultPath(date) {
+  const base = join(repoRoot, 'bench', 'results', date.toISOString().slice(0, 10));
+  let path = `${base}.json`;
+  for (let n = 2; existsSync(path); n += 1) path = `${base}-${n}.json`;
+  return path;
+}
+
+async function main() {
+  let options;
+  try {
+    options = parseOptions(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(2);
+  }
+  if (options.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (!existsSync(join(repoRoot, 'dist/cli/main.js'))) throw new Error('dist/ is missing: run `node scripts/build-if-needed.mjs` (npm run bench does)');
+
+  const startedAt = new Date();
+  const tmpDir = mkdtempSync(join(os.tmpdir(), 'agentgw-bench-'));
+  let keepTmp = options.keepTmp;
+  installExitHandlers();
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`bench: gave up after ${options.timeoutS} s (--timeout-s); stopping everything. Files kept in ${tmpDir}\n`);
+    stopAll(2_000).finally(() => process.exit(1));
+  }, options.timeoutS * 1000);
+  watchdog.unref();
+
+  const fdHard = hardFdLimit();
+  // Every child gets the most descriptors the machine allows: scenario 4 needs them.
+  const fdLimit = fdHard;
+  const notes = [];
+  const wrkVersion = options.wrk ? await findWrk() : null;
+  if (options.wrk && !wrkVersion) notes.push('wrk is not installed: only autocannon ran (apt-get install -y wrk).');
+  const nginx = options.nginx ? await findNginx() : null;
+  if (options.nginx && !nginx) notes.push('nginx is not installed: the nginx reference was skipped (apt-get install -y nginx-light).');
+  if (!options.nginx) notes.push('--no-nginx: the nginx reference was skipped.');
+
+  const results = { options: { ...options, scenarios: [...options.scenarios] }, notes };
+  let env;
+  try {
+    log(`agent-gateway bench — ${options.quick ? 'quick' : 'full'} run, ${options.runs} run(s) per measurement, temp dir ${tmpDir}`);
+    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log });
+    notes.push(...env.notes);
+    results.machine = describeMachine({ repoRoot, startedAt, wrkVersion, nginx, redisVersion: env.redis.version, hardFdLimit: fdHard });
+    const m = results.machine;
+    log(`machine: ${m.nproc} cpus (${m.cpuModel}), ${m.totalMemGiB} GiB, node ${m.node}, load ${m.loadAvgAtStart.join(' ')}, ulimit -Hn ${fdHard}`);
+    log(`targets: ${env.targets.map((t) => t.name).join(', ')}`);
+    const ctx = { targets: env.targets, options: { ...options, heartbeat: HEARTBEAT }, tmpDir, redis: env.redis, stubPid: env.stub.pid, log };
+
+    if (options.scenarios.has(1) || options.scenarios.has(5)) {
+      const tools = ['autocannon', ...(wrkVersion ? ['wrk'] : [])];
+      log(`\nscenario 1: POST /chat max throughput (${tools.join(' + ')}, ${options.connections.join(' and ')} connections, ${options.durationS} s × ${options.runs})`);
+      results.throughput = await runThroughputScenario({ ...ctx, tools });
+      results.redisCommands = summariseRedisCommands(results.throughput.rows, scriptCommandNames(repoRoot));
+    }
+    if (options.scenarios.has(2)) {
+      log(`\nscenario 2: POST /chat at ${options.ratePerSec} req/s (${options.durationS} s × ${options.runs})`);
+      results.fixedRate = await runFixedRateScenario(ctx);
+    }
+    if (options.scenarios.has(3)) {
+      log(`\nscenario 3: POST /chat/stream, per-event delay (${options.streams} streams × ${options.runs}, ${options.streamConcurrency} at a time)`);
+      results.streamDelay = await runStreamDelayScenario(ctx);
+    }
+    if (options.profile) {
+      log('\nprofile: gateway under --cpu-prof, scenario-1 load (autocannon, 32 connections)');
+      results.cpuProfile = await runCpuProfile({ env, options, tmpDir, log });
+    }
+    if (options.scenarios.has(4)) {
+      // The references and the first gateway are done: scenario 4 gets memory and cores to itself.
+      await env.stopReferences();
+      await env.gateway.stop();
+      log(`\nscenario 4: ${options.idleStreams} concurrent idle streams held ${options.idleHoldS} s`);
+      results.idleStreams = await runIdleStreamsScenario({ env, options: ctx.options, repoRoot, tmpDir, fdLimit, hardFdLimit: fdHard, log });
+      notes.push(...results.idleStreams.notes);
+    }
+  } catch (error) {
+    keepTmp = true;
+    throw Object.assign(error, { tmpDir });
+  } finally {
+    await env?.stop().catch(() => {});
+    await stopAll();
+    if (!keepTmp) rmSync(tmpDir, { recursive: true, force: true });
+  }
+
+  results.machine.loadAvgAtEnd = os.loadavg().map((x) => round(x, 2));
+  results.machine.durationS = round((Date.now() - startedAt.getTime()) / 1000);
+  results.targets = checkTargets(results);
+  report(results, options);
+
+  const outPath = options.out ?? freshResultPath(startedAt);
+  mkdirSync(dirname(outPath), { recursive: true });
+  // Raw commandstats snapshots make the file large and say nothing the deltas do not.
+  const forFile = structuredClone(results);
+  for (const row of forFile.throughput?.rows ?? []) {
+    delete row.redisBefore;
+    delete row.redisAfter;
+  }
+  writeFileSync(outPath, `${JSON.stringify(forFile, null, 2)}\n`);
+  log(`\nwrote ${relative(process.cwd(), outPath)} in ${results.machine.durationS} s (load average at end ${results.machine.loadAvgAtEnd.join(' ')})${keepTmp ? `; temp files in ${tmpDir}` : ''}`);
+}
+
+function report(results, options) {
+  const tables = [];
+  if (results.throughput) tables.push(...throughputTables(results.throughput.summary));
+  if (results.fixedRate) tables.push(fixedRateTable(results.fixedRate));
+  if (results.streamDelay) tables.push(streamDelayTable(results.streamDelay));
+  if (results.idleStreams) tables.push(idleStreamsTable(results.idleStreams));
+  if (results.redisCommands) tables.push(redisCommandsTable(results.redisCommands));
+  if (results.cpuProfile) tables.push(...cpuProfileTables(results.cpuProfile));
+  const targets = renderTable(['scenario', 'target', 'measured', 'result'], results.targets.map((c) => [String(c.scenario), c.target, c.measured, c.result]));
+  tables.push({ title: 'Targets (issue 7)', ...targets });
+
+  const m = results.machine;
+  log(`\n${'='.repeat(100)}\nmachine: ${m.nproc} × ${m.cpuModel}, ${m.totalMemGiB} GiB, ${m.platform}, node ${m.node}; load average ${m.loadAvgAtStart.join(' ')} at start, ${m.loadAvgAtEnd.join(' ')} at end (shared machine)`);
+  for (const t of tables) log(`\n${t.title}\n${t.text}`);
+  for (const n of results.notes) log(`note: ${n}`);
+  if (options.markdown) {
+    log('\n---- markdown ----');
+    for (const t of tables) log(`\n**${t.title}**\n\n${t.markdown}`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  async (error) => {
+    process.stderr.write(`bench: ${error.stack ?? error}\n${error.tmpDir ? `temp files (logs, configs) kept in ${error.tmpDir}\n` : ''}`);
+    await stopAll(2_000);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,202 @@
+// Scenario 4: many concurrent streams held open, idle but for the gateway's heartbeats and
+// an occasional upstream event. Measures the gateway's peak RSS (VmHWM of a gateway process
+// started fresh for this scenario, and RSS sampled every 250 ms), what the gateway reports
+// (agentgw_active_streams), what reached the stub, and every error the client saw.
+// First the same client opens the same number of streams at the stub directly, so a limit
+// of the client or the machine is not mistaken for one of the gateway.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { scrapeMetric } from '../lib/gateway.mjs';
+import { memoryKb, openFds } from '../lib/proc-stats.mjs';
+import { spawnProcess } from '../lib/processes.mjs';
+import { fmt, renderTable } from '../lib/table.mjs';
+
+/** One upstream event per stream this often: the "occasional event" of a long agent turn. */
+const EVENT_EVERY_MS = 10_000;
+/** The gateway needs a socket on each side of a stream, plus its own listeners, Redis, log. */
+const GATEWAY_FD_OVERHEAD = 100;
+
+/** The per-origin connection cap of the gateway's upstream pools, read from the build. */
+function upstreamPoolConnections(repoRoot) {
+  try {
+    const text = readFileSync(join(repoRoot, 'dist/proxy/upstream-pools.js'), 'utf8');
+    const match = /connections:\s*(\d+)/.exec(text);
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function stubStats(stubUrl) {
+  try {
+    return await (await fetch(`${stubUrl}/_stats`)).json();
+  } catch {
+    return null;
+  }
+}
+
+function runClient({ repoRoot, tmpDir, fdLimit, url, path, headers, count, holdS, openTimeoutS, onHolding, name }) {
+  return new Promise((resolve, reject) => {
+    const args = [join(repoRoot, 'bench', 'lib', 'idle-streams-client.mjs'), JSON.stringify({ url, path, headers, count, rampPerSec: 1_000, openTimeoutS, holdS })];
+    let result = null;
+    let holdingSeen = false;
+    spawnProcess({ name, command: process.execPath, args, fdLimit, logFile: join(tmpDir, `${name}.out`) }).then((handle) => {
+      let buffered = '';
+      handle.child.stdout.on('data', (chunk) => {
+        buffered += chunk.toString('utf8');
+        let nl;
+        while ((nl = buffered.indexOf('\n')) !== -1) {
+          const line = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          if (line.startsWith('HOLDING ') && !holdingSeen) {
+            holdingSeen = true;
+            void onHolding?.(JSON.parse(line.slice('HOLDING '.length)));
+          } else if (line.startsWith('RESULT ')) {
+            result = JSON.parse(line.slice('RESULT '.length));
+          }
+        }
+      });
+      handle.child.once('exit', (code) => {
+        if (result) resolve(result);
+        else reject(new Error(`${name} exited (${code}) without a result; see ${handle.logFile}`));
+      });
+    }, reject);
+  });
+}
+
+async function attempt({ env, count, holdS, repoRoot, tmpDir, fdLimit, log }) {
+  const gateway = await env.startGateway({ name: `gateway-idle-${count}` });
+  const { pid } = gateway;
+  const target = env.gatewayTarget;
+  try {
+    const baseline = memoryKb(pid);
+    let peakRssKb = baseline?.rssKb ?? 0;
+    let peakFds = 0;
+    const sampler = setInterval(() => {
+      const m = memoryKb(pid);
+      if (m && m.rssKb > peakRssKb) peakRssKb = m.rssKb;
+      const fds = openFds(pid);
+      if (fds > peakFds) peakFds = fds;
+    }, 250);
+    let atHold = null;
+    const result = await runClient({
+      repoRoot,
+      tmpDir,
+      fdLimit,
+      name: `idle-client-gateway-${count}`,
+      url: gateway.url,
+      path: target.streamPath,
+      headers: { ...target.headers, 'x-bench-stream': `idle=1&eventEveryMs=${EVENT_EVERY_MS}` },
+      count,
+      holdS,
+      openTimeoutS: Math.max(10, count / 500),
+      onHolding: async (snapshot) => {
+        atHold = {
+          clientOpen: snapshot.open,
+          gatewayActiveStreams: await scrapeMetric(gateway.adminUrl, 'agentgw_active_streams'),
+          stub: await stubStats(env.stub.url),
+          gatewayRssKb: memoryKb(pid)?.rssKb ?? null,
+          gatewayFds: openFds(pid),
+        };
+      },
+    }).finally(() => clearInterval(sampler));
+    // Closed by the client: the gateway must let go of every stream.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const activeAfter = await scrapeMetric(gateway.adminUrl, 'agentgw_active_streams');
+    const end = memoryKb(pid);
+    const row = {
+      count,
+      holdS,
+      ...result,
+      atHold,
+      gatewayActiveStreamsAfterClose: activeAfter,
+      gatewayBaselineRssKb: baseline?.rssKb ?? null,
+      gatewayPeakRssKb: Math.max(peakRssKb, end?.rssKb ?? 0),
+      gatewayVmHwmKb: end?.hwmKb ?? null,
+      gatewayPeakFds: peakFds,
+      // Every connection the gateway held, streaming or waiting for an upstream connection.
+      heldConnections: result.peakOpen + (result.errorKinds.no_headers_in_time ?? 0),
+    };
+    log(
+      `  s4 gateway ${count} streams: peak open ${result.peakOpen}, open at hold ${result.openAtHoldStart}, errors ${result.errors} ${JSON.stringify(result.errorKinds)}, ` +
+        `gateway active ${atHold?.gatewayActiveStreams ?? '?'}, stub open ${atHold?.stub?.openStreams ?? '?'}, heartbeats in hold ${result.heartbeatsDuringHold}, ` +
+        `VmHWM ${fmt.mb(row.gatewayVmHwmKb)} MiB (baseline ${fmt.mb(row.gatewayBaselineRssKb)} MiB), active after close ${activeAfter}`,
+    );
+    return row;
+  } finally {
+    await gateway.stop();
+  }
+}
+
+export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, fdLimit, hardFdLimit, log }) {
+  const count = options.idleStreams;
+  const notes = [];
+  const fdNeed = 2 * count + GATEWAY_FD_OVERHEAD;
+  if (fdNeed > hardFdLimit) {
+    notes.push(
+      `${count} streams need about ${fdNeed} file descriptors in the gateway (one socket each side per stream); ` +
+        `this machine's hard limit (ulimit -Hn) is ${hardFdLimit}, so at most about ${Math.floor((hardFdLimit - GATEWAY_FD_OVERHEAD) / 2)} can be carried by one process here.`,
+    );
+  }
+
+  // Harness check: the client and the stub alone, same count, a short hold.
+  const direct = await runClient({
+    repoRoot,
+    tmpDir,
+    fdLimit,
+    name: `idle-client-direct-${count}`,
+    url: env.stub.url,
+    path: '/api/v1/chat/stream',
+    headers: { 'x-bench-stream': `idle=1&eventEveryMs=${EVENT_EVERY_MS}` },
+    count,
+    holdS: 2,
+    openTimeoutS: Math.max(10, count / 500),
+  });
+  log(`  s4 stub-direct ${count} streams (harness check): peak open ${direct.peakOpen}, errors ${direct.errors} ${JSON.stringify(direct.errorKinds)}`);
+  await new Promise((r) => setTimeout(r, 2_000));
+
+  const attempts = [await attempt({ env, count, holdS: options.idleHoldS, repoRoot, tmpDir, fdLimit, log })];
+  const first = attempts[0];
+  if (first.errors > 0 && first.peakOpen < count) {
+    const poolConnections = upstreamPoolConnections(repoRoot);
+    const atStub = first.atHold?.stub?.openStreams;
+    if (poolConnections !== null && atStub === poolConnections && first.errorKinds.no_headers_in_time) {
+      notes.push(
+        `Scenario 4: only ${atStub} of ${count} streams reached the stub; the rest waited inside the gateway without response headers. ` +
+          `${atStub} is the upstream pool's connection cap (connections: ${poolConnections} in src/proxy/upstream-pools.ts): ` +
+          'an SSE stream holds its upstream connection for its whole life, so one agent origin carries at most that many concurrent streams.',
+      );
+    }
+    // Report the largest count that held without errors: the peak reached, rounded down.
+    const lower = Math.max(50, Math.floor(first.peakOpen / 50) * 50);
+    if (lower < count) {
+      log(`  s4 ${count} streams did not all open; trying ${lower}`);
+      attempts.push(await attempt({ env, count: lower, holdS: Math.min(options.idleHoldS, 15), repoRoot, tmpDir, fdLimit, log }));
+    }
+  }
+  const worked = attempts.filter((a) => a.errors === 0).map((a) => a.count);
+  return { heartbeat: options.heartbeat, eventEveryMs: EVENT_EVERY_MS, direct, attempts, largestWithoutErrors: worked.length ? Math.max(...worked) : null, notes };
+}
+
+export function idleStreamsTable(result) {
+  const rows = [
+    ['stub-direct (harness)', fmt.int(result.direct.count), fmt.int(result.direct.peakOpen), String(result.direct.errors), null, null, null, null, null, null, null],
+    ...result.attempts.map((a) => [
+      'gateway',
+      fmt.int(a.count),
+      fmt.int(a.peakOpen),
+      `${a.errors}${a.errors ? ` (${Object.entries(a.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
+      fmt.int(a.atHold?.gatewayActiveStreams),
+      fmt.int(a.atHold?.stub?.openStreams),
+      fmt.int(a.heartbeatsDuringHold),
+      fmt.mb(a.gatewayBaselineRssKb),
+      fmt.int(a.heldConnections),
+      fmt.mb(a.gatewayVmHwmKb),
+      a.gatewayVmHwmKb === null || a.gatewayBaselineRssKb === null ? null : fmt.mb(a.gatewayVmHwmKb - a.gatewayBaselineRssKb),
+    ]),
+  ];
+  return {
+    title: `Scenario 4 — concurrent idle streams held ${result.attempts[0]?.holdS ?? '?'} s (heartbeat ${result.heartbeat}, one upstream event per ${result.eventEveryMs / 1000} s)`,
+    ...renderTable(['target', 'streams', 'peak open', 'errors', 'gw active', 'at stub', 'heartbeats', 'RSS before MiB', 'conns held', 'peak RSS MiB', 'Δ MiB'], rows),
+  };
+}
