@@ -18,6 +18,9 @@ export function createRedisClient(redisConfig: NonNullable<GatewayConfig['redis'
     commandTimeout: backstopTimeoutMs(redisConfig.commandTimeoutMs),
     connectTimeout: Math.max(1_000, redisConfig.commandTimeoutMs * 5),
     enableOfflineQueue: false,
+    // Concurrent requests' limiter scripts (and audit batches) share one socket write per
+    // event-loop turn instead of one write each.
+    enableAutoPipelining: true,
     maxRetriesPerRequest: 0,
     // Reconnect quickly at first, then back off to at most 1 s between attempts.
     retryStrategy: (attempt) => Math.min(50 * attempt, 1_000),

@@ -41,6 +41,9 @@ const agentSchema = z
     timeout: positiveDuration.default(30_000),
     tools: z.array(z.string().min(1)).optional(),
     max_tokens: z.number().int().min(1).default(4096),
+    // Each open stream holds one upstream connection for its whole life, so the default is
+    // no cap; set one to protect a runner that cannot take more.
+    max_connections: z.number().int().min(1).optional(),
   })
   .transform((agent) => ({
     upstream: agent.upstream,
@@ -48,6 +51,7 @@ const agentSchema = z
     headersTimeoutMs: agent.timeout,
     tools: agent.tools ? new Set(agent.tools) : undefined,
     maxTokens: agent.max_tokens,
+    ...(agent.max_connections === undefined ? {} : { maxConnections: agent.max_connections }),
   }));
 
 const windowSchema = z.strictObject({

@@ -3,13 +3,11 @@
 import type { ServerResponse } from 'node:http';
 import type { AuditLog, AuditOutcome, AuditRecord } from '../audit/audit-record.js';
 import type { Logger } from '../logger.js';
-import { metrics } from '../metrics/metrics.js';
+import { routeSeries } from '../metrics/metrics.js';
 import type { RequestState } from './request-state.js';
 
 /** nginx's convention: the client closed the connection before any answer was sent. */
 export const CLIENT_CLOSED_STATUS = 499;
-
-const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
 
 function outcomeFromStatus(status: number): AuditOutcome {
   if (status < 400) return 'ok';
@@ -26,13 +24,14 @@ export function finishRequest(state: RequestState, res: ServerResponse, auditLog
   const route = state.route ?? 'none';
   const agent = state.agentId ?? 'none';
 
-  metrics.requests.inc({ agent, route, status: STATUS_CLASSES[Math.floor(status / 100) - 1] ?? 'other' });
-  metrics.requestDuration.observe({ route }, latencyMs / 1000);
+  const series = routeSeries(agent, route);
+  series.requests(status).inc();
+  series.requestDuration.observe(latencyMs / 1000);
   if (upstreamLatencyMs !== null && state.route) {
-    metrics.upstreamDuration.observe({ agent, route }, upstreamLatencyMs / 1000);
-    metrics.overhead.observe({ route }, Math.max(0, latencyMs - upstreamLatencyMs) / 1000);
+    series.upstreamDuration.observe(upstreamLatencyMs / 1000);
+    series.overhead.observe(Math.max(0, latencyMs - upstreamLatencyMs) / 1000);
   }
-  if (state.tokensUsed !== null) metrics.tokens.inc({ agent }, state.tokensUsed);
+  if (state.tokensUsed !== null) series.tokens.inc(state.tokensUsed);
 
   const key = state.key;
   if (key && state.route) {

@@ -40,6 +40,9 @@ export interface GatewayServer {
 export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
   const { runtime, authenticator, rateLimiter, auditLog, logger, clock } = deps;
   const activeStreams = deps.activeStreams ?? new ActiveStreams();
+  // The per-request line is built only from fields that never hold key material (key_id is
+  // public), so it skips redaction, which would cost more than the rest of the line.
+  const requestLogger = logger.child({}, { redact: [] });
   const listen = runtime.current.config.listen;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -51,7 +54,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
     const trace = traceContextFor(req.headers.traceparent, requestId);
     state.traceId = trace.traceId;
     res.setHeader('X-Request-Id', requestId);
-    res.once('close', () => finishRequest(state, res, auditLog, logger));
+    res.once('close', () => finishRequest(state, res, auditLog, requestLogger));
 
     try {
       const { agent, route } = matchRoute(routes, req.method, req.url, req.headers.host);
@@ -138,6 +141,9 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
       requestTimeout: listen.requestTimeoutMs,
       keepAliveTimeout: listen.keepAliveTimeoutMs,
       maxHeaderSize: listen.maxHeaderBytes,
+      // How often the two timeouts above are enforced; Node's default (30 s) would let a
+      // slowloris client keep a connection 30 s past headers_timeout.
+      connectionsCheckingInterval: 1_000,
       noDelay: true,
     },
     (req, res) => {

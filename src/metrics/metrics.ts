@@ -79,3 +79,40 @@ export const metrics = {
 } as const;
 
 export type Metrics = typeof metrics;
+
+/**
+ * The per-request series of one agent and route, bound once: looking a labelled child up
+ * by label object on every request costs more than the observation itself.
+ */
+export interface RouteSeries {
+  /** Requests by status class: a child per class, made on first use. */
+  requests(status: number): { inc(): void };
+  requestDuration: ReturnType<Metrics['requestDuration']['labels']>;
+  upstreamDuration: ReturnType<Metrics['upstreamDuration']['labels']>;
+  overhead: ReturnType<Metrics['overhead']['labels']>;
+  tokens: ReturnType<Metrics['tokens']['labels']>;
+}
+
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+const routeSeriesCache = new Map<string, RouteSeries>();
+
+/** Agent ids come from config and routes from a fixed set, so the cache stays bounded. */
+export function routeSeries(agent: string, route: string): RouteSeries {
+  const cacheKey = `${agent}\u0000${route}`;
+  let series = routeSeriesCache.get(cacheKey);
+  if (!series) {
+    const byClass: ({ inc(): void } | undefined)[] = [];
+    series = {
+      requests(status: number) {
+        const index = Math.floor(status / 100) - 1;
+        return (byClass[index] ??= metrics.requests.labels({ agent, route, status: STATUS_CLASSES[index] ?? 'other' }));
+      },
+      requestDuration: metrics.requestDuration.labels({ route }),
+      upstreamDuration: metrics.upstreamDuration.labels({ agent, route }),
+      overhead: metrics.overhead.labels({ route }),
+      tokens: metrics.tokens.labels({ agent }),
+    };
+    routeSeriesCache.set(cacheKey, series);
+  }
+  return series;
+}

@@ -1,4 +1,4 @@
-// One undici Pool per agent upstream origin, keep-alive, reused across requests and across
+// One undici Pool per agent upstream origin (and connection cap), keep-alive, reused across requests and across
 // config reloads while the origin is unchanged.
 import { Pool } from 'undici';
 import type { AgentConfig } from '../config/schema.js';
@@ -12,7 +12,6 @@ export interface UpstreamTarget {
 }
 
 const POOL_OPTIONS = {
-  connections: 256,
   pipelining: 1,
   keepAliveTimeout: 30_000,
   keepAliveMaxTimeout: 600_000,
@@ -33,20 +32,21 @@ export class UpstreamPools {
     const inUse = new Set<string>();
     for (const agent of agents.values()) {
       const url = new URL(agent.upstream);
-      const origin = url.origin;
-      inUse.add(origin);
-      let pool = this.pools.get(origin);
+      const poolKey = `${url.origin} ${agent.maxConnections ?? 'unlimited'}`;
+      inUse.add(poolKey);
+      let pool = this.pools.get(poolKey);
       if (!pool) {
-        pool = new Pool(origin, POOL_OPTIONS);
-        this.pools.set(origin, pool);
+        // connections: null is undici's "no cap" (agents.<id>.max_connections sets one).
+        pool = new Pool(url.origin, { ...POOL_OPTIONS, connections: agent.maxConnections ?? null });
+        this.pools.set(poolKey, pool);
       }
       const basePath = url.pathname.replace(/\/+$/, '');
       targets.set(agent.id, { pool, basePath, chatPath: `${basePath}/chat`, streamPath: `${basePath}/chat/stream` });
     }
     this.targets = targets;
-    for (const [origin, pool] of this.pools) {
-      if (inUse.has(origin)) continue;
-      this.pools.delete(origin);
+    for (const [poolKey, pool] of this.pools) {
+      if (inUse.has(poolKey)) continue;
+      this.pools.delete(poolKey);
       void pool.close().catch(() => pool.destroy());
     }
   }
