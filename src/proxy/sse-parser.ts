@@ -28,7 +28,11 @@ export class SseSideParser {
   private hasFields = false;
   /** True when the bytes seen so far end exactly at an event boundary (or nothing was seen). */
   atEventBoundary = true;
-  /** True when the bytes seen so far end at a line boundary. */
+  /**
+   * True when the bytes seen so far end at a line boundary where a line may be inserted. A
+   * line ended by a bare CR is not one yet: an LF arriving next belongs to that CRLF, and a
+   * line inserted before it would turn the LF into a blank line (dispatching the event early).
+   */
   atLineBoundary = true;
 
   constructor(private readonly sink: SseEventSink) {}
@@ -42,6 +46,7 @@ export class SseSideParser {
       if (byte === LF && this.lastByteWasCR && i === start) {
         // The LF of a CRLF whose CR ended the previous line (possibly in the previous chunk).
         this.lastByteWasCR = false;
+        this.atLineBoundary = true;
         start = i + 1;
         continue;
       }
@@ -55,6 +60,8 @@ export class SseSideParser {
       this.lastByteWasCR = false;
       this.atLineBoundary = false;
       this.atEventBoundary = false;
+    } else if (this.lastByteWasCR && !this.atEventBoundary) {
+      this.atLineBoundary = false;
     }
   }
 

@@ -1,0 +1,249 @@
+// Redis faults under concurrent traffic, against two gateway processes sharing one real Redis
+// (keys, limits and the audit stream all in it): one with `on_store_error: allow`, one with
+// `deny`. Redis is stopped and restarted, paused with SIGSTOP (hung, not refused), and slowed
+// by busy scripts past and below `redis.command_timeout`. Allow keeps answering 200, deny
+// answers 503 store_unavailable only while Redis is unusable, no request hangs on a hung
+// Redis, and once it is back every answered request is in both audit sinks.
+// (Redis SIGKILLed mid-load for the limiter alone: test/integration/gateway-rate-limits-cluster.test.ts;
+// stopped for the audit sink alone: test/integration/gateway-audit-outage.test.ts.)
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisClient, type Redis } from '../../src/cli/redis-client.js';
+import { silentLogger } from '../../src/logger.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { answered, checkAudit, readAuditFile, readAuditStream } from './support/audit-sinks.js';
+import { describeSample, MB, startFaultGateway, type FaultGateway, type ProcessSample } from './support/fault-gateway.js';
+import { startFaultRunner, type FaultRunner } from './support/fault-runner.js';
+import { createKeys } from './support/keys.js';
+import { findSecrets, revealingErrorBodies } from './support/leaks.js';
+import { reportRow } from './support/report.js';
+import { answerSummary, sleep, startTraffic, waitFor, type Outcome, type Traffic } from './support/traffic.js';
+
+const PREFIX = 'faults-rd:';
+const MODES = ['allow', 'deny'] as const;
+type Mode = (typeof MODES)[number];
+/** A request must never wait on a hung Redis: command_timeout (100 ms) plus generous slack for a busy 2-core box. */
+const HANG_BOUND_MS = 1_500;
+
+/** Blocks Redis for ARGV[1] ms: a slow command (a big KEYS, a heavy script) holding the single thread. */
+const BUSY_SCRIPT = `local t = redis.call('TIME') local start = t[1] * 1000000 + t[2]
+while true do local n = redis.call('TIME') if (n[1] * 1000000 + n[2]) - start >= ARGV[1] * 1000 then return 1 end end`;
+
+let dir: string;
+let redis: TestRedis;
+let inspect: Redis;
+let runner: FaultRunner;
+const gateways = new Map<Mode, FaultGateway>();
+let key: string;
+let phase = 'warm-up';
+const traffic = new Map<Mode, Traffic>();
+const baselines = new Map<Mode, ProcessSample>();
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'agentgw-faults-redis-'));
+  // AOF: keys and audit entries written before a stop survive the restart, as in production.
+  [redis, runner] = await Promise.all([startRedis({ controllable: true, extraArgs: ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir] }), startFaultRunner()]);
+  inspect = createRedisClient({ url: redis.url, prefix: PREFIX, commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
+  const documentFor = (mode: Mode): Record<string, unknown> => ({
+    redis: { url: redis.url, prefix: PREFIX, command_timeout: '100ms' },
+    rate_limits: { on_store_error: mode },
+    keys: { store: 'redis', cache_ttl: '10m' },
+    plans: { bulk: { windows: [{ requests: 1_000_000, per: '1m' }, { requests: 10_000_000, per: '1d' }] } },
+    agents: { ok: { upstream: runner.baseUrl('ok') } },
+    audit: { file: join(dir, `${mode}-audit.jsonl`), redis_stream: `${PREFIX}audit:${mode}`, spool: join(dir, `${mode}-spool.jsonl`) },
+    shutdown_grace: '2s',
+  });
+  key = (await createKeys(documentFor('allow'), [{ account: 'redis-faults', plan: 'bulk', agents: ['ok'] }]))[0]!;
+  const started = await Promise.all(MODES.map((mode) => startFaultGateway({ dir, name: mode, config: documentFor(mode) })));
+  for (const [i, mode] of MODES.entries()) gateways.set(mode, started[i]!);
+  for (const mode of MODES) {
+    traffic.set(
+      mode,
+      startTraffic({ baseUrl: gateways.get(mode)!.url, key, concurrency: 8, idPrefix: `rd-${mode}`, label: () => phase, plan: (i) => ({ agent: 'ok', route: i % 4 === 0 ? 'chat/stream' : 'chat' }) }),
+    );
+  }
+  // Past the limiter's failover breaker from any cold-start stall, then the baseline.
+  await sleep(1_500);
+  for (const mode of MODES) baselines.set(mode, await gateways.get(mode)!.sample());
+});
+
+afterAll(async () => {
+  for (const t of traffic.values()) await t.stop();
+  redis?.resume();
+  await Promise.all([...gateways.values()].map((g) => g.stop('SIGKILL')));
+  inspect?.disconnect();
+  await runner?.close();
+  await redis?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Runs busy scripts of `busyMs` with `gapMs` between them for `forMs`, on its own connection. */
+async function slowRedis(busyMs: number, gapMs: number, forMs: number): Promise<void> {
+  const client = createRedisClient({ url: redis.url, prefix: PREFIX, commandTimeoutMs: 2_000 }, silentLogger, 'test-slow');
+  try {
+    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+    const until = performance.now() + forMs;
+    while (performance.now() < until) {
+      await client.eval(BUSY_SCRIPT, 0, busyMs);
+      await sleep(gapMs);
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Outcomes of a phase (`label`), or of a phase and its recovery (`label*`). */
+function outcomesOf(mode: Mode, label?: string): Outcome[] {
+  const withRecovery = label?.endsWith('*');
+  const name = withRecovery ? label!.slice(0, -1) : label;
+  return traffic.get(mode)!.outcomes.filter((o) => name === undefined || o.label === name || (withRecovery && o.label === `${name}: recovery`));
+}
+
+function recordPhase(fault: string, label: string): void {
+  for (const mode of MODES) {
+    // The fault and the recovery time after it: how long deny keeps failing shows here.
+    const outcomes = outcomesOf(mode, `${label}*`);
+    const affected = outcomes.filter((o) => o.status !== 200).length;
+    const slowest = Math.max(0, ...outcomes.map((o) => o.latencyMs));
+    reportRow({
+      fault: `Redis ${fault} (${mode})`,
+      answered: `${answerSummary(outcomes)}; slowest ${Math.round(slowest)} ms`,
+      affected: `${affected}/${outcomes.length}`,
+      auditLost: 'see final check',
+      memory: '-',
+    });
+  }
+}
+
+async function runPhase(label: string, fault: () => Promise<void>, recoverMs: number): Promise<void> {
+  phase = label;
+  await fault();
+  phase = `${label}: recovery`;
+  await sleep(recoverMs);
+}
+
+describe('Redis faults under concurrent traffic (two gateway processes, allow and deny)', () => {
+  it('stopped and restarted: allow answers 200 from memory, deny 503 store_unavailable, both recover', async () => {
+    await runPhase(
+      'stopped',
+      async () => {
+        await redis.stop();
+        await sleep(2_000);
+        await redis.start();
+      },
+      1_500,
+    );
+    recordPhase('stopped 2 s, restarted', 'stopped');
+    expect(outcomesOf('deny', 'stopped').some((o) => o.errorType === 'store_unavailable')).toBe(true);
+  });
+
+  it('paused with SIGSTOP (hung, not refused): no request waits on it', async () => {
+    await runPhase(
+      'paused',
+      async () => {
+        redis.pause();
+        await sleep(2_000);
+        redis.resume();
+      },
+      1_500,
+    );
+    recordPhase('paused (SIGSTOP) 2 s', 'paused');
+    expect(outcomesOf('deny', 'paused').some((o) => o.errorType === 'store_unavailable')).toBe(true);
+  });
+
+  it('slowed past command_timeout (150 ms busy scripts), then below it (30 ms): deny fails only while it is past', async () => {
+    await runPhase('slow 150 ms', () => slowRedis(150, 20, 2_000), 1_200);
+    recordPhase('slowed: 150 ms busy scripts for 2 s', 'slow 150 ms');
+    await runPhase('slow 30 ms', () => slowRedis(30, 30, 2_000), 1_000);
+    recordPhase('slowed: 30 ms busy scripts for 2 s', 'slow 30 ms');
+    expect(outcomesOf('deny', 'slow 150 ms').some((o) => o.errorType === 'store_unavailable')).toBe(true);
+    // Below the timeout Redis is slow, not failing: deny still admits from it. (Not all: on a
+    // busy box one reply can still miss 100 ms, and the breaker then skips Redis for a second.)
+    expect(outcomesOf('deny', 'slow 30 ms').filter((o) => o.status === 200).length).toBeGreaterThan(0);
+  });
+
+  it('through all of it: allow only ever answered 200, deny only 200 or 503 store_unavailable, nothing hung', async () => {
+    // Deny is back on Redis: a run of 200s after the last fault.
+    await waitFor('the deny gateway to answer 200 again', () => outcomesOf('deny').slice(-20).every((o) => o.status === 200), 8_000);
+    phase = 'done';
+    for (const t of traffic.values()) await t.stop();
+    for (const mode of MODES) {
+      const outcomes = outcomesOf(mode);
+      expect(outcomes.length).toBeGreaterThan(200);
+      for (const o of outcomes) {
+        expect(o.transportError, `${mode} ${o.id} (${o.label})`).toBeUndefined();
+        expect(o.latencyMs, `${mode} ${o.id} (${o.label})`).toBeLessThan(HANG_BOUND_MS);
+        if (mode === 'allow' || o.status === 200) {
+          expect(o.status, `${mode} ${o.id} (${o.label}): ${answerSummary([o])}`).toBe(200);
+          if (o.route === 'chat/stream') expect(o.events.at(-1)).toBe('done');
+        } else {
+          expect([o.status, o.errorType, o.retryAfter], `${mode} ${o.id} (${o.label})`).toEqual([503, 'store_unavailable', '1']);
+        }
+      }
+    }
+  });
+
+  it('afterwards: both alive and ready, every answered request in both audit sinks, memory back to its level, no raw key in Redis', async () => {
+    for (const mode of MODES) {
+      const gateway = gateways.get(mode)!;
+      expect(gateway.alive()).toBe(true);
+      await waitFor(`${mode} /readyz`, async () => (await fetch(`${gateway.adminUrl}/readyz`)).status === 200, 5_000);
+      const outcomes = outcomesOf(mode);
+      const ids = answered(outcomes).map((o) => o.id);
+      // The spool replays on a backoff (up to 10 s between probes).
+      const stream = await waitFor(
+        `${mode}: every answered request in the Redis stream`,
+        async () => {
+          const records = await readAuditStream(inspect, `${PREFIX}audit:${mode}`);
+          const seen = new Set(records.map((r) => r.id));
+          return ids.every((id) => seen.has(id)) ? records : undefined;
+        },
+        15_000,
+      ).catch(() => readAuditStream(inspect, `${PREFIX}audit:${mode}`));
+      const file = await readAuditFile(join(dir, `${mode}-audit.jsonl`));
+      const fileCheck = checkAudit(file, outcomes, [`rd-${mode}`]);
+      const streamCheck = checkAudit(stream, outcomes, [`rd-${mode}`]);
+      const after = await gateway.sample();
+      const before = baselines.get(mode)!;
+      reportRow({
+        fault: `Redis faults, all phases (${mode})`,
+        answered: `${ids.length} answered`,
+        affected: `${outcomes.filter((o) => o.status !== 200).length}/${outcomes.length}`,
+        auditLost: `${fileCheck.missing.length} (file), ${streamCheck.missing.length} (stream; ${stream.length - new Set(stream.map((r) => r.id)).size} duplicates, allowed)`,
+        memory: `rss ${(before.rssBytes / MB).toFixed(0)} → ${(after.rssBytes / MB).toFixed(0)} MB, fds ${before.openFds} → ${after.openFds}`,
+      });
+      expect(fileCheck.missing).toEqual([]);
+      expect(fileCheck.duplicated).toEqual([]);
+      expect(streamCheck.missing).toEqual([]);
+      expect(streamCheck.strangers).toEqual([]);
+      expect(after.openFds, `${describeSample(before)} → ${describeSample(after)}`).toBeLessThan(before.openFds + 30);
+      expect(after.rssBytes - before.rssBytes, `${describeSample(before)} → ${describeSample(after)}`).toBeLessThan(64 * MB);
+
+      const errors = outcomes.filter((o) => o.errorType).map((o) => o.text!);
+      expect(revealingErrorBodies(errors, [`:${redis.port}`])).toEqual([]);
+      expect(gateway.output()).not.toContain('unhandled error in request pipeline');
+    }
+
+    // Every key in Redis (names and values): limiter buckets, key records, audit streams.
+    const names: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await inspect.scan(cursor, 'COUNT', 1_000);
+      cursor = next;
+      names.push(...batch);
+    } while (cursor !== '0');
+    expect(names.some((n) => n.startsWith(`${PREFIX}rl:`))).toBe(true);
+    const values: string[] = [];
+    for (const name of names) {
+      const type = await inspect.type(name);
+      if (type === 'string') values.push((await inspect.get(name)) ?? '');
+      else if (type === 'hash') values.push(JSON.stringify(await inspect.hgetall(name)));
+      else if (type === 'set') values.push(JSON.stringify(await inspect.smembers(name)));
+      else if (type === 'stream') values.push(JSON.stringify(await inspect.xrange(name, '-', '+')));
+    }
+    const logs = [...gateways.values()].map((g) => g.output()).join('\n');
+    expect(findSecrets({ 'redis key names': names.join('\n'), 'redis values': values.join('\n'), logs }, [key])).toEqual([]);
+  });
+});

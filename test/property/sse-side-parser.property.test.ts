@@ -1,0 +1,106 @@
+// The SSE side-parser against a spec-written reference (reference-sse.ts): whatever the
+// runner sends and however TCP chunks it, the gateway sees the events (and tokens_used) a
+// client sees; and its boundary flags only promise what a client's parser will honour,
+// since the gateway inserts pings and its final error event at those boundaries.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SseSideParser, tokensFromDoneData } from '../../src/proxy/sse-parser.js';
+import { chunkAt, parseSseReference, type ReferenceEvent } from './reference-sse.js';
+import { cutsFor, sseGarbage, wellFormedStream } from './sse-arbitraries.js';
+
+interface SideParse {
+  events: ReferenceEvent[];
+  tokensUsed: number | null;
+  atEventBoundary: boolean;
+  atLineBoundary: boolean;
+}
+
+/** What the gateway learns from a stream: its events, `done.tokens_used` as upstream-exchange.ts reads it, the flags. */
+function sideParse(chunks: Buffer[]): SideParse {
+  const events: ReferenceEvent[] = [];
+  let tokensUsed: number | null = null;
+  const parser = new SseSideParser({
+    onEvent(name, data) {
+      events.push({ name, data });
+      if (name === 'done') tokensUsed = tokensFromDoneData(data);
+    },
+  });
+  for (const chunk of chunks) parser.push(chunk);
+  return { events, tokensUsed, atEventBoundary: parser.atEventBoundary, atLineBoundary: parser.atLineBoundary };
+}
+
+const ERROR_EVENT = 'event: error\ndata: {"type":"upstream_error","message":"m","request_id":"r"}\n\n';
+const CONTINUATION = fc.oneof(
+  wellFormedStream.map((s) => s.bytes),
+  sseGarbage,
+  fc.constantFrom('\n', '\ndata: more\n\n', '\r\n\r\n', 'data: y\n\n').map((t) => Buffer.from(t)),
+);
+
+describe('SSE side-parser (property)', () => {
+  it('any chunking of a well-formed stream yields exactly its events and its tokens_used', () => {
+    fc.assert(
+      fc.property(wellFormedStream, cutsFor(4_000), (stream, cuts) => {
+        const parsed = sideParse(chunkAt(stream.bytes, cuts));
+        expect(parsed.events).toEqual(stream.events);
+        expect(parsed.tokensUsed).toBe(stream.tokensUsed);
+        // The reference agrees with the model: the generator is not fooling both parsers.
+        expect(parseSseReference(stream.bytes).events).toEqual(stream.events);
+        if (stream.events.length > 0) expect(parsed.atEventBoundary).toBe(true);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('any chunking of garbage yields the events a client would count, and the same flags as one chunk', () => {
+    fc.assert(
+      fc.property(sseGarbage, cutsFor(300), (bytes, cuts) => {
+        const whole = sideParse([bytes]);
+        const chunked = sideParse(chunkAt(bytes, cuts));
+        expect(chunked).toEqual(whole);
+        const reference = parseSseReference(bytes, 'any-field');
+        expect(chunked.events).toEqual(reference.events);
+        expect(chunked.tokensUsed).toBe(reference.tokensUsed);
+      }),
+      { numRuns: 600 },
+    );
+  });
+
+  it('at an event boundary a whole event can be inserted without changing what the client sees', () => {
+    fc.assert(
+      fc.property(fc.oneof(sseGarbage, wellFormedStream.map((s) => s.bytes)), CONTINUATION, cutsFor(300), (prefix, rest, cuts) => {
+        const flags = sideParse(chunkAt(prefix, cuts));
+        fc.pre(flags.atEventBoundary);
+        const original = parseSseReference(Buffer.concat([prefix, rest])).events;
+        expect(parseSseReference(Buffer.concat([prefix, Buffer.from(': ping\n\n'), rest])).events).toEqual(original);
+        expect(parseSseReference(Buffer.concat([prefix, Buffer.from(ERROR_EVENT)])).events.at(-1)).toEqual({ name: 'error', data: '{"type":"upstream_error","message":"m","request_id":"r"}' });
+      }),
+      { numRuns: 600 },
+    );
+  });
+
+  it('at a line boundary a comment line can be inserted without splitting or merging events', () => {
+    fc.assert(
+      fc.property(fc.oneof(sseGarbage, wellFormedStream.map((s) => s.bytes)), CONTINUATION, cutsFor(300), (prefix, rest, cuts) => {
+        const flags = sideParse(chunkAt(prefix, cuts));
+        fc.pre(flags.atLineBoundary && !flags.atEventBoundary);
+        const original = parseSseReference(Buffer.concat([prefix, rest])).events;
+        expect(parseSseReference(Buffer.concat([prefix, Buffer.from(': ping\n'), rest])).events).toEqual(original);
+        // One more line break ends the event, so an event written after it stands on its own.
+        expect(parseSseReference(Buffer.concat([prefix, Buffer.from('\n'), Buffer.from(ERROR_EVENT)])).events.at(-1)?.name).toBe('error');
+      }),
+      { numRuns: 600 },
+    );
+  });
+
+  it('mid-line, a blank line and a new event always stand on their own', () => {
+    fc.assert(
+      fc.property(sseGarbage, cutsFor(300), (prefix, cuts) => {
+        const flags = sideParse(chunkAt(prefix, cuts));
+        fc.pre(!flags.atLineBoundary);
+        const events = parseSseReference(Buffer.concat([prefix, Buffer.from('\n\n'), Buffer.from(ERROR_EVENT)])).events;
+        expect(events.at(-1)).toEqual({ name: 'error', data: '{"type":"upstream_error","message":"m","request_id":"r"}' });
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
