@@ -95,6 +95,16 @@ export function generateApiKey(): GeneratedApiKey {
  * True when `text` has the exact shape of an API key and its checksum matches. Runs on
  * every request before any lookup, so it avoids regexes and allocations.
  */
+const EMBEDDED_API_KEY = /ha_[0-9A-Za-z]{38}/;
+
+/**
+ * Whether client text that the gateway would echo, log, audit or forward carries something
+ * shaped like a key (request ids, context ids): such text is refused, never stored.
+ */
+export function containsApiKey(text: string): boolean {
+  return text.length >= API_KEY_LENGTH && EMBEDDED_API_KEY.test(text);
+}
+
 export function parseApiKey(text: string): boolean {
   if (text.length !== API_KEY_LENGTH) return false;
   if (text.charCodeAt(0) !== 104 /* h */ || text.charCodeAt(1) !== 97 /* a */ || text.charCodeAt(2) !== 95 /* _ */) return false;

@@ -1,6 +1,7 @@
 // The one error registry (DESIGN.md 2): every error the gateway itself answers, with its
 // status and default message. Nothing else in the code picks a status for a gateway error.
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 
 export const ERROR_TYPES = {
   invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
@@ -12,8 +13,10 @@ export const ERROR_TYPES = {
   agent_not_allowed: { status: 401, message: 'The API key is not allowed to use this agent.' },
   not_found: { status: 404, message: 'No such route. Chat routes are POST /agents/{agent}/api/v1/chat and /chat/stream.' },
   method_not_allowed: { status: 405, message: 'This route only accepts POST.' },
+  request_timeout: { status: 408, message: 'The request was not received in time.' },
   payload_too_large: { status: 413, message: 'The request body is larger than the gateway accepts.' },
   unsupported_media_type: { status: 415, message: 'The request body must be sent with Content-Type: application/json.' },
+  expectation_failed: { status: 417, message: 'The only Expect the gateway honours is 100-continue.' },
   request_header_fields_too_large: { status: 431, message: 'The request headers are too large.' },
   rate_limit_exceeded: { status: 429, message: 'Rate limit exceeded; retry after the time in the Retry-After header.' },
   internal_error: { status: 500, message: 'The gateway failed to handle the request.' },
@@ -90,4 +93,16 @@ export function sendError(res: ServerResponse, error: GatewayError, requestId: s
   res.setHeader('Content-Length', Buffer.byteLength(body));
   res.setHeader('Cache-Control', 'no-store');
   res.end(body);
+}
+
+/**
+ * Writes a gateway error straight to a socket and closes it, for the cases Node handles
+ * before there is a request object (unparsable HTTP, oversized headers, timeouts, CONNECT).
+ */
+export function writeRawError(socket: Duplex, error: GatewayError, requestId = 'none'): void {
+  const body = errorBody(error, requestId);
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -1,5 +1,6 @@
 // The gateway's HTTP server: route → key → rate limit → body → upstream (DESIGN.md 1, 2).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
@@ -12,7 +13,7 @@ import { traceContextFor } from '../proxy/traceparent.js';
 import { rateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import type { RateLimiter } from '../ratelimit/rate-limiter.js';
 import { clientAddress } from './client-address.js';
-import { GatewayError, sendError, errorBody, ERROR_TYPES } from './errors.js';
+import { GatewayError, sendError, writeRawError } from './errors.js';
 import { finishRequest } from './finish-request.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody } from './read-body.js';
@@ -155,16 +156,17 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
       socket.destroy();
       return;
     }
-    const type = error.code === 'HPE_HEADER_OVERFLOW' ? 'request_header_fields_too_large' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? null : 'invalid_request';
-    if (type === null) {
-      socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-      return;
-    }
-    const status = ERROR_TYPES[type].status;
-    const body = errorBody(new GatewayError(type, { message: type === 'invalid_request' ? 'The request is not valid HTTP.' : undefined }), 'none');
-    socket.end(
-      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    if (error.code === 'HPE_HEADER_OVERFLOW') writeRawError(socket, new GatewayError('request_header_fields_too_large'));
+    else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') writeRawError(socket, new GatewayError('request_timeout'));
+    else writeRawError(socket, new GatewayError('invalid_request', { message: 'The request is not valid HTTP.' }));
+  });
+  // Without these listeners Node would close a CONNECT without an answer and send a bare 417.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    writeRawError(socket, new GatewayError('method_not_allowed', { message: 'CONNECT is not supported.' }));
+  });
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    res.shouldKeepAlive = false;
+    sendError(res, new GatewayError('expectation_failed'), chooseRequestId(req.headers['x-request-id']));
   });
 
   return { server, activeStreams, handle };

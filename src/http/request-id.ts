@@ -1,11 +1,11 @@
 // X-Request-Id: the client's own id when it is sane (so its logs join ours), else a UUID.
+// A raw API key sent as the request id would be echoed, logged, audited and forwarded: never take it.
 import { randomUUID } from 'node:crypto';
+import { containsApiKey } from '../auth/key-format.js';
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
-/** A raw API key sent as the request id would be echoed, logged, audited and forwarded: never take it. */
-const CONTAINS_API_KEY = /ha_[0-9A-Za-z]{38}/;
 
 export function chooseRequestId(fromClient: string | string[] | undefined): string {
-  if (typeof fromClient === 'string' && SANE_REQUEST_ID.test(fromClient) && !CONTAINS_API_KEY.test(fromClient)) return fromClient;
+  if (typeof fromClient === 'string' && SANE_REQUEST_ID.test(fromClient) && !containsApiKey(fromClient)) return fromClient;
   return randomUUID();
 }

@@ -1,6 +1,7 @@
 // Validation of the chat request body (spec 2.1, rules of DESIGN.md 2). Hand-written rather
 // than a schema library: it runs on every request, must name the failing field in `param`,
 // and the body itself is forwarded as the original bytes (never re-serialised).
+import { containsApiKey } from '../auth/key-format.js';
 import type { AgentConfig } from '../config/schema.js';
 import { GatewayError } from './errors.js';
 
@@ -71,10 +72,13 @@ export function validateChatRequest(body: unknown, agent: AgentConfig, limits: V
     if (!isPlainObject(context)) throw invalid('context', '"context" must be an object.');
     if (context.user_id !== undefined) {
       if (typeof context.user_id !== 'string') throw invalid('context.user_id', '"context.user_id" must be a string.');
+      // It goes into the audit record: an API key pasted here would be stored in clear.
+      if (containsApiKey(context.user_id)) throw invalid('context.user_id', '"context.user_id" must not contain an API key.');
       userId = context.user_id;
     }
     if (context.session_id !== undefined) {
       if (typeof context.session_id !== 'string') throw invalid('context.session_id', '"context.session_id" must be a string.');
+      if (containsApiKey(context.session_id)) throw invalid('context.session_id', '"context.session_id" must not contain an API key.');
       sessionId = context.session_id;
     }
   }

@@ -188,6 +188,7 @@ describe('clients misbehaving (gateway processes, real Redis)', () => {
     // headers_timeout 2 s and request_timeout 3 s, enforced every second: closed well before 30 s.
     for (const r of headerResults) {
       expect(r.answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(r.answer).toContain('"type":"request_timeout"');
       expect(r.closedAfterMs).toBeLessThan(5_000);
     }
     for (const r of bodyResults) expect(r.closedAfterMs).toBeLessThan(6_000);

@@ -156,8 +156,8 @@ function expectWellHandled(results: Exchange[]): void {
     expect(r.finals.length > 0 || r.closedByServer, `neither answered nor closed after ${sent}`).toBe(true);
     for (const [i, status] of r.finals.entries()) {
       expect(ALLOWED.has(status), `status ${status} for ${sent}: ${r.raw.slice(0, 300)}`).toBe(true);
-      // Node's own 417 and the server's 408 (request timeout) have no JSON body; every other error is the gateway's envelope.
-      if (status >= 400 && status !== 417 && status !== 408) {
+      // Every error, including 408 (request timeout) and 417, is the gateway's JSON envelope.
+      if (status >= 400) {
         const body = JSON.parse(r.bodies[i]!) as { error: Record<string, unknown> };
         expect(Object.keys(body)).toEqual(['error']);
         expect(body.error).toMatchObject({ type: expect.any(String), message: expect.any(String), request_id: expect.any(String) });

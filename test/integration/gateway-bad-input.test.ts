@@ -79,6 +79,19 @@ describe('hostile input on the socket', () => {
     await expectStillServing();
   });
 
+  it('answers JSON errors to CONNECT (405), and an unknown Expect (417)', async () => {
+    const connect = await rawExchange('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', port());
+    expect(statusOf(connect)).toBe(405);
+    expect(connect).toContain('"method_not_allowed"');
+    const expect417 = await rawExchange(
+      `POST /agents/support/api/v1/chat HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`,
+      port(),
+    );
+    expect(statusOf(expect417)).toBe(417);
+    expect(expect417).toContain('"expectation_failed"');
+    await expectStillServing();
+  });
+
   it('answers 413 to a 10 MB body without reading all of it', async () => {
     const body = Buffer.alloc(10 * 1024 * 1024, 0x61);
     const response = await fetch(`${gateway.url}/agents/support/api/v1/chat`, {

@@ -37,6 +37,8 @@ describe('validateChatRequest', () => {
     [{ message: 'hi', context: 'c' }, 'context'],
     [{ message: 'hi', context: { user_id: 1 } }, 'context.user_id'],
     [{ message: 'hi', context: { session_id: {} } }, 'context.session_id'],
+    [{ message: 'hi', context: { user_id: 'ha_NuAYPJzOVplfcLfgmT17F2BUwUxhnAwb1P8hzo' } }, 'context.user_id'],
+    [{ message: 'hi', context: { session_id: 'x ha_NuAYPJzOVplfcLfgmT17F2BUwUxhnAwb1P8hzo' } }, 'context.session_id'],
     [{ message: 'hi', tools: 'search' }, 'tools'],
     [{ message: 'hi', tools: [1] }, 'tools[0]'],
     [{ message: 'hi', tools: ['search', 'search'] }, 'tools[1]'],
