@@ -101,6 +101,9 @@ export function sendError(res: ServerResponse, error: GatewayError, requestId: s
  */
 export function writeRawError(socket: Duplex, error: GatewayError, requestId = 'none'): void {
   const body = errorBody(error, requestId);
+  // Destroy once flushed rather than wait for the peer's FIN: a hostile client that never
+  // closes its side would otherwise hold the socket (and a graceful shutdown) open.
+  socket.once('finish', () => socket.destroy());
   socket.end(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

@@ -55,8 +55,17 @@ export class UpstreamPools {
     return this.targets.get(agentId);
   }
 
-  async close(): Promise<void> {
-    await Promise.all([...this.pools.values()].map((pool) => pool.close().catch(() => pool.destroy())));
+  /** Lets in-flight requests finish for up to `graceMs`, then cuts whatever is left. */
+  async close(graceMs = 1_000): Promise<void> {
+    await Promise.all(
+      [...this.pools.values()].map(async (pool) => {
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+        await Promise.race([pool.close().catch(() => undefined), deadline]);
+        clearTimeout(timer);
+        if (!pool.destroyed) await pool.destroy().catch(() => undefined);
+      }),
+    );
     this.pools.clear();
   }
 }
