@@ -220,23 +220,36 @@ export class RedisKeyStore implements KeyStore {
     this.listeners.emit(hash);
   }
 
-  /** Starts the subscriber connection; every (re)connect clears caches, since messages may have been missed. */
-  startSubscriber(): void {
+  /**
+   * Starts the subscriber connection; every (re)connect clears caches, since messages may
+   * have been missed. Resolves once the first subscription is in place (or after
+   * `waitMs`, so an unreachable Redis does not hold up a gateway's start): lookups made
+   * before then would otherwise be cached and then cleared by that first subscription.
+   */
+  startSubscriber(waitMs = 2_000): Promise<void> {
     // No command timeout and no retry cap: a subscriber waits for Redis as long as it takes.
     const subscriber = this.redis.duplicate({ commandTimeout: undefined, maxRetriesPerRequest: null, autoResubscribe: false, enableOfflineQueue: true });
     this.subscriber = subscriber;
+    let firstSubscribed!: () => void;
+    const subscribed = new Promise<void>((resolve) => (firstSubscribed = resolve));
     subscriber.on('error', (error: Error) => this.options.logger.warn({ err: error }, 'key invalidation subscriber error'));
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channel) this.emit(message);
     });
     subscriber.on('ready', () => {
       subscriber.subscribe(this.channel).then(
-        () => this.emit(INVALIDATE_ALL),
+        () => {
+          this.emit(INVALIDATE_ALL);
+          firstSubscribed();
+        },
         (error: unknown) => {
           if (!this.closed) this.options.logger.warn({ err: error }, 'cannot subscribe to key invalidations');
         },
       );
     });
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+    return Promise.race([subscribed, gaveUp]).finally(() => clearTimeout(timer));
   }
 
   async close(): Promise<void> {
@@ -313,6 +326,6 @@ export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promis
       throw error;
     }
   }
-  if (options.subscribe) store.startSubscriber();
+  if (options.subscribe) await store.startSubscriber();
   return store;
 }

@@ -46,3 +46,22 @@ export async function redisIsReachable(client: Redis): Promise<boolean> {
     return false;
   }
 }
+
+/**
+ * Resolves once the client is connected, or after `waitMs` (then the gateway starts
+ * degraded and the store-error modes apply). Taking traffic before the connection is up
+ * would fail every first request over to the per-instance fallbacks.
+ */
+export function waitForRedis(client: Redis, waitMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ready: boolean): void => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      resolve(ready);
+    };
+    const onReady = (): void => done(true);
+    const timer = setTimeout(() => done(false), waitMs);
+    client.once('ready', onReady);
+  });
+}

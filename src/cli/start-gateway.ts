@@ -16,7 +16,10 @@ import { FailoverRateLimiter } from '../ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from '../ratelimit/memory-rate-limiter.js';
 import { RedisRateLimiter } from '../ratelimit/redis-rate-limiter.js';
 import type { RateLimiter } from '../ratelimit/rate-limiter.js';
-import { createRedisClient, redisIsReachable, type Redis } from './redis-client.js';
+import { createRedisClient, redisIsReachable, waitForRedis, type Redis } from './redis-client.js';
+
+/** How long a starting gateway waits for Redis before it serves without it. */
+const REDIS_START_WAIT_MS = 2_000;
 
 export interface StartGatewayOptions {
   logger: Logger;
@@ -42,6 +45,9 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const { logger } = options;
   const clock = options.clock ?? systemClock;
   const redis: Redis | undefined = config.redis ? createRedisClient(config.redis, logger) : undefined;
+  if (redis && !(await waitForRedis(redis, REDIS_START_WAIT_MS))) {
+    logger.warn({ wait_ms: REDIS_START_WAIT_MS }, 'redis not reachable at start; serving with the store-error fallbacks until it is');
+  }
 
   const keyStore = await openKeyStore(config, { logger, subscribe: true });
   const authenticator = createKeyAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis });

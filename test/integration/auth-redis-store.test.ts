@@ -110,6 +110,7 @@ describe('RedisKeyStore', () => {
     const gw1 = await store(true);
     const gw2 = await store(true);
     const { rawKey, record } = await new KeyService({ store: cli, config: testConfig }).createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
+    await invalidationDelivered();
     const a1 = authenticator(gw1, systemClock).auth;
     const a2 = authenticator(gw2, systemClock).auth;
     await a1.authenticate(req(rawKey));
@@ -128,6 +129,7 @@ describe('RedisKeyStore', () => {
     const gw = await store(true);
     const clock = new ManualClock();
     const { rawKey } = await new KeyService({ store: gw, config: testConfig, clock }).createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
+    await invalidationDelivered();
     const { auth } = authenticator(gw, clock);
     await auth.authenticate(req(rawKey));
     await redis.stop({ hard: true });
@@ -216,3 +218,12 @@ describe('RedisKeyStore', () => {
     }
   });
 });
+
+/**
+ * Creating a key publishes an invalidation for its hash; a subscribed store receives it a
+ * moment later. Tests that fill a cache right after creating a key let it arrive first, so
+ * it cannot empty the cache they then rely on.
+ */
+function invalidationDelivered(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 200));
+}
