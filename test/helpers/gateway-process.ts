@@ -26,26 +26,42 @@ export interface GatewayProcess {
  * Writes `config` (YAML document; listen/admin ports are filled in) to `dir/<name>.yaml`
  * and starts `serve` with it, resolving once the gateway is listening.
  */
-export async function startGatewayProcess(dir: string, name: string, config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
-  const port = await freePort();
-  const adminPort = await freePort();
+export interface GatewayProcessOptions {
+  /** Ports to reuse (a restart); free ones otherwise. */
+  port?: number;
+  adminPort?: number;
+  /** Soft `ulimit -n` for the child (falls back to the hard limit). */
+  fdLimit?: number;
+}
+
+export async function startGatewayProcess(
+  dir: string,
+  name: string,
+  config: Record<string, unknown>,
+  env: NodeJS.ProcessEnv = {},
+  options: GatewayProcessOptions = {},
+): Promise<GatewayProcess> {
+  const port = options.port ?? (await freePort());
+  const adminPort = options.adminPort ?? (await freePort());
   const document = {
     ...config,
     listen: { host: '127.0.0.1', ...(config.listen as object | undefined), port },
-    admin: { host: '127.0.0.1', port: adminPort },
+    admin: { host: '127.0.0.1', ...(config.admin as object | undefined), port: adminPort },
   };
   const configPath = join(dir, `${name}.yaml`);
   await writeFile(configPath, stringify(document));
-  const child = spawn(process.execPath, [CLI_PATH, 'serve', '--config', configPath], {
-    env: { ...process.env, REDIS_URL: '', PORT: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const args = [CLI_PATH, 'serve', '--config', configPath];
+  const spawnOptions = { env: { ...process.env, REDIS_URL: '', PORT: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
+  const child = options.fdLimit
+    ? // exec keeps the pid: signals reach node, not bash.
+      spawn('bash', ['-c', `ulimit -n ${options.fdLimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, process.execPath, ...args], spawnOptions)
+    : spawn(process.execPath, args, spawnOptions);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   const exited = once(child, 'exit');
 
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + 20_000;
   while (!output.includes('agent-gateway listening')) {
     if (child.exitCode !== null) throw new Error(`gateway ${name} exited early (${child.exitCode}):\n${output}`);
     if (Date.now() > deadline) {

@@ -1,13 +1,8 @@
 // The built CLI (`dist/cli/main.js serve`) as a child process for fault tests: process-level
 // properties (RSS, open descriptors, handles, survival, signals) are only honest in a
 // process of its own. Optionally raises `ulimit -n` for the child (10,000 idle connections).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { stringify } from 'yaml';
-import { freePort } from '../../helpers/free-port.js';
-import { CLI_PATH } from '../../helpers/gateway-process.js';
+import type { ChildProcess } from 'node:child_process';
+import { startGatewayProcess } from '../../helpers/gateway-process.js';
 
 export interface ProcessSample {
   rssBytes: number;
@@ -48,48 +43,14 @@ export interface FaultGatewayOptions {
 
 export async function startFaultGateway(options: FaultGatewayOptions): Promise<FaultGateway> {
   const { dir, name, config } = options;
-  const port = options.port ?? (await freePort());
-  const adminPort = options.adminPort ?? (await freePort());
-  const document = {
-    ...config,
-    listen: { host: '127.0.0.1', ...(config.listen as object | undefined), port },
-    admin: { host: '127.0.0.1', ...(config.admin as object | undefined), port: adminPort },
-  };
-  const configPath = join(dir, `${name}.yaml`);
-  await writeFile(configPath, stringify(document));
-  const args = [CLI_PATH, 'serve', '--config', configPath];
-  const env = { ...process.env, REDIS_URL: '', PORT: '', LOG_FORMAT: 'json' };
-  const child = options.fdLimit
-    ? // exec keeps the pid: signals reach node, not bash.
-      spawn('bash', ['-c', `ulimit -n ${options.fdLimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, process.execPath, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  const exited = once(child, 'exit');
-
-  const deadline = Date.now() + 20_000;
-  while (!output.includes('agent-gateway listening')) {
-    if (child.exitCode !== null) throw new Error(`gateway ${name} exited early (${child.exitCode}):\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`gateway ${name} did not start:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-
-  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  const base = await startGatewayProcess(dir, name, config, { LOG_FORMAT: 'json' }, { port: options.port, adminPort: options.adminPort, fdLimit: options.fdLimit });
+  const { child } = base;
   return {
+    ...base,
     name,
-    url: `http://127.0.0.1:${port}`,
-    adminUrl,
-    port,
-    adminPort,
-    configPath,
-    child,
-    output: () => output,
     logLines: () =>
-      output
+      base
+        .output()
         .split('\n')
         .filter((line) => line.startsWith('{'))
         .map((line) => {
@@ -99,13 +60,8 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
             return { unparsable: line };
           }
         }),
-    sample: () => sampleProcess(adminUrl),
+    sample: () => sampleProcess(base.adminUrl),
     alive: () => child.exitCode === null && child.signalCode === null,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      const [code, exitSignal] = (await exited) as [number | null, NodeJS.Signals | null];
-      return { code, signal: exitSignal };
-    },
   };
 }
 
