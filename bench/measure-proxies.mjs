@@ -13,6 +13,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { cpuMs } from './lib/proc-stats.mjs';
 import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -106,18 +107,6 @@ function median(values) {
 
 const round1 = (x) => (x === null || x === undefined ? null : Math.round(x * 10) / 10);
 const round3 = (x) => (x === null || x === undefined ? null : Math.round(x * 1000) / 1000);
-
-// utime + stime of one process, from /proc; clock ticks are 100 Hz on Linux.
-function cpuMs(pid) {
-  if (!pid) return null;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return null;
-  }
-}
 
 function post(url, path, body = REQUEST_BODY) {
   return new Promise((resolve, reject) => {

@@ -8,13 +8,14 @@
 //
 // Redis: a throwaway redis-server on a free port (like test/helpers/redis.ts), else REDIS_URL.
 // The machine may be shared: absolute figures drift between runs; commands per request do not.
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { startBenchRedis } from './lib/bench-redis.mjs';
 import { readOption } from './reference/cli-args.mjs';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -39,38 +40,6 @@ const WINDOWS = [
   { name: 'minute', limit: 1_000_000_000, windowMs: 60_000 },
   { name: 'day', limit: 1_000_000_000, windowMs: 86_400_000 },
 ];
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** A throwaway redis-server, or REDIS_URL; returns { url, stop }. */
-async function startRedis() {
-  const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((path) => existsSync(path));
-  if (!binary) {
-    if (!process.env.REDIS_URL) throw new Error('no redis-server binary and no REDIS_URL');
-    return { url: process.env.REDIS_URL, shared: true, stop: async () => {} };
-  }
-  const port = await freePort();
-  const child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: 'ignore' });
-  return {
-    url: `redis://127.0.0.1:${port}/0`,
-    shared: false,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
 
 async function connect(url) {
   const deadline = Date.now() + 10_000;
@@ -152,7 +121,8 @@ async function concurrent(limiter, count, inFlight, offset) {
 const fmtMs = (ms) => `${(ms * 1000).toFixed(ms < 0.01 ? 1 : 0)} µs`;
 const fmtRate = (n) => `${Math.round(n).toLocaleString('en-US')}/s`;
 
-const redis = await startRedis();
+const tmpDir = await mkdtemp(join(tmpdir(), 'agentgw-ratelimit-bench-'));
+const redis = await startBenchRedis({ tmpDir });
 const client = await connect(redis.url);
 try {
   const limiter = new RedisRateLimiter({ client, prefix: PREFIX, commandTimeoutMs: 5_000 });
@@ -206,5 +176,6 @@ try {
   process.stdout.write(`${out.join('\n')}\n`);
 } finally {
   await client.quit().catch(() => client.disconnect());
-  await redis.stop();
+  await redis.close();
+  await rm(tmpDir, { recursive: true, force: true });
 }
