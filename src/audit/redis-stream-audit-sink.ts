@@ -1,5 +1,7 @@
-// Audit sink: one Redis stream entry per record, `XADD key MAXLEN ~ maxLen * record <json>`,
-// one pipeline per batch. The whole record is one JSON field so types (numbers, nulls)
+// Audit sink: one Redis stream entry per record, `XADD key MAXLEN ~ maxLen * record <json>`.
+// A batch is one script call that runs those XADDs inside Redis: one command for the client
+// to build and one reply to parse, instead of a pipeline of one command per record
+// (docs/performance.md). The whole record is one JSON field so types (numbers, nulls)
 // survive exactly and consumers parse one thing.
 import type { Redis } from 'ioredis';
 import type { AuditRecord } from './audit-record.js';
@@ -21,6 +23,19 @@ export interface RedisStreamAuditSinkOptions {
   commandTimeoutMs: number;
 }
 
+const APPEND_COMMAND = 'agentgwAuditAppend';
+
+/** KEYS[1] the stream, ARGV[1] MAXLEN, ARGV[2..] one record each; returns how many it added. */
+export const AUDIT_APPEND_LUA = `
+local maxLen = ARGV[1]
+for i = 2, #ARGV do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', '${AUDIT_STREAM_FIELD}', ARGV[i])
+end
+return #ARGV - 1
+`;
+
+type AppendCall = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
+
 export class RedisStreamAuditSink implements AuditSink {
   readonly name = 'redis';
   private readonly redis: RedisClient;
@@ -33,19 +48,20 @@ export class RedisStreamAuditSink implements AuditSink {
     this.streamKey = options.streamKey;
     this.maxLen = options.maxLen;
     this.commandTimeoutMs = options.commandTimeoutMs;
+    this.redis.defineCommand(APPEND_COMMAND, { lua: AUDIT_APPEND_LUA });
+    this.append = ((this.redis as unknown as Record<string, AppendCall>)[APPEND_COMMAND] as AppendCall).bind(this.redis);
   }
+
+  private readonly append: AppendCall;
 
   async write(records: readonly AuditRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const record of records) {
-      pipeline.xadd(this.streamKey, 'MAXLEN', '~', this.maxLen, '*', AUDIT_STREAM_FIELD, JSON.stringify(record));
-    }
-    const results = await withTimeout(pipeline.exec(), this.commandTimeoutMs, `audit XADD pipeline of ${records.length} timed out after ${this.commandTimeoutMs} ms`);
-    if (!results) throw new Error('audit XADD pipeline was not executed');
-    for (const [error] of results) {
-      if (error) throw error;
-    }
+    const args: Array<string | number> = new Array(records.length + 2);
+    args[0] = this.streamKey;
+    args[1] = this.maxLen;
+    for (let i = 0; i < records.length; i += 1) args[i + 2] = JSON.stringify(records[i]);
+    const added = await withTimeout(this.append(1, ...args), this.commandTimeoutMs, `audit XADD of ${records.length} records timed out after ${this.commandTimeoutMs} ms`);
+    if (added !== records.length) throw new Error(`audit XADD script added ${String(added)} of ${records.length} records`);
   }
 
   /** The client belongs to whoever passed it in; nothing to release here. */

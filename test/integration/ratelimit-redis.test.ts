@@ -73,6 +73,39 @@ describe('RedisRateLimiter', () => {
     expect(rejections).toBeLessThan(550);
   });
 
+  it('decides requests coalesced into one call exactly as one-by-one calls at that instant', async () => {
+    const windows: RateWindow[] = [{ name: 'burst', limit: 7, windowMs: 2_000 }, { name: 'minute', limit: 20, windowMs: 60_000 }];
+    const memory = new MemoryRateLimiter();
+    let nowMs = T0;
+    let refused = 0;
+    // Groups of 1-12 requests of two subjects arrive in the same turn at the same instant;
+    // the memory limiter takes the same requests one by one in arrival order.
+    const random = lcg(7);
+    for (let round = 0; round < 40; round += 1) {
+      nowMs += Math.floor(random() * 1_500);
+      const size = 1 + Math.floor(random() * 12);
+      const subjects = Array.from({ length: size }, (_, i) => `account:c${(round + i) % 2}`);
+      const actual = await Promise.all(subjects.map((subject) => limiterA.consume(subject, windows, { nowMs })));
+      const expected = subjects.map((subject) => memory.consumeAt(subject, windows, nowMs));
+      expect(actual, `round ${round} at +${nowMs - T0} ms`).toEqual(expected);
+      refused += expected.filter((d) => !d.allowed).length;
+    }
+    expect(refused).toBeGreaterThan(20);
+  });
+
+  it('sends one script call per subject per event-loop turn, whatever the number of requests', async () => {
+    const windows: RateWindow[] = [{ name: 'minute', limit: 1_000, windowMs: 60_000 }];
+    const calls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await clientB.info('commandstats'))?.[1] ?? 0);
+    await limiterA.consume('account:warm', windows);
+    const before = await calls();
+    const decisions = await Promise.all(Array.from({ length: 60 }, (_, i) => limiterA.consume(`account:turn${i % 3}`, windows)));
+    expect((await calls()) - before).toBe(3);
+    for (let s = 0; s < 3; s += 1) {
+      const remaining = decisions.filter((_, i) => i % 3 === s).map((d) => d.windows[0]!.remaining);
+      expect(remaining).toEqual(Array.from({ length: 20 }, (_, i) => 999 - i));
+    }
+  });
+
   it("uses the Redis server's time when no nowMs is given", async () => {
     const windows: RateWindow[] = [{ name: 'minute', limit: 3, windowMs: 60_000 }];
     const remaining: number[] = [];
