@@ -30,6 +30,16 @@ export function checkTargets(results) {
   if (idle) {
     const first = idle.attempts[0];
     add(4, `${first.count} idle streams open, no errors`, `${first.peakOpen} open, ${first.errors} errors; largest without errors: ${idle.largestWithoutErrors ?? 'none'}`, first.errors === 0 && first.peakOpen === first.count);
+    const peakKb = first.gatewayVmHwmKb ?? first.gatewayPeakRssKb;
+    add(4, 'gateway peak RSS ≤ 400 MB', peakKb ? `${(peakKb / 1024).toFixed(0)} MiB at ${first.peakOpen} streams` : '–', peakKb ? peakKb * 1024 <= 400e6 : null);
+  }
+  const redis = results.redisCommands;
+  if (redis) {
+    // Limiter and audit both travel as EVALSHA; together at most one command per request
+    // means the limiter costs at most one round trip and the audit writes are batched.
+    const evalsha = redis.perRequest.find((c) => c.command === 'evalsha')?.perRequest ?? 0;
+    const xaddSent = redis.perRequest.find((c) => c.command === 'xadd' && c.sentAs === 'client')?.perRequest ?? 0;
+    add(5, '≤ 1 limiter round trip per request; audit writes batched', `${redis.sentPerRequest} commands sent per request (evalsha ${evalsha}), ${xaddSent} XADD sent one by one`, redis.sentPerRequest <= 1.01 && xaddSent === 0);
   }
   return checks;
 }

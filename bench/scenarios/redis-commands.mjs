@@ -6,15 +6,15 @@
 // apart: a command is "inside a script" when the gateway's built Lua scripts call it (a
 // command that is also sent directly, like HGETALL for a key lookup on a cache refresh, is
 // counted with the script's).
-// Commands the gateway sends are not all separate round trips: the audit sink pipelines a
-// batch of XADDs in one; commandstats cannot tell, so the table says "sent", not "round trip".
+// The limiter and the audit sink both send EVALSHA: the limiter one per subject per
+// event-loop turn (coalesced), the audit sink one per batch (its XADDs run inside the script).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commandStatsDelta } from '../lib/bench-redis.mjs';
 import { median, round } from '../lib/stats.mjs';
 import { renderTable } from '../lib/table.mjs';
 
-const SCRIPT_SOURCES = ['dist/ratelimit/sliding-window.lua.js', 'dist/auth/redis-key-store.js'];
+const SCRIPT_SOURCES = ['dist/ratelimit/sliding-window.lua.js', 'dist/audit/redis-stream-audit-sink.js', 'dist/auth/redis-key-store.js'];
 
 /** Lower-case names of every command the gateway's Lua scripts run (`redis.call('x'`). */
 export function scriptCommandNames(repoRoot) {
