@@ -2,6 +2,7 @@
 // agent ids, routes, plans, reasons and kinds come from config or fixed enums, never from
 // key ids, accounts or users.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { HotCounter, HotHistogram, type BoundCounter, type BoundHistogram } from './hot-path-metrics.js';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -11,27 +12,28 @@ const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
 export const metrics = {
-  requests: new Counter({
+  // The series every request or stream event updates are hot-path metrics (same exposition).
+  requests: new HotCounter({
     name: 'agentgw_requests_total',
     help: 'Requests answered, by agent, route and status class.',
     labelNames: ['agent', 'route', 'status'] as const,
     registers: [registry],
   }),
-  requestDuration: new Histogram({
+  requestDuration: new HotHistogram({
     name: 'agentgw_request_duration_seconds',
     help: 'Time from request arrival to the end of the answer.',
     labelNames: ['route'] as const,
     buckets: REQUEST_BUCKETS,
     registers: [registry],
   }),
-  upstreamDuration: new Histogram({
+  upstreamDuration: new HotHistogram({
     name: 'agentgw_upstream_duration_seconds',
     help: 'Time spent waiting on the upstream runner (to its last byte).',
     labelNames: ['agent', 'route'] as const,
     buckets: REQUEST_BUCKETS,
     registers: [registry],
   }),
-  overhead: new Histogram({
+  overhead: new HotHistogram({
     name: 'agentgw_overhead_seconds',
     help: 'Gateway time: request duration minus upstream duration.',
     labelNames: ['route'] as const,
@@ -46,13 +48,13 @@ export const metrics = {
     registers: [registry],
   }),
   activeStreams: new Gauge({ name: 'agentgw_active_streams', help: 'Streams open right now.', registers: [registry] }),
-  streamEvents: new Counter({
+  streamEvents: new HotCounter({
     name: 'agentgw_stream_events_total',
     help: 'SSE events relayed to clients, by agent.',
     labelNames: ['agent'] as const,
     registers: [registry],
   }),
-  tokens: new Counter({ name: 'agentgw_tokens_total', help: 'Tokens reported by upstreams.', labelNames: ['agent'] as const, registers: [registry] }),
+  tokens: new HotCounter({ name: 'agentgw_tokens_total', help: 'Tokens reported by upstreams.', labelNames: ['agent'] as const, registers: [registry] }),
   rateLimited: new Counter({ name: 'agentgw_rate_limited_total', help: 'Requests answered 429 by the limiter, by plan.', labelNames: ['plan'] as const, registers: [registry] }),
   authFailures: new Counter({ name: 'agentgw_auth_failures_total', help: 'Rejected authentications, by reason.', labelNames: ['reason'] as const, registers: [registry] }),
   upstreamErrors: new Counter({
@@ -86,11 +88,11 @@ export type Metrics = typeof metrics;
  */
 export interface RouteSeries {
   /** Requests by status class: a child per class, made on first use. */
-  requests(status: number): { inc(): void };
-  requestDuration: ReturnType<Metrics['requestDuration']['labels']>;
-  upstreamDuration: ReturnType<Metrics['upstreamDuration']['labels']>;
-  overhead: ReturnType<Metrics['overhead']['labels']>;
-  tokens: ReturnType<Metrics['tokens']['labels']>;
+  requests(status: number): BoundCounter;
+  requestDuration: BoundHistogram;
+  upstreamDuration: BoundHistogram;
+  overhead: BoundHistogram;
+  tokens: BoundCounter;
 }
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
@@ -101,7 +103,7 @@ export function routeSeries(agent: string, route: string): RouteSeries {
   const cacheKey = `${agent}\u0000${route}`;
   let series = routeSeriesCache.get(cacheKey);
   if (!series) {
-    const byClass: ({ inc(): void } | undefined)[] = [];
+    const byClass: (BoundCounter | undefined)[] = [];
     series = {
       requests(status: number) {
         const index = Math.floor(status / 100) - 1;
