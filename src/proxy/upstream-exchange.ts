@@ -47,6 +47,12 @@ class ClientClosedError extends Error {
   }
 }
 
+/**
+ * One shared abort reason: clients leaving is routine (thousands at once when a fleet
+ * reconnects), and its stack would say nothing, so no Error and stack trace per abort.
+ */
+const CLIENT_CLOSED = new ClientClosedError();
+
 function isEventStream(contentType: string | string[] | undefined): boolean {
   return typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream');
 }
@@ -101,7 +107,7 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.settled) controller.abort(new ClientClosedError());
+    if (this.settled) controller.abort(CLIENT_CLOSED);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
@@ -246,7 +252,7 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     state.outcome = 'client_closed';
     if (state.upstreamEndMs < 0) state.upstreamEndMs = performance.now();
     this.settle();
-    this.controller?.abort(new ClientClosedError());
+    this.controller?.abort(CLIENT_CLOSED);
   };
 
   private readonly onHeartbeat = (): void => {

@@ -2,6 +2,7 @@
 // config reloads while the origin is unchanged.
 import { Pool } from 'undici';
 import type { AgentConfig } from '../config/schema.js';
+import { clientWithoutAbortReconnect } from './no-reconnect-after-abort.js';
 
 export interface UpstreamTarget {
   pool: Pool;
@@ -16,6 +17,8 @@ const POOL_OPTIONS = {
   keepAliveTimeout: 30_000,
   keepAliveMaxTimeout: 600_000,
   connectTimeout: 5_000,
+  // A client that leaves mid-stream must not cost a fresh upstream connection (see the file).
+  factory: clientWithoutAbortReconnect,
 } as const;
 
 export class UpstreamPools {

@@ -54,7 +54,9 @@ export class FailoverRateLimiter implements RateLimiter {
     return this.outageSinceMs !== undefined;
   }
 
-  async consume(subject: string, windows: readonly RateWindow[]): Promise<RateLimitDecision> {
+  // Not async: the common case hands back tryPrimary's promise as it is, without wrapping it
+  // in another (one promise and three microtask hops fewer per request).
+  consume(subject: string, windows: readonly RateWindow[]): Promise<RateLimitDecision> {
     if (this.outageSinceMs === undefined) return this.tryPrimary(subject, windows, false);
     // During an outage: skip Redis while the breaker is open, and let only one request probe.
     if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.withoutPrimary(subject, windows);

@@ -1,0 +1,64 @@
+// undici (7.x, and 8.x up to at least 8.10: nodejs/undici#5845, fix proposed in #5846)
+// re-queues an in-flight request that was aborted and opens a NEW connection for it, only
+// to drop the request once connected. Every stream whose client leaves therefore costs a
+// fresh upstream connection that then sits idle in the pool; when thousands of streams end
+// at once (a load balancer draining, a client fleet restarting) the gateway opens thousands
+// of useless sockets in a burst, which was the peak of its memory in bench scenario 4.
+//
+// The workaround: each pool Client gets its own connector that refuses the one connect that
+// follows an "aborted" disconnect, in the same synchronous call (undici connects from inside
+// the socket's close handler, right after emitting 'disconnect'). The refusal is a connect
+// error, so undici drops the aborted request and the Pool discards that Client (it removes a
+// Client on 'connectionError'); the next request gets a new Client. Nothing else is pending on
+// such a Client: with pipelining 1 a Client with a request in its queue is busy, so the
+// Pool dispatches nothing to it. The flag is cleared in a microtask, so when undici stops
+// reconnecting a later, real connect is never refused.
+import { Client, type buildConnector, type Dispatcher } from 'undici';
+
+/** The connect error that ends undici's pointless reconnect; never reaches a request that is still wanted. */
+export class AbortedReconnectSkipped extends Error {
+  readonly code = 'AGW_ABORTED_RECONNECT_SKIPPED';
+  constructor() {
+    super('reconnect for an aborted request skipped');
+    this.name = 'AbortedReconnectSkipped';
+  }
+}
+
+// One instance: a burst of departing clients refuses thousands of connects, and a stack
+// trace each would say nothing.
+const RECONNECT_SKIPPED = new AbortedReconnectSkipped();
+
+/** undici's message for the socket it destroys when an in-flight request is aborted. */
+function isAbortDisconnect(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return e !== null && typeof e === 'object' && e.code === 'UND_ERR_INFO' && e.message === 'aborted';
+}
+
+/**
+ * A Pool `factory` whose Clients do not reconnect for requests that were aborted. The Pool
+ * hands each Client its connector (built from the Pool's connectTimeout etc.); ours wraps it.
+ */
+export function clientWithoutAbortReconnect(origin: URL, options: object): Dispatcher {
+  const clientOptions = options as Client.Options & { connect: buildConnector.connector };
+  const connect = clientOptions.connect;
+  let refuseNextConnect = false;
+  const client = new Client(origin, {
+    ...clientOptions,
+    connect: (connectOptions, callback) => {
+      if (!refuseNextConnect) {
+        connect(connectOptions, callback);
+        return;
+      }
+      refuseNextConnect = false;
+      callback(RECONNECT_SKIPPED, null);
+    },
+  });
+  client.on('disconnect', (_origin, _targets, error) => {
+    if (!isAbortDisconnect(error)) return;
+    refuseNextConnect = true;
+    queueMicrotask(() => {
+      refuseNextConnect = false;
+    });
+  });
+  return client;
+}
