@@ -4,6 +4,7 @@
 // (docs/performance.md). The whole record is one JSON field so types (numbers, nulls)
 // survive exactly and consumers parse one thing.
 import type { Redis } from 'ioredis';
+import { withDeadline } from '../deadline.js';
 import type { AuditRecord } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
 
@@ -60,20 +61,18 @@ export class RedisStreamAuditSink implements AuditSink {
     args[0] = this.streamKey;
     args[1] = this.maxLen;
     for (let i = 0; i < records.length; i += 1) args[i + 2] = JSON.stringify(records[i]);
-    const added = await withTimeout(this.append(1, ...args), this.commandTimeoutMs, `audit XADD of ${records.length} records timed out after ${this.commandTimeoutMs} ms`);
+    // withDeadline, not a bare timer: when a burst (thousands of streams closing at once)
+    // keeps the event loop busy past the timeout, the reply may already sit unread in the
+    // socket; calling that a failure would spool (and later replay, i.e. duplicate) a batch
+    // Redis has written.
+    const added = await withDeadline(
+      this.append(1, ...args),
+      this.commandTimeoutMs,
+      () => new Error(`audit XADD of ${records.length} records timed out after ${this.commandTimeoutMs} ms`),
+    );
     if (added !== records.length) throw new Error(`audit XADD script added ${String(added)} of ${records.length} records`);
   }
 
   /** The client belongs to whoever passed it in; nothing to release here. */
   async close(): Promise<void> {}
-}
-
-function withTimeout<T>(promise: Promise<T>, timeoutMs: number, message: string): Promise<T> {
-  // A pipeline that outlives its timeout may still settle later; never leave that unhandled.
-  promise.catch(() => {});
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), timeoutMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

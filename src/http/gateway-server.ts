@@ -90,26 +90,25 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
 
       const target = runtime.pools.target(agent.id);
       if (!target) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
-      await forwardToUpstream({
-        res,
-        state,
-        agent,
-        target,
-        route,
-        body,
-        stream: config.stream,
-        activeStreams,
-        headers: upstreamRequestHeaders(req.headers, {
-          requestId,
-          agentId: agent.id,
-          forwardedFor: address.forwardedFor,
-          forwardedProto: 'http',
-          forwardedHost: req.headers.host,
-          keyId: key.keyId,
-          accountId: key.account,
-          traceparent: trace.traceparent,
-        }),
-      });
+      forwardToUpstream(
+        { res, state, agent, target, route, stream: config.stream, activeStreams },
+        {
+          body,
+          headers: upstreamRequestHeaders(req.headers, {
+            requestId,
+            agentId: agent.id,
+            forwardedFor: address.forwardedFor,
+            forwardedProto: 'http',
+            forwardedHost: req.headers.host,
+            keyId: key.keyId,
+            accountId: key.account,
+            traceparent: trace.traceparent,
+          }),
+        },
+        // Out of undici's callback, as an awaited rejection used to be: the answer is
+        // written after undici has finished with the failed request.
+        (error) => queueMicrotask(() => answerError(error, req, res, state)),
+      );
     } catch (error) {
       answerError(error, req, res, state);
     }

@@ -23,16 +23,21 @@ export interface StreamTimings {
   maxDurationMs: number;
 }
 
+/** What the exchange keeps for its whole life (a stream's: minutes). */
 export interface ForwardRequest {
   res: ServerResponse;
   state: RequestState;
   agent: AgentConfig;
   target: UpstreamTarget;
   route: ChatRoute;
-  headers: Record<string, string | string[]>;
-  body: Buffer;
   stream: StreamTimings;
   activeStreams: ActiveStreams;
+}
+
+/** What is sent once and then not kept: undici has its own copy of the headers as text. */
+export interface UpstreamCall {
+  headers: Record<string, string | string[]>;
+  body: Buffer;
 }
 
 /** JSON bodies up to this size are kept (by reference) to read `metadata.tokens_used` afterwards. */
@@ -58,11 +63,13 @@ function isEventStream(contentType: string | string[] | undefined): boolean {
 }
 
 /**
- * Sends the request upstream and relays the answer. Resolves when the exchange is over;
- * rejects with `agent_unavailable` only while nothing has been sent to the client yet.
+ * Sends the request upstream and relays the answer. `onFailure` is called (with
+ * `agent_unavailable`) only while nothing has been sent to the client yet; everything else
+ * the exchange answers itself. Nothing is returned to wait on: the caller's frame (and all
+ * it holds) is released while a stream runs, instead of living as long as the stream.
  */
-export function forwardToUpstream(request: ForwardRequest): Promise<void> {
-  return new Promise((resolve, reject) => new UpstreamExchange(request, resolve, reject).start());
+export function forwardToUpstream(request: ForwardRequest, call: UpstreamCall, onFailure: (error: GatewayError) => void): void {
+  new UpstreamExchange(request, onFailure).start(call);
 }
 
 class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, SseEventSink {
@@ -73,20 +80,28 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
   private kept: Buffer[] | null = null;
   private keptBytes = 0;
   private parser: SseSideParser | null = null;
-  private heartbeatTimer: NodeJS.Timeout | null = null;
-  private idleTimer: NodeJS.Timeout | null = null;
-  private maxDurationTimer: NodeJS.Timeout | null = null;
+  // A stream has three deadlines (heartbeat, idle, max duration) and one timer, armed for
+  // the earliest: per event only two timestamps move, instead of two timers being
+  // re-inserted, and an idle stream holds one timer instead of three (docs/performance.md).
+  private timer: NodeJS.Timeout | null = null;
+  private timerDueMs = 0;
+  /** Last write to the client (event or ping): the heartbeat counts from here. */
+  private lastClientWriteMs = 0;
+  /** Last byte from the runner while we were reading: the idle timeout counts from here. */
+  private lastUpstreamMs = 0;
+  /** False while paused for a slow reader: the runner's silence is then ours, not its. */
+  private watchingIdle = true;
+  private streamDeadlineMs = 0;
   private sawDone = false;
   private sawFirstByte = false;
   private eventsCounter: { inc(): void } | null = null;
 
   constructor(
     private readonly request: ForwardRequest,
-    private readonly resolve: () => void,
-    private readonly reject: (error: GatewayError) => void,
+    private readonly onFailure: (error: GatewayError) => void,
   ) {}
 
-  start(): void {
+  start(call: UpstreamCall): void {
     const { res, state, agent, target, route } = this.request;
     res.once('close', this.onClientClose);
     res.on('drain', this.onDrain);
@@ -95,8 +110,8 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       {
         method: 'POST',
         path: route === 'chat' ? target.chatPath : target.streamPath,
-        headers: this.request.headers,
-        body: this.request.body,
+        headers: call.headers,
+        body: call.body,
         headersTimeout: agent.headersTimeoutMs,
         // Streams use the gateway's own idle timer instead, so it can pause under back-pressure.
         bodyTimeout: route === 'chat' ? this.request.stream.idleTimeoutMs : 0,
@@ -146,9 +161,11 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     this.streaming = true;
     this.parser = new SseSideParser(this);
     this.eventsCounter = metrics.streamEvents.labels(this.request.agent.id);
-    this.heartbeatTimer = setTimeout(this.onHeartbeat, stream.heartbeatMs);
-    this.idleTimer = setTimeout(this.onIdleTimeout, stream.idleTimeoutMs);
-    this.maxDurationTimer = setTimeout(this.onMaxDuration, stream.maxDurationMs);
+    const now = performance.now();
+    this.lastClientWriteMs = now;
+    this.lastUpstreamMs = now;
+    this.streamDeadlineMs = now + stream.maxDurationMs;
+    this.armTimer(now);
     this.request.activeStreams.add(this);
     metrics.activeStreams.inc();
   }
@@ -164,14 +181,15 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       }
       const flushed = res.write(chunk);
       this.parser!.push(chunk);
-      this.heartbeatTimer!.refresh();
-      if (flushed) {
-        this.idleTimer!.refresh();
-      } else {
+      // Deadlines only move later here, so the armed timer stays valid (it re-checks).
+      const now = performance.now();
+      this.lastClientWriteMs = now;
+      this.lastUpstreamMs = now;
+      if (!flushed) {
         // A slow reader: stop pulling from the runner until the client catches up. The idle
-        // timer measures the runner's silence, so it does not run while we are the ones waiting.
+        // timeout measures the runner's silence, so it does not run while we are the ones waiting.
         controller.pause();
-        clearTimeout(this.idleTimer!);
+        this.watchingIdle = false;
       }
       return;
     }
@@ -184,7 +202,13 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
 
   private readonly onDrain = (): void => {
     if (this.settled || !this.controller?.paused) return;
-    this.idleTimer?.refresh();
+    if (this.streaming) {
+      const now = performance.now();
+      this.lastUpstreamMs = now;
+      this.watchingIdle = true;
+      // The idle deadline restarts now and may come before the one the timer is armed for.
+      if (now + this.request.stream.idleTimeoutMs < this.timerDueMs) this.armTimer(now);
+    }
     this.controller.resume();
   };
 
@@ -255,18 +279,42 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     this.controller?.abort(CLIENT_CLOSED);
   };
 
-  private readonly onHeartbeat = (): void => {
-    if (this.settled) return;
-    const { res } = this.request;
-    const parser = this.parser!;
-    // A ping must not split an event: a blank line would dispatch it early.
-    if (parser.atEventBoundary) res.write(PING_EVENT);
-    else if (parser.atLineBoundary) res.write(PING_LINE);
-    this.heartbeatTimer!.refresh();
-  };
+  private nextDeadlineMs(): number {
+    const { stream } = this.request;
+    let due = Math.min(this.lastClientWriteMs + stream.heartbeatMs, this.streamDeadlineMs);
+    if (this.watchingIdle) due = Math.min(due, this.lastUpstreamMs + stream.idleTimeoutMs);
+    return due;
+  }
 
-  private readonly onIdleTimeout = (): void => this.failStream('idle_timeout', 'upstream_timeout', 'timeout');
-  private readonly onMaxDuration = (): void => this.failStream('max_duration', 'stream_timeout', 'timeout');
+  private armTimer(now: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timerDueMs = this.nextDeadlineMs();
+    // Rounded up: a timer that fires before its deadline only costs a re-arm, never a miss.
+    this.timer = setTimeout(this.onTimer, Math.max(1, Math.ceil(this.timerDueMs - now)));
+  }
+
+  private readonly onTimer = (): void => {
+    this.timer = null;
+    if (this.settled) return;
+    const now = performance.now();
+    const { stream, res } = this.request;
+    if (now >= this.streamDeadlineMs) {
+      this.failStream('max_duration', 'stream_timeout', 'timeout');
+      return;
+    }
+    if (this.watchingIdle && now >= this.lastUpstreamMs + stream.idleTimeoutMs) {
+      this.failStream('idle_timeout', 'upstream_timeout', 'timeout');
+      return;
+    }
+    if (now >= this.lastClientWriteMs + stream.heartbeatMs) {
+      const parser = this.parser!;
+      // A ping must not split an event: a blank line would dispatch it early.
+      if (parser.atEventBoundary) res.write(PING_EVENT);
+      else if (parser.atLineBoundary) res.write(PING_LINE);
+      this.lastClientWriteMs = now;
+    }
+    this.armTimer(now);
+  };
 
   private failBeforeHeaders(kind: UpstreamFailureKind, message?: string): void {
     const { state, agent } = this.request;
@@ -306,14 +354,12 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     this.settled = true;
     this.request.res.off('drain', this.onDrain);
     if (this.streaming) {
-      clearTimeout(this.heartbeatTimer!);
-      clearTimeout(this.idleTimer!);
-      clearTimeout(this.maxDurationTimer!);
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
       this.request.activeStreams.delete(this);
       metrics.activeStreams.dec();
     }
-    if (error) this.reject(error);
-    else this.resolve();
+    if (error) this.onFailure(error);
   }
 }
 

@@ -241,6 +241,21 @@ describe('audit log with the Redis stream sink', () => {
     expect(await exists(`${spoolPathFor(spool, 'redis')}.replaying`)).toBe(false);
   });
 
+  it('a batch whose reply comes while the event loop is blocked past the timeout counts as written, not failed', async () => {
+    const sink = new RedisStreamAuditSink({ redis: admin, streamKey: STREAM, maxLen: 10_000, commandTimeoutMs: 50 });
+    const writing = sink.write(makeRecords(0, 256));
+    await new Promise((resolve) => process.nextTick(resolve)); // the command is on the wire
+    // Busy for 4× the timeout, as when thousands of streams close at once: the reply arrives
+    // meanwhile and waits unread in the socket. A bare timer would call the batch failed
+    // (and the channel would spool, then replay, a batch Redis already holds).
+    const busyUntil = Date.now() + 200;
+    while (Date.now() < busyUntil) {
+      // spin
+    }
+    await expect(writing).resolves.toBeUndefined();
+    expect(await admin.xlen(STREAM)).toBe(256);
+  });
+
   describe('audit tail', () => {
     let configPath: string;
     beforeEach(async () => {
