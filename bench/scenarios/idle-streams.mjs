@@ -180,7 +180,7 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
 
 export function idleStreamsTable(result) {
   const rows = [
-    ['stub-direct (harness)', fmt.int(result.direct.count), fmt.int(result.direct.peakOpen), String(result.direct.errors), null, null, null, null, null, null, null],
+    ['stub-direct (harness)', fmt.int(result.direct.count), fmt.int(result.direct.peakOpen), String(result.direct.errors), null, null, null, null, null, null, null, null],
     ...result.attempts.map((a) => [
       'gateway',
       fmt.int(a.count),
@@ -191,12 +191,14 @@ export function idleStreamsTable(result) {
       fmt.int(a.heartbeatsDuringHold),
       fmt.mb(a.gatewayBaselineRssKb),
       fmt.int(a.heldConnections),
+      // Held streams and the peak apart: the peak can come after the clients leave.
+      fmt.mb(a.atHold?.gatewayRssKb ?? null),
       fmt.mb(a.gatewayVmHwmKb),
       a.gatewayVmHwmKb === null || a.gatewayBaselineRssKb === null ? null : fmt.mb(a.gatewayVmHwmKb - a.gatewayBaselineRssKb),
     ]),
   ];
   return {
     title: `Scenario 4 — concurrent idle streams held ${result.attempts[0]?.holdS ?? '?'} s (heartbeat ${result.heartbeat}, one upstream event per ${result.eventEveryMs / 1000} s)`,
-    ...renderTable(['target', 'streams', 'peak open', 'errors', 'gw active', 'at stub', 'heartbeats', 'RSS before MiB', 'conns held', 'peak RSS MiB', 'Δ MiB'], rows),
+    ...renderTable(['target', 'streams', 'peak open', 'errors', 'gw active', 'at stub', 'heartbeats', 'RSS before MiB', 'conns held', 'RSS at hold MiB', 'peak RSS MiB', 'Δ MiB'], rows),
   };
 }

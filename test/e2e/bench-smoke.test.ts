@@ -1,0 +1,97 @@
+// `npm run bench` runs end to end at toy size and writes its result file: every scenario
+// measured, every target answered without errors. No timing is asserted here (issue 7:
+// speed is the bench's report, never a test's pass/fail on a shared machine).
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+interface BenchResult {
+  options: { scenarios: number[] };
+  throughput: { rows: { target: string; requests: number; errors: number; non2xx: number }[] };
+  fixedRate: { rows: { target: string; ok: number; errors: number; non2xx: number }[] };
+  streamDelay: { rows: { target: string; streams: number; completed: number; errors: number; events: number; outOfOrder: number }[] };
+  idleStreams: { direct: { open: number }; attempts: { count: number; peakOpen: number; errors: number; gatewayVmHwmKb: number | null }[] };
+  redisCommands: { perRequest: { command: string; perRequest: number; sentAs: string }[] };
+  targets: { scenario: number; target: string; result: string }[];
+}
+
+const TARGETS = ['stub-direct', 'bare-undici', 'bare-http-proxy', 'gateway'];
+
+let redis: TestRedis;
+let dir: string;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  dir = await mkdtemp(join(tmpdir(), 'agentgw-bench-smoke-'));
+});
+
+afterAll(async () => {
+  await redis?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+function runBench(args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bench/run.mjs', ...args], {
+      env: { ...process.env, REDIS_URL: redis.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, output }));
+  });
+}
+
+describe('npm run bench (smoke)', () => {
+  it('runs every scenario at toy size against every target and writes its result file', async () => {
+    const out = join(dir, 'result.json');
+    const { code, output } = await runBench([
+      '--quick',
+      '--no-wrk',
+      '--no-nginx',
+      '--connections', '4',
+      '--duration-s', '1',
+      '--warmup-s', '1',
+      '--rate', '100',
+      '--streams', '8',
+      '--stream-concurrency', '4',
+      '--idle-streams', '50',
+      '--idle-hold-s', '2',
+      '--timeout-s', '240',
+      '--out', out,
+    ]);
+    expect(code, output.slice(-3000)).toBe(0);
+    const result = JSON.parse(await readFile(out, 'utf8')) as BenchResult;
+    expect(result.options.scenarios).toEqual([1, 2, 3, 4, 5]);
+
+    const answered = (rows: { target: string }[]) => [...new Set(rows.map((r) => r.target))].sort();
+    expect(answered(result.throughput.rows)).toEqual([...TARGETS].sort());
+    for (const row of result.throughput.rows) {
+      expect(row.requests, row.target).toBeGreaterThan(0);
+      expect(row.errors + row.non2xx, row.target).toBe(0);
+    }
+    expect(answered(result.fixedRate.rows)).toEqual([...TARGETS].sort());
+    for (const row of result.fixedRate.rows) expect([row.ok > 0, row.errors, row.non2xx], row.target).toEqual([true, 0, 0]);
+    expect(answered(result.streamDelay.rows)).toEqual([...TARGETS].sort());
+    for (const row of result.streamDelay.rows) {
+      expect([row.completed, row.errors, row.outOfOrder], row.target).toEqual([row.streams, 0, 0]);
+      expect(row.events, row.target).toBe(row.streams * 20);
+    }
+    expect(result.idleStreams.direct.open).toBe(50);
+    expect(result.idleStreams.attempts[0]).toMatchObject({ count: 50, peakOpen: 50, errors: 0 });
+    expect(result.idleStreams.attempts[0]!.gatewayVmHwmKb).toBeGreaterThan(0);
+    // The limiter's script was counted; audit records were never sent one XADD at a time.
+    const sent = (command: string) => result.redisCommands.perRequest.find((c) => c.command === command && c.sentAs === 'client')?.perRequest ?? 0;
+    expect(sent('evalsha')).toBeGreaterThan(0);
+    expect(sent('xadd')).toBe(0);
+    // Every target of the issue was checked and given a verdict.
+    expect(new Set(result.targets.map((t) => t.scenario))).toEqual(new Set([1, 2, 3, 4, 5]));
+    // nginx was left out (--no-nginx), so only the comparisons with it have no verdict.
+    for (const t of result.targets) expect(t.result, t.target).toBe(t.target.includes('nginx') ? 'n/a' : t.result === 'PASS' ? 'PASS' : 'FAIL');
+  }, 300_000);
+});
