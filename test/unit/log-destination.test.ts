@@ -24,7 +24,7 @@ const flushed = (destination: BatchedLogDestination) => new Promise<void>((resol
 describe('BatchedLogDestination', () => {
   it('writes every line once and in order to a file it creates, directory included', async () => {
     const path = join(tempDir(), 'nested', 'dir', 'gateway.log');
-    const destination = new BatchedLogDestination({ target: path, minBatchChars: 4096 });
+    const destination = new BatchedLogDestination({ target: path, minBatchBytes: 4096 });
     const expected: string[] = [];
     for (let i = 0; i < 20_000; i++) {
       expected.push(line(i));
@@ -37,9 +37,26 @@ describe('BatchedLogDestination', () => {
     destination.end();
   });
 
+  it('keeps multi-byte characters and lines longer than a chunk whole, in order', async () => {
+    const path = join(tempDir(), 'utf8.log');
+    const destination = new BatchedLogDestination({ target: path, minBatchBytes: 1024 });
+    const expected: string[] = [];
+    for (let i = 0; i < 3_000; i++) {
+      // é is 2 bytes, 😀 is 4 (2 UTF-16 units), 中 is 3: lines straddle chunk ends at any byte.
+      const text = i % 500 === 7 ? 'x'.repeat(70_000) : ['é', '😀', '中', 'a'][i % 4]!.repeat(i % 97);
+      const entry = `{"n":${i},"text":"${text}"}\n`;
+      expected.push(entry);
+      destination.write(entry);
+      if (i % 101 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    await flushed(destination);
+    expect(readFileSync(path, 'utf8')).toBe(expected.join(''));
+    destination.end();
+  });
+
   it('flush() calls back at once when nothing is pending, and after the write otherwise', async () => {
     const path = join(tempDir(), 'a.log');
-    const destination = new BatchedLogDestination({ target: path, minBatchChars: 1_000_000 });
+    const destination = new BatchedLogDestination({ target: path, minBatchBytes: 1_000_000 });
     await flushed(destination);
     destination.write('{"one":1}\n');
     expect(readFileSync(path, 'utf8')).toBe('');
@@ -50,7 +67,7 @@ describe('BatchedLogDestination', () => {
 
   it('writes pending lines on the flush interval without being asked', async () => {
     const path = join(tempDir(), 'b.log');
-    const destination = new BatchedLogDestination({ target: path, minBatchChars: 1_000_000, flushIntervalMs: 20 });
+    const destination = new BatchedLogDestination({ target: path, minBatchBytes: 1_000_000, flushIntervalMs: 20 });
     destination.write('{"tick":1}\n');
     const deadline = Date.now() + 2_000;
     while (readFileSync(path, 'utf8') === '' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -60,7 +77,7 @@ describe('BatchedLogDestination', () => {
 
   it('end() writes what is pending synchronously', () => {
     const path = join(tempDir(), 'c.log');
-    const destination = new BatchedLogDestination({ target: path, minBatchChars: 1_000_000 });
+    const destination = new BatchedLogDestination({ target: path, minBatchBytes: 1_000_000 });
     destination.write('{"last":1}\n');
     destination.end();
     expect(readFileSync(path, 'utf8')).toBe('{"last":1}\n');
@@ -71,7 +88,7 @@ describe('BatchedLogDestination', () => {
     execFileSync('mkfifo', [fifo]);
     const readFd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
     const writeFd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-    const destination = new BatchedLogDestination({ target: writeFd, minBatchChars: 8192 });
+    const destination = new BatchedLogDestination({ target: writeFd, minBatchBytes: 8192 });
     const expected: string[] = [];
     // ~1 MB: far beyond a pipe's 64 KiB buffer, so writes hit EAGAIN until the reader drains.
     for (let i = 0; i < 8_000; i++) {
@@ -106,7 +123,7 @@ describe('BatchedLogDestination', () => {
     closeSync(openSync(path, 'w'));
     const readOnlyFd = openSync(path, 'r');
     const errors: string[] = [];
-    const destination = new BatchedLogDestination({ target: readOnlyFd, minBatchChars: 10, onWriteError: (error) => errors.push(error.code ?? '') });
+    const destination = new BatchedLogDestination({ target: readOnlyFd, minBatchBytes: 10, onWriteError: (error) => errors.push(error.code ?? '') });
     for (let i = 0; i < 50; i++) expect(destination.write(line(i))).toBe(true);
     await flushed(destination);
     destination.write(line(99));
