@@ -21,18 +21,21 @@ afterEach(() => {
 const line = (i: number) => `{"level":"info","n":${i},"pad":"${'x'.repeat(i % 200)}"}\n`;
 const flushed = (destination: BatchedLogDestination) => new Promise<void>((resolve) => destination.flush(() => resolve()));
 
+/** Writes every line, letting writes complete every `yieldEvery` lines as a server's event loop does, then flushes. */
+async function writeAll(destination: BatchedLogDestination, lines: string[], yieldEvery: number): Promise<void> {
+  for (let i = 0; i < lines.length; i++) {
+    destination.write(lines[i]!);
+    if (i % yieldEvery === 0) await new Promise((resolve) => setImmediate(resolve));
+  }
+  await flushed(destination);
+}
+
 describe('BatchedLogDestination', () => {
   it('writes every line once and in order to a file it creates, directory included', async () => {
     const path = join(tempDir(), 'nested', 'dir', 'gateway.log');
     const destination = new BatchedLogDestination({ target: path, minBatchBytes: 4096 });
-    const expected: string[] = [];
-    for (let i = 0; i < 20_000; i++) {
-      expected.push(line(i));
-      destination.write(line(i));
-      // Let some writes complete between bursts, as a server's event loop does.
-      if (i % 997 === 0) await new Promise((resolve) => setImmediate(resolve));
-    }
-    await flushed(destination);
+    const expected = Array.from({ length: 20_000 }, (_, i) => line(i));
+    await writeAll(destination, expected, 997);
     expect(readFileSync(path, 'utf8')).toBe(expected.join(''));
     destination.end();
   });
@@ -40,16 +43,12 @@ describe('BatchedLogDestination', () => {
   it('keeps multi-byte characters and lines longer than a chunk whole, in order', async () => {
     const path = join(tempDir(), 'utf8.log');
     const destination = new BatchedLogDestination({ target: path, minBatchBytes: 1024 });
-    const expected: string[] = [];
-    for (let i = 0; i < 3_000; i++) {
-      // é is 2 bytes, 😀 is 4 (2 UTF-16 units), 中 is 3: lines straddle chunk ends at any byte.
+    // é is 2 bytes, 😀 is 4 (2 UTF-16 units), 中 is 3: lines straddle chunk ends at any byte.
+    const expected = Array.from({ length: 3_000 }, (_, i) => {
       const text = i % 500 === 7 ? 'x'.repeat(70_000) : ['é', '😀', '中', 'a'][i % 4]!.repeat(i % 97);
-      const entry = `{"n":${i},"text":"${text}"}\n`;
-      expected.push(entry);
-      destination.write(entry);
-      if (i % 101 === 0) await new Promise((resolve) => setImmediate(resolve));
-    }
-    await flushed(destination);
+      return `{"n":${i},"text":"${text}"}\n`;
+    });
+    await writeAll(destination, expected, 101);
     expect(readFileSync(path, 'utf8')).toBe(expected.join(''));
     destination.end();
   });
