@@ -55,7 +55,12 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const memoryLimiter = new MemoryRateLimiter({ clock });
   const rateLimiter: RateLimiter = redis
     ? new FailoverRateLimiter({
-        primary: new RedisRateLimiter({ client: redis, prefix: config.redis!.prefix, commandTimeoutMs: config.redis!.commandTimeoutMs }),
+        primary: new RedisRateLimiter({
+          client: redis,
+          prefix: config.redis!.prefix,
+          commandTimeoutMs: config.redis!.commandTimeoutMs,
+          leases: config.rateLimits.lease,
+        }),
         fallback: memoryLimiter,
         mode: config.rateLimits.onStoreError,
         logger,

@@ -114,6 +114,8 @@ export const configSchema = z
       .strictObject({
         scope: z.enum(['account', 'key']).default('account'),
         on_store_error: z.enum(['allow', 'deny']).default('allow'),
+        // Shared mode only: reserve a busy subject's next requests ahead (docs/rate-limits.md "Leases").
+        lease: z.boolean().default(true),
       })
       .prefault({}),
     plans: z
@@ -191,7 +193,7 @@ export const configSchema = z
     admin: { host: c.admin.host, port: c.admin.port },
     redis: c.redis ? { url: c.redis.url, prefix: c.redis.prefix, commandTimeoutMs: c.redis.command_timeout } : undefined,
     limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars },
-    rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error },
+    rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error, lease: c.rate_limits.lease },
     plans: new Map(Object.entries(c.plans)),
     agents: new Map(Object.entries(c.agents).map(([id, agent]) => [id, { id, ...agent }])),
     stream: { heartbeatMs: c.stream.heartbeat, idleTimeoutMs: c.stream.idle_timeout, maxDurationMs: c.stream.max_duration },

@@ -8,11 +8,16 @@
 // calls at the same instant would, so the limit stays exact across instances; the gateway
 // sends one script call per subject per turn instead of one per request
 // (docs/rate-limits.md "Coalescing").
+//
+// With `leases` on, a busy subject's call also reserves its next requests (up to a bucket's
+// worth, never more than 1/16 of what is left); this instance admits those without a round
+// trip and gives unused ones back (rate-limit-leases.ts, docs/rate-limits.md "Leases").
 import type { Cluster, Redis } from 'ioredis';
 import { metrics } from '../metrics/metrics.js';
 import type { RateLimitDecision, RateLimiter, RateWindow, WindowStatus } from './rate-limiter.js';
 import { RateLimitStoreError, RateLimitStoreTimeoutError } from './rate-limit-store-error.js';
 import { withDeadline } from '../deadline.js';
+import { LeaseBook, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund } from './rate-limit-leases.js';
 import { SLIDING_WINDOW_LUA } from './sliding-window.lua.js';
 import { bucketWidthMs } from './window-math.js';
 
@@ -23,6 +28,8 @@ export interface RedisRateLimiterOptions {
   prefix: string;
   /** config.redis.commandTimeoutMs: a call not answered by then rejects with RateLimitStoreTimeoutError. */
   commandTimeoutMs: number;
+  /** config.rateLimits.lease: reserve a busy subject's next requests ahead (default off). */
+  leases?: boolean;
 }
 
 export interface RedisConsumeOptions {
@@ -34,6 +41,10 @@ const COMMAND = 'agentgwSlidingWindow';
 const NO_WINDOWS: RateLimitDecision = Object.freeze({ allowed: true, windows: [], retryAfterMs: 0 }) as RateLimitDecision;
 
 type ScriptCall = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
+
+/** Fixed reply fields before the per-window triples: admitted, retryAfterMs, nowMs, lease, leaseValidMs. */
+const REPLY_HEAD = 5;
+const NO_REFUND: LeaseRefund | undefined = undefined;
 
 /** `${prefix}rl:{${subject}}:${windowName}` — the layout docs/rate-limits.md describes. */
 export function rateLimitKey(prefix: string, subject: string, windowName: string): string {
@@ -61,6 +72,8 @@ export class RedisRateLimiter implements RateLimiter {
   /** Batches displaced from `pending` by a window change within the turn; sent all the same. */
   private displaced: Batch[] = [];
   private flushScheduled = false;
+  private readonly leases: LeaseBook | null;
+  private readonly sweepTimer: NodeJS.Timeout | null;
   private readonly flush = (): void => {
     this.flushScheduled = false;
     const batches = this.pending;
@@ -78,6 +91,10 @@ export class RedisRateLimiter implements RateLimiter {
     this.script = call.bind(client);
     this.keyHead = `${options.prefix}rl:{`;
     this.commandTimeoutMs = options.commandTimeoutMs;
+    this.leases = options.leases ? new LeaseBook() : null;
+    // Gives back what ended leases did not use, and forgets them, about once per lease life.
+    this.sweepTimer = this.leases ? setInterval(() => this.sweepLeases(), MAX_LEASE_MS) : null;
+    this.sweepTimer?.unref();
   }
 
   consume(subject: string, windows: readonly RateWindow[], options?: RedisConsumeOptions): Promise<RateLimitDecision> {
@@ -87,6 +104,10 @@ export class RedisRateLimiter implements RateLimiter {
       return Promise.reject(new TypeError(`rate-limit subject ${JSON.stringify(subject)} cannot be used as a Redis hash tag`));
     }
     const nowArg = options?.nowMs === undefined ? '' : Math.floor(options.nowMs);
+    if (this.leases !== null && nowArg === '') {
+      const leased = this.leases.take(subject, windows, performance.now());
+      if (leased !== undefined) return Promise.resolve(leased);
+    }
     const batchKey = nowArg === '' ? subject : `${subject}\n${nowArg}`;
     return new Promise<RateLimitDecision>((resolve, reject) => {
       let batch = this.pending.get(batchKey);
@@ -108,42 +129,102 @@ export class RedisRateLimiter implements RateLimiter {
     });
   }
 
-  /** The client belongs to the caller (it is shared with other stores); nothing to release here. */
-  async close(): Promise<void> {}
+  /**
+   * The client belongs to the caller (it is shared with other stores), which closes it after
+   * this: unused lease units are given back first, so a restart does not hold them for a window.
+   */
+  async close(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    if (!this.leases) return;
+    await Promise.all(this.leases.drain().map((refund) => this.giveBack(refund)));
+  }
 
   private send(batch: Batch): void {
-    const { windows, waiters } = batch;
-    const n = windows.length;
-    const args: Array<string | number> = new Array(2 * n + 2 + 3 * n);
-    const keyHead = this.keyHead + batch.subject + '}:';
-    for (let i = 0; i < n; i += 1) {
-      const window = windows[i] as RateWindow;
-      args[i] = keyHead + window.name;
-      const base = n + 2 + 3 * i;
-      args[base] = window.limit;
-      args[base + 1] = window.windowMs;
-      args[base + 2] = bucketWidthMs(window.windowMs);
+    const { subject, windows } = batch;
+    let { waiters } = batch;
+    const leases = batch.nowArg === '' ? this.leases : null;
+    let wanted = 0;
+    let refund = NO_REFUND;
+    const sentAtMs = performance.now();
+    if (leases !== null) {
+      // A lease may have come in since these requests were queued: it serves them first, so
+      // a new one never replaces units still unused.
+      let served = 0;
+      for (; served < waiters.length; served += 1) {
+        const leased = leases.take(subject, windows, sentAtMs);
+        if (leased === undefined) break;
+        waiters[served]!.resolve(leased);
+      }
+      if (served === waiters.length) return;
+      if (served > 0) waiters = waiters.slice(served);
+      refund = leases.reclaim(subject, sentAtMs, windows);
+      // Units counted under other windows (a reload) go back on their own.
+      if (refund !== undefined && refund.windows !== windows) {
+        void this.giveBack(refund);
+        refund = undefined;
+      }
+      wanted = leases.wanted(subject, windows, waiters.length, sentAtMs);
+      if (wanted > 0) leases.requesting(subject);
     }
-    args[n] = batch.nowArg;
-    args[n + 1] = waiters.length;
-    this.call(n, args).then(
+    this.call(this.scriptArgs(subject, windows, batch.nowArg, waiters.length, wanted, refund), windows.length).then(
       (reply) => {
         let decisions: RateLimitDecision[];
         try {
           decisions = toDecisions(reply, windows, waiters.length);
+          if (leases !== null) {
+            const displaced = leases.granted(subject, windows, sentAtMs, leaseGrantOf(reply as unknown[], windows.length), wanted > 0);
+            if (displaced !== undefined) void this.giveBack(displaced);
+          }
         } catch (error) {
+          if (wanted > 0) leases?.failed(subject);
           for (const waiter of waiters) waiter.reject(error);
           return;
         }
         for (let i = 0; i < waiters.length; i += 1) waiters[i]!.resolve(decisions[i]!);
       },
       (error: unknown) => {
+        if (wanted > 0) leases?.failed(subject);
         for (const waiter of waiters) waiter.reject(error);
       },
     );
   }
 
-  private call(numKeys: number, args: Array<string | number>): Promise<unknown> {
+  /** KEYS then ARGV in the script's layout (sliding-window.lua.ts). */
+  private scriptArgs(subject: string, windows: readonly RateWindow[], nowArg: number | '', count: number, wanted: number, refund: LeaseRefund | undefined): Array<string | number> {
+    const n = windows.length;
+    const args: Array<string | number> = new Array(n + 4 + 4 * n);
+    const keyHead = this.keyHead + subject + '}:';
+    for (let i = 0; i < n; i += 1) {
+      const window = windows[i] as RateWindow;
+      args[i] = keyHead + window.name;
+      const base = n + 4 + 4 * i;
+      args[base] = window.limit;
+      args[base + 1] = window.windowMs;
+      args[base + 2] = bucketWidthMs(window.windowMs);
+      args[base + 3] = refund === undefined ? -1 : (refund.buckets[i] as number);
+    }
+    args[n] = nowArg;
+    args[n + 1] = count;
+    args[n + 2] = wanted;
+    args[n + 3] = refund === undefined ? 0 : refund.units;
+    return args;
+  }
+
+  /** Returns unused lease units on their own (count 0: nothing is admitted or leased). */
+  private giveBack(refund: LeaseRefund): Promise<void> {
+    const subject = refund.subject;
+    return this.call(this.scriptArgs(subject, refund.windows, '', 0, 0, refund), refund.windows.length).then(
+      () => undefined,
+      // Lost only means those units count until their bucket leaves the window, as used ones would.
+      () => undefined,
+    );
+  }
+
+  private sweepLeases(): void {
+    for (const refund of this.leases!.sweep(performance.now())) void this.giveBack(refund);
+  }
+
+  private call(args: Array<string | number>, numKeys: number): Promise<unknown> {
     const timeoutMs = this.commandTimeoutMs;
     const startedMs = performance.now();
     // Our own bound, so it holds whatever the client's options are (offline queue, retries,
@@ -167,11 +248,13 @@ export class RedisRateLimiter implements RateLimiter {
  * remaining than the final state; the rest see the final state and are refused.
  */
 export function toDecisions(reply: unknown, windows: readonly RateWindow[], count: number): RateLimitDecision[] {
-  if (!Array.isArray(reply) || reply.length !== 3 + 3 * windows.length) {
+  if (!Array.isArray(reply) || reply.length !== REPLY_HEAD + 3 * windows.length) {
     throw new RateLimitStoreError(`rate-limit script returned an unexpected reply: ${JSON.stringify(reply)}`);
   }
   const admitted = Number(reply[0]);
   const retryAfterMs = Number(reply[1]);
+  // A lease was counted after this batch's requests: they all saw it as still remaining.
+  const leased = Number(reply[3]);
   const decisions: RateLimitDecision[] = new Array(count);
   let refused: RateLimitDecision | undefined;
   for (let i = 0; i < count; i += 1) {
@@ -179,7 +262,7 @@ export function toDecisions(reply: unknown, windows: readonly RateWindow[], coun
       refused ??= { allowed: false, windows: windowStatuses(reply, windows, 0), retryAfterMs };
       decisions[i] = refused;
     } else {
-      decisions[i] = { allowed: true, windows: windowStatuses(reply, windows, admitted - 1 - i), retryAfterMs: 0 };
+      decisions[i] = { allowed: true, windows: windowStatuses(reply, windows, leased + admitted - 1 - i), retryAfterMs: 0 };
     }
   }
   return decisions;
@@ -189,16 +272,30 @@ function windowStatuses(reply: unknown[], windows: readonly RateWindow[], extraR
   const statuses: WindowStatus[] = new Array(windows.length);
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
-    const remaining = Number(reply[3 + 3 * i]) + extraRemaining;
-    const resetMs = remaining > 0 ? 0 : Number(reply[4 + 3 * i]);
+    const at = REPLY_HEAD + 3 * i;
+    const remaining = Number(reply[at]) + extraRemaining;
+    const resetMs = remaining > 0 ? 0 : Number(reply[at + 1]);
     statuses[i] = {
       name: window.name,
       limit: window.limit,
       windowMs: window.windowMs,
       remaining,
       resetMs,
-      recoverMs: remaining > 0 ? Number(reply[5 + 3 * i]) : resetMs,
+      recoverMs: remaining > 0 ? Number(reply[at + 2]) : resetMs,
     };
   }
   return statuses;
+}
+
+function leaseGrantOf(reply: unknown[], windowCount: number): LeaseGrant {
+  const remaining: number[] = new Array(windowCount);
+  const resetMs: number[] = new Array(windowCount);
+  const oldestMs: number[] = new Array(windowCount);
+  for (let i = 0; i < windowCount; i += 1) {
+    const at = REPLY_HEAD + 3 * i;
+    remaining[i] = Number(reply[at]);
+    resetMs[i] = Number(reply[at + 1]);
+    oldestMs[i] = Number(reply[at + 2]);
+  }
+  return { units: Number(reply[3]), validMs: Number(reply[4]), serverNowMs: Number(reply[2]), remaining, resetMs, oldestMs };
 }

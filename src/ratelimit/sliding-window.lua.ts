@@ -7,11 +7,19 @@
 // ARGV[2]  count: how many requests of this subject arrived together (the gateway coalesces
 //          the requests of one event-loop turn). They are admitted in order, each only if it
 //          fits every window, exactly as `count` one-by-one calls at the same instant would.
-// ARGV[3 + 3(i-1) ..]  limit, windowMs, bucketMs of KEYS[i]
-// Returns  { admitted, retryAfterMs, nowMs, remaining_1, resetMs_1, oldestMs_1, remaining_2, ... }
-//   the window figures describe the state after the admitted requests were counted;
-//   oldestMs = when the oldest counted bucket stops counting (0 if none), from which the
-//   caller derives each request's own remaining / reset / recover (redis-rate-limiter.ts).
+// ARGV[3]  leaseWanted: extra requests to reserve for this instance (rate-limit-leases.ts);
+//          granted only when all `count` were admitted, and never more than 1/LEASE_SHARE of
+//          what every window has left, so a nearly spent quota is decided request by request.
+//          Granted units are counted in the current bucket like admitted requests.
+// ARGV[4]  refundUnits: unused units of an earlier lease, given back first
+// ARGV[5 + 4(i-1) ..]  limit, windowMs, bucketMs, refundBucket (-1: none) of KEYS[i]
+// Returns  { admitted, retryAfterMs, nowMs, leaseGranted, leaseValidMs,
+//            remaining_1, resetMs_1, oldestMs_1, remaining_2, ... }
+//   leaseValidMs = until the earliest current bucket of the windows ends (a lease may only
+//   be used inside the bucket it was counted in; given with or without a lease); the window figures describe the state
+//   after the admitted requests and the lease were counted; oldestMs = when the oldest
+//   counted bucket stops counting (0 if none), from which the caller derives each request's
+//   own remaining / reset / recover (redis-rate-limiter.ts).
 export const SLIDING_WINDOW_LUA = `
 if redis.replicate_commands then redis.replicate_commands() end
 
@@ -22,6 +30,9 @@ if not nowMs then
 end
 
 local count = tonumber(ARGV[2])
+local leaseWanted = tonumber(ARGV[3])
+local refundUnits = tonumber(ARGV[4])
+local LEASE_SHARE = 16
 local n = #KEYS
 local limits, windowMsList, bucketMsList = {}, {}, {}
 local liveIndexes, liveCounts, totals, fresh = {}, {}, {}, {}
@@ -29,10 +40,11 @@ local admitted = count
 
 for w = 1, n do
   local key = KEYS[w]
-  local base = 3 + (w - 1) * 3
+  local base = 5 + (w - 1) * 4
   local limit = tonumber(ARGV[base])
   local windowMs = tonumber(ARGV[base + 1])
   local bucketMs = tonumber(ARGV[base + 2])
+  local refundBucket = tonumber(ARGV[base + 3])
   limits[w], windowMsList[w], bucketMsList[w] = limit, windowMs, bucketMs
 
   -- A window whose length changed (config reload) starts over: old bucket indexes mean other times.
@@ -44,6 +56,15 @@ for w = 1, n do
   fresh[w] = not storedWidth
 
   local first = math.floor((nowMs - windowMs + 1) / bucketMs)
+  -- Unused lease units leave the bucket they were counted in, if it still counts.
+  if refundUnits > 0 and storedWidth and refundBucket >= first then
+    local field = string.format('%d', refundBucket)
+    local counted = tonumber(redis.call('HGET', key, field))
+    if counted then
+      if counted <= refundUnits then redis.call('HDEL', key, field)
+      else redis.call('HINCRBY', key, field, -refundUnits) end
+    end
+  end
   local flat = redis.call('HGETALL', key)
   local indexes, counts, stale = {}, {}, {}
   local total = 0
@@ -68,7 +89,25 @@ for w = 1, n do
 end
 if admitted < 0 then admitted = 0 end
 
-local result = { admitted, 0, nowMs }
+local lease = 0
+local leaseValidMs = 0
+if admitted == count and leaseWanted > 0 then
+  lease = leaseWanted
+  for w = 1, n do
+    local share = math.floor((limits[w] - totals[w] - admitted) / LEASE_SHARE)
+    if share < lease then lease = share end
+  end
+  if lease < 0 then lease = 0 end
+end
+local counted = admitted + lease
+-- Also without a lease: the caller dates the subject's pace by it.
+for w = 1, n do
+  local bucketMs = bucketMsList[w]
+  local left = (math.floor(nowMs / bucketMs) + 1) * bucketMs - nowMs
+  if w == 1 or left < leaseValidMs then leaseValidMs = left end
+end
+
+local result = { admitted, 0, nowMs, lease, leaseValidMs }
 local retryAfterMs = 0
 
 for w = 1, n do
@@ -77,20 +116,20 @@ for w = 1, n do
   local indexes, counts = liveIndexes[w], liveCounts[w]
   local total = totals[w]
 
-  if admitted > 0 then
+  if counted > 0 then
     local current = math.floor(nowMs / bucketMs)
-    redis.call('HINCRBY', key, string.format('%d', current), admitted)
+    redis.call('HINCRBY', key, string.format('%d', current), counted)
     if fresh[w] then redis.call('HSET', key, 'bw', bucketMs) end
     -- Long enough for the newest bucket to stop counting; idle subjects then cost nothing.
     redis.call('PEXPIRE', key, windowMs + bucketMs)
     if counts[current] then
-      counts[current] = counts[current] + admitted
+      counts[current] = counts[current] + counted
     else
-      counts[current] = admitted
+      counts[current] = counted
       indexes[#indexes + 1] = current
       table.sort(indexes)
     end
-    total = total + admitted
+    total = total + counted
   end
 
   local resetMs = 0

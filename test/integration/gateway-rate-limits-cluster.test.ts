@@ -55,10 +55,13 @@ afterAll(async () => {
 });
 
 /** The YAML document of one gateway process (durations as strings, as in the file). */
-function processConfig(name: string, options: { keysStore: 'redis' | 'file'; onStoreError?: 'allow' | 'deny'; commandTimeoutMs?: number }): Record<string, unknown> {
+function processConfig(
+  name: string,
+  options: { keysStore: 'redis' | 'file'; onStoreError?: 'allow' | 'deny'; commandTimeoutMs?: number; lease?: boolean },
+): Record<string, unknown> {
   return {
     redis: { url: redis.url, prefix: PREFIX, command_timeout: `${options.commandTimeoutMs ?? COMMAND_TIMEOUT_MS}ms` },
-    rate_limits: { on_store_error: options.onStoreError ?? 'allow' },
+    rate_limits: { on_store_error: options.onStoreError ?? 'allow', lease: options.lease ?? true },
     plans: PLANS,
     agents: { support: { upstream: upstream.baseUrl } },
     // A long cache TTL: the key lookups stay out of the way of what is tested here.
@@ -193,9 +196,12 @@ describe('Redis killed mid-run (keys.store file, redis.command_timeout 100ms)', 
     // Both keys exist before the gateways start and read the key file.
     const key = await createKey('file', 'outage', 'steady');
     const warmUpKey = await createKey('file', 'warm-up', 'steady');
+    // Leases off: this follows every request's own Redis call through the outage and back
+    // (and one shared counter afterwards). What a lease does when Redis goes away is
+    // test/integration/ratelimit-leases.test.ts's.
     await startGateways([
-      ['gw-allow', processConfig('gw-allow', { keysStore: 'file', onStoreError: 'allow' })],
-      ['gw-deny', processConfig('gw-deny', { keysStore: 'file', onStoreError: 'deny' })],
+      ['gw-allow', processConfig('gw-allow', { keysStore: 'file', onStoreError: 'allow', lease: false })],
+      ['gw-deny', processConfig('gw-deny', { keysStore: 'file', onStoreError: 'deny', lease: false })],
     ]);
     // After this both are known to count in Redis.
     await warmUp(gateways, warmUpKey);

@@ -46,7 +46,7 @@ describe('config schema', () => {
     expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090 });
     expect(config.redis).toBeUndefined();
     expect(config.limits).toEqual({ maxBodyBytes: 1_048_576, maxMessageChars: 32_000 });
-    expect(config.rateLimits).toEqual({ scope: 'account', onStoreError: 'allow' });
+    expect(config.rateLimits).toEqual({ scope: 'account', onStoreError: 'allow', lease: true });
     expect(config.plans.get('starter')?.windows).toEqual([
       { name: 'minute', limit: 60, windowMs: 60_000 },
       { name: 'day', limit: 10_000, windowMs: 86_400_000 },

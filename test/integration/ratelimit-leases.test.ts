@@ -1,0 +1,197 @@
+// Leases (docs/rate-limits.md "Leases") against a real Redis: a busy subject is served with
+// few round trips, several instances never admit more than the limit between them, and
+// every reserved unit that was not used goes back to Redis.
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RateLimitDecision, RateWindow } from '../../src/ratelimit/rate-limiter.js';
+import { MAX_LEASE_MS } from '../../src/ratelimit/rate-limit-leases.js';
+import { RateLimitStoreTimeoutError } from '../../src/ratelimit/rate-limit-store-error.js';
+import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+const PREFIX = 'lease-test:';
+
+let redis: TestRedis;
+let admin: Redis;
+const opened: Array<{ client: Redis; limiter: RedisRateLimiter }> = [];
+
+function instance(commandTimeoutMs = 2_000): RedisRateLimiter {
+  const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  const limiter = new RedisRateLimiter({ client, prefix: PREFIX, commandTimeoutMs, leases: true });
+  opened.push({ client, limiter });
+  return limiter;
+}
+
+beforeAll(async () => {
+  redis = await startRedis({ controllable: true });
+  admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+});
+
+afterEach(async () => {
+  for (const { client, limiter } of opened.splice(0)) {
+    await limiter.close();
+    client.disconnect();
+  }
+  await admin.flushall();
+});
+
+afterAll(async () => {
+  admin?.disconnect();
+  await redis?.close();
+});
+
+/** Script calls Redis has run: EVALSHA, and EVAL for a connection's first call of the script. */
+async function scriptCalls(): Promise<number> {
+  const stats = await admin.info('commandstats');
+  const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+  return calls('evalsha') + calls('eval');
+}
+
+/** Requests Redis counts for a subject's window right now (sum of its buckets). */
+async function counted(subject: string, window: string): Promise<number> {
+  const hash = await admin.hgetall(rateLimitKey(PREFIX, subject, window));
+  let total = 0;
+  for (const [field, value] of Object.entries(hash)) if (field !== 'bw') total += Number(value);
+  return total;
+}
+
+/** Long enough for every lease to end and for the sweep after it to give its units back. */
+const leasesOver = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 2 * MAX_LEASE_MS + 300));
+
+/**
+ * Waits until Redis's clock is early in a second: minute windows have 1 s buckets and a
+ * lease ends with its bucket, so a few sequential calls then share one bucket.
+ */
+async function earlyInBucket(): Promise<void> {
+  for (;;) {
+    const [, micros] = await admin.time();
+    const ms = Math.floor(Number(micros) / 1_000);
+    if (ms < 300) return;
+    await new Promise((resolve) => setTimeout(resolve, 1_000 - ms));
+  }
+}
+
+/** A small deterministic PRNG, so a failing run can be replayed from its seed. */
+function lcg(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+describe('RedisRateLimiter with leases', () => {
+  it('serves a busy subject with far fewer script calls than requests, remaining counting down by one each time', async () => {
+    const limiter = instance();
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: 60_000 }, { name: 'day', limit: 1_000_000, windowMs: 86_400_000 }];
+    const before = await scriptCalls();
+    const remaining: number[] = [];
+    for (let i = 0; i < 3_000; i += 1) {
+      const decision = await limiter.consume('account:busy', windows);
+      expect(decision.allowed).toBe(true);
+      remaining.push(decision.windows[0]!.remaining);
+    }
+    const calls = (await scriptCalls()) - before;
+    // Without leases every one of these awaited requests is its own call.
+    expect(calls).toBeLessThan(300);
+    expect(remaining).toEqual(Array.from({ length: 3_000 }, (_, i) => 99_999 - i));
+    // Units reserved and not used are given back: Redis ends up counting the admitted ones.
+    await leasesOver();
+    expect(await counted('account:busy', 'minute')).toBe(3_000);
+    expect(await counted('account:busy', 'day')).toBe(3_000);
+  });
+
+  it('asks for no lease while what is left is small: every request is then its own call', async () => {
+    const limiter = instance();
+    const windows: RateWindow[] = [{ name: 'minute', limit: 15, windowMs: 60_000 }];
+    const before = await scriptCalls();
+    const decisions: RateLimitDecision[] = [];
+    for (let i = 0; i < 20; i += 1) decisions.push(await limiter.consume('account:small', windows));
+    expect((await scriptCalls()) - before).toBe(20);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(15);
+    expect(await counted('account:small', 'minute')).toBe(15);
+  });
+
+  // 4,000 requests: the quota runs out mid-run; 2,050: it is still nearly whole at the end.
+  for (const [seed, total] of [[11, 4_000], [2027, 2_050]] as const) {
+    it(`three instances in random bursts never admit more than the limit, and every unused unit comes back (seed ${seed}, ${total} requests)`, async () => {
+      const limiters = [instance(), instance(), instance()];
+      const windows: RateWindow[] = [{ name: 'minute', limit: 2_000, windowMs: 60_000 }];
+      const random = lcg(seed);
+      const subject = `account:race${seed}`;
+      let admitted = 0;
+      let refused = 0;
+      const bursts: Array<Promise<void>> = [];
+      // Over a second of bursts (spanning bucket ends, so leases end and are given back
+      // meanwhile) for a limit of 2,000.
+      const startedMs = performance.now();
+      let sent = 0;
+      while (sent < total) {
+        const limiter = limiters[Math.floor(random() * limiters.length)]!;
+        const size = Math.min(total - sent, 1 + Math.floor(random() * (total / 100)));
+        sent += size;
+        bursts.push(
+          Promise.all(Array.from({ length: size }, () => limiter.consume(subject, windows))).then((decisions) => {
+            for (const decision of decisions) {
+              if (decision.allowed) admitted += 1;
+              else refused += 1;
+            }
+          }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 12)));
+      }
+      await Promise.all(bursts);
+      expect(performance.now() - startedMs).toBeGreaterThan(MAX_LEASE_MS);
+      expect(admitted + refused).toBe(total);
+      expect(admitted).toBeLessThanOrEqual(2_000);
+      // Leases held by one instance may have refused another's requests meanwhile; once they
+      // have ended and been given back, exactly the rest of the limit is admitted.
+      await leasesOver();
+      expect(await counted(subject, 'minute')).toBe(admitted);
+      let more = 0;
+      for (;;) {
+        const decision = await limiters[more % 3]!.consume(subject, windows);
+        if (!decision.allowed) break;
+        more += 1;
+      }
+      expect(admitted + more).toBe(2_000);
+    });
+  }
+
+  it('gives a lease back when the windows change (config reload) and when the limiter closes', async () => {
+    const limiter = instance();
+    const before: RateWindow[] = [{ name: 'minute', limit: 10_000, windowMs: 60_000 }];
+    await earlyInBucket();
+    for (let i = 0; i < 50; i += 1) await limiter.consume('account:reload', before);
+    // Busy enough for a lease: Redis counts more than was admitted.
+    expect(await counted('account:reload', 'minute')).toBeGreaterThan(50);
+    const after: RateWindow[] = [{ name: 'minute', limit: 20_000, windowMs: 60_000 }];
+    for (let i = 0; i < 50; i += 1) await limiter.consume('account:reload', after);
+    expect(await counted('account:reload', 'minute')).toBeGreaterThan(100);
+    await limiter.close();
+    expect(await counted('account:reload', 'minute')).toBe(100);
+  });
+
+  it('admits what it had leased while Redis hangs, then fails over like any call once the lease runs out', async () => {
+    const limiter = instance(150);
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: 60_000 }];
+    // Two calls: the first dates the subject, the second asks for a lease (twice the last, plus itself).
+    await earlyInBucket();
+    await limiter.consume('account:outage', windows);
+    await limiter.consume('account:outage', windows);
+    const before = await scriptCalls();
+    redis.pause();
+    try {
+      // The lease the second call brought: counted in Redis already, so admitted without it.
+      const leased = await limiter.consume('account:outage', windows);
+      expect(leased.allowed).toBe(true);
+      const error = await limiter.consume('account:outage', windows).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RateLimitStoreTimeoutError);
+    } finally {
+      redis.resume();
+    }
+    // The lease-served request sent nothing; the refused one is the only call while paused.
+    expect((await scriptCalls()) - before).toBe(1);
+  });
+});
+
