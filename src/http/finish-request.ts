@@ -2,8 +2,8 @@
 // accepted), metrics, and one log line.
 import type { ServerResponse } from 'node:http';
 import type { AuditLog, AuditOutcome, AuditRecord } from '../audit/audit-record.js';
-import type { Logger } from '../logger.js';
 import { routeSeries } from '../metrics/metrics.js';
+import type { RequestLogWriter } from './request-log-line.js';
 import type { RequestState } from './request-state.js';
 
 /** nginx's convention: the client closed the connection before any answer was sent. */
@@ -16,7 +16,7 @@ function outcomeFromStatus(status: number): AuditOutcome {
   return 'error';
 }
 
-export function finishRequest(state: RequestState, res: ServerResponse, auditLog: AuditLog, logger: Logger): void {
+export function finishRequest(state: RequestState, res: ServerResponse, auditLog: AuditLog, logRequest: RequestLogWriter): void {
   const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
   const outcome = state.outcome ?? (res.headersSent ? (res.writableFinished ? outcomeFromStatus(status) : 'client_closed') : 'client_closed');
   const latencyMs = performance.now() - state.startedMonoMs;
@@ -57,22 +57,19 @@ export function finishRequest(state: RequestState, res: ServerResponse, auditLog
     auditLog.record(record);
   }
 
-  logger.info(
-    {
-      request_id: state.requestId,
-      trace_id: state.traceId,
-      agent,
-      route,
-      key_id: key?.keyId,
-      status,
-      outcome,
-      error: state.errorType,
-      upstream_failure: state.failureKind,
-      latency_ms: Math.round(latencyMs * 100) / 100,
-      upstream_latency_ms: upstreamLatencyMs === null ? undefined : Math.round(upstreamLatencyMs * 100) / 100,
-      tokens_used: state.tokensUsed,
-      client_ip: state.clientIp,
-    },
-    'request',
-  );
+  logRequest({
+    request_id: state.requestId,
+    trace_id: state.traceId,
+    agent,
+    route,
+    key_id: key?.keyId,
+    status,
+    outcome,
+    error: state.errorType,
+    upstream_failure: state.failureKind,
+    latency_ms: Math.round(latencyMs * 100) / 100,
+    upstream_latency_ms: upstreamLatencyMs === null ? undefined : Math.round(upstreamLatencyMs * 100) / 100,
+    tokens_used: state.tokensUsed,
+    client_ip: state.clientIp,
+  });
 }

@@ -17,6 +17,7 @@ import { GatewayError, sendError, writeRawError } from './errors.js';
 import { finishRequest } from './finish-request.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody } from './read-body.js';
+import { requestLogWriter } from './request-log-line.js';
 import { chooseRequestId } from './request-id.js';
 import { RequestState } from './request-state.js';
 import { matchRoute } from './routing.js';
@@ -43,7 +44,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
   const activeStreams = deps.activeStreams ?? new ActiveStreams();
   // The per-request line is built only from fields that never hold key material (key_id is
   // public), so it skips redaction, which would cost more than the rest of the line.
-  const requestLogger = logger.child({}, { redact: [] });
+  const logRequest = requestLogWriter(logger.child({}, { redact: [] }));
   const listen = runtime.current.config.listen;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -55,7 +56,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
     const trace = traceContextFor(req.headers.traceparent, requestId);
     state.traceId = trace.traceId;
     res.setHeader('X-Request-Id', requestId);
-    res.once('close', () => finishRequest(state, res, auditLog, requestLogger));
+    res.once('close', () => finishRequest(state, res, auditLog, logRequest));
 
     try {
       const { agent, route } = matchRoute(routes, req.method, req.url, req.headers.host);

@@ -12,6 +12,7 @@ import type { RequestState } from '../http/request-state.js';
 import type { ChatRoute } from '../http/routing.js';
 import { metrics } from '../metrics/metrics.js';
 import type { ActiveStreams, EndableStream } from './active-streams.js';
+import { tokensFromChatResponse } from './chat-tokens.js';
 import { forEachRelayedHeader } from './header-hygiene.js';
 import { SseSideParser, tokensFromDoneData, type SseEventSink } from './sse-parser.js';
 import { AGENT_RETRY_AFTER_SECONDS, classifyUpstreamError, outcomeForFailure, type UpstreamFailureKind } from './upstream-errors.js';
@@ -360,15 +361,5 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       metrics.activeStreams.dec();
     }
     if (error) this.onFailure(error);
-  }
-}
-
-function tokensFromChatResponse(chunks: Buffer[], length: number): number | null {
-  try {
-    const parsed: unknown = JSON.parse((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length)).toString('utf8'));
-    const tokens = (parsed as { metadata?: { tokens_used?: unknown } } | null)?.metadata?.tokens_used;
-    return typeof tokens === 'number' && Number.isInteger(tokens) && tokens >= 0 ? tokens : null;
-  } catch {
-    return null;
   }
 }
