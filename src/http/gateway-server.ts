@@ -44,7 +44,12 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
   const activeStreams = deps.activeStreams ?? new ActiveStreams();
   // The per-request line is built only from fields that never hold key material (key_id is
   // public), so it skips redaction, which would cost more than the rest of the line.
-  const logRequest = requestLogWriter(logger.child({}, { redact: [] }));
+  const requestLogger = logger.child({}, { redact: [] });
+  // A child keeps the level it was made with; a reload (SIGHUP) sets the root's level.
+  logger.on('level-change', (level, _value, _previous, _previousValue, changed) => {
+    if (changed === logger) requestLogger.level = level;
+  });
+  const logRequest = requestLogWriter(requestLogger);
   const listen = runtime.current.config.listen;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

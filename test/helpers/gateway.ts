@@ -10,7 +10,7 @@ import { startGateway, type RunningGateway } from '../../src/cli/start-gateway.j
 import type { Clock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { GatewayConfig } from '../../src/config/schema.js';
-import { REDACT_PATHS } from '../../src/logger.js';
+import { REDACT_PATHS, type Logger } from '../../src/logger.js';
 
 export interface TestGateway {
   url: string;
@@ -19,6 +19,8 @@ export interface TestGateway {
   running: RunningGateway;
   dir: string;
   logs: string[];
+  /** The root logger the gateway was given (its level is what a reload sets). */
+  logger: Logger;
   createKey(input?: Partial<CreateKeyInput>): Promise<{ rawKey: string; keyId: string }>;
   close(): Promise<void>;
 }
@@ -65,6 +67,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     running,
     dir,
     logs,
+    logger,
     async createKey(input = {}) {
       const created = await service.createKey({
         account: input.account ?? 'acme',

@@ -63,6 +63,21 @@ describe('request log line', () => {
     expect(line.trace_id).toMatch(/^[0-9a-f]{32}$/);
   });
 
+  it('follows the level a reload sets: no request lines at warn, back at info', async () => {
+    gateway.logger.level = 'warn';
+    try {
+      expect((await postChat(gateway.url, '/agents/support/api/v1/chat', key, { message: 'hi' }, { 'x-request-id': 'log-quiet-1' })).status).toBe(200);
+      // The line would be written when the response closes, just after the client has it.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } finally {
+      gateway.logger.level = 'info';
+    }
+    expect((await postChat(gateway.url, '/agents/support/api/v1/chat', key, { message: 'hi' }, { 'x-request-id': 'log-loud-1' })).status).toBe(200);
+    // The later request's line is there, so the earlier one's would be too.
+    expect(await requestLines('log-loud-1')).toHaveLength(1);
+    expect(await requestLines('log-quiet-1')).toHaveLength(0);
+  });
+
   it('logs rejected and streamed requests too, one line each, never the raw key', async () => {
     await postChat(gateway.url, '/agents/support/api/v1/chat', 'ha_wrongwrongwrong', { message: 'hi' }, { 'x-request-id': 'log-401-1' });
     const stream = await openSse(`${gateway.url}/agents/support/api/v1/chat/stream`, key, { message: 'hi' }, { 'x-request-id': 'log-sse-1' });
