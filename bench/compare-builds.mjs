@@ -1,0 +1,125 @@
+// Interleaved A/B of gateway builds on one machine, for deciding whether a change pays:
+// every build (a checkout with its own dist/) runs as its own gateway process in the bench's
+// production config, against one stub runner and one Redis, and each round measures every
+// build once in a rotated order, so a noisy neighbour hits them alike. Reports medians and
+// each build's per-round ratio to the first one. Not part of `npm run bench`.
+//
+//   node bench/compare-builds.mjs base=/path/to/old-checkout new=.
+//   node bench/compare-builds.mjs --rate 2000 cur=. cur-nolimits=.:no-limits
+//
+// A build is name=root[:variation...]; variations change its config only: no-limits (plan
+// without windows), no-request-log (log.level warn), no-audit-stream, no-lease.
+// Flags: --rounds N (6), --duration-s N (4), --connections N (32, wrk -t1),
+// --rate N (fixed-rate latency instead of wrk throughput), --references (bare proxies too),
+// --profile NAME (that build under --cpu-prof; the directory is printed).
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startBenchRedis } from './lib/bench-redis.mjs';
+import { runFixedRate } from './lib/fixed-rate-client.mjs';
+import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './lib/gateway.mjs';
+import { runWrk } from './lib/load-tools.mjs';
+import { spawnProcess, stopAll } from './lib/processes.mjs';
+import { median, percentileSorted } from './lib/stats.mjs';
+
+const repoRoot = resolve(import.meta.dirname, '..');
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    rounds: { type: 'string', default: '6' },
+    'duration-s': { type: 'string', default: '4' },
+    connections: { type: 'string', default: '32' },
+    rate: { type: 'string', default: '0' },
+    references: { type: 'boolean', default: false },
+    profile: { type: 'string' },
+  },
+});
+const rounds = Number(values.rounds);
+const durationS = Number(values['duration-s']);
+const connections = Number(values.connections);
+const rate = Number(values.rate);
+const builds = (positionals.length > 0 ? positionals : ['current=.']).map((spec) => {
+  const [name, rest] = spec.split('=');
+  const [root, ...variations] = rest.split(':');
+  return { name, root: resolve(root), variations };
+});
+
+/** Config edits per variation (the bench's YAML is written by bench/lib/gateway.mjs). */
+const VARIATIONS = {
+  'no-limits': (yaml) => yaml.replace(/windows: \[.*\] \}/, 'windows: [] }'),
+  'no-request-log': (yaml) => yaml.replace('level: info', 'level: warn'),
+  'no-audit-stream': (yaml) => yaml.replace(/ {2}redis_stream: .*\n/, ''),
+  'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
+};
+
+/** utime + stime in ms (100 Hz ticks). */
+function cpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+const tmpDir = mkdtempSync(join(tmpdir(), 'agentgw-compare-'));
+const redis = await startBenchRedis({ tmpDir, fdLimit: 20_000 });
+const program = (name, script, args) =>
+  spawnProcess({ name, command: process.execPath, args: [script, ...args], readyPattern: /^listening (\d+)$/m, logFile: join(tmpDir, `${name}.out`) });
+const stub = await program('stub', join(repoRoot, 'bench/lib/timed-stub-runner.mjs'), ['--port', '0']);
+const stubUrl = `http://127.0.0.1:${stub.match[1]}`;
+
+const targets = [];
+for (const build of builds) {
+  const dir = mkdtempSync(join(tmpDir, `${build.name}-`));
+  const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `compare-${build.name}:`, stubUrl, heartbeat: '5s' });
+  for (const variation of build.variations) {
+    const edit = VARIATIONS[variation];
+    if (!edit) throw new Error(`unknown variation ${variation} (${Object.keys(VARIATIONS).join(', ')})`);
+    writeFileSync(configPath, edit(readFileSync(configPath, 'utf8')));
+  }
+  const key = await createBenchKey({ repoRoot: build.root, configPath });
+  const profiled = values.profile === build.name;
+  const gateway = await startGatewayProcess({ repoRoot: build.root, configPath, redisUrl: redis.url, tmpDir: dir, fdLimit: 20_000, name: build.name, cpuProfDir: profiled ? dir : null });
+  if (profiled) console.log(`${build.name}: profile in ${dir} (written when it stops)`);
+  targets.push({ name: build.name, url: gateway.url, chatPath: `/agents/${BENCH_AGENT}/api/v1/chat`, headers: { authorization: `Bearer ${key.rawKey}` }, pid: gateway.pid });
+}
+if (values.references) {
+  for (const [name, script] of [['bare-undici', 'bare-undici-proxy.mjs'], ['bare-http-proxy', 'bare-http-proxy.mjs']]) {
+    const handle = await program(name, join(repoRoot, 'bench/reference', script), ['--upstream', stubUrl, '--port', '0']);
+    targets.push({ name, url: `http://127.0.0.1:${handle.match[1]}`, chatPath: '/api/v1/chat', headers: {}, pid: handle.pid });
+  }
+}
+
+async function measure(target) {
+  if (rate > 0) {
+    const run = await runFixedRate(target, { ratePerSec: rate, durationS, warmupS: 1 });
+    const sorted = Float64Array.from(run.latenciesMs).sort();
+    return { value: percentileSorted(sorted, 50), p99: percentileSorted(sorted, 99), errors: run.errors + run.non2xx };
+  }
+  const before = cpuMs(target.pid);
+  const run = await runWrk(target, { connections, durationS, tmpDir });
+  return { value: ((cpuMs(target.pid) - before) * 1000) / run.requests, reqPerSec: run.reqPerSec, errors: run.errors + run.non2xx };
+}
+
+const results = new Map(targets.map((t) => [t.name, []]));
+if (rate === 0) for (const target of targets) await runWrk(target, { connections, durationS: 2, tmpDir });
+for (let round = 0; round < rounds; round += 1) {
+  for (let i = 0; i < targets.length; i += 1) {
+    const target = targets[(i + round) % targets.length];
+    results.get(target.name).push(await measure(target));
+  }
+  const line = targets.map((t) => `${t.name} ${results.get(t.name).at(-1).value.toFixed(rate > 0 ? 3 : 1)}`).join(' | ');
+  console.error(`round ${round + 1}: ${line}`);
+}
+
+const unit = rate > 0 ? `ms p50 at ${rate}/s` : 'µs CPU per request';
+const first = results.get(targets[0].name);
+for (const target of targets) {
+  const rows = results.get(target.name);
+  const ratios = rows.map((row, i) => row.value / first[i].value);
+  const extra = rate > 0 ? `p99 median ${median(rows.map((r) => r.p99)).toFixed(2)} ms` : `req/s median ${Math.round(median(rows.map((r) => r.reqPerSec)))}`;
+  console.log(
+    `${target.name.padEnd(18)} median ${median(rows.map((r) => r.value)).toFixed(rate > 0 ? 3 : 1)} ${unit}, ${extra}, ×${median(ratios).toFixed(3)} of ${targets[0].name} (per-round median), errors ${rows.reduce((a, r) => a + r.errors, 0)}`,
+  );
+}
+await stopAll();
+await redis.close();
