@@ -4,7 +4,7 @@
 // admitted, so N instances never admit more than the limit between them; what a lease
 // costs is the other direction — units reserved here and not used are unavailable to other
 // instances until the lease ends and gives them back (at most a bucket, ≤ 1 s).
-import type { RateLimitDecision, RateWindow, WindowStatus } from './rate-limiter.js';
+import { windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 import { bucketWidthMs } from './window-math.js';
 
 /** The most units one lease asks for (at thousands of requests per second: a few calls a second). */
@@ -175,14 +175,7 @@ function leaseStatuses(lease: Lease, nowMs: number): WindowStatus[] {
     // Never 0 while nothing remains: the bucket that frees a slot is still ahead.
     const resetMs = remaining > 0 ? 0 : Math.max(1, (lease.resetMs[i] as number) - elapsedMs);
     const oldestMs = lease.oldestMs[i] as number;
-    statuses[i] = {
-      name: window.name,
-      limit: window.limit,
-      windowMs: window.windowMs,
-      remaining,
-      resetMs,
-      recoverMs: remaining > 0 ? (oldestMs > 0 ? Math.max(1, oldestMs - elapsedMs) : 0) : resetMs,
-    };
+    statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? (oldestMs > 0 ? Math.max(1, oldestMs - elapsedMs) : 0) : resetMs);
   }
   return statuses;
 }

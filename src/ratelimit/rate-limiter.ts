@@ -19,6 +19,11 @@ export interface WindowStatus {
   recoverMs: number;
 }
 
+/** A window's status from its figures (the one place that lays one out). */
+export function windowStatus(window: RateWindow, remaining: number, resetMs: number, recoverMs: number): WindowStatus {
+  return { name: window.name, limit: window.limit, windowMs: window.windowMs, remaining, resetMs, recoverMs };
+}
+
 export interface RateLimitDecision {
   allowed: boolean;
   /** One entry per configured window, in config order. */

@@ -14,7 +14,7 @@
 // trip and gives unused ones back (rate-limit-leases.ts, docs/rate-limits.md "Leases").
 import type { Cluster, Redis } from 'ioredis';
 import { metrics } from '../metrics/metrics.js';
-import type { RateLimitDecision, RateLimiter, RateWindow, WindowStatus } from './rate-limiter.js';
+import { windowStatus, type RateLimitDecision, type RateLimiter, type RateWindow, type WindowStatus } from './rate-limiter.js';
 import { RateLimitStoreError, RateLimitStoreTimeoutError } from './rate-limit-store-error.js';
 import { withDeadline } from '../deadline.js';
 import { LeaseBook, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund } from './rate-limit-leases.js';
@@ -275,14 +275,7 @@ function windowStatuses(reply: unknown[], windows: readonly RateWindow[], extraR
     const at = REPLY_HEAD + 3 * i;
     const remaining = Number(reply[at]) + extraRemaining;
     const resetMs = remaining > 0 ? 0 : Number(reply[at + 1]);
-    statuses[i] = {
-      name: window.name,
-      limit: window.limit,
-      windowMs: window.windowMs,
-      remaining,
-      resetMs,
-      recoverMs: remaining > 0 ? Number(reply[at + 2]) : resetMs,
-    };
+    statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? Number(reply[at + 2]) : resetMs);
   }
   return statuses;
 }

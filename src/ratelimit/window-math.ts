@@ -9,7 +9,7 @@
 // windowMs ever holds more than `limit` admitted requests (no boundary burst). The price:
 // a request keeps counting until its bucket's end + windowMs - 1, i.e. at most
 // bucketMs - 1 ms longer than an exact sliding log would count it.
-import type { RateLimitDecision, RateWindow, WindowStatus } from './rate-limiter.js';
+import { windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 
 /** Buckets per window: bounds memory per subject and window to ~61 counters. */
 export const BUCKETS_PER_WINDOW = 60;
@@ -126,14 +126,7 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
     // window to free a slot decides when every window admits.
     if (!allowed && resetMs > retryAfterMs) retryAfterMs = resetMs;
     const remaining = Math.max(0, window.limit - counter.total);
-    statuses[i] = {
-      name: window.name,
-      limit: window.limit,
-      windowMs: window.windowMs,
-      remaining,
-      resetMs,
-      recoverMs: remaining === 0 ? resetMs : msUntilOldestExpires(counter, window.windowMs, nowMs),
-    };
+    statuses[i] = windowStatus(window, remaining, resetMs, remaining === 0 ? resetMs : msUntilOldestExpires(counter, window.windowMs, nowMs));
   }
   return { allowed, windows: statuses, retryAfterMs };
 }
