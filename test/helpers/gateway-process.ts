@@ -5,9 +5,10 @@ import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort } from './free-port.js';
 
 export const CLI_PATH = join(process.cwd(), 'dist/cli/main.js');
+/** The line `serve` prints once both listeners are bound (one process or a cluster's primary). */
+const LISTENING = /agent-gateway listening on http:\/\/[^\s]+:(\d+) \(admin :(\d+)/;
 
 export interface GatewayProcess {
   url: string;
@@ -41,12 +42,15 @@ export async function startGatewayProcess(
   env: NodeJS.ProcessEnv = {},
   options: GatewayProcessOptions = {},
 ): Promise<GatewayProcess> {
-  const port = options.port ?? (await freePort());
-  const adminPort = options.adminPort ?? (await freePort());
+  // Port 0 unless a restart reuses one: the gateway binds and prints what it got. A port
+  // found free beforehand could be taken (by another test's outgoing connection) before
+  // the child binds it, which failed CI runs with EADDRINUSE.
+  const requestedPort = options.port ?? 0;
+  const requestedAdminPort = options.adminPort ?? 0;
   const document = {
     ...config,
-    listen: { host: '127.0.0.1', ...(config.listen as object | undefined), port },
-    admin: { host: '127.0.0.1', ...(config.admin as object | undefined), port: adminPort },
+    listen: { host: '127.0.0.1', ...(config.listen as object | undefined), port: requestedPort },
+    admin: { host: '127.0.0.1', ...(config.admin as object | undefined), port: requestedAdminPort },
   };
   const configPath = join(dir, `${name}.yaml`);
   await writeFile(configPath, stringify(document));
@@ -62,7 +66,8 @@ export async function startGatewayProcess(
   const exited = once(child, 'exit');
 
   const deadline = Date.now() + 20_000;
-  while (!output.includes('agent-gateway listening')) {
+  let listening: RegExpExecArray | null = null;
+  while ((listening = LISTENING.exec(output)) === null) {
     if (child.exitCode !== null) throw new Error(`gateway ${name} exited early (${child.exitCode}):\n${output}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
@@ -71,6 +76,8 @@ export async function startGatewayProcess(
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 
+  const port = Number(listening[1]);
+  const adminPort = Number(listening[2]);
   return {
     url: `http://127.0.0.1:${port}`,
     adminUrl: `http://127.0.0.1:${adminPort}`,
