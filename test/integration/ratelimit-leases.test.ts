@@ -7,6 +7,7 @@ import type { RateLimitDecision, RateWindow } from '../../src/ratelimit/rate-lim
 import { MAX_LEASE_MS } from '../../src/ratelimit/rate-limit-leases.js';
 import { RateLimitStoreTimeoutError } from '../../src/ratelimit/rate-limit-store-error.js';
 import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
+import { lcg } from '../helpers/lcg.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const PREFIX = 'lease-test:';
@@ -69,15 +70,6 @@ async function earlyInBucket(): Promise<void> {
     if (ms < 300) return;
     await new Promise((resolve) => setTimeout(resolve, 1_000 - ms));
   }
-}
-
-/** A small deterministic PRNG, so a failing run can be replayed from its seed. */
-function lcg(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
-    return state / 2 ** 32;
-  };
 }
 
 describe('RedisRateLimiter with leases', () => {

@@ -7,6 +7,7 @@ import { RateLimitStoreTimeoutError } from '../../src/ratelimit/rate-limit-store
 import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import { SLIDING_WINDOW_LUA } from '../../src/ratelimit/sliding-window.lua.js';
 import { bucketWidthMs } from '../../src/ratelimit/window-math.js';
+import { lcg } from '../helpers/lcg.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const PREFIX = 'test:';
@@ -35,15 +36,6 @@ afterAll(async () => {
   clientB?.disconnect();
   await redis?.close();
 });
-
-/** A small deterministic PRNG, so a failing sequence can be replayed. */
-function lcg(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
 
 describe('RedisRateLimiter', () => {
   it('takes the same decisions as the memory limiter for the same request sequence', async () => {
