@@ -255,6 +255,9 @@ export class FileKeyStore implements KeyStore {
       const generation = this.writeGeneration;
       const signature = await this.statSignature();
       const [text, sidecar] = await Promise.all([readTextIfExists(path), readTextIfExists(this.sidecarPath)]);
+      // An existing but blank file is an editor's non-atomic write caught half-way (the CLI
+      // writes by rename), not "no keys": the change event of the finished write reloads.
+      if (text !== undefined && text.trim() === '') throw new KeyFileError(path, 'the file is empty (a write in progress?)');
       const index = buildIndex(parseKeyFile(text, path), path);
       if (generation !== this.writeGeneration) {
         // Our own write landed while we read: what we read may be older. Read again.
