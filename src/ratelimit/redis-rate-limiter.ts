@@ -44,7 +44,6 @@ type ScriptCall = (numKeys: number, ...args: Array<string | number>) => Promise<
 
 /** Fixed reply fields before the per-window triples: admitted, retryAfterMs, nowMs, lease, leaseValidMs. */
 const REPLY_HEAD = 5;
-const NO_REFUND: LeaseRefund | undefined = undefined;
 
 /** `${prefix}rl:{${subject}}:${windowName}` — the layout docs/rate-limits.md describes. */
 export function rateLimitKey(prefix: string, subject: string, windowName: string): string {
@@ -144,7 +143,7 @@ export class RedisRateLimiter implements RateLimiter {
     let { waiters } = batch;
     const leases = batch.nowArg === '' ? this.leases : null;
     let wanted = 0;
-    let refund = NO_REFUND;
+    let refund: LeaseRefund | undefined;
     const sentAtMs = performance.now();
     if (leases !== null) {
       // A lease may have come in since these requests were queued: it serves them first, so
