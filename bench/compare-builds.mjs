@@ -6,18 +6,23 @@
 //
 //   node bench/compare-builds.mjs base=/path/to/old-checkout new=.
 //   node bench/compare-builds.mjs --rate 2000 cur=. cur-nolimits=.:no-limits
+//   node bench/compare-builds.mjs --streams --references cur=. cur-stgc=.:--single-threaded-gc
 //
 // A build is name=root[:variation...]; variations change its config only: no-limits (plan
-// without windows), no-request-log (log.level warn), no-audit-stream, no-lease.
+// without windows), no-request-log (log.level warn), no-audit-stream, no-lease; a variation
+// starting with `--` is a node flag for that build's process instead.
 // Flags: --rounds N (6), --duration-s N (4), --connections N (32, wrk -t1),
-// --rate N (fixed-rate latency instead of wrk throughput), --references (bare proxies too),
-// --profile NAME (that build under --cpu-prof; the directory is printed).
+// --rate N (fixed-rate latency instead of wrk throughput), --streams (scenario 3's per-event
+// delay instead: 256 streams, 32 at a time, 20 events 10 ms apart), --references (bare
+// proxies too, and the stub direct with --streams), --profile NAME (that build under
+// --cpu-prof; the directory is printed).
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startBenchRedis } from './lib/bench-redis.mjs';
 import { runFixedRate } from './lib/fixed-rate-client.mjs';
+import { runTimedStreams } from './lib/sse-timing-client.mjs';
 import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './lib/gateway.mjs';
 import { runWrk } from './lib/load-tools.mjs';
 import { spawnProcess, stopAll } from './lib/processes.mjs';
@@ -31,6 +36,7 @@ const { values, positionals } = parseArgs({
     'duration-s': { type: 'string', default: '4' },
     connections: { type: 'string', default: '32' },
     rate: { type: 'string', default: '0' },
+    streams: { type: 'boolean', default: false },
     references: { type: 'boolean', default: false },
     profile: { type: 'string' },
   },
@@ -39,10 +45,12 @@ const rounds = Number(values.rounds);
 const durationS = Number(values['duration-s']);
 const connections = Number(values.connections);
 const rate = Number(values.rate);
+const streams = values.streams;
 const builds = (positionals.length > 0 ? positionals : ['current=.']).map((spec) => {
-  const [name, rest] = spec.split('=');
-  const [root, ...variations] = rest.split(':');
-  return { name, root: resolve(root), variations };
+  const eq = spec.indexOf('=');
+  const [name, rest] = [spec.slice(0, eq), spec.slice(eq + 1)];
+  const [root, ...parts] = rest.split(':');
+  return { name, root: resolve(root), variations: parts.filter((p) => !p.startsWith('--')), nodeArgs: parts.filter((p) => p.startsWith('--')) };
 });
 
 /** Config edits per variation (the bench's YAML is written by bench/lib/gateway.mjs). */
@@ -78,18 +86,27 @@ for (const build of builds) {
   }
   const key = await createBenchKey({ repoRoot: build.root, configPath });
   const profiled = values.profile === build.name;
-  const gateway = await startGatewayProcess({ repoRoot: build.root, configPath, redisUrl: redis.url, tmpDir: dir, fdLimit: 20_000, name: build.name, cpuProfDir: profiled ? dir : null });
+  const gateway = await startGatewayProcess({ repoRoot: build.root, configPath, redisUrl: redis.url, tmpDir: dir, fdLimit: 20_000, name: build.name, cpuProfDir: profiled ? dir : null, nodeArgs: build.nodeArgs });
   if (profiled) console.log(`${build.name}: profile in ${dir} (written when it stops)`);
-  targets.push({ name: build.name, url: gateway.url, chatPath: `/agents/${BENCH_AGENT}/api/v1/chat`, headers: { authorization: `Bearer ${key.rawKey}` }, pid: gateway.pid });
+  targets.push({ name: build.name, url: gateway.url, chatPath: `/agents/${BENCH_AGENT}/api/v1/chat`, streamPath: `/agents/${BENCH_AGENT}/api/v1/chat/stream`, headers: { authorization: `Bearer ${key.rawKey}` }, pid: gateway.pid });
 }
 if (values.references) {
   for (const [name, script] of [['bare-undici', 'bare-undici-proxy.mjs'], ['bare-http-proxy', 'bare-http-proxy.mjs']]) {
     const handle = await program(name, join(repoRoot, 'bench/reference', script), ['--upstream', stubUrl, '--port', '0']);
-    targets.push({ name, url: `http://127.0.0.1:${handle.match[1]}`, chatPath: '/api/v1/chat', headers: {}, pid: handle.pid });
+    targets.push({ name, url: `http://127.0.0.1:${handle.match[1]}`, chatPath: '/api/v1/chat', streamPath: '/api/v1/chat/stream', headers: {}, pid: handle.pid });
   }
+  if (streams) targets.push({ name: 'stub-direct', url: stubUrl, chatPath: '/api/v1/chat', streamPath: '/api/v1/chat/stream', headers: {}, pid: stub.pid });
 }
 
+const STREAM_LOAD = { streams: 256, concurrency: 32, tokens: 20, intervalMs: 10 };
+
 async function measure(target) {
+  if (streams) {
+    const before = cpuMs(target.pid);
+    const run = await runTimedStreams(target, STREAM_LOAD);
+    const sorted = Float64Array.from(run.eventDelaysMs).sort();
+    return { value: percentileSorted(sorted, 99), p50: percentileSorted(sorted, 50), heldBack: run.heldBack, cpuPerEventUs: ((cpuMs(target.pid) - before) * 1000) / run.events, errors: run.errors };
+  }
   if (rate > 0) {
     const run = await runFixedRate(target, { ratePerSec: rate, durationS, warmupS: 1 });
     const sorted = Float64Array.from(run.latenciesMs).sort();
@@ -101,24 +118,33 @@ async function measure(target) {
 }
 
 const results = new Map(targets.map((t) => [t.name, []]));
-if (rate === 0) for (const target of targets) await runWrk(target, { connections, durationS: 2, tmpDir });
+if (streams) for (const target of targets) await runTimedStreams(target, { ...STREAM_LOAD, streams: 64 });
+else if (rate === 0) for (const target of targets) await runWrk(target, { connections, durationS: 2, tmpDir });
 for (let round = 0; round < rounds; round += 1) {
   for (let i = 0; i < targets.length; i += 1) {
     const target = targets[(i + round) % targets.length];
     results.get(target.name).push(await measure(target));
   }
-  const line = targets.map((t) => `${t.name} ${results.get(t.name).at(-1).value.toFixed(rate > 0 ? 3 : 1)}`).join(' | ');
+  const line = targets
+    .map((t) => {
+      const last = results.get(t.name).at(-1);
+      if (streams) return `${t.name} p99 ${last.value.toFixed(3)} held ${last.heldBack}`;
+      return `${t.name} ${last.value.toFixed(rate > 0 ? 3 : 1)}${rate > 0 ? ` (p99 ${last.p99.toFixed(2)})` : ''}`;
+    })
+    .join(' | ');
   console.error(`round ${round + 1}: ${line}`);
 }
 
-const unit = rate > 0 ? `ms p50 at ${rate}/s` : 'µs CPU per request';
+const unit = streams ? 'ms per-event delay p99' : rate > 0 ? `ms p50 at ${rate}/s` : 'µs CPU per request';
 const first = results.get(targets[0].name);
 for (const target of targets) {
   const rows = results.get(target.name);
   const ratios = rows.map((row, i) => row.value / first[i].value);
-  const extra = rate > 0 ? `p99 median ${median(rows.map((r) => r.p99)).toFixed(2)} ms` : `req/s median ${Math.round(median(rows.map((r) => r.reqPerSec)))}`;
+  const extra = streams
+    ? `p50 median ${median(rows.map((r) => r.p50)).toFixed(3)} ms, held back ${rows.reduce((a, r) => a + r.heldBack, 0)}, CPU µs/event median ${median(rows.map((r) => r.cpuPerEventUs)).toFixed(1)}`
+    : rate > 0 ? `p99 median ${median(rows.map((r) => r.p99)).toFixed(2)} ms` : `req/s median ${Math.round(median(rows.map((r) => r.reqPerSec)))}`;
   console.log(
-    `${target.name.padEnd(18)} median ${median(rows.map((r) => r.value)).toFixed(rate > 0 ? 3 : 1)} ${unit}, ${extra}, ×${median(ratios).toFixed(3)} of ${targets[0].name} (per-round median), errors ${rows.reduce((a, r) => a + r.errors, 0)}`,
+    `${target.name.padEnd(18)} median ${median(rows.map((r) => r.value)).toFixed(rate > 0 || streams ? 3 : 1)} ${unit}, ${extra}, ×${median(ratios).toFixed(3)} of ${targets[0].name} (per-round median), errors ${rows.reduce((a, r) => a + r.errors, 0)}`,
   );
 }
 await stopAll();

@@ -59,7 +59,7 @@ export class BatchedLogDestination {
       this.fd = openSync(options.target, 'a');
       this.ownsFd = true;
     }
-    this.minBatchBytes = options.minBatchBytes ?? 16_384;
+    this.minBatchBytes = options.minBatchBytes ?? 65_536;
     this.chunkBytes = Math.max(4 * this.minBatchBytes, 65_536);
     this.current = Buffer.allocUnsafe(this.chunkBytes);
     this.onWriteError =

@@ -82,11 +82,11 @@ export async function createBenchKey({ repoRoot, configPath }) {
 /**
  * @returns {Promise<{ handle, pid: number, url: string, adminUrl: string, stop: () => Promise<void> }>}
  */
-export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null }) {
+export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [] }) {
   const env = { ...process.env, REDIS_URL: redisUrl, NODE_ENV: 'production', LOG_FORMAT: 'json' };
   // PORT would override listen.port (docs/configuration.md): the bench picks its own ports.
   delete env.PORT;
-  const nodeArgs = cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : [];
+  const nodeArgs = [...(cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : []), ...extraNodeArgs];
   const handle = await spawnProcess({
     name,
     command: process.execPath,

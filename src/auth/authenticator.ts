@@ -8,6 +8,11 @@ export interface AuthenticateInput {
   agentId: string;
   /** Client address, for the failed-attempt throttle. */
   clientIp: string;
+  /**
+   * The client's connection (its socket), when there is one: a keep-alive connection that
+   * presents the same key again skips the checksum and the SHA-256 (KeyAuthenticator).
+   */
+  connection?: object;
 }
 
 export interface Authenticator {

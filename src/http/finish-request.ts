@@ -2,6 +2,7 @@
 // accepted), metrics, and one log line.
 import type { ServerResponse } from 'node:http';
 import type { AuditLog, AuditOutcome, AuditRecord } from '../audit/audit-record.js';
+import { isoTimestamp } from '../clock.js';
 import { routeSeries } from '../metrics/metrics.js';
 import type { RequestLogWriter } from './request-log-line.js';
 import type { RequestState } from './request-state.js';
@@ -37,7 +38,7 @@ export function finishRequest(state: RequestState, res: ServerResponse, auditLog
   if (key && state.route) {
     const record: AuditRecord = {
       id: state.requestId,
-      ts: new Date(state.startedAtMs).toISOString(),
+      ts: isoTimestamp(state.startedAtMs),
       key_id: key.keyId,
       account: key.account,
       plan: key.plan,

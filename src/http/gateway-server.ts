@@ -10,7 +10,7 @@ import { ActiveStreams } from '../proxy/active-streams.js';
 import { forwardToUpstream } from '../proxy/upstream-exchange.js';
 import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor } from '../proxy/traceparent.js';
-import { rateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
+import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import type { RateLimiter } from '../ratelimit/rate-limiter.js';
 import { clientAddress } from './client-address.js';
 import { GatewayError, sendError, writeRawError } from './errors.js';
@@ -60,7 +60,6 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
     // Known from the start so every log line, rejections included, carries the trace id.
     const trace = traceContextFor(req.headers.traceparent, requestId);
     state.traceId = trace.traceId;
-    res.setHeader('X-Request-Id', requestId);
     res.once('close', () => finishRequest(state, res, auditLog, logRequest));
 
     try {
@@ -68,7 +67,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
       state.agentId = agent.id;
       state.route = route;
 
-      const key = await authenticator.authenticate({ authorization: req.headers.authorization, agentId: agent.id, clientIp: address.clientIp });
+      const key = await authenticator.authenticate({ authorization: req.headers.authorization, agentId: agent.id, clientIp: address.clientIp, connection: req.socket });
       state.key = key;
 
       const plan = config.plans.get(key.plan);
@@ -79,7 +78,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
       if (plan.windows.length > 0) {
         const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
         const decision = await rateLimiter.consume(subject, plan.windows);
-        for (const [name, value] of rateLimitHeaders(decision)) res.setHeader(name, value);
+        state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
         if (!decision.allowed) {
           metrics.rateLimited.inc({ plan: key.plan });
           state.outcome = 'rate_limited';
@@ -134,6 +133,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
       state.outcome = 'error';
     }
     state.errorType = gatewayError.type;
+    if (!res.headersSent) state.applyGatewayHeaders(res);
     if (gatewayError.status === 400 || gatewayError.status === 413 || gatewayError.status === 415) state.outcome ??= 'invalid_request';
     // A body we refused to read must not be read to its end to keep the connection.
     if (gatewayError.type === 'payload_too_large' || !req.complete) res.shouldKeepAlive = false;

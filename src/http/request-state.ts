@@ -1,5 +1,6 @@
 // Everything one request accumulates for its audit record, log line and metrics. One
 // object per request with a fixed shape, filled in by the pipeline stages as they run.
+import type { ServerResponse } from 'node:http';
 import type { AuditOutcome } from '../audit/audit-record.js';
 import type { AuthenticatedKey } from '../auth/key-record.js';
 import type { UpstreamFailureKind } from '../proxy/upstream-errors.js';
@@ -22,6 +23,15 @@ export class RequestState {
   traceId = '';
   failureKind: UpstreamFailureKind | undefined = undefined;
   errorType: string | undefined = undefined;
+  /**
+   * Headers the gateway adds to the response (X-Request-Id, rate-limit headers), as flat
+   * name/value pairs. They go out in one `res.writeHead` with the relayed ones, which
+   * skips node:http's per-header map (docs/performance.md); an error answer applies them
+   * with setHeader instead (applyGatewayHeaders).
+   */
+  readonly responseHeaders: Array<string | string[]>;
+  /** Whether responseHeaders holds the rate-limit headers (then the upstream's copies are dropped). */
+  hasRateLimitHeaders = false;
 
   constructor(
     readonly requestId: string,
@@ -30,7 +40,15 @@ export class RequestState {
     readonly startedAtMs: number,
     /** Monotonic start, for durations. */
     readonly startedMonoMs: number,
-  ) {}
+  ) {
+    this.responseHeaders = ['X-Request-Id', requestId];
+  }
+
+  /** For answers the gateway writes itself (errors), which build their headers with setHeader. */
+  applyGatewayHeaders(res: ServerResponse): void {
+    const headers = this.responseHeaders;
+    for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i] as string, headers[i + 1]!);
+  }
 
   upstreamLatencyMs(): number | null {
     if (this.upstreamStartMs < 0) return null;

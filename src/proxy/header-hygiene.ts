@@ -38,6 +38,11 @@ const NOT_RELAYED_DOWNSTREAM = new Set([...HOP_BY_HOP, 'x-request-id', 'date']);
 
 function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
   if (!value) return undefined;
+  // Nearly every peer sends just "keep-alive" or "close", which name no header: no split, no Set.
+  if (typeof value === 'string' && value.length <= 10) {
+    const lower = value.toLowerCase();
+    if (lower === 'keep-alive' || lower === 'close') return undefined;
+  }
   const text = Array.isArray(value) ? value.join(',') : value;
   const tokens = new Set<string>();
   for (const token of text.split(',')) {
@@ -78,12 +83,17 @@ export function upstreamRequestHeaders(client: IncomingHttpHeaders, identity: Up
   return headers;
 }
 
-/** Calls `set` for every upstream response header that may reach the client. */
-export function forEachRelayedHeader(upstream: Record<string, string | string[] | undefined>, set: (name: string, value: string | string[]) => void): void {
+/**
+ * Appends every upstream response header that may reach the client to `out` as flat
+ * name/value pairs (the form `res.writeHead` takes without building a header map), except
+ * the names in `skip`: headers the gateway sets itself on this response, which must not go
+ * out twice (undici gives names in lower case).
+ */
+export function appendRelayedHeaders(upstream: Record<string, string | string[] | undefined>, out: Array<string | string[]>, skip?: ReadonlySet<string>): void {
   const named = connectionTokens(upstream.connection);
   for (const name in upstream) {
-    if (NOT_RELAYED_DOWNSTREAM.has(name) || named?.has(name)) continue;
+    if (NOT_RELAYED_DOWNSTREAM.has(name) || named?.has(name) || skip?.has(name)) continue;
     const value = upstream[name];
-    if (value !== undefined) set(name, value);
+    if (value !== undefined) out.push(name, value);
   }
 }

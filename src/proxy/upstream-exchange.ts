@@ -13,7 +13,8 @@ import type { ChatRoute } from '../http/routing.js';
 import { metrics } from '../metrics/metrics.js';
 import type { ActiveStreams, EndableStream } from './active-streams.js';
 import { tokensFromChatResponse } from './chat-tokens.js';
-import { forEachRelayedHeader } from './header-hygiene.js';
+import { RATE_LIMIT_HEADER_NAMES } from '../ratelimit/rate-limit-headers.js';
+import { appendRelayedHeaders } from './header-hygiene.js';
 import { SseSideParser, tokensFromDoneData, type SseEventSink } from './sse-parser.js';
 import { AGENT_RETRY_AFTER_SECONDS, classifyUpstreamError, outcomeForFailure, type UpstreamFailureKind } from './upstream-errors.js';
 import type { UpstreamTarget } from './upstream-pools.js';
@@ -43,6 +44,12 @@ export interface UpstreamCall {
 
 /** JSON bodies up to this size are kept (by reference) to read `metadata.tokens_used` afterwards. */
 const MAX_TOKEN_SCAN_BYTES = 1024 * 1024;
+/**
+ * Upstream headers a stream does not relay: the gateway re-frames the body (chunked,
+ * never compressed by us) and sets its own caching headers for an event stream.
+ */
+const NOT_RELAYED_ON_STREAMS: ReadonlySet<string> = new Set(['content-length', 'content-encoding', 'cache-control', 'x-accel-buffering']);
+const NOT_RELAYED_ON_LIMITED_STREAMS: ReadonlySet<string> = new Set([...NOT_RELAYED_ON_STREAMS, ...RATE_LIMIT_HEADER_NAMES]);
 const PING_EVENT = Buffer.from(': ping\n\n');
 const PING_LINE = Buffer.from(': ping\n');
 
@@ -140,22 +147,22 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       return;
     }
     // `/chat`, and any error status on the stream route: relayed unchanged.
-    res.statusCode = statusCode;
-    if (statusCode >= 500) this.request.state.outcome = 'upstream_error';
-    forEachRelayedHeader(headers, (name, value) => res.setHeader(name, value));
+    const { state } = this.request;
+    if (statusCode >= 500) state.outcome = 'upstream_error';
+    const out = state.responseHeaders;
+    appendRelayedHeaders(headers, out, state.hasRateLimitHeaders ? RATE_LIMIT_HEADER_NAMES : undefined);
+    res.writeHead(statusCode, out);
     const contentType = headers['content-type'];
     if (statusCode < 300 && typeof contentType === 'string' && contentType.includes('json')) this.kept = [];
     this.headersRelayed = true;
   }
 
   private startStream(statusCode: number, headers: Record<string, string | string[] | undefined>): void {
-    const { res, stream } = this.request;
-    res.statusCode = statusCode;
-    forEachRelayedHeader(headers, (name, value) => {
-      if (name !== 'content-length' && name !== 'content-encoding') res.setHeader(name, value);
-    });
-    res.setHeader('Cache-Control', 'no-cache');
-    res.setHeader('X-Accel-Buffering', 'no');
+    const { res, stream, state } = this.request;
+    const out = state.responseHeaders;
+    appendRelayedHeaders(headers, out, state.hasRateLimitHeaders ? NOT_RELAYED_ON_LIMITED_STREAMS : NOT_RELAYED_ON_STREAMS);
+    out.push('Cache-Control', 'no-cache', 'X-Accel-Buffering', 'no');
+    res.writeHead(statusCode, out);
     res.socket?.setNoDelay(true);
     res.flushHeaders();
     this.headersRelayed = true;
@@ -255,11 +262,11 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
   }
 
   /** SseEventSink: every event the side-parser completes. */
-  onEvent(name: string, data: string): void {
+  onEvent(doneData: string | null): void {
     this.eventsCounter!.inc();
-    if (name === 'done') {
+    if (doneData !== null) {
       this.sawDone = true;
-      this.request.state.tokensUsed = tokensFromDoneData(data);
+      this.request.state.tokensUsed = tokensFromDoneData(doneData);
     }
   }
 

@@ -2,8 +2,11 @@
 // ratelimit-headers draft's RateLimit-Policy / RateLimit, from one limiter decision.
 import type { RateLimitDecision, WindowStatus } from './rate-limiter.js';
 
-/** [name, value]; apply with `for (const [n, v] of pairs) res.setHeader(n, v)`. */
-export type HeaderPair = [name: string, value: string];
+/**
+ * The names this module sets, in lower case: an upstream's own copies of them are not
+ * relayed on a response that carries the gateway's (the gateway's limits are the client's).
+ */
+export const RATE_LIMIT_HEADER_NAMES: ReadonlySet<string> = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']);
 
 /** Lowest remaining; ties → longest reset; further ties → the first in config order. */
 export function closestToExhaustion(windows: readonly WindowStatus[]): WindowStatus | undefined {
@@ -31,22 +34,29 @@ export function formatRateLimitPolicy(windows: readonly WindowStatus[]): string 
   return policy;
 }
 
-/** The headers for a decision; none for a plan without windows. */
-export function rateLimitHeaders(decision: RateLimitDecision): HeaderPair[] {
+/**
+ * Appends the headers for a decision to `out` as flat name/value pairs (what
+ * `res.writeHead` takes); none for a plan without windows. Returns whether it added any.
+ */
+export function appendRateLimitHeaders(decision: RateLimitDecision, out: Array<string | string[]>): boolean {
   const closest = closestToExhaustion(decision.windows);
-  if (closest === undefined) return [];
-  const limit = String(closest.limit);
+  if (closest === undefined) return false;
   const remaining = String(closest.remaining);
-  const reset = String(ceilSeconds(closest.resetMs));
-  return [
-    ['X-RateLimit-Limit', limit],
-    ['X-RateLimit-Remaining', remaining],
-    ['X-RateLimit-Reset', reset],
-    ['RateLimit-Policy', formatRateLimitPolicy(decision.windows)],
+  out.push(
+    'X-RateLimit-Limit',
+    String(closest.limit),
+    'X-RateLimit-Remaining',
+    remaining,
+    'X-RateLimit-Reset',
+    String(ceilSeconds(closest.resetMs)),
+    'RateLimit-Policy',
+    formatRateLimitPolicy(decision.windows),
     // t follows the draft (when the quota starts to recover), not X-RateLimit-Reset's
     // "until one more request is allowed", which is 0 while requests remain.
-    ['RateLimit', `"${closest.name}";r=${remaining};t=${ceilSeconds(closest.recoverMs)}`],
-  ];
+    'RateLimit',
+    `"${closest.name}";r=${remaining};t=${ceilSeconds(closest.recoverMs)}`,
+  );
+  return true;
 }
 
 /** Retry-After seconds for a decision: ceil(retryAfterMs / 1000), at least 1 when rejected; 0 when allowed. */

@@ -264,6 +264,44 @@ describe('which answers carry the headers and which requests count', () => {
     expect(await inspect.keys(`${PREFIX}rl:{account:unlimited}*`)).toEqual([]);
   });
 
+  it("an upstream's own rate-limit headers give way to the gateway's (sent once), and pass through on a plan without windows", async () => {
+    const upstreamLimits = { 'x-ratelimit-limit': '999', 'x-ratelimit-remaining': '998', ratelimit: '"runner";r=998;t=1', 'x-runner': 'kept' };
+    upstream.handle((req, res) => {
+      if (req.url?.endsWith('/chat/stream')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'max-age=60', 'x-accel-buffering': 'yes', ...upstreamLimits });
+        res.end('event: done\ndata: {"tokens_used":1,"latency_ms":1}\n\n');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', ...upstreamLimits });
+      res.end(JSON.stringify({ response: 'hi', tool_calls: [], metadata: { tokens_used: 1 } }));
+    });
+    try {
+      const { rawKey } = await gateway.createKey({ account: 'runner-limits', plan: 'tiny' });
+      const answer = await send(gateway, rawKey);
+      expect(answer.status).toBe(200);
+      // Two copies would arrive joined ("4, 999").
+      expect(answer.headers.get('x-ratelimit-limit')).toBe('5');
+      expect(answer.headers.get('x-ratelimit-remaining')).toBe('4');
+      expect(answer.headers.get('ratelimit')).toMatch(/^"2s";r=4;t=[1-3]$/);
+      expect(answer.headers.get('x-runner')).toBe('kept');
+
+      const stream = await openSse(`${gateway.url}${STREAM}`, rawKey, { message: 'hi' });
+      await stream.ended;
+      expect(stream.headers['x-ratelimit-limit']).toBe('5');
+      expect(stream.headers['x-ratelimit-remaining']).toBe('3');
+      expect(stream.headers['cache-control']).toBe('no-cache');
+      expect(stream.headers['x-accel-buffering']).toBe('no');
+      expect(stream.headers['x-runner']).toBe('kept');
+
+      const { rawKey: unlimitedKey } = await gateway.createKey({ account: 'runner-limits-unlimited', plan: 'scale' });
+      const unlimited = await send(gateway, unlimitedKey);
+      expect(unlimited.headers.get('x-ratelimit-limit')).toBe('999');
+      expect(unlimited.headers.get('ratelimit')).toBe('"runner";r=998;t=1');
+    } finally {
+      upstream.handle(defaultHandler);
+    }
+  });
+
   it('does not count 401s (nor 404s, rejected before the key), and sends no limits on them', async () => {
     const { rawKey } = await gateway.createKey({ account: 'unauthorized', plan: 'tiny', agents: ['support'] });
     const rejected: Answer[] = [];

@@ -9,7 +9,8 @@ import { chunkAt, parseSseReference, type ReferenceEvent } from './reference-sse
 import { cutsFor, sseGarbage, wellFormedStream } from './sse-arbitraries.js';
 
 interface SideParse {
-  events: ReferenceEvent[];
+  /** Per dispatched event: its data when it is named `done`, else null (the side-parser decodes no other). */
+  events: (string | null)[];
   tokensUsed: number | null;
   atEventBoundary: boolean;
   atLineBoundary: boolean;
@@ -17,17 +18,40 @@ interface SideParse {
 
 /** What the gateway learns from a stream: its events, `done.tokens_used` as upstream-exchange.ts reads it, the flags. */
 function sideParse(chunks: Buffer[]): SideParse {
-  const events: ReferenceEvent[] = [];
+  const events: (string | null)[] = [];
   let tokensUsed: number | null = null;
   const parser = new SseSideParser({
-    onEvent(name, data) {
-      events.push({ name, data });
-      if (name === 'done') tokensUsed = tokensFromDoneData(data);
+    onEvent(doneData) {
+      events.push(doneData);
+      if (doneData !== null) tokensUsed = tokensFromDoneData(doneData);
     },
   });
   for (const chunk of chunks) parser.push(chunk);
   return { events, tokensUsed, atEventBoundary: parser.atEventBoundary, atLineBoundary: parser.atLineBoundary };
 }
+
+/** The reference's events as the side-parser reports them: one entry per event, data for `done` ones. */
+function asSeen(events: readonly ReferenceEvent[]): (string | null)[] {
+  return events.map((event) => (event.name === 'done' ? event.data : null));
+}
+
+/** Events whose lines come in any order: `event` lines after `data` lines, several `event` lines, names close to `done`. */
+const shuffledFieldsStream: fc.Arbitrary<Buffer> = fc
+  .array(
+    fc.record({
+      lines: fc.array(
+        fc.oneof(
+          fc.constantFrom('done', 'token', 'don', 'donee', ' done', '', 'é').map((name) => `event: ${name}`),
+          fc.string({ unit: fc.constantFrom('a', ' ', ':', 'é', '🌍', '{', '"'), maxLength: 12 }).map((value) => `data:${value}`),
+          fc.constantFrom('data', 'event', 'event:done', 'id: 1', 'retry: 5', ': c', 'x: y'),
+        ),
+        { maxLength: 6 },
+      ),
+      ending: fc.constantFrom('\n', '\r\n', '\r'),
+    }),
+    { maxLength: 6 },
+  )
+  .map((events) => Buffer.from(events.map(({ lines, ending }) => lines.map((line) => line + ending).join('') + ending).join(''), 'utf8'));
 
 const ERROR_EVENT = 'event: error\ndata: {"type":"upstream_error","message":"m","request_id":"r"}\n\n';
 const CONTINUATION = fc.oneof(
@@ -41,7 +65,7 @@ describe('SSE side-parser (property)', () => {
     fc.assert(
       fc.property(wellFormedStream, cutsFor(4_000), (stream, cuts) => {
         const parsed = sideParse(chunkAt(stream.bytes, cuts));
-        expect(parsed.events).toEqual(stream.events);
+        expect(parsed.events).toEqual(asSeen(stream.events));
         expect(parsed.tokensUsed).toBe(stream.tokensUsed);
         // The reference agrees with the model: the generator is not fooling both parsers.
         expect(parseSseReference(stream.bytes).events).toEqual(stream.events);
@@ -58,8 +82,21 @@ describe('SSE side-parser (property)', () => {
         const chunked = sideParse(chunkAt(bytes, cuts));
         expect(chunked).toEqual(whole);
         const reference = parseSseReference(bytes, 'any-field');
-        expect(chunked.events).toEqual(reference.events);
+        expect(chunked.events).toEqual(asSeen(reference.events));
         expect(chunked.tokensUsed).toBe(reference.tokensUsed);
+      }),
+      { numRuns: 600 },
+    );
+  });
+
+  it('any chunking of events with their fields in any order yields the done events a client would see', () => {
+    fc.assert(
+      fc.property(shuffledFieldsStream, cutsFor(400), (bytes, cuts) => {
+        const chunked = sideParse(chunkAt(bytes, cuts));
+        const reference = parseSseReference(bytes, 'any-field');
+        expect(chunked.events).toEqual(asSeen(reference.events));
+        expect(chunked.tokensUsed).toBe(reference.tokensUsed);
+        expect(chunked).toEqual(sideParse([bytes]));
       }),
       { numRuns: 600 },
     );

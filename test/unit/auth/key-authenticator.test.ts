@@ -77,6 +77,28 @@ describe('KeyAuthenticator', () => {
     expect(store.findByHashCalls).toBe(2);
   });
 
+  it('on one connection, a key presented again is recognised without re-hashing, and every check still runs', async () => {
+    const { rawKey, record } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
+    const other = await service.createKey({ account: 'globex', plan: 'pro', agents: ['support'] });
+    const connection = {};
+    const on = (key: string, agentId = 'support') => auth.authenticate({ authorization: bearer(key), agentId, clientIp: IP, connection });
+    await expect(on(rawKey)).resolves.toMatchObject({ keyId: record.keyId });
+    await expect(on(rawKey)).resolves.toMatchObject({ keyId: record.keyId });
+    // Another key on the same connection is its own key, not the remembered one.
+    await expect(on(other.rawKey)).resolves.toMatchObject({ keyId: other.record.keyId, account: 'globex' });
+    await expect(on(rawKey)).resolves.toMatchObject({ keyId: record.keyId });
+    // A key one character off (bad checksum) is rejected, not mistaken for the remembered one.
+    const badChecksum = rawKey.slice(0, -1) + (rawKey.at(-1) === 'a' ? 'b' : 'a');
+    expect((await failure(on(badChecksum))).type).toBe('invalid_api_key');
+    // Scope, revocation and expiry are checked per request, remembered key or not.
+    expect((await failure(on(rawKey, 'billing'))).type).toBe('agent_not_allowed');
+    await service.revokeKey(record.keyId);
+    expect((await failure(on(rawKey))).type).toBe('revoked_api_key');
+    expect((await failure(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP, connection: {} }))).type).toBe('revoked_api_key');
+    // Each key looked up once, and the revoked one again after the revocation dropped it from the cache.
+    expect(store.findByHashCalls).toBe(3);
+  });
+
   it('answers missing_api_key without a header or without the Bearer scheme', async () => {
     for (const authorization of [undefined, '', 'Basic abc', 'Bearer ', 'ha_x']) {
       const error = await failure(auth.authenticate({ authorization, agentId: 'support', clientIp: IP }));

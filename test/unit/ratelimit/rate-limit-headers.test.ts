@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RateLimitDecision, WindowStatus } from '../../../src/ratelimit/rate-limiter.js';
-import { closestToExhaustion, rateLimitHeaders, retryAfterSeconds } from '../../../src/ratelimit/rate-limit-headers.js';
+import { appendRateLimitHeaders, closestToExhaustion, retryAfterSeconds } from '../../../src/ratelimit/rate-limit-headers.js';
 
 // recoverMs defaults to what the limiter reports for an exhausted window (resetMs) or an empty one (0).
 const minute = (remaining: number, resetMs: number, recoverMs = resetMs): WindowStatus => ({ name: 'minute', limit: 60, windowMs: 60_000, remaining, resetMs, recoverMs });
@@ -10,7 +10,25 @@ function decision(windows: WindowStatus[], allowed = true, retryAfterMs = 0): Ra
   return { allowed, windows, retryAfterMs };
 }
 
-describe('rateLimitHeaders', () => {
+/** The flat name/value list appendRateLimitHeaders writes, as [name, value] pairs. */
+function rateLimitHeaders(d: RateLimitDecision): Array<[string, string]> {
+  const out: string[] = [];
+  appendRateLimitHeaders(d, out);
+  const pairs: Array<[string, string]> = [];
+  for (let i = 0; i < out.length; i += 2) pairs.push([out[i]!, out[i + 1]!]); // all strings here
+  return pairs;
+}
+
+describe('appendRateLimitHeaders', () => {
+  it('appends after what the list already holds and says whether it added anything', () => {
+    const out = ['X-Request-Id', 'req-1'];
+    expect(appendRateLimitHeaders(decision([minute(12, 0, 40_200)]), out)).toBe(true);
+    expect(out.slice(0, 4)).toEqual(['X-Request-Id', 'req-1', 'X-RateLimit-Limit', '60']);
+    expect(out).toHaveLength(12);
+    expect(appendRateLimitHeaders(decision([]), out)).toBe(false);
+    expect(out).toHaveLength(12);
+  });
+
   it('describes the window closest to exhaustion and lists every window in the policy', () => {
     // DESIGN.md 2's example: 48 of 60 used, the oldest of them stops counting in 40.2 s.
     expect(rateLimitHeaders(decision([minute(12, 0, 40_200), day(9_000, 0, 86_000_000)]))).toEqual([
