@@ -6,20 +6,23 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-let isoCachedMs = Number.NaN;
-let isoCached = '';
-
 /**
- * `new Date(ms).toISOString()`, remembered for the last millisecond asked: the request log
- * line and the audit record each stamp every request, and at thousands a second most of them
- * share their millisecond with the one before.
+ * A `new Date(ms).toISOString()` that remembers the last millisecond it was asked: the
+ * request log line and the audit record each stamp every request, and at thousands a second
+ * most share their millisecond with the one before. One per caller: the log stamps the
+ * current time and the audit record the request's start, and one shared cache would flip
+ * between the two.
  */
-export function isoTimestamp(ms: number): string {
-  if (ms !== isoCachedMs) {
-    isoCached = new Date(ms).toISOString();
-    isoCachedMs = ms;
-  }
-  return isoCached;
+export function isoTimestampCache(): (ms: number) => string {
+  let cachedMs = Number.NaN;
+  let cached = '';
+  return (ms) => {
+    if (ms !== cachedMs) {
+      cached = new Date(ms).toISOString();
+      cachedMs = ms;
+    }
+    return cached;
+  };
 }
 
 /** A clock tests move by hand. */

@@ -2,7 +2,7 @@
 // terminal get a compact one-line-per-entry rendering instead (pino-pretty is not a
 // dependency); anything else — pipes, files, containers — always gets JSON.
 import { pino, type Logger, type DestinationStream } from 'pino';
-import { isoTimestamp } from './clock.js';
+import { isoTimestampCache } from './clock.js';
 import { BatchedLogDestination } from './log-destination.js';
 
 export type { Logger };
@@ -36,6 +36,8 @@ export interface LoggerOptions {
  * writes cost more CPU than building the lines. flushLogger() writes what is buffered
  * before exit; a SIGKILL can lose up to 250 ms of lines.
  */
+const logTimestamp = isoTimestampCache();
+
 export function createLogger(options: LoggerOptions): Logger {
   const destination =
     options.destination ??
@@ -46,7 +48,7 @@ export function createLogger(options: LoggerOptions): Logger {
       base: { pid: process.pid, ...options.base },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       // pino's isoTime, through the one-millisecond cache.
-      timestamp: () => `,"time":"${isoTimestamp(Date.now())}"`,
+      timestamp: () => `,"time":"${logTimestamp(Date.now())}"`,
       formatters: { level: (label) => ({ level: label }) },
     },
     destination,

@@ -2,7 +2,7 @@
 // accepted), metrics, and one log line.
 import type { ServerResponse } from 'node:http';
 import type { AuditLog, AuditOutcome, AuditRecord } from '../audit/audit-record.js';
-import { isoTimestamp } from '../clock.js';
+import { isoTimestampCache } from '../clock.js';
 import { routeSeries } from '../metrics/metrics.js';
 import type { RequestLogWriter } from './request-log-line.js';
 import type { RequestState } from './request-state.js';
@@ -16,6 +16,8 @@ function outcomeFromStatus(status: number): AuditOutcome {
   if (status < 500) return 'invalid_request';
   return 'error';
 }
+
+const auditTimestamp = isoTimestampCache();
 
 export function finishRequest(state: RequestState, res: ServerResponse, auditLog: AuditLog, logRequest: RequestLogWriter): void {
   const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
@@ -38,7 +40,7 @@ export function finishRequest(state: RequestState, res: ServerResponse, auditLog
   if (key && state.route) {
     const record: AuditRecord = {
       id: state.requestId,
-      ts: isoTimestamp(state.startedAtMs),
+      ts: auditTimestamp(state.startedAtMs),
       key_id: key.keyId,
       account: key.account,
       plan: key.plan,

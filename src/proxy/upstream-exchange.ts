@@ -99,6 +99,7 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
   private lastUpstreamMs = 0;
   /** False while paused for a slow reader: the runner's silence is then ours, not its. */
   private watchingIdle = true;
+  private waitingForDrain = false;
   private streamDeadlineMs = 0;
   private sawDone = false;
   private sawFirstByte = false;
@@ -112,7 +113,6 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
   start(call: UpstreamCall): void {
     const { res, state, agent, target, route } = this.request;
     res.once('close', this.onClientClose);
-    res.on('drain', this.onDrain);
     state.upstreamStartMs = performance.now();
     target.pool.dispatch(
       {
@@ -194,9 +194,9 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       this.lastClientWriteMs = now;
       this.lastUpstreamMs = now;
       if (!flushed) {
-        // A slow reader: stop pulling from the runner until the client catches up. The idle
-        // timeout measures the runner's silence, so it does not run while we are the ones waiting.
-        controller.pause();
+        // The idle timeout measures the runner's silence, so it does not run while we are the
+        // ones waiting.
+        this.pauseUntilDrain(controller);
         this.watchingIdle = false;
       }
       return;
@@ -205,10 +205,23 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       this.kept.push(chunk);
       this.keptBytes += chunk.length;
     }
-    if (!res.write(chunk)) controller.pause();
+    if (!res.write(chunk)) this.pauseUntilDrain(controller);
+  }
+
+  /**
+   * A slow reader: stop pulling from the runner until the client's socket drains. The
+   * 'drain' listener is added only now, not for every request (an add and a remove per
+   * request showed in the profile); a late call after the exchange settled is a no-op.
+   */
+  private pauseUntilDrain(controller: Dispatcher.DispatchController): void {
+    controller.pause();
+    if (this.waitingForDrain) return;
+    this.waitingForDrain = true;
+    this.request.res.once('drain', this.onDrain);
   }
 
   private readonly onDrain = (): void => {
+    this.waitingForDrain = false;
     if (this.settled || !this.controller?.paused) return;
     if (this.streaming) {
       const now = performance.now();
@@ -360,7 +373,6 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
   private settle(error?: GatewayError): void {
     if (this.settled) return;
     this.settled = true;
-    this.request.res.off('drain', this.onDrain);
     if (this.streaming) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;

@@ -8,6 +8,7 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { splitAt } from '../helpers/split-at.js';
 import { startFaultRunner, type FaultRunner } from './support/fault-runner.js';
 import { reportRow } from './support/report.js';
 
@@ -247,15 +248,8 @@ function render(model: RequestModel, keyText: string, withAuth: boolean): string
 /** Splits bytes into pieces at the given cuts, so the parser sees every kind of partial read. */
 function piecesOf(text: string | Buffer, cuts: number[]): Buffer[] {
   const bytes = typeof text === 'string' ? Buffer.from(text, 'latin1') : text;
-  const sorted = [...new Set(cuts.map((c) => c % Math.max(1, bytes.length)))].filter((c) => c > 0).sort((a, b) => a - b);
-  const pieces: Buffer[] = [];
-  let start = 0;
-  for (const cut of sorted) {
-    pieces.push(bytes.subarray(start, cut));
-    start = cut;
-  }
-  pieces.push(bytes.subarray(start));
-  return pieces;
+  // No empty pieces: each one is a real write on the socket.
+  return splitAt(bytes, cuts.map((c) => c % Math.max(1, bytes.length)).filter((c) => c > 0));
 }
 
 const BATCH = 16;

@@ -5,17 +5,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { scanTokensUsed, tokensByJsonParse, tokensFromChatResponse } from '../../src/proxy/chat-tokens.js';
+import { splitAt } from '../helpers/split-at.js';
 
+/** Chunks as undici might deliver them, empty ones included (cuts at 0 or the end). */
 function chunked(body: Buffer, cuts: number[]): Buffer[] {
-  const points = [...new Set(cuts.map((cut) => cut % (body.length + 1)))].sort((a, b) => a - b);
-  const chunks: Buffer[] = [];
-  let from = 0;
-  for (const point of points) {
-    chunks.push(body.subarray(from, point));
-    from = point;
-  }
-  chunks.push(body.subarray(from));
-  return chunks;
+  return splitAt(body, cuts.map((cut) => cut % (body.length + 1)));
 }
 
 function agrees(body: Buffer, cuts: number[] = []): void {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SseSideParser, tokensFromDoneData } from '../../../src/proxy/sse-parser.js';
+import { splitAt } from '../../helpers/split-at.js';
 
 /** Each dispatched event as the sink sees it: a `done` event's data, or null for any other event. */
 function parseAll(chunks: Buffer[]): { events: (string | null)[]; parser: SseSideParser } {
@@ -81,15 +82,7 @@ describe('SseSideParser', () => {
       const bytes = Buffer.from(stream);
       fc.assert(
         fc.property(fc.uniqueArray(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 40 }), (cuts) => {
-          const sorted = [...cuts].sort((a, b) => a - b);
-          const chunks: Buffer[] = [];
-          let start = 0;
-          for (const cut of sorted) {
-            chunks.push(bytes.subarray(start, cut));
-            start = cut;
-          }
-          chunks.push(bytes.subarray(start));
-          expect(parseAll(chunks).events).toEqual(expected);
+          expect(parseAll(splitAt(bytes, cuts)).events).toEqual(expected);
         }),
         { numRuns: 300 },
       );
