@@ -18,7 +18,7 @@ import { generateApiKey } from '../../src/auth/key-format.js';
 import { startGateway } from '../../src/cli/start-gateway.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
-import { freePort } from '../helpers/free-port.js';
+import { refusingPort } from '../helpers/free-port.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { readAuditFile } from './support/audit-sinks.js';
 import { startFaultRunner, type FaultRunner } from './support/fault-runner.js';
@@ -36,7 +36,7 @@ let trustingKey: string;
 
 beforeAll(async () => {
   runner = await startFaultRunner();
-  const agents = { ok: runner.baseUrl('ok'), refused: `http://127.0.0.1:${await freePort()}/api/v1` };
+  const agents = { ok: runner.baseUrl('ok'), refused: `http://127.0.0.1:${await refusingPort()}/api/v1` };
   [plain, trusting] = await Promise.all([startTestGateway({ agents }), startTestGateway({ agents, config: { listen: { trust_proxy: true } } })]);
   ({ rawKey: key } = await plain.createKey());
   ({ rawKey: trustingKey } = await trusting.createKey());

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { createRedisClient, type Redis } from '../../src/cli/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
-import { freePort } from '../helpers/free-port.js';
+import { refusingPort } from '../helpers/free-port.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { answered, checkAudit, readAuditFile, readAuditStream } from './support/audit-sinks.js';
 import { describeSample, MB, startFaultGateway, type FaultGateway, type ProcessSample } from './support/fault-gateway.js';
@@ -38,7 +38,7 @@ const all: Outcome[] = [];
 let runs = 0;
 
 beforeAll(async () => {
-  [dir, redis, runner, refusedPort] = await Promise.all([mkdtemp(join(tmpdir(), 'agentgw-faults-upstream-')), startRedis(), startFaultRunner(), freePort()]);
+  [dir, redis, runner, refusedPort] = await Promise.all([mkdtemp(join(tmpdir(), 'agentgw-faults-upstream-')), startRedis(), startFaultRunner(), refusingPort()]);
   inspect = createRedisClient({ url: redis.url, prefix: 'faults-up:', commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
   const agents: Record<string, unknown> = { refused: { upstream: `http://127.0.0.1:${refusedPort}/api/v1` } };
   for (const mode of ['ok', 'silent', 'stall', 'reset', 'garbage', 'plain', 'err500', 'huge'] as RunnerMode[]) agents[mode] = { upstream: runner.baseUrl(mode), timeout: '500ms' };

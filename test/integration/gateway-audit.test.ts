@@ -11,7 +11,7 @@ import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { createRedisClient, type Redis } from '../../src/cli/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { chatResponse, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
-import { freePort } from '../helpers/free-port.js';
+import { refusingPort } from '../helpers/free-port.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { openSse } from '../helpers/sse-client.js';
@@ -95,7 +95,7 @@ beforeAll(async () => {
     }),
   ]);
   inspect = createRedisClient({ url: redis.url, prefix: 'gwaudit:', commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
-  const refusedPort = await freePort();
+  const refusedPort = await refusingPort();
   gateway = await startTestGateway({
     agents: {
       support: upstream.baseUrl,

@@ -2,7 +2,7 @@
 // documented answer, and the gateway keeps serving.
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/free-port.js';
+import { refusingPort } from '../helpers/free-port.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -43,7 +43,7 @@ beforeAll(async () => {
   garbage = garbageServer.server;
   const closingServer = await rawServer((socket) => socket.destroy());
   closing = closingServer.server;
-  const refusedPort = await freePort();
+  const refusedPort = await refusingPort();
   gateway = await startTestGateway({
     agents: {
       healthy: healthy.baseUrl,

@@ -1,8 +1,7 @@
 // The admin listener against real traffic: /metrics counters move with requests, labels
 // stay bounded whatever the client sends, and /metrics, /healthz, /readyz exist on the
 // admin port only.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { refusingPort } from '../helpers/free-port.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultHandler, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -15,13 +14,9 @@ let tinyKey: string;
 const CHAT = '/agents/support/api/v1/chat';
 const STREAM = '/agents/support/api/v1/chat/stream';
 
-/** A closed port: connecting to it is refused. */
+/** A port that refuses connections (test/helpers/free-port.ts). */
 async function refusedUrl(): Promise<string> {
-  const server: Server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/api/v1`;
+  return `http://127.0.0.1:${await refusingPort()}/api/v1`;
 }
 
 interface Sample {
