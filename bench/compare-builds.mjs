@@ -9,7 +9,8 @@
 //   node bench/compare-builds.mjs --streams --references cur=. cur-stgc=.:--single-threaded-gc
 //
 // A build is name=root[:variation...]; variations change its config only: no-limits (plan
-// without windows), no-request-log (log.level warn), no-audit-stream, no-lease; a variation
+// without windows), no-request-log (log.level warn), log-devnull (log lines to /dev/null),
+// no-audit-stream, no-lease; a variation
 // starting with `--` is a node flag for that build's process instead.
 // Flags: --rounds N (6), --duration-s N (4), --connections N (32, wrk -t1),
 // --rate N (fixed-rate latency instead of wrk throughput), --streams (scenario 3's per-event
@@ -58,6 +59,7 @@ const VARIATIONS = {
   'no-limits': (yaml) => yaml.replace(/windows: \[.*\] \}/, 'windows: [] }'),
   'no-request-log': (yaml) => yaml.replace('level: info', 'level: warn'),
   'no-audit-stream': (yaml) => yaml.replace(/ {2}redis_stream: .*\n/, ''),
+  'log-devnull': (yaml) => yaml.replace(/ {2}file: .*gateway\.log"\n/, '  file: "/dev/null"\n'),
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
 };
 
