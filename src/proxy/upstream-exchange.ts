@@ -76,9 +76,12 @@ function isEventStream(contentType: string | string[] | undefined): boolean {
  * the exchange answers itself. Nothing is returned to wait on: the caller's frame (and all
  * it holds) is released while a stream runs, instead of living as long as the stream.
  */
-export function forwardToUpstream(request: ForwardRequest, call: UpstreamCall, onFailure: (error: GatewayError) => void): void {
+export function forwardToUpstream(request: ForwardRequest, call: UpstreamCall, onFailure: ForwardFailureHandler): void {
   new UpstreamExchange(request, onFailure).start(call);
 }
+
+/** One function per server, not a closure per request: the exchange hands it what it needs. */
+export type ForwardFailureHandler = (error: GatewayError, res: ServerResponse, state: RequestState) => void;
 
 class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, SseEventSink {
   private controller: Dispatcher.DispatchController | null = null;
@@ -93,6 +96,8 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
   // re-inserted, and an idle stream holds one timer instead of three (docs/performance.md).
   private timer: NodeJS.Timeout | null = null;
   private timerDueMs = 0;
+  /** Made on a stream's first timer (a `/chat` exchange never needs one). */
+  private timerCallback: (() => void) | null = null;
   /** Last write to the client (event or ping): the heartbeat counts from here. */
   private lastClientWriteMs = 0;
   /** Last byte from the runner while we were reading: the idle timeout counts from here. */
@@ -107,12 +112,13 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
 
   constructor(
     private readonly request: ForwardRequest,
-    private readonly onFailure: (error: GatewayError) => void,
+    private readonly onFailure: ForwardFailureHandler,
   ) {}
 
   start(call: UpstreamCall): void {
     const { res, state, agent, target, route } = this.request;
-    res.once('close', this.onClientClose);
+    // 'close' comes once; `on` spares the wrapper `once` allocates per request.
+    res.on('close', this.onClientClose);
     state.upstreamStartMs = performance.now();
     target.pool.dispatch(
       {
@@ -217,10 +223,11 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     controller.pause();
     if (this.waitingForDrain) return;
     this.waitingForDrain = true;
-    this.request.res.once('drain', this.onDrain);
+    // A closure only for the rare exchange that waits: not one per request.
+    this.request.res.once('drain', () => this.onDrain());
   }
 
-  private readonly onDrain = (): void => {
+  private onDrain(): void {
     this.waitingForDrain = false;
     if (this.settled || !this.controller?.paused) return;
     if (this.streaming) {
@@ -231,7 +238,7 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       if (now + this.request.stream.idleTimeoutMs < this.timerDueMs) this.armTimer(now);
     }
     this.controller.resume();
-  };
+  }
 
   onResponseEnd(): void {
     if (this.settled) return;
@@ -311,10 +318,11 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     if (this.timer) clearTimeout(this.timer);
     this.timerDueMs = this.nextDeadlineMs();
     // Rounded up: a timer that fires before its deadline only costs a re-arm, never a miss.
-    this.timer = setTimeout(this.onTimer, Math.max(1, Math.ceil(this.timerDueMs - now)));
+    this.timerCallback ??= () => this.onTimer();
+    this.timer = setTimeout(this.timerCallback, Math.max(1, Math.ceil(this.timerDueMs - now)));
   }
 
-  private readonly onTimer = (): void => {
+  private onTimer(): void {
     this.timer = null;
     if (this.settled) return;
     const now = performance.now();
@@ -335,7 +343,7 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       this.lastClientWriteMs = now;
     }
     this.armTimer(now);
-  };
+  }
 
   private failBeforeHeaders(kind: UpstreamFailureKind, message?: string): void {
     const { state, agent } = this.request;
@@ -379,6 +387,6 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       this.request.activeStreams.delete(this);
       metrics.activeStreams.dec();
     }
-    if (error) this.onFailure(error);
+    if (error) this.onFailure(error, this.request.res, this.request.state);
   }
 }

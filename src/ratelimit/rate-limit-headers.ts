@@ -34,6 +34,27 @@ export function formatRateLimitPolicy(windows: readonly WindowStatus[]): string 
   return policy;
 }
 
+// The policy is the same for every request of a plan: the last one is kept and reused while
+// the windows match (names, limits, lengths), instead of being formatted per request.
+let policyWindows: Array<Pick<WindowStatus, 'name' | 'limit' | 'windowMs'>> = [];
+let policyText = '';
+
+/** formatRateLimitPolicy, remembered for the last window list it was asked about. */
+export function rateLimitPolicy(windows: readonly WindowStatus[]): string {
+  if (windows.length === policyWindows.length) {
+    let same = true;
+    for (let i = 0; i < windows.length && same; i += 1) {
+      const w = windows[i]!;
+      const p = policyWindows[i]!;
+      same = w.name === p.name && w.limit === p.limit && w.windowMs === p.windowMs;
+    }
+    if (same && windows.length > 0) return policyText;
+  }
+  policyText = formatRateLimitPolicy(windows);
+  policyWindows = windows.map(({ name, limit, windowMs }) => ({ name, limit, windowMs }));
+  return policyText;
+}
+
 /**
  * Appends the headers for a decision to `out` as flat name/value pairs (what
  * `res.writeHead` takes); none for a plan without windows. Returns whether it added any.
@@ -50,7 +71,7 @@ export function appendRateLimitHeaders(decision: RateLimitDecision, out: Array<s
     'X-RateLimit-Reset',
     String(ceilSeconds(closest.resetMs)),
     'RateLimit-Policy',
-    formatRateLimitPolicy(decision.windows),
+    rateLimitPolicy(decision.windows),
     // t follows the draft (when the quota starts to recover), not X-RateLimit-Reset's
     // "until one more request is allowed", which is 0 while requests remain.
     'RateLimit',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RateLimitDecision, WindowStatus } from '../../../src/ratelimit/rate-limiter.js';
-import { appendRateLimitHeaders, closestToExhaustion, retryAfterSeconds } from '../../../src/ratelimit/rate-limit-headers.js';
+import { appendRateLimitHeaders, closestToExhaustion, formatRateLimitPolicy, rateLimitPolicy, retryAfterSeconds } from '../../../src/ratelimit/rate-limit-headers.js';
 
 // recoverMs defaults to what the limiter reports for an exhausted window (resetMs) or an empty one (0).
 const minute = (remaining: number, resetMs: number, recoverMs = resetMs): WindowStatus => ({ name: 'minute', limit: 60, windowMs: 60_000, remaining, resetMs, recoverMs });
@@ -72,6 +72,23 @@ describe('appendRateLimitHeaders', () => {
   it('rounds window lengths that are not whole seconds up', () => {
     const odd: WindowStatus = { name: 'burst', limit: 5, windowMs: 1_500, remaining: 5, resetMs: 0, recoverMs: 0 };
     expect(new Map(rateLimitHeaders(decision([odd]))).get('RateLimit-Policy')).toBe('"burst";q=5;w=2');
+  });
+});
+
+describe('rateLimitPolicy', () => {
+  it('is formatRateLimitPolicy for any sequence of window lists, repeated or alternating', () => {
+    const lists: WindowStatus[][] = [
+      [minute(12, 0), day(9_000, 0)],
+      [minute(1, 0), day(1, 0)], // same windows, other counts: the same policy
+      [{ name: 'minute', limit: 61, windowMs: 60_000, remaining: 0, resetMs: 0, recoverMs: 0 }, day(9_000, 0)],
+      [minute(12, 0)],
+      [{ name: 'hour', limit: 60, windowMs: 3_600_000, remaining: 0, resetMs: 0, recoverMs: 0 }],
+      [{ name: 'hour', limit: 60, windowMs: 60_000, remaining: 0, resetMs: 0, recoverMs: 0 }],
+      [],
+    ];
+    for (const order of [[0, 1, 0, 2, 2, 3, 4, 5, 6, 0, 6, 5, 4], [6, 6, 1, 3, 3, 0]]) {
+      for (const index of order) expect(rateLimitPolicy(lists[index]!)).toBe(formatRateLimitPolicy(lists[index]!));
+    }
   });
 });
 
