@@ -10,7 +10,7 @@
 //
 // A build is name=root[:variation...]; variations change its config only: no-limits (plan
 // without windows), no-request-log (log.level warn), log-devnull (log lines to /dev/null),
-// no-audit-stream, no-lease; a variation
+// no-audit-stream, no-lease, pool-128 (agents.bench.max_connections: 128); a variation
 // starting with `--` is a node flag for that build's process instead.
 // Flags: --rounds N (6), --duration-s N (4), --connections N (32, wrk -t1),
 // --rate N (fixed-rate latency instead of wrk throughput), --streams (scenario 3's per-event
@@ -60,6 +60,7 @@ const VARIATIONS = {
   'no-request-log': (yaml) => yaml.replace('level: info', 'level: warn'),
   'no-audit-stream': (yaml) => yaml.replace(/ {2}redis_stream: .*\n/, ''),
   'log-devnull': (yaml) => yaml.replace(/ {2}file: .*gateway\.log"\n/, '  file: "/dev/null"\n'),
+  'pool-128': (yaml) => yaml.replace('    timeout: 30s\n', '    timeout: 30s\n    max_connections: 128\n'),
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
 };
 
