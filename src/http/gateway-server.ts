@@ -7,6 +7,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
 import { ActiveStreams } from '../proxy/active-streams.js';
+import { DeadlineSweeper } from '../proxy/deadline-sweeper.js';
 import { forwardToUpstream, type ForwardFailureHandler } from '../proxy/upstream-exchange.js';
 import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor } from '../proxy/traceparent.js';
@@ -42,6 +43,7 @@ export interface GatewayServer {
 export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
   const { runtime, authenticator, rateLimiter, auditLog, logger, clock } = deps;
   const activeStreams = deps.activeStreams ?? new ActiveStreams();
+  const deadlines = new DeadlineSweeper();
   // The per-request line is built only from fields that never hold key material (key_id is
   // public), so it skips redaction, which would cost more than the rest of the line.
   const requestLogger = logger.child({}, { redact: [] });
@@ -97,7 +99,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
       const target = runtime.pools.target(agent.id);
       if (!target) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
       forwardToUpstream(
-        { res, state, agent, target, route, stream: config.stream, activeStreams },
+        { res, state, agent, target, route, stream: config.stream, activeStreams, deadlines },
         {
           body,
           headers: upstreamRequestHeaders(req.headers, {

@@ -12,6 +12,7 @@ import type { RequestState } from '../http/request-state.js';
 import type { ChatRoute } from '../http/routing.js';
 import { metrics } from '../metrics/metrics.js';
 import type { ActiveStreams, EndableStream } from './active-streams.js';
+import type { DeadlineEntry, DeadlineSweeper } from './deadline-sweeper.js';
 import { tokensFromChatResponse } from './chat-tokens.js';
 import { RATE_LIMIT_HEADER_NAMES } from '../ratelimit/rate-limit-headers.js';
 import { appendRelayedHeaders } from './header-hygiene.js';
@@ -34,6 +35,8 @@ export interface ForwardRequest {
   route: ChatRoute;
   stream: StreamTimings;
   activeStreams: ActiveStreams;
+  /** Checks the runner's headers deadline and a `/chat` body's idle deadline. */
+  deadlines: DeadlineSweeper;
 }
 
 /** What is sent once and then not kept: undici has its own copy of the headers as text. */
@@ -65,6 +68,8 @@ class ClientClosedError extends Error {
  * reconnects), and its stack would say nothing, so no Error and stack trace per abort.
  */
 const CLIENT_CLOSED = new ClientClosedError();
+/** Abort reason when the exchange's own deadline passed (the answer was already decided). */
+const UPSTREAM_TIMED_OUT = new Error('the runner did not answer in time');
 
 function isEventStream(contentType: string | string[] | undefined): boolean {
   return typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream');
@@ -83,7 +88,7 @@ export function forwardToUpstream(request: ForwardRequest, call: UpstreamCall, o
 /** One function per server, not a closure per request: the exchange hands it what it needs. */
 export type ForwardFailureHandler = (error: GatewayError, res: ServerResponse, state: RequestState) => void;
 
-class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, SseEventSink {
+class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, SseEventSink, DeadlineEntry {
   private controller: Dispatcher.DispatchController | null = null;
   private settled = false;
   private headersRelayed = false;
@@ -91,6 +96,14 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
   private kept: Buffer[] | null = null;
   private keptBytes = 0;
   private parser: SseSideParser | null = null;
+  // Until a stream starts, the deadlines (the runner's response headers within
+  // agents.<id>.timeout, then a `/chat` body's idle timeout) are checked by the server's
+  // DeadlineSweeper, not by a timer per request; undici's own headers and body timers are
+  // switched off for the same reason (deadline-sweeper.ts).
+  sweepPrev: DeadlineEntry | null = null;
+  sweepNext: DeadlineEntry | null = null;
+  sweeping = false;
+  private headersDeadlineMs = 0;
   // A stream has three deadlines (heartbeat, idle, max duration) and one timer, armed for
   // the earliest: per event only two timestamps move, instead of two timers being
   // re-inserted, and an idle stream holds one timer instead of three (docs/performance.md).
@@ -119,16 +132,22 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     const { res, state, agent, target, route } = this.request;
     // 'close' comes once; `on` spares the wrapper `once` allocates per request.
     res.on('close', this.onClientClose);
-    state.upstreamStartMs = performance.now();
+    const now = performance.now();
+    state.upstreamStartMs = now;
+    // Counted from the hand-off to the pool: waiting for a pooled connection and connecting
+    // are part of what the client waits for, and a request that timed out while queued is
+    // never sent (onRequestStart aborts it).
+    this.headersDeadlineMs = now + agent.headersTimeoutMs;
+    this.request.deadlines.add(this);
     target.pool.dispatch(
       {
         method: 'POST',
         path: route === 'chat' ? target.chatPath : target.streamPath,
         headers: call.headers,
         body: call.body,
-        headersTimeout: agent.headersTimeoutMs,
-        // Streams use the gateway's own idle timer instead, so it can pause under back-pressure.
-        bodyTimeout: route === 'chat' ? this.request.stream.idleTimeoutMs : 0,
+        // Enforced by the exchange (checkDeadlines) instead.
+        headersTimeout: 0,
+        bodyTimeout: 0,
       },
       this,
     );
@@ -161,6 +180,7 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     const contentType = headers['content-type'];
     if (statusCode < 300 && typeof contentType === 'string' && contentType.includes('json')) this.kept = [];
     this.headersRelayed = true;
+    this.lastUpstreamMs = performance.now();
   }
 
   private startStream(statusCode: number, headers: Record<string, string | string[] | undefined>): void {
@@ -173,6 +193,8 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     res.flushHeaders();
     this.headersRelayed = true;
     this.streaming = true;
+    // A stream's own timer takes over (heartbeats need it anyway).
+    this.request.deadlines.remove(this);
     this.parser = new SseSideParser(this);
     this.eventsCounter = metrics.streamEvents.labels(this.request.agent.id);
     const now = performance.now();
@@ -211,7 +233,11 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       this.kept.push(chunk);
       this.keptBytes += chunk.length;
     }
-    if (!res.write(chunk)) this.pauseUntilDrain(controller);
+    this.lastUpstreamMs = performance.now();
+    if (!res.write(chunk)) {
+      this.pauseUntilDrain(controller);
+      this.watchingIdle = false;
+    }
   }
 
   /**
@@ -230,13 +256,12 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
   private onDrain(): void {
     this.waitingForDrain = false;
     if (this.settled || !this.controller?.paused) return;
-    if (this.streaming) {
-      const now = performance.now();
-      this.lastUpstreamMs = now;
-      this.watchingIdle = true;
-      // The idle deadline restarts now and may come before the one the timer is armed for.
-      if (now + this.request.stream.idleTimeoutMs < this.timerDueMs) this.armTimer(now);
-    }
+    const now = performance.now();
+    this.lastUpstreamMs = now;
+    this.watchingIdle = true;
+    // A stream's idle deadline restarts now and may come before the one its timer is armed
+    // for; a `/chat` body's is read by the next sweep.
+    if (this.streaming && now + this.request.stream.idleTimeoutMs < this.timerDueMs) this.armTimer(now);
     this.controller.resume();
   }
 
@@ -262,7 +287,7 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (this.settled) return;
-    const { res, state, agent } = this.request;
+    const { state } = this.request;
     state.upstreamEndMs = performance.now();
     const failure = classifyUpstreamError(error);
     if (!this.headersRelayed) {
@@ -273,12 +298,23 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
       this.failStream(failure.kind, 'upstream_error', outcomeForFailure(failure.kind) === 'timeout' ? 'timeout' : 'upstream_error');
       return;
     }
-    // Headers are out: the only honest signal left is to cut the connection.
-    state.failureKind = failure.kind;
-    state.outcome = outcomeForFailure(failure.kind);
-    metrics.upstreamErrors.inc({ agent: agent.id, kind: failure.kind });
-    this.settle();
-    res.destroy();
+    this.failAfterHeaders(failure.kind);
+  }
+
+  /** DeadlineEntry: called by the sweeper until the exchange settles or becomes a stream. */
+  checkDeadlines(nowMs: number): void {
+    if (this.settled || this.streaming) return;
+    if (!this.headersRelayed) {
+      if (nowMs < this.headersDeadlineMs) return;
+      this.failBeforeHeaders('headers_timeout');
+      this.controller?.abort(UPSTREAM_TIMED_OUT);
+      return;
+    }
+    // While we wait for a slow client the silence is ours, not the runner's.
+    if (this.watchingIdle && nowMs >= this.lastUpstreamMs + this.request.stream.idleTimeoutMs) {
+      this.failAfterHeaders('idle_timeout');
+      this.controller?.abort(UPSTREAM_TIMED_OUT);
+    }
   }
 
   /** SseEventSink: every event the side-parser completes. */
@@ -345,6 +381,17 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
     this.armTimer(now);
   }
 
+  /** A relayed (non-stream) answer broke off: headers are out, so the only honest signal left is to cut the connection. */
+  private failAfterHeaders(kind: UpstreamFailureKind): void {
+    const { res, state, agent } = this.request;
+    if (state.upstreamEndMs < 0) state.upstreamEndMs = performance.now();
+    state.failureKind = kind;
+    state.outcome = outcomeForFailure(kind);
+    metrics.upstreamErrors.inc({ agent: agent.id, kind });
+    this.settle();
+    res.destroy();
+  }
+
   private failBeforeHeaders(kind: UpstreamFailureKind, message?: string): void {
     const { state, agent } = this.request;
     state.failureKind = kind;
@@ -381,6 +428,7 @@ class UpstreamExchange implements Dispatcher.DispatchHandler, EndableStream, Sse
   private settle(error?: GatewayError): void {
     if (this.settled) return;
     this.settled = true;
+    this.request.deadlines.remove(this);
     if (this.streaming) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;
