@@ -22,5 +22,11 @@ export interface Authenticator {
    * failed-attempt throttle) or store_unavailable (503).
    */
   authenticate(input: AuthenticateInput): Promise<AuthenticatedKey>;
+  /**
+   * The caller, when it is known without waiting and passes every check (a fresh cached
+   * key); otherwise undefined, and nothing was counted: call authenticate(), which decides
+   * every other case. Lets the request pipeline skip a promise and an await per request.
+   */
+  authenticateNow(input: AuthenticateInput): AuthenticatedKey | undefined;
   close(): Promise<void>;
 }

@@ -55,12 +55,19 @@ export class FailedAuthThrottle {
 
   /** Throws 429 rate_limit_exceeded when `ip` is blocked as far as this instance knows. Synchronous and allocation-free when not blocked. */
   check(ip: string): void {
-    if (this.blockedUntil.size === 0) return;
-    const until = this.blockedUntil.get(ip);
-    if (until === undefined) return;
-    const remainingMs = until - this.options.clock.now();
+    const remainingMs = this.blockedForMs(ip);
     if (remainingMs > 0) throw rateLimited(remainingMs);
+  }
+
+  /** How much longer `ip` is blocked as far as this instance knows (0: not blocked). */
+  blockedForMs(ip: string): number {
+    if (this.blockedUntil.size === 0) return 0;
+    const until = this.blockedUntil.get(ip);
+    if (until === undefined) return 0;
+    const remainingMs = until - this.options.clock.now();
+    if (remainingMs > 0) return remainingMs;
     this.blockedUntil.delete(ip);
+    return 0;
   }
 
   /** check(), plus the shared counter when there is one. Call before a store lookup. */

@@ -3,8 +3,9 @@
 //   → cache → store → revoked / expired (injected clock, every request) / agent scope
 //   → note last_used → {keyId, account, plan}.
 // A fresh cached key costs a CRC32, a SHA-256 and two Map reads: no await, no allocation
-// beyond the hash string (the result is a promise resolved once per cache entry); on a
-// keep-alive connection that sent the same key before, a string compare instead of both.
+// beyond the hash string (authenticateNow returns the cached result itself, authenticate a
+// promise resolved once per cache entry); on a keep-alive connection that sent the same key
+// before, a string compare instead of both.
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { GatewayError, type ErrorType } from '../http/errors.js';
@@ -97,7 +98,13 @@ export class KeyAuthenticator implements Authenticator {
     });
   }
 
+  authenticateNow(input: AuthenticateInput): AuthenticatedKey | undefined {
+    return this.acceptedNow(input)?.authenticated;
+  }
+
   authenticate(input: AuthenticateInput): Promise<AuthenticatedKey> {
+    const accepted = this.acceptedNow(input);
+    if (accepted !== undefined) return accepted.resolved;
     const token = extractBearerToken(input.authorization);
     if (token === '') return this.fail('missing_api_key', input.clientIp);
     try {
@@ -123,6 +130,28 @@ export class KeyAuthenticator implements Authenticator {
       }
     }
     return this.lookup(hash, entry, input);
+  }
+
+  /**
+   * The fast path of both methods: a fresh cached key that passes every check (not
+   * revoked, not expired, scoped to the agent, the address not throttled), counted as a hit
+   * and noted as used. Anything else returns undefined having counted nothing, and the
+   * rest of authenticate() decides it.
+   */
+  private acceptedNow(input: AuthenticateInput): CachedKey | undefined {
+    if (this.throttle.blockedForMs(input.clientIp) > 0) return undefined;
+    const token = extractBearerToken(input.authorization);
+    if (token === '') return undefined;
+    const hash = this.hashOf(token, input.connection);
+    if (hash === undefined) return undefined;
+    const now = this.clock.now();
+    const entry = this.cache.get(hash);
+    if (entry === undefined || entry.freshUntilMs <= now) return undefined;
+    if (entry.revoked || now >= entry.expiresAtMs || !entry.agents.includes(input.agentId)) return undefined;
+    if (entry.stale) this.counters.staleHit.inc();
+    else this.counters.hit.inc();
+    this.lastUsed.touch(entry.record.hash, now);
+    return entry;
   }
 
   /** The key's hash, or undefined when it is not a well-formed key (bad format or checksum). */

@@ -70,7 +70,10 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
       state.agentId = agent.id;
       state.route = route;
 
-      const key = await authenticator.authenticate({ authorization: req.headers.authorization, agentId: agent.id, clientIp: address.clientIp, connection: req.socket });
+      // Most requests are decided without waiting (a cached key, a leased or in-memory
+      // count): no promise and no await for them, only for the rest.
+      const authInput = { authorization: req.headers.authorization, agentId: agent.id, clientIp: address.clientIp, connection: req.socket };
+      const key = authenticator.authenticateNow(authInput) ?? (await authenticator.authenticate(authInput));
       state.key = key;
 
       const plan = config.plans.get(key.plan);
@@ -80,7 +83,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
       }
       if (plan.windows.length > 0) {
         const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
-        const decision = await rateLimiter.consume(subject, plan.windows);
+        const decision = rateLimiter.consumeNow(subject, plan.windows) ?? (await rateLimiter.consume(subject, plan.windows));
         state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
         if (!decision.allowed) {
           metrics.rateLimited.inc({ plan: key.plan });

@@ -64,6 +64,14 @@ export class FailoverRateLimiter implements RateLimiter {
     return this.tryPrimary(subject, windows, true);
   }
 
+  /** As consume() would decide, where that needs no wait: the primary's own answer, or the fallback's while the breaker is open in `allow` mode. */
+  consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision | undefined {
+    if (this.outageSinceMs === undefined) return this.primary.consumeNow(subject, windows);
+    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.mode === 'allow' ? this.fallback.consumeNow(subject, windows) : undefined;
+    // The probe that may end the outage has to ask Redis.
+    return undefined;
+  }
+
   async close(): Promise<void> {
     await Promise.all([this.primary.close(), this.fallback.close()]);
   }

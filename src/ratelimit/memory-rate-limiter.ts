@@ -41,6 +41,11 @@ export class MemoryRateLimiter implements RateLimiter {
     return this.consumeAt(subject, windows, this.clock.now());
   }
 
+  /** Always decides: the counts are in memory. */
+  consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision {
+    return this.consumeAt(subject, windows, this.clock.now());
+  }
+
   /** Synchronous core of consume(), at an explicit time. */
   consumeAt(subject: string, windows: readonly RateWindow[], nowMs: number): RateLimitDecision {
     if (nowMs >= this.nextSweepMs) this.sweep(nowMs);

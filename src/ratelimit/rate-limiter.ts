@@ -35,5 +35,11 @@ export interface RateLimitDecision {
 export interface RateLimiter {
   /** Checks every window and, only if all allow, counts the request in all of them. */
   consume(subject: string, windows: readonly RateWindow[]): Promise<RateLimitDecision>;
+  /**
+   * The decision when it can be made without waiting (in memory, or from a lease), counted
+   * exactly as consume() would count it; otherwise undefined, and nothing was counted: call
+   * consume(). Lets the request pipeline skip a promise and an await per request.
+   */
+  consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision | undefined;
   close(): Promise<void>;
 }

@@ -96,6 +96,13 @@ export class RedisRateLimiter implements RateLimiter {
     this.sweepTimer?.unref();
   }
 
+  /** Decides without Redis only for a plan without windows, or from this subject's lease. */
+  consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision | undefined {
+    if (windows.length === 0) return NO_WINDOWS;
+    if (this.leases === null || subject.length === 0 || subject.charCodeAt(0) === 125 /* } */) return undefined;
+    return this.leases.take(subject, windows, performance.now());
+  }
+
   consume(subject: string, windows: readonly RateWindow[], options?: RedisConsumeOptions): Promise<RateLimitDecision> {
     if (windows.length === 0) return Promise.resolve(NO_WINDOWS);
     // An empty tag ("{}" or "{}...") would hash the whole key and split a subject across slots.

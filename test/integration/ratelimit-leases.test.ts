@@ -93,6 +93,33 @@ describe('RedisRateLimiter with leases', () => {
     expect(await counted('account:busy', 'day')).toBe(3_000);
   });
 
+  it('consumeNow decides from a lease without waiting; mixed with consume, the count stays exact', async () => {
+    const limiter = instance();
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: 60_000 }];
+    // Without a lease there is nothing to decide from, and nothing is counted.
+    expect(limiter.consumeNow('account:mixed', windows)).toBeUndefined();
+    expect(await counted('account:mixed', 'minute')).toBe(0);
+    let withoutWaiting = 0;
+    const remaining: number[] = [];
+    for (let i = 0; i < 3_000; i += 1) {
+      let decision = limiter.consumeNow('account:mixed', windows);
+      if (decision === undefined) decision = await limiter.consume('account:mixed', windows);
+      else withoutWaiting += 1;
+      expect(decision.allowed).toBe(true);
+      remaining.push(decision.windows[0]!.remaining);
+    }
+    expect(withoutWaiting).toBeGreaterThan(2_500);
+    expect(remaining).toEqual(Array.from({ length: 3_000 }, (_, i) => 99_999 - i));
+    await leasesOver();
+    expect(await counted('account:mixed', 'minute')).toBe(3_000);
+    // A limiter without leases never decides without Redis (a plan without windows aside).
+    const plain = new RedisRateLimiter({ client: admin, prefix: PREFIX, commandTimeoutMs: 2_000 });
+    await plain.consume('account:plain', windows);
+    expect(plain.consumeNow('account:plain', windows)).toBeUndefined();
+    expect(plain.consumeNow('account:plain', [])).toMatchObject({ allowed: true, windows: [] });
+    await plain.close();
+  });
+
   it('asks for no lease while what is left is small: every request is then its own call', async () => {
     const limiter = instance();
     const windows: RateWindow[] = [{ name: 'minute', limit: 15, windowMs: 60_000 }];

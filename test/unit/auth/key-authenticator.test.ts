@@ -235,6 +235,46 @@ describe('KeyAuthenticator', () => {
     expect((await fileStore.findById(record.keyId))?.lastUsedAt).toBe(new Date(clock.now()).toISOString());
   });
 
+  it('authenticateNow answers only a fresh cached key that passes every check, counting it like authenticate', async () => {
+    await auth.close();
+    auth = build({ maxAttempts: 1 });
+    const { rawKey, record } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'], expiresInMs: 60_000 });
+    const input = { authorization: bearer(rawKey), agentId: 'support', clientIp: IP };
+    const counts = async () => ({ hit: await counterValue(metrics.keyCache, 'hit'), failures: (await metrics.authFailures.get()).values.reduce((sum, v) => sum + v.value, 0) });
+
+    // Not cached yet: no answer, nothing counted, no store call; authenticate() decides.
+    let before = await counts();
+    expect(auth.authenticateNow(input)).toBeUndefined();
+    expect(await counts()).toEqual(before);
+    expect(store.findByHashCalls).toBe(0);
+    await auth.authenticate(input);
+
+    // Cached: the key itself (the same object every time), one hit each, last_used noted.
+    before = await counts();
+    const now = auth.authenticateNow(input);
+    expect(now).toEqual({ keyId: record.keyId, account: 'acme', plan: 'pro' });
+    expect(auth.authenticateNow(input)).toBe(now);
+    expect((await counts()).hit - before.hit).toBe(2);
+    await tracker.flush();
+    expect((await fileStore.findById(record.keyId))?.lastUsedAt).toBe(new Date(clock.now()).toISOString());
+
+    // Every failing check leaves the decision (and its counting) to authenticate().
+    before = await counts();
+    expect(auth.authenticateNow({ ...input, agentId: 'sales' })).toBeUndefined();
+    expect(auth.authenticateNow({ ...input, authorization: undefined })).toBeUndefined();
+    expect(auth.authenticateNow({ ...input, authorization: bearer('ha_garbage') })).toBeUndefined();
+    clock.advance(60_000);
+    expect(auth.authenticateNow(input)).toBeUndefined();
+    expect(await counts()).toEqual(before);
+    expect((await failure(auth.authenticate(input))).type).toBe('expired_api_key');
+    // That failure blocked the address (max_attempts 1): a valid cached key is not answered now either.
+    const { rawKey: other } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
+    await auth.authenticate({ ...input, authorization: bearer(other), clientIp: '192.0.2.11' });
+    expect(auth.authenticateNow({ ...input, authorization: bearer(other), clientIp: '192.0.2.11' })).toBeDefined();
+    expect(auth.authenticateNow({ ...input, authorization: bearer(other) })).toBeUndefined();
+    expect((await failure(auth.authenticate({ ...input, authorization: bearer(other) }))).type).toBe('rate_limit_exceeded');
+  });
+
   it('does not cache a record fetched across an invalidation', async () => {
     const { rawKey, record } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
     store.beforeFind = () => auth.cache.invalidate('some-other-hash');

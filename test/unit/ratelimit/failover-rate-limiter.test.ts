@@ -19,6 +19,12 @@ class SwitchablePrimary implements RateLimiter {
   failure: Error = new RateLimitStoreTimeoutError(100);
   pending: Array<() => void> = [];
   hold = false;
+  /** What consumeNow answers (a lease's decision, in the Redis limiter). */
+  nowDecision: RateLimitDecision | undefined = undefined;
+  consumeNow(): RateLimitDecision | undefined {
+    return this.nowDecision;
+  }
+
   async consume(): Promise<RateLimitDecision> {
     this.calls += 1;
     if (this.hold) await new Promise<void>((resolve) => this.pending.push(resolve));
@@ -48,6 +54,32 @@ function setup(mode: StoreErrorMode) {
   const flushLogs = () => new Promise((resolve) => setImmediate(resolve));
   return { clock, primary, lines, limiter, errorCount, flushLogs };
 }
+
+describe('FailoverRateLimiter.consumeNow', () => {
+  it('answers what the primary can decide now while it is healthy, the fallback while the breaker is open in allow mode, and nothing when Redis must be asked', async () => {
+    const { limiter, primary, clock } = setup('allow');
+    expect(limiter.consumeNow('s', WINDOWS)).toBeUndefined();
+    primary.nowDecision = PRIMARY_DECISION;
+    expect(limiter.consumeNow('s', WINDOWS)).toBe(PRIMARY_DECISION);
+    primary.down = true;
+    await limiter.consume('s', WINDOWS);
+    // Breaker open: the memory limiter decides, on the counts consume() started.
+    expect(limiter.consumeNow('s', WINDOWS)).toMatchObject({ allowed: true, windows: [{ remaining: 0 }] });
+    expect(limiter.consumeNow('s', WINDOWS)?.allowed).toBe(false);
+    // Breaker closed again: the next call is the probe, which has to ask Redis.
+    clock.advance(1_000);
+    expect(limiter.consumeNow('s', WINDOWS)).toBeUndefined();
+    expect(primary.calls).toBe(1);
+  });
+
+  it('in deny mode leaves an outage to consume(), which answers store_unavailable', async () => {
+    const { limiter, primary } = setup('deny');
+    primary.down = true;
+    await limiter.consume('s', WINDOWS).catch(() => {});
+    expect(limiter.consumeNow('s', WINDOWS)).toBeUndefined();
+    await expect(limiter.consume('s', WINDOWS)).rejects.toMatchObject({ type: 'store_unavailable' });
+  });
+});
 
 describe('FailoverRateLimiter, mode allow', () => {
   it('uses the primary while it answers', async () => {

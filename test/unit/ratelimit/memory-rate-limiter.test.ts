@@ -14,6 +14,13 @@ describe('MemoryRateLimiter', () => {
     expect((await limiter.consume('account:b', MINUTE)).allowed).toBe(true);
   });
 
+  it('consumeNow always decides, on the same counts as consume', async () => {
+    const limiter = new MemoryRateLimiter({ clock: new ManualClock() });
+    expect(limiter.consumeNow('account:a', MINUTE)).toMatchObject({ allowed: true, windows: [{ remaining: 1 }] });
+    expect((await limiter.consume('account:a', MINUTE)).windows[0]!.remaining).toBe(0);
+    expect(limiter.consumeNow('account:a', MINUTE).allowed).toBe(false);
+  });
+
   it('evicts subjects once nothing of theirs counts any more, and only then', async () => {
     const clock = new ManualClock(1_700_000_000_000);
     const limiter = new MemoryRateLimiter({ clock, sweepIntervalMs: 5_000 });
