@@ -13,50 +13,99 @@ export function isJsonContentType(contentType: string | undefined): boolean {
   return !charset || charset[1]!.toLowerCase() === 'utf-8' || charset[1]!.toLowerCase() === 'utf8';
 }
 
+/** Where readBody hands the body, or why there is none; exactly one of the two is called, once. */
+export interface BodyReceiver {
+  bodyReceived(body: Buffer): void;
+  /** payload_too_large, the request stream's error, or ClientGoneError. */
+  bodyFailed(error: Error): void;
+}
+
+interface BodyRead {
+  receiver: BodyReceiver;
+  maxBytes: number;
+  chunks: Buffer[];
+  received: number;
+  settled: boolean;
+}
+
+// The read's state rides on the request under a symbol, and the four listeners are module
+// functions reading it through `this` (the request): no closures and no promise per request.
+const BODY_READ = Symbol('agentgw.bodyRead');
+type ReadingRequest = IncomingMessage & { [BODY_READ]?: BodyRead };
+
 /**
- * Collects the body. Rejects early on a Content-Length over the limit, and stops reading
- * (413) as soon as a chunked body passes it, so a 10 MB body costs at most the limit.
+ * Collects the body and hands it to `receiver`. Refuses early on a Content-Length over the
+ * limit, and stops reading (413) as soon as a chunked body passes it, so a 10 MB body costs
+ * at most the limit. The body arrives from the request's 'end' event; failures are handed
+ * over on the next tick, outside the HTTP parser's callbacks.
  */
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, maxBytes: number, receiver: BodyReceiver): void {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > maxBytes) {
-    return Promise.reject(new GatewayError('payload_too_large', { message: `The request body is larger than ${maxBytes} bytes.` }));
+    process.nextTick(failRead, receiver, tooLarge(maxBytes));
+    return;
   }
-  return new Promise((resolve, reject) => {
-    // The listeners stay on the request once it settles (it lives no longer than its
-    // response): removing four listeners per request cost more than the flag that makes
-    // the late ones no-ops.
-    const chunks: Buffer[] = [];
-    let received = 0;
-    let settled = false;
-    req.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      received += chunk.length;
-      if (received > maxBytes) {
-        settled = true;
-        chunks.length = 0;
-        req.pause();
-        reject(new GatewayError('payload_too_large', { message: `The request body is larger than ${maxBytes} bytes.` }));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (settled) return;
-      settled = true;
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
-    });
-    req.on('error', (error: Error) => {
-      if (settled) return;
-      settled = true;
-      reject(error);
-    });
-    req.on('aborted', () => {
-      if (settled) return;
-      settled = true;
-      reject(new ClientGoneError());
-    });
-  });
+  (req as ReadingRequest)[BODY_READ] = { receiver, maxBytes, chunks: [], received: 0, settled: false };
+  // The listeners stay on the request once it settles (it lives no longer than its
+  // response): removing four listeners per request cost more than the flag that makes
+  // the late ones no-ops.
+  req.on('data', onBodyData);
+  req.on('end', onBodyEnd);
+  req.on('error', onBodyError);
+  req.on('aborted', onBodyAborted);
+}
+
+function tooLarge(maxBytes: number): GatewayError {
+  return new GatewayError('payload_too_large', { message: `The request body is larger than ${maxBytes} bytes.` });
+}
+
+function failRead(receiver: BodyReceiver, error: Error): void {
+  receiver.bodyFailed(error);
+}
+
+/** The read in progress, or undefined once it has settled. */
+function openRead(req: ReadingRequest): BodyRead | undefined {
+  const read = req[BODY_READ];
+  return read === undefined || read.settled ? undefined : read;
+}
+
+function onBodyData(this: ReadingRequest, chunk: Buffer): void {
+  const read = openRead(this);
+  if (read === undefined) return;
+  read.received += chunk.length;
+  if (read.received > read.maxBytes) {
+    read.settled = true;
+    read.chunks.length = 0;
+    this.pause();
+    process.nextTick(failRead, read.receiver, tooLarge(read.maxBytes));
+    return;
+  }
+  read.chunks.push(chunk);
+}
+
+function onBodyEnd(this: ReadingRequest): void {
+  const read = openRead(this);
+  if (read === undefined) return;
+  read.settled = true;
+  const { chunks } = read;
+  const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, read.received);
+  // The request outlives this (as long as a stream runs): it need not hold the chunks.
+  chunks.length = 0;
+  read.receiver.bodyReceived(body);
+}
+
+function onBodyError(this: ReadingRequest, error: Error): void {
+  const read = openRead(this);
+  if (read === undefined) return;
+  read.settled = true;
+  process.nextTick(failRead, read.receiver, error);
+}
+
+function onBodyAborted(this: ReadingRequest): void {
+  const read = openRead(this);
+  if (read === undefined) return;
+  read.settled = true;
+  process.nextTick(failRead, read.receiver, new ClientGoneError());
 }
 
 /** The client went away before its body arrived: nothing to answer. */
