@@ -16,7 +16,10 @@
 // --rate N (fixed-rate latency instead of wrk throughput), --streams (scenario 3's per-event
 // delay instead: 256 streams, 32 at a time, 20 events 10 ms apart), --references (bare
 // proxies too, and the stub direct with --streams), --profile NAME (that build under
-// --cpu-prof; the directory is printed).
+// --cpu-prof; the directory is printed), --processes N (1: N gateway processes per build,
+// taking turns round by round — at 256 connections one process's cost depends on the state
+// it settles into for its whole life, so one process per build can decide an A/B by itself;
+// see docs/decisions/0009).
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -40,6 +43,7 @@ const { values, positionals } = parseArgs({
     streams: { type: 'boolean', default: false },
     references: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    processes: { type: 'string', default: '1' },
   },
 });
 const rounds = Number(values.rounds);
@@ -47,6 +51,8 @@ const durationS = Number(values['duration-s']);
 const connections = Number(values.connections);
 const rate = Number(values.rate);
 const streams = values.streams;
+const processesPerBuild = Number(values.processes);
+if (!Number.isInteger(processesPerBuild) || processesPerBuild < 1) throw new Error('--processes takes a whole number ≥ 1');
 const builds = (positionals.length > 0 ? positionals : ['current=.']).map((spec) => {
   const eq = spec.indexOf('=');
   const [name, rest] = [spec.slice(0, eq), spec.slice(eq + 1)];
@@ -88,21 +94,28 @@ for (const build of builds) {
     writeFileSync(configPath, edit(readFileSync(configPath, 'utf8')));
   }
   const key = await createBenchKey({ repoRoot: build.root, configPath });
-  const profiled = values.profile === build.name;
-  const gateway = await startGatewayProcess({ repoRoot: build.root, configPath, redisUrl: redis.url, tmpDir: dir, fdLimit: 20_000, name: build.name, cpuProfDir: profiled ? dir : null, nodeArgs: build.nodeArgs });
-  if (profiled) console.log(`${build.name}: profile in ${dir} (written when it stops)`);
-  targets.push({ name: build.name, url: gateway.url, chatPath: `/agents/${BENCH_AGENT}/api/v1/chat`, streamPath: `/agents/${BENCH_AGENT}/api/v1/chat/stream`, headers: { authorization: `Bearer ${key.rawKey}` }, pid: gateway.pid });
+  const instances = [];
+  for (let k = 0; k < processesPerBuild; k += 1) {
+    // Only the first process of the build named by --profile is profiled.
+    const profiled = values.profile === build.name && k === 0;
+    const name = processesPerBuild === 1 ? build.name : `${build.name}-${k + 1}`;
+    const gateway = await startGatewayProcess({ repoRoot: build.root, configPath, redisUrl: redis.url, tmpDir: dir, fdLimit: 20_000, name, cpuProfDir: profiled ? dir : null, nodeArgs: build.nodeArgs });
+    if (profiled) console.log(`${name}: profile in ${dir} (written when it stops)`);
+    instances.push({ name, url: gateway.url, chatPath: `/agents/${BENCH_AGENT}/api/v1/chat`, streamPath: `/agents/${BENCH_AGENT}/api/v1/chat/stream`, headers: { authorization: `Bearer ${key.rawKey}` }, pid: gateway.pid });
+  }
+  targets.push({ name: build.name, instances });
 }
 if (values.references) {
   for (const [name, script] of [['bare-undici', 'bare-undici-proxy.mjs'], ['bare-http-proxy', 'bare-http-proxy.mjs']]) {
     const handle = await program(name, join(repoRoot, 'bench/reference', script), ['--upstream', stubUrl, '--port', '0']);
-    targets.push({ name, url: `http://127.0.0.1:${handle.match[1]}`, chatPath: '/api/v1/chat', streamPath: '/api/v1/chat/stream', headers: {}, pid: handle.pid });
+    targets.push({ name, instances: [{ name, url: `http://127.0.0.1:${handle.match[1]}`, chatPath: '/api/v1/chat', streamPath: '/api/v1/chat/stream', headers: {}, pid: handle.pid }] });
   }
-  if (streams) targets.push({ name: 'stub-direct', url: stubUrl, chatPath: '/api/v1/chat', streamPath: '/api/v1/chat/stream', headers: {}, pid: stub.pid });
+  if (streams) targets.push({ name: 'stub-direct', instances: [{ name: 'stub-direct', url: stubUrl, chatPath: '/api/v1/chat', streamPath: '/api/v1/chat/stream', headers: {}, pid: stub.pid }] });
 }
 
 const STREAM_LOAD = { streams: 256, concurrency: 32, tokens: 20, intervalMs: 10 };
 
+/** One measurement of one process (a target's instance). */
 async function measure(target) {
   if (streams) {
     const before = cpuMs(target.pid);
@@ -121,12 +134,14 @@ async function measure(target) {
 }
 
 const results = new Map(targets.map((t) => [t.name, []]));
-if (streams) for (const target of targets) await runTimedStreams(target, { ...STREAM_LOAD, streams: 64 });
-else if (rate === 0) for (const target of targets) await runWrk(target, { connections, durationS: 2, tmpDir });
+const allInstances = targets.flatMap((t) => t.instances);
+if (streams) for (const instance of allInstances) await runTimedStreams(instance, { ...STREAM_LOAD, streams: 64 });
+else if (rate === 0) for (const instance of allInstances) await runWrk(instance, { connections, durationS: 2, tmpDir });
 for (let round = 0; round < rounds; round += 1) {
   for (let i = 0; i < targets.length; i += 1) {
     const target = targets[(i + round) % targets.length];
-    results.get(target.name).push(await measure(target));
+    // A build's processes take turns: round r measures its process r mod N.
+    results.get(target.name).push(await measure(target.instances[round % target.instances.length]));
   }
   const line = targets
     .map((t) => {
