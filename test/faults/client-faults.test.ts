@@ -114,7 +114,9 @@ describe('clients misbehaving (gateway processes, real Redis)', () => {
     const outcomes = await traffic.done;
     const context = `seed ${seed}`;
     expect(outcomes.every((o) => o.aborted && o.status !== 0 ? o.status === 200 : true), context).toBe(true);
-    expect(outcomes.filter((o) => o.aborted).length, context).toBe(ABORTED_STREAMS);
+    // A stream that was not aborted says how it ended instead (status, transport error, events).
+    const notAborted = outcomes.filter((o) => !o.aborted).map((o) => ({ id: o.id, status: o.status, transportError: o.transportError, latencyMs: Math.round(o.latencyMs), events: o.events.slice(-3), text: o.text?.slice(0, 200) }));
+    expect(notAborted, context).toEqual([]);
 
     await waitFor(`the runner to see every stream closed (${context})`, () => runner.open('slow') === 0, 2_000).catch(() => undefined);
     expect(runner.open('slow'), `upstream requests still open 2 s after the last abort (${context})`).toBe(0);
