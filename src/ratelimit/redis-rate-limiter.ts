@@ -63,6 +63,11 @@ interface Batch {
   waiters: Waiter[];
 }
 
+/** A subject usable as a Redis hash tag: an empty tag ("{}" or "{}...") would hash the whole key. */
+function isUsableSubject(subject: string): boolean {
+  return subject.length > 0 && subject.charCodeAt(0) !== 125 /* } */;
+}
+
 export class RedisRateLimiter implements RateLimiter {
   private readonly script: ScriptCall;
   private readonly keyHead: string;
@@ -99,19 +104,19 @@ export class RedisRateLimiter implements RateLimiter {
   /** Decides without Redis only for a plan without windows, or from this subject's lease. */
   consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision | undefined {
     if (windows.length === 0) return NO_WINDOWS;
-    if (this.leases === null || subject.length === 0 || subject.charCodeAt(0) === 125 /* } */) return undefined;
-    return this.leases.take(subject, windows, performance.now());
+    // An unusable subject is left to consume(), which rejects it.
+    return isUsableSubject(subject) ? this.leases?.take(subject, windows, performance.now()) : undefined;
   }
 
   consume(subject: string, windows: readonly RateWindow[], options?: RedisConsumeOptions): Promise<RateLimitDecision> {
     if (windows.length === 0) return Promise.resolve(NO_WINDOWS);
     // An empty tag ("{}" or "{}...") would hash the whole key and split a subject across slots.
-    if (subject.length === 0 || subject.charCodeAt(0) === 125 /* } */) {
+    if (!isUsableSubject(subject)) {
       return Promise.reject(new TypeError(`rate-limit subject ${JSON.stringify(subject)} cannot be used as a Redis hash tag`));
     }
     const nowArg = options?.nowMs === undefined ? '' : Math.floor(options.nowMs);
-    if (this.leases !== null && nowArg === '') {
-      const leased = this.leases.take(subject, windows, performance.now());
+    if (nowArg === '') {
+      const leased = this.leases?.take(subject, windows, performance.now());
       if (leased !== undefined) return Promise.resolve(leased);
     }
     const batchKey = nowArg === '' ? subject : `${subject}\n${nowArg}`;
