@@ -11,8 +11,10 @@
 // error, so undici drops the aborted request and the Pool discards that Client (it removes a
 // Client on 'connectionError'); the next request gets a new Client. Nothing else is pending on
 // such a Client: with pipelining 1 a Client with a request in its queue is busy, so the
-// Pool dispatches nothing to it. The flag is cleared in a microtask, so when undici stops
-// reconnecting a later, real connect is never refused.
+// Pool dispatches nothing to it. The flag is cleared by the next request dispatched to the
+// Client (a request that is wanted: its connect must go through, even when it comes before
+// the microtask — a request handed over from a process.nextTick callback does), and in a
+// microtask, so when undici stops reconnecting a later, real connect is never refused.
 import { Client, type buildConnector, type Dispatcher } from 'undici';
 
 /** The connect error that ends undici's pointless reconnect; never reaches a request that is still wanted. */
@@ -53,6 +55,12 @@ export function clientWithoutAbortReconnect(origin: URL, options: object): Dispa
       callback(RECONNECT_SKIPPED, null);
     },
   });
+  // undici's own re-queue of the aborted request does not go through dispatch; a new one does.
+  const dispatch = client.dispatch.bind(client);
+  client.dispatch = (dispatchOptions, handler) => {
+    refuseNextConnect = false;
+    return dispatch(dispatchOptions, handler);
+  };
   client.on('disconnect', (_origin, _targets, error) => {
     if (!isAbortDisconnect(error)) return;
     refuseNextConnect = true;
