@@ -12,6 +12,7 @@ import { runClusterPrimary } from './cluster-primary.js';
 import { currentWorkerIndex, parseWorkerCount, withWorkerPaths } from './cluster-workers.js';
 import { createDemoKeyIfEmpty, startDemoUpstream } from './demo-setup.js';
 import { startGateway, type RunningGateway } from './start-gateway.js';
+import { applyHeapFlags } from './v8-heap-flags.js';
 
 interface ServeOptions {
   config: string;
@@ -47,6 +48,8 @@ export function registerServeCommand(program: Command): void {
 
 /** One gateway process: the whole instance, or one cluster worker (no admin listener). */
 async function runGatewayProcess(options: ServeOptions, workerIndex: number | undefined): Promise<void> {
+  // Before any request has run, so V8 never pretenures the request path (decision 0010).
+  const v8Flags = applyHeapFlags();
   if (workerIndex !== undefined) exposeWorkerMetrics(workerIndex);
   // Signal handlers go in before anything slow: SIGHUP's default action kills the process,
   // and a signal that arrives while starting is acted on once the gateway is up.
@@ -96,11 +99,11 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
   gateway = running;
   const mode = config.redis ? 'redis' : 'embedded';
   if (workerIndex === undefined) {
-    logger.info({ port: running.port, admin_port: running.adminPort, mode, agents: [...config.agents.keys()] }, 'gateway listening');
+    logger.info({ port: running.port, admin_port: running.adminPort, mode, agents: [...config.agents.keys()], v8_flags: v8Flags }, 'gateway listening');
     process.stderr.write(`agent-gateway listening on http://${config.listen.host}:${running.port} (admin :${running.adminPort}, ${mode} mode)\n`);
     if (demoAgent) process.stderr.write(`demo agent listening on ${config.agents.get('demo')?.upstream}\n`);
   } else {
-    logger.info({ port: running.port, mode, agents: [...config.agents.keys()] }, 'worker listening');
+    logger.info({ port: running.port, mode, agents: [...config.agents.keys()], v8_flags: v8Flags }, 'worker listening');
   }
   if (pendingStop) return onStop(pendingStop);
   if (pendingReload) onReload();

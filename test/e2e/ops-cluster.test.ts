@@ -153,6 +153,11 @@ describe('serve --workers 2', () => {
       for (const sample of samples.filter((s) => s.name === name)) expect(sample.value).toBeGreaterThan(0);
     }
     expect(sum(samples, 'agentgw_request_duration_seconds_count', { route: 'chat' })).toBe(40);
+    // Each serving process turned V8's allocation-site pretenuring off for itself (decision 0010).
+    const listeningLines = (): LogLine[] => logLines(primary).filter((line) => line.msg === 'worker listening');
+    await waitFor(primary, () => listeningLines().length === 2, "both workers' listening lines");
+    const listening = listeningLines();
+    expect(listening.map((line) => line.v8_flags)).toEqual([['--no-allocation-site-pretenuring'], ['--no-allocation-site-pretenuring']]);
   });
 
   it('answers /healthz and /readyz on the primary admin port and nothing of it on the public port', async () => {
