@@ -21,6 +21,19 @@ export interface AuditRecord {
   session_id: string | null;
 }
 
+/**
+ * One record as the JSON text that every sink and spool stores (no trailing newline;
+ * JSON.stringify escapes newlines inside strings, so it is always one line). A record is
+ * serialised once, when it is recorded: a batch waiting for its flush then holds one string
+ * per record instead of the record's object and every string it points at, which under load
+ * lived long enough to be copied by scavenges (decision 0011).
+ */
+export type AuditLine = string;
+
+export function toAuditLine(record: AuditRecord): AuditLine {
+  return JSON.stringify(record);
+}
+
 /** The request pipeline's view of the audit log: hand over a record and move on. */
 export interface AuditLog {
   /** Never blocks and never throws: the record is queued (or spooled) for delivery. */

@@ -9,7 +9,7 @@
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
-import type { AuditRecord } from './audit-record.js';
+import type { AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
 import type { AuditSpool } from './audit-spool.js';
 
@@ -37,7 +37,7 @@ export class AuditSinkChannel {
   private readonly spool: AuditSpool;
   private readonly options: AuditSinkChannelOptions;
   private readonly logger: Logger;
-  private backlog: (readonly AuditRecord[])[] = [];
+  private backlog: (readonly AuditLine[])[] = [];
   private backlogRecords = 0;
   private mode: Mode = 'direct';
   private started = false;
@@ -69,7 +69,7 @@ export class AuditSinkChannel {
   }
 
   /** Takes a sealed batch; the channel reads it, never changes it. */
-  enqueue(batch: readonly AuditRecord[]): void {
+  enqueue(batch: readonly AuditLine[]): void {
     this.backlog.push(batch);
     this.backlogRecords += batch.length;
     this.kick();
@@ -158,7 +158,7 @@ export class AuditSinkChannel {
     }
   }
 
-  private async writeDirect(batch: readonly AuditRecord[]): Promise<void> {
+  private async writeDirect(batch: readonly AuditLine[]): Promise<void> {
     try {
       await this.sink.write(batch);
       metrics.auditRecords.inc({ sink: this.name, result: 'written' }, batch.length);
@@ -279,10 +279,12 @@ export class AuditSinkChannel {
   }
 
   /** Last resort at shutdown when both the sink and the spool refuse: put the records in the log. */
-  private giveUp(records: readonly AuditRecord[], err?: unknown): void {
+  private giveUp(lines: readonly AuditLine[], err?: unknown): void {
     this.backlog = [];
     this.backlogRecords = 0;
-    metrics.auditRecords.inc({ sink: this.name, result: 'failed' }, records.length);
+    metrics.auditRecords.inc({ sink: this.name, result: 'failed' }, lines.length);
+    // As objects, not escaped strings: whoever recovers them from the log reads records.
+    const records: unknown[] = lines.map((line) => JSON.parse(line));
     this.logger.error({ err, sink: this.name, records }, 'audit records could neither be written nor spooled at shutdown; they are in this log line');
   }
 }

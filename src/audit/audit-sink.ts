@@ -1,6 +1,6 @@
 // One destination for audit records (DESIGN.md 5). The batching log owns queuing, spooling
 // and retries; a sink only knows how to write one batch and says so by throwing.
-import type { AuditRecord } from './audit-record.js';
+import type { AuditLine } from './audit-record.js';
 
 /** Sink names double as metric labels (`agentgw_audit_records_total{sink}`) and spool file suffixes. */
 export type AuditSinkName = 'redis' | 'file' | (string & {});
@@ -8,11 +8,11 @@ export type AuditSinkName = 'redis' | 'file' | (string & {});
 export interface AuditSink {
   readonly name: AuditSinkName;
   /**
-   * Writes the batch in order. Throws when the batch may not have been written in full;
+   * Writes the batch (records as their JSON lines) in order. Throws when the batch may not have been written in full;
    * the caller then spools the whole batch, so a partly written batch is written again
    * later (delivery is at-least-once, consumers drop duplicates by `id`).
    */
-  write(records: readonly AuditRecord[]): Promise<void>;
+  write(lines: readonly AuditLine[]): Promise<void>;
   /** Releases what the sink opened itself (not clients it was handed). */
   close(): Promise<void>;
 }

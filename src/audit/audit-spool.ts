@@ -10,7 +10,7 @@ import { openIfExists } from '../files.js';
 import { mkdir, open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, parse } from 'node:path';
 import type { Logger } from '../logger.js';
-import type { AuditRecord } from './audit-record.js';
+import type { AuditLine } from './audit-record.js';
 import { toJsonLines } from './file-audit-sink.js';
 
 const READ_CHUNK_BYTES = 64 * 1024;
@@ -39,7 +39,7 @@ export interface SpoolReplayResult {
 }
 
 interface ReadBatch {
-  records: AuditRecord[];
+  lines: AuditLine[];
   nextOffset: number;
   eof: boolean;
 }
@@ -63,12 +63,12 @@ export class AuditSpool {
   }
 
   /** Appends the batch as whole lines and resolves only once it is on disk (fdatasync). */
-  append(records: readonly AuditRecord[]): Promise<void> {
-    if (records.length === 0) return Promise.resolve();
+  append(lines: readonly AuditLine[]): Promise<void> {
+    if (lines.length === 0) return Promise.resolve();
     return this.locked(async () => {
       const handle = this.appendHandle ?? (await this.openForAppend());
       try {
-        await handle.appendFile(toJsonLines(records));
+        await handle.appendFile(toJsonLines(lines));
         await handle.datasync();
       } catch (error) {
         // A failed append may have left a torn line: reopen (and re-check the tail) next time.
@@ -88,7 +88,7 @@ export class AuditSpool {
    * delivered. Returns when the spool is empty, when `shouldStop` says so, or when the
    * consumer throws (that batch stays first in line). One replay at a time.
    */
-  async replay(consumer: (records: AuditRecord[]) => Promise<void>, options: SpoolReplayOptions): Promise<SpoolReplayResult> {
+  async replay(consumer: (lines: AuditLine[]) => Promise<void>, options: SpoolReplayOptions): Promise<SpoolReplayResult> {
     if (this.replaying) throw new Error('audit spool replay already in progress');
     this.replaying = true;
     let replayed = 0;
@@ -98,13 +98,13 @@ export class AuditSpool {
         const handle = this.replayHandle ?? (await this.openReplaying());
         if (!handle) return { done: true, replayed };
         const batch = await this.readBatch(handle, this.replayOffset, options.batchSize);
-        if (batch.records.length > 0) {
+        if (batch.lines.length > 0) {
           try {
-            await consumer(batch.records);
+            await consumer(batch.lines);
           } catch (error) {
             return { done: false, replayed, error };
           }
-          replayed += batch.records.length;
+          replayed += batch.lines.length;
         }
         this.replayOffset = batch.nextOffset;
         if (batch.eof) await this.finishReplaying();
@@ -186,7 +186,7 @@ export class AuditSpool {
 
   /** Reads up to `max` records from `offset`; a last line with no newline (torn by a crash) is skipped. */
   private async readBatch(handle: FileHandle, offset: number, max: number): Promise<ReadBatch> {
-    const records: AuditRecord[] = [];
+    const lines: AuditLine[] = [];
     let carry: Buffer | undefined;
     let position = offset;
     let consumedTo = offset;
@@ -195,11 +195,11 @@ export class AuditSpool {
       if (bytesRead === 0) {
         if (carry && carry.length > 0) {
           // Written whole but the newline never made it: still a record, keep it.
-          const record = parseRecord(carry.toString('utf8'));
-          if (record) records.push(record);
+          const text = carry.toString('utf8');
+          if (isRecordLine(text)) lines.push(text);
           else this.logger.warn({ spool: this.replayingPath, bytes: carry.length }, 'skipping a torn last line in the audit spool (crash mid-append)');
         }
-        return { records, nextOffset: position, eof: true };
+        return { lines, nextOffset: position, eof: true };
       }
       const chunk = this.readBuffer.subarray(0, bytesRead);
       const data = carry ? Buffer.concat([carry, chunk]) : chunk;
@@ -207,35 +207,37 @@ export class AuditSpool {
       position += bytesRead;
       let lineStart = 0;
       for (let newline = data.indexOf(NEWLINE, lineStart); newline !== -1; newline = data.indexOf(NEWLINE, lineStart)) {
-        const record = this.parseLine(data, lineStart, newline);
+        const line = this.readLine(data, lineStart, newline);
         lineStart = newline + 1;
         consumedTo = dataStart + lineStart;
-        if (record) records.push(record);
-        if (records.length >= max) return { records, nextOffset: consumedTo, eof: false };
+        if (line !== undefined) lines.push(line);
+        if (lines.length >= max) return { lines, nextOffset: consumedTo, eof: false };
       }
       // Copy: the read buffer is reused by the next read.
       carry = Buffer.from(data.subarray(lineStart));
     }
   }
 
-  private parseLine(data: Buffer, start: number, end: number): AuditRecord | undefined {
+  private readLine(data: Buffer, start: number, end: number): AuditLine | undefined {
     if (end === start) return undefined;
     const text = data.toString('utf8', start, end);
-    const record = parseRecord(text);
-    if (!record) this.logger.warn({ spool: this.replayingPath, line: text.slice(0, 200) }, 'skipping an unreadable audit spool line');
-    return record;
+    if (isRecordLine(text)) return text;
+    this.logger.warn({ spool: this.replayingPath, line: text.slice(0, 200) }, 'skipping an unreadable audit spool line');
+    return undefined;
   }
 }
 
-/** A spool line back into a record; undefined for a line glued to a torn one or foreign content. */
-function parseRecord(text: string): AuditRecord | undefined {
+/**
+ * Whether a spool line is a whole record, handed on as it is; false for a line glued to a
+ * torn one or foreign content. Parsed only to check: replay is off the request path.
+ */
+function isRecordLine(text: string): boolean {
   try {
     const value: unknown = JSON.parse(text);
-    if (value && typeof value === 'object' && typeof (value as { id?: unknown }).id === 'string') return value as AuditRecord;
+    return value !== null && typeof value === 'object' && typeof (value as { id?: unknown }).id === 'string';
   } catch {
-    // not JSON
+    return false;
   }
-  return undefined;
 }
 
 async function sizeOf(path: string): Promise<number> {

@@ -5,7 +5,7 @@
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
-import type { AuditLog, AuditRecord } from './audit-record.js';
+import { toAuditLine, type AuditLine, type AuditLog, type AuditRecord } from './audit-record.js';
 import { AuditSinkChannel } from './audit-sink-channel.js';
 import type { AuditSink } from './audit-sink.js';
 import { AuditSpool, spoolPathFor } from './audit-spool.js';
@@ -33,7 +33,7 @@ export class BatchingAuditLog implements AuditLog {
   private readonly batchSize: number;
   private readonly flushIntervalMs: number;
   private readonly logger: Logger;
-  private current: AuditRecord[] = [];
+  private current: AuditLine[] = [];
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
@@ -66,14 +66,14 @@ export class BatchingAuditLog implements AuditLog {
     );
   }
 
-  /** Queues the record (kept by reference: do not change it afterwards). Never blocks, never throws. */
+  /** Queues the record, serialised now (the object is not kept). Never blocks, never throws. */
   record(record: AuditRecord): void {
     if (this.closed) {
       this.recordAfterClose(record);
       return;
     }
     try {
-      const length = this.current.push(record);
+      const length = this.current.push(toAuditLine(record));
       if (length >= this.batchSize) this.seal();
       else if (length === 1) {
         this.timer = setTimeout(this.onTimer, this.flushIntervalMs);

@@ -3,7 +3,7 @@
 // broken descriptor does not keep the sink down once the disk is fine again.
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { AuditRecord } from './audit-record.js';
+import type { AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
 
 export class FileAuditSink implements AuditSink {
@@ -12,8 +12,8 @@ export class FileAuditSink implements AuditSink {
 
   constructor(readonly path: string) {}
 
-  async write(records: readonly AuditRecord[]): Promise<void> {
-    if (records.length === 0) return;
+  async write(lines: readonly AuditLine[]): Promise<void> {
+    if (lines.length === 0) return;
     this.handle ??= this.open();
     const opening = this.handle;
     let handle: FileHandle;
@@ -25,7 +25,7 @@ export class FileAuditSink implements AuditSink {
     }
     try {
       // appendFile loops until every byte is written; one call per batch keeps lines whole.
-      await handle.appendFile(toJsonLines(records));
+      await handle.appendFile(toJsonLines(lines));
     } catch (error) {
       if (this.handle === opening) this.handle = undefined;
       await handle.close().catch(() => {});
@@ -46,9 +46,7 @@ export class FileAuditSink implements AuditSink {
   }
 }
 
-/** One JSON object per line; JSON.stringify escapes newlines inside strings, so lines never split. */
-export function toJsonLines(records: readonly AuditRecord[]): string {
-  let text = '';
-  for (const record of records) text += JSON.stringify(record) + '\n';
-  return text;
+/** One record per line, each ending in a newline. */
+export function toJsonLines(lines: readonly AuditLine[]): string {
+  return `${lines.join('\n')}\n`;
 }

@@ -5,7 +5,7 @@
 // survive exactly and consumers parse one thing.
 import type { Redis } from 'ioredis';
 import { withDeadline } from '../deadline.js';
-import type { AuditRecord } from './audit-record.js';
+import type { AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
 
 /** The ioredis client type, re-exported so non-redis files can name it without importing ioredis. */
@@ -55,12 +55,12 @@ export class RedisStreamAuditSink implements AuditSink {
 
   private readonly append: AppendCall;
 
-  async write(records: readonly AuditRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    const args: Array<string | number> = new Array(records.length + 2);
+  async write(lines: readonly AuditLine[]): Promise<void> {
+    if (lines.length === 0) return;
+    const args: Array<string | number> = new Array(lines.length + 2);
     args[0] = this.streamKey;
     args[1] = this.maxLen;
-    for (let i = 0; i < records.length; i += 1) args[i + 2] = JSON.stringify(records[i]);
+    for (let i = 0; i < lines.length; i += 1) args[i + 2] = lines[i]!;
     // withDeadline, not a bare timer: when a burst (thousands of streams closing at once)
     // keeps the event loop busy past the timeout, the reply may already sit unread in the
     // socket; calling that a failure would spool (and later replay, i.e. duplicate) a batch
@@ -68,9 +68,9 @@ export class RedisStreamAuditSink implements AuditSink {
     const added = await withDeadline(
       this.append(1, ...args),
       this.commandTimeoutMs,
-      () => new Error(`audit XADD of ${records.length} records timed out after ${this.commandTimeoutMs} ms`),
+      () => new Error(`audit XADD of ${lines.length} records timed out after ${this.commandTimeoutMs} ms`),
     );
-    if (added !== records.length) throw new Error(`audit XADD script added ${String(added)} of ${records.length} records`);
+    if (added !== lines.length) throw new Error(`audit XADD script added ${String(added)} of ${lines.length} records`);
   }
 
   /** The client belongs to whoever passed it in; nothing to release here. */

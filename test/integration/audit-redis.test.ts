@@ -10,7 +10,7 @@ import { PassThrough } from 'node:stream';
 import { Command } from 'commander';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { AuditRecord } from '../../src/audit/audit-record.js';
+import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
 import { BatchingAuditLog } from '../../src/audit/batching-audit-log.js';
 import { openAuditLog } from '../../src/audit/open-audit-log.js';
@@ -21,7 +21,7 @@ import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { auditCount, dedupe, makeRecord, makeRecords } from '../unit/audit/audit-test-helpers.js';
+import { auditCount, dedupe, makeLines, makeRecord, makeRecords } from '../unit/audit/audit-test-helpers.js';
 
 const STREAM = 'agentgw:audit';
 const agents = { support: { upstream: 'http://127.0.0.1:8081/api/v1' } };
@@ -243,7 +243,7 @@ describe('audit log with the Redis stream sink', () => {
 
   it('a batch whose reply comes while the event loop is blocked past the timeout counts as written, not failed', async () => {
     const sink = new RedisStreamAuditSink({ redis: admin, streamKey: STREAM, maxLen: 10_000, commandTimeoutMs: 50 });
-    const writing = sink.write(makeRecords(0, 256));
+    const writing = sink.write(makeLines(0, 256));
     await new Promise((resolve) => process.nextTick(resolve)); // the command is on the wire
     // Busy for 4× the timeout, as when thousands of streams close at once: the reply arrives
     // meanwhile and waits unread in the socket. A bare timer would call the batch failed
@@ -262,7 +262,7 @@ describe('audit log with the Redis stream sink', () => {
       configPath = join(dir, 'gateway.yaml');
       await writeFile(configPath, `agents:\n  support: { upstream: "http://127.0.0.1:8081/api/v1" }\nredis: { url: "${redis.url}" }\naudit: { redis_stream: "${STREAM}" }\n`);
       const sink = new RedisStreamAuditSink({ redis: admin, streamKey: STREAM, maxLen: 10_000, commandTimeoutMs: 1_000 });
-      await sink.write(makeRecords(0, 300));
+      await sink.write(makeLines(0, 300));
     });
 
     async function runTail(args: string[]): Promise<{ lines: string[]; exitCode: number | undefined; stderr: string }> {
@@ -292,7 +292,7 @@ describe('audit log with the Redis stream sink', () => {
 
     it('filters by --key across pages of the stream', async () => {
       await new RedisStreamAuditSink({ redis: admin, streamKey: STREAM, maxLen: 10_000, commandTimeoutMs: 1_000 }).write(
-        Array.from({ length: 500 }, (_, i) => makeRecord(1000 + i, { key_id: 'key_noise' })),
+        Array.from({ length: 500 }, (_, i) => toAuditLine(makeRecord(1000 + i, { key_id: 'key_noise' }))),
       );
       const { lines } = await runTail(['--key', 'key_odd', '--limit', '3']);
       expect(lines.map((l) => (JSON.parse(l) as AuditRecord).id)).toEqual([295, 297, 299].map((n) => makeRecord(n).id));
@@ -311,7 +311,7 @@ describe('audit log with the Redis stream sink', () => {
       const cfg = parseConfig({ agents, redis: { url: redis.url }, audit: { redis_stream: STREAM } }, 'test', {});
       const following = tailAuditRecords(cfg, { limit: 1, keyId: 'key_even', follow: true, signal: controller.signal }, (line) => void seen.push((JSON.parse(line) as AuditRecord).id));
       await vi.waitFor(() => expect(seen).toEqual([makeRecord(298).id]));
-      await new RedisStreamAuditSink({ redis: admin, streamKey: STREAM, maxLen: 10_000, commandTimeoutMs: 1_000 }).write(makeRecords(300, 4));
+      await new RedisStreamAuditSink({ redis: admin, streamKey: STREAM, maxLen: 10_000, commandTimeoutMs: 1_000 }).write(makeLines(300, 4));
       await vi.waitFor(() => expect(seen).toEqual([298, 300, 302].map((n) => makeRecord(n).id)));
       controller.abort();
       await following;

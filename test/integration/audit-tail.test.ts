@@ -14,7 +14,7 @@ import { FileAuditSink } from '../../src/audit/file-audit-sink.js';
 import { registerAuditCommand } from '../../src/cli/audit.js';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logger.js';
-import { makeRecord, makeRecords } from '../unit/audit/audit-test-helpers.js';
+import { makeLines, makeRecord, makeRecords } from '../unit/audit/audit-test-helpers.js';
 
 const idOf = (line: string): string => (JSON.parse(line) as AuditRecord).id;
 const idsOf = (from: number, count: number): string[] => makeRecords(from, count).map((r) => r.id);
@@ -89,7 +89,7 @@ describe('audit tail (file sink)', () => {
     try {
       await vi.waitFor(() => expect(out.split('\n').filter(Boolean).map(idOf)).toEqual([makeRecord(99).id]), { timeout: 5_000 });
       const sink = new FileAuditSink(auditFile);
-      await sink.write(makeRecords(100, 4));
+      await sink.write(makeLines(100, 4));
       await sink.close();
       await vi.waitFor(() => expect(out.split('\n').filter(Boolean).map(idOf)).toEqual([99, 101, 103].map((n) => makeRecord(n).id)), { timeout: 5_000 });
       child.kill('SIGINT');

@@ -1,10 +1,10 @@
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AuditRecord } from '../../../src/audit/audit-record.js';
+import { toAuditLine, type AuditRecord } from '../../../src/audit/audit-record.js';
 import { AuditSpool, spoolPathFor } from '../../../src/audit/audit-spool.js';
 import { silentLogger } from '../../../src/logger.js';
-import { makeRecord, makeRecords, tempDir } from './audit-test-helpers.js';
+import { idOfLine, makeLines, makeRecord, makeRecords, tempDir } from './audit-test-helpers.js';
 
 const line = (record: AuditRecord): string => `${JSON.stringify(record)}\n`;
 const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
@@ -38,7 +38,7 @@ describe('AuditSpool', () => {
     const result = await spool.replay(
       async (records) => {
         batches.push(records.length);
-        ids.push(...records.map((r) => r.id));
+        ids.push(...records.map(idOfLine));
       },
       { batchSize },
     );
@@ -47,8 +47,8 @@ describe('AuditSpool', () => {
   }
 
   it('replays appended batches in order, in batches of at most batchSize, then removes its files', async () => {
-    await spool.append(makeRecords(0, 4));
-    await spool.append(makeRecords(4, 3));
+    await spool.append(makeLines(0, 4));
+    await spool.append(makeLines(4, 3));
     expect(await spool.hasPending()).toBe(true);
     const { ids, batches } = await replayAll(3);
     expect(ids).toEqual(makeRecords(0, 7).map((r) => r.id));
@@ -60,9 +60,9 @@ describe('AuditSpool', () => {
 
   it('round-trips records exactly (nulls, numbers, escaped newlines)', async () => {
     const record = makeRecord(1, { tokens_used: null, upstream_latency_ms: null, user_id: 'u\n"x"' });
-    await spool.append([record]);
+    await spool.append([toAuditLine(record)]);
     const got: AuditRecord[] = [];
-    await spool.replay(async (records) => void got.push(...records), { batchSize: 10 });
+    await spool.replay(async (lines) => void got.push(...lines.map((l) => JSON.parse(l) as AuditRecord)), { batchSize: 10 });
     expect(got).toEqual([record]);
   });
 
@@ -85,7 +85,7 @@ describe('AuditSpool', () => {
   it('starts the next append on a fresh line after a torn tail, so the new record is not glued to it', async () => {
     await mkdir(join(dir, 'nested'));
     await writeFile(path, line(makeRecord(0)) + '{"id":"req-torn","st');
-    await spool.append([makeRecord(1)]);
+    await spool.append([toAuditLine(makeRecord(1))]);
     const { ids } = await replayAll();
     expect(ids).toEqual([makeRecord(0).id, makeRecord(1).id]);
   });
@@ -98,21 +98,21 @@ describe('AuditSpool', () => {
   });
 
   it('replays a leftover .replaying file (interrupted replay) before the spool itself', async () => {
-    await spool.append(makeRecords(10, 2));
+    await spool.append(makeLines(10, 2));
     await writeFile(spool.replayingPath, makeRecords(0, 3).map(line).join(''));
     const { ids } = await replayAll();
     expect(ids).toEqual([...makeRecords(0, 3), ...makeRecords(10, 2)].map((r) => r.id));
   });
 
   it('keeps its place when the consumer fails: the failed batch comes first next time, delivered ones do not repeat', async () => {
-    await spool.append(makeRecords(0, 10));
+    await spool.append(makeLines(0, 10));
     const delivered: string[] = [];
     let calls = 0;
     const first = await spool.replay(
       async (records) => {
         calls++;
         if (calls === 3) throw new Error('sink down');
-        delivered.push(...records.map((r) => r.id));
+        delivered.push(...records.map(idOfLine));
       },
       { batchSize: 3 },
     );
@@ -125,16 +125,16 @@ describe('AuditSpool', () => {
   });
 
   it('does not lose records appended while a replay is running; they follow the replayed ones', async () => {
-    await spool.append(makeRecords(0, 6));
+    await spool.append(makeLines(0, 6));
     const seen: string[] = [];
     const appends: Promise<void>[] = [];
     let next = 6;
     await spool.replay(
       async (records) => {
-        seen.push(...records.map((r) => r.id));
+        seen.push(...records.map(idOfLine));
         // Appends race with the replay (not awaited here), as the log's writes would.
         if (next < 12) {
-          appends.push(spool.append(makeRecords(next, 2)));
+          appends.push(spool.append(makeLines(next, 2)));
           next += 2;
         }
         await new Promise((r) => setTimeout(r, 1));
@@ -147,9 +147,9 @@ describe('AuditSpool', () => {
   });
 
   it('stops between batches when shouldStop says so, and resumes there', async () => {
-    await spool.append(makeRecords(0, 6));
+    await spool.append(makeLines(0, 6));
     const seen: string[] = [];
-    const result = await spool.replay(async (records) => void seen.push(...records.map((r) => r.id)), {
+    const result = await spool.replay(async (records) => void seen.push(...records.map(idOfLine)), {
       batchSize: 2,
       shouldStop: () => seen.length >= 4,
     });
@@ -160,13 +160,13 @@ describe('AuditSpool', () => {
 
   it('reads lines that span its read buffer (large spools)', async () => {
     const big = Array.from({ length: 300 }, (_, i) => makeRecord(i, { client_ip: 'x'.repeat(500) }));
-    await spool.append(big);
+    await spool.append(big.map(toAuditLine));
     const { ids } = await replayAll(64);
     expect(ids).toEqual(big.map((r) => r.id));
   });
 
   it('writes each append to disk before resolving', async () => {
-    await spool.append(makeRecords(0, 2));
+    await spool.append(makeLines(0, 2));
     const text = await readFile(path, 'utf8');
     expect(text.trimEnd().split('\n')).toHaveLength(2);
   });

@@ -3,7 +3,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditRecord } from '../../../src/audit/audit-record.js';
+import { toAuditLine, type AuditLine, type AuditRecord } from '../../../src/audit/audit-record.js';
 import type { AuditSink } from '../../../src/audit/audit-sink.js';
 import { metrics } from '../../../src/metrics/metrics.js';
 
@@ -34,6 +34,15 @@ export function makeRecords(from: number, count: number): AuditRecord[] {
   return Array.from({ length: count }, (_, i) => makeRecord(from + i));
 }
 
+/** Records as the JSON lines sinks and spools take. */
+export function makeLines(from: number, count: number): AuditLine[] {
+  return makeRecords(from, count).map(toAuditLine);
+}
+
+export function idOfLine(line: AuditLine): string {
+  return (JSON.parse(line) as AuditRecord).id;
+}
+
 /** A test double sink: keeps what it is given; fails while `failing`; stalls while held. */
 export class FakeSink implements AuditSink {
   readonly batches: AuditRecord[][] = [];
@@ -60,11 +69,11 @@ export class FakeSink implements AuditSink {
     };
   }
 
-  async write(records: readonly AuditRecord[]): Promise<void> {
+  async write(lines: readonly AuditLine[]): Promise<void> {
     this.attempts++;
     if (this.gate) await this.gate;
     if (this.failing) throw new Error(`${this.name} sink is down`);
-    this.batches.push([...records]);
+    this.batches.push(lines.map((line) => JSON.parse(line) as AuditRecord));
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { spoolPathFor } from '../../../src/audit/audit-spool.js';
 import { BatchingAuditLog, type BatchingAuditLogOptions } from '../../../src/audit/batching-audit-log.js';
@@ -203,6 +204,21 @@ describe('BatchingAuditLog', () => {
     const sink = new FakeSink();
     openLog({ sinks: [sink] });
     await vi.waitFor(() => expect(sink.ids).toEqual(ids(0, 3)));
+  });
+
+  it('at shutdown, with the sink and the spool both refusing, puts the records in the log line as objects', async () => {
+    const logged: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
+    const blocker = join(dir, 'not-a-directory');
+    await writeFile(blocker, 'x');
+    const sink = new FakeSink();
+    sink.failing = true;
+    const log = openLog({ sinks: [sink], logger, spoolPath: join(blocker, 'spool.jsonl') });
+    const records = [makeRecord(0), makeRecord(1, { user_id: 'u\n"x"', tokens_used: null })];
+    for (const record of records) log.record(record);
+    await log.close();
+    const entry = logged.map((line) => JSON.parse(line) as { msg: string; records?: unknown }).find((e) => e.msg.includes('could neither be written nor spooled'));
+    expect(entry?.records).toEqual(records);
   });
 
   it('record() after close() neither throws nor writes', async () => {

@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toAuditLine } from '../../../src/audit/audit-record.js';
 import { FileAuditSink } from '../../../src/audit/file-audit-sink.js';
-import { makeRecord, makeRecords, tempDir } from './audit-test-helpers.js';
+import { makeLines, makeRecord, makeRecords, tempDir } from './audit-test-helpers.js';
 
 describe('FileAuditSink', () => {
   let dir: string;
@@ -13,8 +14,8 @@ describe('FileAuditSink', () => {
   it('creates the directory and appends one JSON object per line, batch after batch', async () => {
     const path = join(dir, 'var', 'deep', 'audit.jsonl');
     const sink = new FileAuditSink(path);
-    await sink.write(makeRecords(0, 2));
-    await sink.write([makeRecord(2, { user_id: 'line\nbreak' })]);
+    await sink.write(makeLines(0, 2));
+    await sink.write([toAuditLine(makeRecord(2, { user_id: 'line\nbreak' }))]);
     await sink.close();
     const lines = (await readFile(path, 'utf8')).split('\n');
     expect(lines.at(-1)).toBe('');
@@ -24,17 +25,17 @@ describe('FileAuditSink', () => {
   it('appends to an existing file rather than replacing it', async () => {
     const path = join(dir, 'audit.jsonl');
     const first = new FileAuditSink(path);
-    await first.write([makeRecord(0)]);
+    await first.write([toAuditLine(makeRecord(0))]);
     await first.close();
     const second = new FileAuditSink(path);
-    await second.write([makeRecord(1)]);
+    await second.write([toAuditLine(makeRecord(1))]);
     await second.close();
     expect((await readFile(path, 'utf8')).trimEnd().split('\n')).toHaveLength(2);
   });
 
   it('throws when the file cannot be written', async () => {
     const sink = new FileAuditSink(dir); // a directory
-    await expect(sink.write([makeRecord(0)])).rejects.toThrow();
+    await expect(sink.write([toAuditLine(makeRecord(0))])).rejects.toThrow();
     await sink.close();
   });
 });
