@@ -24,9 +24,8 @@ export interface AuditRecord {
 /**
  * One record as the JSON text that every sink and spool stores (no trailing newline;
  * JSON.stringify escapes newlines inside strings, so it is always one line). A record is
- * serialised once, when it is recorded: a batch waiting for its flush then holds one string
- * per record instead of the record's object and every string it points at, which under load
- * lived long enough to be copied by scavenges (decision 0011).
+ * serialised once, when it is recorded, however many sinks take it, and a spool replays
+ * these bytes as they are (decision 0011).
  */
 export type AuditLine = string;
 

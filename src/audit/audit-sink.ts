@@ -8,9 +8,10 @@ export type AuditSinkName = 'redis' | 'file' | (string & {});
 export interface AuditSink {
   readonly name: AuditSinkName;
   /**
-   * Writes the batch (records as their JSON lines) in order. Throws when the batch may not have been written in full;
-   * the caller then spools the whole batch, so a partly written batch is written again
-   * later (delivery is at-least-once, consumers drop duplicates by `id`).
+   * Writes the batch (each record as its JSON line) in order. Throws when the batch may not
+   * have been written in full; the caller then spools the whole batch, so a partly written
+   * batch is written again later (delivery is at-least-once, consumers drop duplicates by
+   * `id`).
    */
   write(lines: readonly AuditLine[]): Promise<void>;
   /** Releases what the sink opened itself (not clients it was handed). */
