@@ -20,15 +20,17 @@
 // taking turns round by round — at 256 connections one process's cost depends on the state
 // it settles into for its whole life, so one process per build can decide an A/B by itself;
 // see docs/decisions/0009).
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startBenchRedis } from './lib/bench-redis.mjs';
+import { applyConfigVariations, parseBuildSpec } from './lib/build-specs.mjs';
 import { runFixedRate } from './lib/fixed-rate-client.mjs';
 import { runTimedStreams } from './lib/sse-timing-client.mjs';
 import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './lib/gateway.mjs';
 import { runWrk } from './lib/load-tools.mjs';
+import { cpuMs } from './lib/proc-stats.mjs';
 import { spawnProcess, stopAll } from './lib/processes.mjs';
 import { median, percentileSorted } from './lib/stats.mjs';
 
@@ -53,29 +55,7 @@ const rate = Number(values.rate);
 const streams = values.streams;
 const processesPerBuild = Number(values.processes);
 if (!Number.isInteger(processesPerBuild) || processesPerBuild < 1) throw new Error('--processes takes a whole number ≥ 1');
-const builds = (positionals.length > 0 ? positionals : ['current=.']).map((spec) => {
-  const eq = spec.indexOf('=');
-  const [name, rest] = [spec.slice(0, eq), spec.slice(eq + 1)];
-  const [root, ...parts] = rest.split(':');
-  return { name, root: resolve(root), variations: parts.filter((p) => !p.startsWith('--')), nodeArgs: parts.filter((p) => p.startsWith('--')) };
-});
-
-/** Config edits per variation (the bench's YAML is written by bench/lib/gateway.mjs). */
-const VARIATIONS = {
-  'no-limits': (yaml) => yaml.replace(/windows: \[.*\] \}/, 'windows: [] }'),
-  'no-request-log': (yaml) => yaml.replace('level: info', 'level: warn'),
-  'no-audit-stream': (yaml) => yaml.replace(/ {2}redis_stream: .*\n/, ''),
-  'log-devnull': (yaml) => yaml.replace(/ {2}file: .*gateway\.log"\n/, '  file: "/dev/null"\n'),
-  'pool-128': (yaml) => yaml.replace('    timeout: 30s\n', '    timeout: 30s\n    max_connections: 128\n'),
-  'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
-};
-
-/** utime + stime in ms (100 Hz ticks). */
-function cpuMs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+const builds = (positionals.length > 0 ? positionals : ['current=.']).map(parseBuildSpec);
 
 const tmpDir = mkdtempSync(join(tmpdir(), 'agentgw-compare-'));
 const redis = await startBenchRedis({ tmpDir, fdLimit: 20_000 });
@@ -88,11 +68,7 @@ const targets = [];
 for (const build of builds) {
   const dir = mkdtempSync(join(tmpDir, `${build.name}-`));
   const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `compare-${build.name}:`, stubUrl, heartbeat: '5s' });
-  for (const variation of build.variations) {
-    const edit = VARIATIONS[variation];
-    if (!edit) throw new Error(`unknown variation ${variation} (${Object.keys(VARIATIONS).join(', ')})`);
-    writeFileSync(configPath, edit(readFileSync(configPath, 'utf8')));
-  }
+  applyConfigVariations(configPath, build.variations);
   const key = await createBenchKey({ repoRoot: build.root, configPath });
   const instances = [];
   for (let k = 0; k < processesPerBuild; k += 1) {

@@ -82,10 +82,19 @@ export async function createBenchKey({ repoRoot, configPath }) {
 /**
  * @returns {Promise<{ handle, pid: number, url: string, adminUrl: string, stop: () => Promise<void> }>}
  */
-export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [] }) {
+/** What the gateway prints once it takes traffic: its port, then the admin port. */
+export const GATEWAY_READY_PATTERN = /agent-gateway listening on http:\/\/[^\s:]+:(\d+) \(admin :(\d+)/;
+
+/** The environment a bench gateway runs with. */
+export function gatewayEnvironment(redisUrl) {
   const env = { ...process.env, REDIS_URL: redisUrl, NODE_ENV: 'production', LOG_FORMAT: 'json' };
   // PORT would override listen.port (docs/configuration.md): the bench picks its own ports.
   delete env.PORT;
+  return env;
+}
+
+export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [] }) {
+  const env = gatewayEnvironment(redisUrl);
   const nodeArgs = [...(cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : []), ...extraNodeArgs];
   const handle = await spawnProcess({
     name,
@@ -93,7 +102,7 @@ export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpD
     args: [...nodeArgs, join(repoRoot, 'dist/cli/main.js'), 'serve', '--config', configPath],
     env,
     fdLimit,
-    readyPattern: /agent-gateway listening on http:\/\/[^\s:]+:(\d+) \(admin :(\d+)/,
+    readyPattern: GATEWAY_READY_PATTERN,
     logFile: join(tmpDir, `${name}.out`),
     // The gateway drains in-flight work on SIGTERM; the bench stops it between scenarios
     // with nothing in flight, so a long wait means something is wrong.

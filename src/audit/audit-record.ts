@@ -1,4 +1,6 @@
 // The usage audit record (DESIGN.md 5): the contract billing and dashboards read.
+import { jsonNumberLiteral, jsonStringLiteral } from '../json-text.js';
+
 export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
 
 export interface AuditRecord {
@@ -23,14 +25,29 @@ export interface AuditRecord {
 
 /**
  * One record as the JSON text that every sink and spool stores (no trailing newline;
- * JSON.stringify escapes newlines inside strings, so it is always one line). A record is
- * serialised once, when it is recorded, however many sinks take it, and a spool replays
- * these bytes as they are (decision 0011).
+ * newlines inside strings are escaped, so it is always one line). A record is serialised
+ * once, when it is recorded, however many sinks take it, and a spool replays these bytes as
+ * they are (decision 0011).
  */
 export type AuditLine = string;
 
-export function toAuditLine(record: AuditRecord): AuditLine {
-  return JSON.stringify(record);
+const nullableString = (value: string | null): string => (value === null ? 'null' : jsonStringLiteral(value));
+const nullableNumber = (value: number | null): string => (value === null ? 'null' : jsonNumberLiteral(value));
+
+/**
+ * The record's JSON, field by field in the order above: the same text JSON.stringify gives
+ * for a record built in that order (finishRequest's), without its generic walk, which
+ * cost ≈ 14,000 instructions a record under callgrind (decision 0012). The fields are the
+ * contract's, whatever else the object holds.
+ */
+export function toAuditLine(r: AuditRecord): AuditLine {
+  return (
+    `{"id":${jsonStringLiteral(r.id)},"ts":${jsonStringLiteral(r.ts)},"key_id":${jsonStringLiteral(r.key_id)},"account":${jsonStringLiteral(r.account)}` +
+    `,"plan":${jsonStringLiteral(r.plan)},"agent":${jsonStringLiteral(r.agent)},"route":${jsonStringLiteral(r.route)},"status":${jsonNumberLiteral(r.status)}` +
+    `,"outcome":${jsonStringLiteral(r.outcome)},"tokens_used":${nullableNumber(r.tokens_used)},"latency_ms":${jsonNumberLiteral(r.latency_ms)}` +
+    `,"upstream_latency_ms":${nullableNumber(r.upstream_latency_ms)},"bytes_in":${jsonNumberLiteral(r.bytes_in)},"bytes_out":${jsonNumberLiteral(r.bytes_out)}` +
+    `,"client_ip":${jsonStringLiteral(r.client_ip)},"user_id":${nullableString(r.user_id)},"session_id":${nullableString(r.session_id)}}`
+  );
 }
 
 /** The request pipeline's view of the audit log: hand over a record and move on. */

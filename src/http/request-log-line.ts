@@ -9,6 +9,8 @@
 // going through pino (test/property/request-log-line.property.test.ts holds the proof).
 import { tracingChannel } from 'node:diagnostics_channel';
 import { symbols, type Logger } from 'pino';
+// pino, like JSON.stringify, writes a non-finite number as null.
+import { jsonNumberLiteral } from '../json-text.js';
 
 export interface RequestLogFields {
   request_id: string;
@@ -78,18 +80,13 @@ export function requestLogWriter(logger: Logger): RequestLogWriter {
 export function requestFieldsJson(f: RequestLogFields): string {
   let out = `,"request_id":${jsonString(f.request_id)},"trace_id":${jsonString(f.trace_id)},"agent":${jsonString(f.agent)},"route":${jsonString(f.route)}`;
   if (f.key_id !== undefined) out += `,"key_id":${jsonString(f.key_id)}`;
-  out += `,"status":${jsonNumber(f.status)},"outcome":${jsonString(f.outcome)}`;
+  out += `,"status":${jsonNumberLiteral(f.status)},"outcome":${jsonString(f.outcome)}`;
   if (f.error !== undefined) out += `,"error":${jsonString(f.error)}`;
   if (f.upstream_failure !== undefined) out += `,"upstream_failure":${jsonString(f.upstream_failure)}`;
-  out += `,"latency_ms":${jsonNumber(f.latency_ms)}`;
-  if (f.upstream_latency_ms !== undefined) out += `,"upstream_latency_ms":${jsonNumber(f.upstream_latency_ms)}`;
-  out += `,"tokens_used":${f.tokens_used === null ? 'null' : jsonNumber(f.tokens_used)},"client_ip":${jsonString(f.client_ip)}`;
+  out += `,"latency_ms":${jsonNumberLiteral(f.latency_ms)}`;
+  if (f.upstream_latency_ms !== undefined) out += `,"upstream_latency_ms":${jsonNumberLiteral(f.upstream_latency_ms)}`;
+  out += `,"tokens_used":${f.tokens_used === null ? 'null' : jsonNumberLiteral(f.tokens_used)},"client_ip":${jsonString(f.client_ip)}`;
   return out;
-}
-
-/** pino writes a non-finite number as null. */
-function jsonNumber(value: number): string {
-  return Number.isFinite(value) ? String(value) : 'null';
 }
 
 /**

@@ -34,8 +34,36 @@ export function traceContextFor(incoming: string | string[] | undefined, request
       return { traceparent: incoming.trim().toLowerCase(), traceId: match[1]! };
     }
   }
-  // A generated request id is a UUID: its 32 hex digits make a fine trace id, for free.
-  const hex = requestId.replace(/-/g, '').toLowerCase();
-  const traceId = /^[0-9a-f]{32}$/.test(hex) && hex !== ALL_ZERO_TRACE ? hex : randomBytes(16).toString('hex');
+  const hex = hexDigitsOf(requestId);
+  const traceId = hex !== undefined && hex !== ALL_ZERO_TRACE ? hex : randomBytes(16).toString('hex');
   return { traceparent: `00-${traceId}-${nextSpanId()}-01`, traceId };
+}
+
+const LOWER_HEX_32 = /^[0-9a-f]{32}$/;
+
+/**
+ * A request id that is 32 hex digits once its dashes are dropped (a generated one is a
+ * UUID) makes a fine trace id, for free: those digits, lower-cased. A lower-case UUID, which
+ * every generated id is, is checked character by character and cut at its four dashes;
+ * anything else goes through the general rule. (Both regular expressions here run through
+ * V8's runtime, ≈ 1,700 instructions a call under callgrind, when their subject is a
+ * concatenated string.)
+ */
+export function hexDigitsOf(requestId: string): string | undefined {
+  if (isLowerCaseUuid(requestId)) return requestId.slice(0, 8) + requestId.slice(9, 13) + requestId.slice(14, 18) + requestId.slice(19, 23) + requestId.slice(24);
+  const hex = requestId.replace(/-/g, '').toLowerCase();
+  return LOWER_HEX_32.test(hex) ? hex : undefined;
+}
+
+function isLowerCaseUuid(text: string): boolean {
+  if (text.length !== 36) return false;
+  for (let i = 0; i < 36; i += 1) {
+    const unit = text.charCodeAt(i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (unit !== 0x2d) return false;
+    } else if (!((unit >= 0x30 && unit <= 0x39) || (unit >= 0x61 && unit <= 0x66))) {
+      return false;
+    }
+  }
+  return true;
 }

@@ -1,0 +1,171 @@
+// Instructions per request, counted by valgrind's callgrind: an A/B of gateway builds that
+// the machine's noise cannot move. CPU time per request on these shared 2-core machines
+// swings by ×1.5 between rounds of the same build (docs/performance.md), which hides any
+// change smaller than ~20 %; an instruction count is the same whatever else the machine is
+// doing. What it does not see: cache misses, the kernel's share (system calls), and time.
+// Not part of `npm run bench`.
+//
+//   node bench/count-instructions.mjs base=/path/to/old-checkout new=.
+//   node bench/count-instructions.mjs --runs 3 cur=. cur-nolog=.:no-request-log
+//
+// Each run starts the build's gateway (the bench's production config, one shared stub and
+// Redis) under callgrind, sends --warmup requests, zeroes the counters, sends --requests more
+// (closed loop, --connections at a time), dumps the counters and stops the gateway. Reported:
+// the main thread's instructions per request (JavaScript, node:http, undici, scavenges it
+// runs itself) and all threads' (with V8's helper threads: concurrent marking, parallel
+// scavenging, compilation), medians over --runs, and each build's ratio to the first.
+// Under callgrind a gateway runs ≈ 50× slower, so work driven by time rather than by
+// requests (timers, lease renewals, the audit stream's 50 ms batches) weighs ≈ 50× more per
+// request than at full speed: compare builds with each other, not with CPU time.
+// Flags: --requests N (4000), --warmup N (4000), --connections N (8), --runs N (2),
+// --parallel N (2: runs at a time; callgrind runs a process on one core).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+import { startBenchRedis } from './lib/bench-redis.mjs';
+import { applyConfigVariations, parseBuildSpec } from './lib/build-specs.mjs';
+import { BENCH_AGENT, createBenchKey, gatewayEnvironment, GATEWAY_READY_PATTERN, writeGatewayConfig } from './lib/gateway.mjs';
+import { REQUEST_BODY } from './lib/load-tools.mjs';
+import { spawnProcess, stopAll } from './lib/processes.mjs';
+import { median } from './lib/stats.mjs';
+
+const repoRoot = resolve(import.meta.dirname, '..');
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    requests: { type: 'string', default: '4000' },
+    warmup: { type: 'string', default: '4000' },
+    connections: { type: 'string', default: '8' },
+    runs: { type: 'string', default: '2' },
+    parallel: { type: 'string', default: '2' },
+  },
+});
+const [requests, warmup, connections, runs, parallel] = ['requests', 'warmup', 'connections', 'runs', 'parallel'].map((name) => {
+  const value = Number(values[name]);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} takes a whole number ≥ 1`);
+  return value;
+});
+try {
+  execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
+} catch {
+  throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
+}
+const builds = (positionals.length > 0 ? positionals : ['current=.']).map(parseBuildSpec);
+
+const tmpDir = mkdtempSync(join(tmpdir(), 'agentgw-instructions-'));
+const redis = await startBenchRedis({ tmpDir, fdLimit: 20_000 });
+const stub = await spawnProcess({
+  name: 'stub',
+  command: process.execPath,
+  args: [join(repoRoot, 'bench/lib/timed-stub-runner.mjs'), '--port', '0'],
+  readyPattern: /^listening (\d+)$/m,
+  logFile: join(tmpDir, 'stub.out'),
+});
+const stubUrl = `http://127.0.0.1:${stub.match[1]}`;
+const body = Buffer.from(REQUEST_BODY);
+
+/** Closed loop: `count` requests, `connections` at a time; returns how many were not 200. */
+async function send(pool, headers, count) {
+  let next = 0;
+  let failed = 0;
+  const path = `/agents/${BENCH_AGENT}/api/v1/chat`;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (next < count) {
+        next += 1;
+        const res = await pool.request({ path, method: 'POST', headers, body });
+        await res.body.dump();
+        if (res.statusCode !== 200) failed += 1;
+      }
+    }),
+  );
+  return failed;
+}
+
+/** `totals:` of each per-thread dump file; thread 01 is the main thread. */
+function readDump(dir, prefix) {
+  let main = 0;
+  let all = 0;
+  for (const file of readdirSync(dir).filter((f) => f.startsWith(`${prefix}.`))) {
+    const match = /^totals: (\d+)/m.exec(readFileSync(join(dir, file), 'utf8'));
+    if (!match) continue;
+    all += Number(match[1]);
+    if (file.endsWith('-01')) main += Number(match[1]);
+  }
+  return { main, all };
+}
+
+async function countOnce(build, run) {
+  const dir = mkdtempSync(join(tmpDir, `${build.name}-${run}-`));
+  const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `instructions-${build.name}-${run}:`, stubUrl, heartbeat: '5s' });
+  applyConfigVariations(configPath, build.variations);
+  const key = await createBenchKey({ repoRoot: build.root, configPath });
+  const outFile = join(dir, 'callgrind.out');
+  const gateway = await spawnProcess({
+    name: `${build.name}-${run}`,
+    command: 'valgrind',
+    args: [
+      '--tool=callgrind',
+      '--separate-threads=yes',
+      // V8 writes machine code at run time; valgrind must notice it changing.
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${outFile}`,
+      process.execPath,
+      ...build.nodeArgs,
+      join(build.root, 'dist/cli/main.js'),
+      'serve',
+      '--config',
+      configPath,
+    ],
+    env: gatewayEnvironment(redis.url),
+    readyPattern: GATEWAY_READY_PATTERN,
+    logFile: join(dir, 'gateway.out'),
+    startTimeoutMs: 300_000,
+    stopGraceMs: 120_000,
+  });
+  const pool = new Pool(`http://127.0.0.1:${gateway.match[1]}`, { connections, pipelining: 1 });
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key.rawKey}` };
+  try {
+    let failed = await send(pool, headers, warmup);
+    // valgrind runs the program in its own process: the gateway's pid is the one spawned.
+    execFileSync('callgrind_control', ['--zero', String(gateway.pid)], { stdio: 'ignore' });
+    failed += await send(pool, headers, requests);
+    execFileSync('callgrind_control', ['--dump', String(gateway.pid)], { stdio: 'ignore' });
+    const { main, all } = readDump(dir, 'callgrind.out');
+    if (main === 0) throw new Error(`no callgrind dump in ${dir}`);
+    return { main: main / requests, all: all / requests, failed };
+  } finally {
+    await pool.close();
+    await gateway.stop();
+  }
+}
+
+const results = new Map(builds.map((b) => [b.name, []]));
+const queue = [];
+for (let run = 1; run <= runs; run += 1) for (const build of builds) queue.push({ build, run });
+console.error(`${queue.length} runs of ${warmup} + ${requests} requests under callgrind, ${parallel} at a time (minutes each)`);
+async function worker() {
+  for (let job = queue.shift(); job; job = queue.shift()) {
+    const result = await countOnce(job.build, job.run);
+    results.get(job.build.name).push(result);
+    console.error(`${job.build.name} run ${job.run}: main thread ${Math.round(result.main)}, all threads ${Math.round(result.all)} instructions per request${result.failed ? `, ${result.failed} not 200` : ''}`);
+  }
+}
+try {
+  await Promise.all(Array.from({ length: parallel }, worker));
+  const baseline = median(results.get(builds[0].name).map((r) => r.main));
+  for (const build of builds) {
+    const rows = results.get(build.name);
+    const main = median(rows.map((r) => r.main));
+    const all = median(rows.map((r) => r.all));
+    console.log(
+      `${build.name.padEnd(18)} main thread ${Math.round(main)} instructions per request (runs ${rows.map((r) => Math.round(r.main)).join(', ')}), all threads ${Math.round(all)}, ×${(main / baseline).toFixed(3)} of ${builds[0].name}, not 200: ${rows.reduce((a, r) => a + r.failed, 0)}`,
+    );
+  }
+} finally {
+  await stopAll(120_000);
+  await redis.close();
+}

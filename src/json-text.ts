@@ -1,0 +1,21 @@
+// JSON text for values whose shape is known, written without JSON.stringify's generic walk.
+// Exact: each function returns what JSON.stringify returns for the same value
+// (test/property/json-text.property.test.ts holds the proof).
+
+/**
+ * JSON.stringify(text): quotes alone when nothing in the text needs escaping (the common
+ * case, checked in one pass); otherwise JSON.stringify itself, which escapes control
+ * characters, `"` and `\` and lone surrogates. Any surrogate takes that path, paired or not.
+ */
+export function jsonStringLiteral(text: string): string {
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x20 || unit === 0x22 || unit === 0x5c || (unit >= 0xd800 && unit <= 0xdfff)) return JSON.stringify(text);
+  }
+  return `"${text}"`;
+}
+
+/** JSON.stringify(value) for a number: its shortest text, null when not finite. */
+export function jsonNumberLiteral(value: number): string {
+  return Number.isFinite(value) ? String(value) : 'null';
+}

@@ -1,0 +1,84 @@
+// The hand-written JSON text is JSON.stringify's, byte for byte: for any string (lone
+// surrogates, control characters, quotes and backslashes included), any number, and any
+// audit record.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
+import { jsonNumberLiteral, jsonStringLiteral } from '../../src/json-text.js';
+
+const anyString = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'binary' }),
+  fc.string({ unit: fc.constantFrom('"', '\\', '\n', '\u0000', '\u001f', '\u007f', '\u2028', '\ud800', '\udfff', 'é', 'a') }),
+);
+const anyNumber = fc.oneof(fc.integer(), fc.double(), fc.constantFrom(-0, Number.NaN, Number.POSITIVE_INFINITY, 1e21, 5e-324));
+
+const anyRecord: fc.Arbitrary<AuditRecord> = fc.record({
+  id: anyString,
+  ts: anyString,
+  key_id: anyString,
+  account: anyString,
+  plan: anyString,
+  agent: anyString,
+  route: fc.constantFrom('chat' as const, 'chat/stream' as const),
+  status: anyNumber,
+  outcome: fc.constantFrom('ok' as const, 'invalid_request' as const, 'rate_limited' as const, 'upstream_error' as const, 'client_closed' as const, 'timeout' as const, 'error' as const),
+  tokens_used: fc.option(anyNumber, { nil: null }),
+  latency_ms: anyNumber,
+  upstream_latency_ms: fc.option(anyNumber, { nil: null }),
+  bytes_in: anyNumber,
+  bytes_out: anyNumber,
+  client_ip: anyString,
+  user_id: fc.option(anyString, { nil: null }),
+  session_id: fc.option(anyString, { nil: null }),
+});
+
+describe('JSON text written by hand', () => {
+  it('jsonStringLiteral is JSON.stringify for any string', () => {
+    fc.assert(fc.property(anyString, (text) => {
+      expect(jsonStringLiteral(text)).toBe(JSON.stringify(text));
+    }), { numRuns: 2_000 });
+  });
+
+  it('jsonNumberLiteral is JSON.stringify for any number', () => {
+    fc.assert(fc.property(anyNumber, (value) => {
+      expect(jsonNumberLiteral(value)).toBe(JSON.stringify(value));
+    }), { numRuns: 2_000 });
+  });
+
+  it('toAuditLine is JSON.stringify for any record built in the contract order, and parses back to it', () => {
+    fc.assert(
+      fc.property(anyRecord, (record) => {
+        const line = toAuditLine(record);
+        expect(line).toBe(JSON.stringify(record));
+        expect(line).not.toContain('\n');
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('toAuditLine writes the contract fields only, in the contract order, whatever order the object was built in', () => {
+    const record: AuditRecord = {
+      session_id: null,
+      user_id: 'u',
+      client_ip: '10.0.0.1',
+      bytes_out: 2,
+      bytes_in: 1,
+      upstream_latency_ms: null,
+      latency_ms: 3,
+      tokens_used: null,
+      outcome: 'ok',
+      status: 200,
+      route: 'chat',
+      agent: 'support',
+      plan: 'starter',
+      account: 'acct',
+      key_id: 'key_1',
+      ts: '2026-11-21T19:31:22.000Z',
+      id: 'req-1',
+    };
+    const line = toAuditLine(Object.assign({ extra: 'not in the contract' }, record));
+    expect(Object.keys(JSON.parse(line) as object)).toEqual(['id', 'ts', 'key_id', 'account', 'plan', 'agent', 'route', 'status', 'outcome', 'tokens_used', 'latency_ms', 'upstream_latency_ms', 'bytes_in', 'bytes_out', 'client_ip', 'user_id', 'session_id']);
+    expect(JSON.parse(line)).toEqual(record);
+  });
+});
