@@ -31,6 +31,8 @@ const NOT_FORWARDED_UPSTREAM = new Set([
   'x-forwarded-proto',
   'forwarded',
   'x-real-ip',
+  // The gateway sends the client's own when it is valid (src/proxy/traceparent.ts).
+  'traceparent',
 ]);
 
 /** Never relayed to the client from the upstream: framing Node sets itself, and our own ids. */
@@ -63,23 +65,38 @@ export interface UpstreamIdentity {
   traceparent: string;
 }
 
-/** Builds the upstream request headers as a flat object for undici. */
-export function upstreamRequestHeaders(client: IncomingHttpHeaders, identity: UpstreamIdentity): Record<string, string | string[]> {
+/**
+ * The upstream request headers as flat name/value pairs, which undici takes as they are. (A
+ * header object, built with a name per request, is a dictionary V8 reads and writes through
+ * its megamorphic inline caches, and undici then walks it again with Object.keys.)
+ */
+export function upstreamRequestHeaders(client: IncomingHttpHeaders, identity: UpstreamIdentity): string[] {
   const named = connectionTokens(client.connection);
-  const headers: Record<string, string | string[]> = {};
+  const headers: string[] = [];
   for (const name in client) {
     if (NOT_FORWARDED_UPSTREAM.has(name) || named?.has(name)) continue;
     const value = client[name];
-    if (value !== undefined) headers[name] = value;
+    if (typeof value === 'string') headers.push(name, value);
+    // A header node:http keeps as a list (set-cookie) goes out as one line per value, as
+    // undici writes a list.
+    else if (value !== undefined) for (const each of value) headers.push(name, each);
   }
-  headers['x-request-id'] = identity.requestId;
-  headers['x-agent-id'] = identity.agentId;
-  headers['x-key-id'] = identity.keyId;
-  headers['x-account-id'] = identity.accountId;
-  headers['x-forwarded-for'] = identity.forwardedFor;
-  headers['x-forwarded-proto'] = identity.forwardedProto;
-  if (identity.forwardedHost) headers['x-forwarded-host'] = identity.forwardedHost;
-  headers.traceparent = identity.traceparent;
+  headers.push(
+    'x-request-id',
+    identity.requestId,
+    'x-agent-id',
+    identity.agentId,
+    'x-key-id',
+    identity.keyId,
+    'x-account-id',
+    identity.accountId,
+    'x-forwarded-for',
+    identity.forwardedFor,
+    'x-forwarded-proto',
+    identity.forwardedProto,
+  );
+  if (identity.forwardedHost) headers.push('x-forwarded-host', identity.forwardedHost);
+  headers.push('traceparent', identity.traceparent);
   return headers;
 }
 

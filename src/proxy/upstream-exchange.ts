@@ -41,7 +41,8 @@ export interface ForwardRequest {
 
 /** What is sent once and then not kept: undici has its own copy of the headers as text. */
 export interface UpstreamCall {
-  headers: Record<string, string | string[]>;
+  /** Flat name/value pairs (upstreamRequestHeaders). */
+  headers: string[];
   body: Buffer;
 }
 
