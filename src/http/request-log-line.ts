@@ -10,7 +10,7 @@
 import { tracingChannel } from 'node:diagnostics_channel';
 import { symbols, type Logger } from 'pino';
 // pino, like JSON.stringify, writes a non-finite number as null.
-import { jsonNumberLiteral } from '../json-text.js';
+import { jsonHundredthsLiteral, jsonNumberLiteral } from '../json-text.js';
 
 export interface RequestLogFields {
   request_id: string;
@@ -83,8 +83,9 @@ export function requestFieldsJson(f: RequestLogFields): string {
   out += `,"status":${jsonNumberLiteral(f.status)},"outcome":${jsonString(f.outcome)}`;
   if (f.error !== undefined) out += `,"error":${jsonString(f.error)}`;
   if (f.upstream_failure !== undefined) out += `,"upstream_failure":${jsonString(f.upstream_failure)}`;
-  out += `,"latency_ms":${jsonNumberLiteral(f.latency_ms)}`;
-  if (f.upstream_latency_ms !== undefined) out += `,"upstream_latency_ms":${jsonNumberLiteral(f.upstream_latency_ms)}`;
+  // Durations come rounded to hundredths (finishRequest).
+  out += `,"latency_ms":${jsonHundredthsLiteral(f.latency_ms)}`;
+  if (f.upstream_latency_ms !== undefined) out += `,"upstream_latency_ms":${jsonHundredthsLiteral(f.upstream_latency_ms)}`;
   out += `,"tokens_used":${f.tokens_used === null ? 'null' : jsonNumberLiteral(f.tokens_used)},"client_ip":${jsonString(f.client_ip)}`;
   return out;
 }

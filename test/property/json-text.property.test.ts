@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
-import { jsonNumberLiteral, jsonStringLiteral } from '../../src/json-text.js';
+import { jsonHundredthsLiteral, jsonNumberLiteral, jsonStringLiteral } from '../../src/json-text.js';
 
 const anyString = fc.oneof(
   fc.string(),
@@ -44,6 +44,20 @@ describe('JSON text written by hand', () => {
     fc.assert(fc.property(anyNumber, (value) => {
       expect(jsonNumberLiteral(value)).toBe(JSON.stringify(value));
     }), { numRuns: 2_000 });
+  });
+
+  it('jsonHundredthsLiteral is JSON.stringify for durations rounded to hundredths, and for any other number', () => {
+    const rounded = fc.double({ min: 0, max: 2e7, noNaN: true }).map((ms) => Math.round(ms * 100) / 100);
+    const hundredths = fc.integer({ min: 0, max: 1e9 + 10 }).map((h) => h / 100);
+    fc.assert(
+      fc.property(fc.oneof(rounded, hundredths, anyNumber), (value) => {
+        expect(jsonHundredthsLiteral(value)).toBe(JSON.stringify(value));
+      }),
+      { numRuns: 20_000 },
+    );
+    for (const value of [0, -0, 0.01, 0.1, 0.5, 1, 1.05, 1.1, 9.99, 10, 123.45, 99999.99, 1e7 - 0.01, 9999999.99, 1e-7, 0.001]) {
+      expect(jsonHundredthsLiteral(value)).toBe(JSON.stringify(value));
+    }
   });
 
   it('toAuditLine is JSON.stringify for any record built in the contract order, and parses back to it', () => {
