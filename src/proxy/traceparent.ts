@@ -44,10 +44,10 @@ const LOWER_HEX_32 = /^[0-9a-f]{32}$/;
 /**
  * A request id that is 32 hex digits once its dashes are dropped (a generated one is a
  * UUID) makes a fine trace id, for free: those digits, lower-cased. A lower-case UUID, which
- * every generated id is, is checked character by character and cut at its four dashes;
- * anything else goes through the general rule. (Both regular expressions here run through
- * V8's runtime, ≈ 1,700 instructions a call under callgrind, when their subject is a
- * concatenated string.)
+ * every generated id is, is checked character by character and cut at its four dashes
+ * (no replace, no lower-casing, no regular expression); anything else goes through the
+ * general rule. Testing the cut, concatenated string with LOWER_HEX_32 instead sent each
+ * test through V8's runtime, ≈ 1,700 instructions under callgrind (decision 0012).
  */
 export function hexDigitsOf(requestId: string): string | undefined {
   if (isLowerCaseUuid(requestId)) return requestId.slice(0, 8) + requestId.slice(9, 13) + requestId.slice(14, 18) + requestId.slice(19, 23) + requestId.slice(24);
