@@ -5,6 +5,7 @@
 // survive exactly and consumers parse one thing.
 import type { Redis } from 'ioredis';
 import { withDeadline } from '../deadline.js';
+import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
 import type { AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
 
@@ -22,6 +23,8 @@ export interface RedisStreamAuditSinkOptions {
   maxLen: number;
   /** Budget for one batch's pipeline round trip; past it the batch counts as failed. */
   commandTimeoutMs: number;
+  /** Where a failed batch is counted as a Redis error (`op="audit"`); the gateway's registry by default. */
+  metrics?: Pick<Metrics, 'redisErrors'>;
 }
 
 const APPEND_COMMAND = 'agentgwAuditAppend';
@@ -43,9 +46,11 @@ export class RedisStreamAuditSink implements AuditSink {
   private readonly streamKey: string;
   private readonly maxLen: number;
   private readonly commandTimeoutMs: number;
+  private readonly metrics: Pick<Metrics, 'redisErrors'>;
 
   constructor(options: RedisStreamAuditSinkOptions) {
     this.redis = options.redis;
+    this.metrics = options.metrics ?? defaultMetrics;
     this.streamKey = options.streamKey;
     this.maxLen = options.maxLen;
     this.commandTimeoutMs = options.commandTimeoutMs;
@@ -65,12 +70,19 @@ export class RedisStreamAuditSink implements AuditSink {
     // keeps the event loop busy past the timeout, the reply may already sit unread in the
     // socket; calling that a failure would spool (and later replay, i.e. duplicate) a batch
     // Redis has written.
-    const added = await withDeadline(
-      this.append(1, ...args),
-      this.commandTimeoutMs,
-      () => new Error(`audit XADD of ${lines.length} records timed out after ${this.commandTimeoutMs} ms`),
-    );
-    if (added !== lines.length) throw new Error(`audit XADD script added ${String(added)} of ${lines.length} records`);
+    try {
+      const added = await withDeadline(
+        this.append(1, ...args),
+        this.commandTimeoutMs,
+        () => new Error(`audit XADD of ${lines.length} records timed out after ${this.commandTimeoutMs} ms`),
+      );
+      if (added !== lines.length) throw new Error(`audit XADD script added ${String(added)} of ${lines.length} records`);
+    } catch (error) {
+      // One failed command, however many records it carried (those are counted by
+      // agentgw_audit_records_total{result="spooled"} when the log spools them).
+      this.metrics.redisErrors.inc({ op: 'audit' });
+      throw error;
+    }
   }
 
   /** The client belongs to whoever passed it in; nothing to release here. */

@@ -1,7 +1,9 @@
 // Failed-key throttle (DESIGN.md 2: 429 for too many failed key attempts from one client
 // address). Counting is rate-limiter-flexible: RateLimiterRedis shared by all instances when
-// Redis is configured (with a RateLimiterMemory insurance limiter for when Redis errors),
-// RateLimiterMemory otherwise.
+// Redis is configured (with a RateLimiterMemory to fall back on, call by call, when Redis
+// errors), RateLimiterMemory otherwise. The fallback is ours rather than the library's
+// insuranceLimiter, which would hide the error: each one is counted as
+// agentgw_redis_errors_total{op="authfail"}.
 //
 // The request path never waits on the counter for a key that is in the cache: blocks are
 // mirrored in a local map that check() reads synchronously. Before a store lookup,
@@ -11,6 +13,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../http/errors.js';
 import type { Logger } from '../logger.js';
+import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
 
 export interface FailedAuthThrottleOptions {
   /** Failed attempts allowed per window; the attempt that uses the last one starts the block. */
@@ -23,19 +26,25 @@ export interface FailedAuthThrottleOptions {
   redis?: { client: unknown; prefix: string } | undefined;
   /** Bound on the local mirror of blocked addresses. */
   maxTrackedAddresses?: number;
+  /** Where a failed Redis call is counted (`op="authfail"`); the gateway's registry by default. */
+  metrics?: Pick<Metrics, 'redisErrors'>;
 }
 
 const toSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export class FailedAuthThrottle {
   private readonly limiter: RateLimiterAbstract;
+  /** With Redis: this instance's own count, used for a call whose Redis command failed. */
+  private readonly fallback: RateLimiterAbstract | undefined;
   private readonly shared: boolean;
+  private readonly metrics: Pick<Metrics, 'redisErrors'>;
   /** Client address → blocked until (epoch ms, injected clock). */
   private readonly blockedUntil = new Map<string, number>();
   private readonly maxTracked: number;
 
   constructor(private readonly options: FailedAuthThrottleOptions) {
     this.maxTracked = options.maxTrackedAddresses ?? 100_000;
+    this.metrics = options.metrics ?? defaultMetrics;
     const limits = { points: options.maxAttempts, duration: toSeconds(options.perMs), blockDuration: toSeconds(options.blockForMs) };
     if (options.redis) {
       this.shared = true;
@@ -43,12 +52,13 @@ export class FailedAuthThrottle {
         ...limits,
         storeClient: options.redis.client,
         keyPrefix: `${options.redis.prefix}authfail`,
-        // Fail over to the insurance limiter at once instead of queueing behind a reconnect.
+        // Fail over at once instead of queueing behind a reconnect.
         rejectIfRedisNotReady: true,
-        insuranceLimiter: new RateLimiterMemory({ ...limits, keyPrefix: 'authfail' }),
       });
+      this.fallback = new RateLimiterMemory({ ...limits, keyPrefix: 'authfail' });
     } else {
       this.shared = false;
+      this.fallback = undefined;
       this.limiter = new RateLimiterMemory({ ...limits, keyPrefix: 'authfail' });
     }
   }
@@ -76,7 +86,7 @@ export class FailedAuthThrottle {
     if (!this.shared) return;
     let res: RateLimiterRes | null;
     try {
-      res = await this.limiter.get(ip);
+      res = await this.call((limiter) => limiter.get(ip));
     } catch (error) {
       this.options.logger.warn({ err: error }, 'failed-auth throttle: cannot read the counter; allowing');
       return;
@@ -90,9 +100,9 @@ export class FailedAuthThrottle {
   /** Counts one failed attempt; blocks the address once it has used up its attempts. Never throws. */
   async recordFailure(ip: string): Promise<void> {
     try {
-      const res = await this.limiter.consume(ip);
+      const res = await this.call((limiter) => limiter.consume(ip));
       if (res.remainingPoints <= 0) {
-        await this.limiter.block(ip, toSeconds(this.options.blockForMs));
+        await this.call((limiter) => limiter.block(ip, toSeconds(this.options.blockForMs)));
         this.block(ip, this.options.blockForMs);
       }
     } catch (error) {
@@ -101,6 +111,20 @@ export class FailedAuthThrottle {
         return;
       }
       this.options.logger.warn({ err: error }, 'failed-auth throttle: cannot count a failed attempt');
+    }
+  }
+
+  /**
+   * One limiter call: the shared counter, or this instance's own when the Redis command
+   * fails (counted). A refusal (RateLimiterRes: no points left) is an answer, not a failure.
+   */
+  private async call<T>(run: (limiter: RateLimiterAbstract) => Promise<T>): Promise<T> {
+    try {
+      return await run(this.limiter);
+    } catch (error) {
+      if (error instanceof RateLimiterRes || this.fallback === undefined) throw error;
+      this.metrics.redisErrors.inc({ op: 'authfail' });
+      return run(this.fallback);
     }
   }
 

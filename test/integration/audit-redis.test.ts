@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { Command } from 'commander';
 import { Redis } from 'ioredis';
+import { Counter, Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
@@ -20,6 +21,7 @@ import { registerAuditCommand } from '../../src/cli/audit.js';
 import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
+import { metrics } from '../../src/metrics/metrics.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { auditCount, dedupe, makeLines, makeRecord, makeRecords } from '../unit/audit/audit-test-helpers.js';
 
@@ -27,6 +29,7 @@ const STREAM = 'agentgw:audit';
 const agents = { support: { upstream: 'http://127.0.0.1:8081/api/v1' } };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+const auditRedisErrors = async (): Promise<number> => (await metrics.redisErrors.get()).values.find((v) => v.labels.op === 'audit')?.value ?? 0;
 
 /** A client set up like the gateway's: fail fast while disconnected, reconnect quickly. */
 function gatewayClient(url: string): Redis {
@@ -99,6 +102,7 @@ describe('audit log with the Redis stream sink', () => {
     const log = openAuditLog(config({ batch_size: 20, flush_interval: '5ms' }), { redis: await client(), logger: silentLogger, clock: systemClock, retryMinMs: 50, retryMaxMs: 400 });
     const spooledBefore = await auditCount('redis', 'spooled');
     const replayedBefore = await auditCount('redis', 'replayed');
+    const redisErrorsBefore = await auditRedisErrors();
     let n = 0;
     const produce = async (durationMs: number): Promise<void> => {
       const until = Date.now() + durationMs;
@@ -128,12 +132,16 @@ describe('audit log with the Redis stream sink', () => {
     await log.close();
     expect(await auditCount('redis', 'spooled')).toBeGreaterThan(spooledBefore);
     expect(await auditCount('redis', 'replayed')).toBeGreaterThan(replayedBefore);
+    // Each failed batch write is one Redis error, op="audit" (while stopped, the sink tries
+    // the first batch and then the retries; the rest goes straight to the spool).
+    expect(await auditRedisErrors()).toBeGreaterThan(redisErrorsBefore);
     expect(await exists(spoolPathFor(join(dir, 'spool.jsonl'), 'redis'))).toBe(false);
   });
 
   it('spools when Redis hangs (batch timeout) and replays after it wakes up', async () => {
+    const redisErrors = new Counter({ name: 'test_audit_redis_errors_total', help: 'test', labelNames: ['op'] as const, registers: [new Registry()] });
     const log = new BatchingAuditLog({
-      sinks: [new RedisStreamAuditSink({ redis: await client(), streamKey: STREAM, maxLen: 1_000_000, commandTimeoutMs: 150 })],
+      sinks: [new RedisStreamAuditSink({ redis: await client(), streamKey: STREAM, maxLen: 1_000_000, commandTimeoutMs: 150, metrics: { redisErrors } })],
       spoolPath: join(dir, 'spool.jsonl'),
       batchSize: 10,
       flushIntervalMs: 5,
@@ -154,6 +162,8 @@ describe('audit log with the Redis stream sink', () => {
       }
       await log.flush();
       expect(log.spoolingSinks()).toEqual(['redis']);
+      // The batch that timed out is a Redis error, counted on the sink's own counter.
+      expect((await redisErrors.get()).values.find((v) => v.labels.op === 'audit')?.value ?? 0).toBeGreaterThanOrEqual(1);
     } finally {
       redis.resume();
     }
@@ -177,6 +187,7 @@ describe('audit log with the Redis stream sink', () => {
       // The child writes records with Redis down, reports once 200 are spooled, keeps writing, and is killed mid-flight.
       const script = `
         import { Redis } from 'ioredis';
+import { Counter, Registry } from 'prom-client';
         import { openAuditLog } from './dist/audit/open-audit-log.js';
         import { parseConfig } from './dist/config/load-config.js';
         import { metrics } from './dist/metrics/metrics.js';

@@ -12,6 +12,7 @@ import { createRedisKeyStore, type RedisKeyStore } from '../../src/auth/redis-ke
 import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
 import { GatewayError } from '../../src/http/errors.js';
 import { silentLogger } from '../../src/logger.js';
+import { metrics } from '../../src/metrics/metrics.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { SpyStore, testConfig, waitUntil } from '../unit/auth/support.js';
 
@@ -177,11 +178,16 @@ describe('RedisKeyStore', () => {
     closers.push(async () => client.disconnect());
     const s = await store(false);
     const { auth } = authenticator(s, systemClock, { maxAttempts: 2, redisClient: client });
+    const authfailErrors = async (): Promise<number> => (await metrics.redisErrors.get()).values.find((v) => v.labels.op === 'authfail')?.value ?? 0;
+    const errorsBefore = await authfailErrors();
     await redis.stop({ hard: true });
     const bad = generateApiKey().rawKey.slice(0, -1) + '!';
     for (let i = 0; i < 2; i++) expect((await errorOf(auth.authenticate(req(bad)))).type).toBe('invalid_api_key');
     expect((await errorOf(auth.authenticate(req(bad)))).type).toBe('rate_limit_exceeded');
+    const errorsAfter = await authfailErrors();
     await redis.start();
+    // Every counter call that Redis failed was answered in memory, and counted.
+    expect(errorsAfter).toBeGreaterThanOrEqual(errorsBefore + 2);
   });
 
   it('never stores the raw key: no Redis key or value contains it', async () => {
