@@ -191,14 +191,28 @@ describe('SIGHUP with a broken config under traffic', () => {
       gateway.child.kill('SIGHUP');
       await sleep(10);
     }
-    await waitFor('ten reloads', () => count('"msg":"config reloaded"') === 10, 5_000);
-    await sleep(300);
+    // Every SIGHUP the process receives is applied, one at a time, in order. The kernel
+    // merges a SIGHUP that arrives while the previous one is still pending (standard signals
+    // do not queue), so a loaded machine may deliver fewer than ten (a CI run timed out
+    // waiting for exactly ten): wait until the reloads stop coming, at least one applied.
+    let reloads = 0;
+    await waitFor(
+      'the reload storm to be applied',
+      async () => {
+        const before = count('"msg":"config reloaded"');
+        await sleep(300);
+        reloads = count('"msg":"config reloaded"');
+        return reloads >= 1 && reloads === before;
+      },
+      10_000,
+    );
+    expect(reloads).toBeLessThanOrEqual(10);
     const outcomes = await traffic.stop();
     expect(await limitHeader()).toBe('999999');
     const sample = await gateway.sample();
     reportRow({
       fault: `SIGHUP with a broken config under traffic (${broken.map(([what]) => what).join(', ')}), then 10 valid SIGHUPs in 100 ms`,
-      answered: `${broken.length} reloads refused with a log line, old config kept; 10 valid reloads applied; traffic: ${answerSummary(outcomes)}`,
+      answered: `${broken.length} reloads refused with a log line, old config kept; ${reloads} of 10 valid SIGHUPs delivered and applied; traffic: ${answerSummary(outcomes)}`,
       affected: `${outcomes.filter((o) => o.status !== 200 || o.transportError).length}/${outcomes.length}`,
       auditLost: 0,
       memory: `rss ${(sample.rssBytes / MB).toFixed(0)} MB`,

@@ -183,8 +183,15 @@ describe('two gateway processes sharing one Redis (keys.store redis)', () => {
       expect(Number(sample.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(sample.headers['x-ratelimit-remaining']).toBe('0');
     }
-    // Every admitted request saw a distinct remaining count: one counter, not one per process.
-    expect(new Set(ok.map((s) => s.headers['x-ratelimit-remaining'])).size).toBe(100);
+    // One counter, not one per process (which would admit 200): the counts above and in
+    // Redis. The remaining counts the admitted requests saw may repeat between the two
+    // processes: with leases (on by default) each one reports the other's unused units as
+    // spent (docs/rate-limits.md, "Leases"); a CI run saw 96 distinct values of 100.
+    for (const sample of ok) {
+      const remaining = Number(sample.headers['x-ratelimit-remaining']);
+      expect(remaining).toBeGreaterThanOrEqual(0);
+      expect(remaining).toBeLessThan(100);
+    }
     expect(await countedInRedis('account:cluster', 'minute')).toBe(100);
     // A rejected request never reaches the runner.
     expect(upstream.requests.length - forwardedBefore).toBe(100);
