@@ -34,9 +34,8 @@ const toSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export class FailedAuthThrottle {
   private readonly limiter: RateLimiterAbstract;
-  /** With Redis: this instance's own count, used for a call whose Redis command failed. */
+  /** With Redis (the counter is shared): this instance's own count, for a call whose Redis command failed. */
   private readonly fallback: RateLimiterAbstract | undefined;
-  private readonly shared: boolean;
   private readonly metrics: Pick<Metrics, 'redisErrors'>;
   /** Client address → blocked until (epoch ms, injected clock). */
   private readonly blockedUntil = new Map<string, number>();
@@ -47,7 +46,6 @@ export class FailedAuthThrottle {
     this.metrics = options.metrics ?? defaultMetrics;
     const limits = { points: options.maxAttempts, duration: toSeconds(options.perMs), blockDuration: toSeconds(options.blockForMs) };
     if (options.redis) {
-      this.shared = true;
       this.limiter = new RateLimiterRedis({
         ...limits,
         storeClient: options.redis.client,
@@ -57,7 +55,6 @@ export class FailedAuthThrottle {
       });
       this.fallback = new RateLimiterMemory({ ...limits, keyPrefix: 'authfail' });
     } else {
-      this.shared = false;
       this.fallback = undefined;
       this.limiter = new RateLimiterMemory({ ...limits, keyPrefix: 'authfail' });
     }
@@ -83,7 +80,7 @@ export class FailedAuthThrottle {
   /** check(), plus the shared counter when there is one. Call before a store lookup. */
   async checkShared(ip: string): Promise<void> {
     this.check(ip);
-    if (!this.shared) return;
+    if (this.fallback === undefined) return;
     let res: RateLimiterRes | null;
     try {
       res = await this.call((limiter) => limiter.get(ip));
