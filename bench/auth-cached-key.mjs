@@ -5,10 +5,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FailedAuthThrottle } from '../dist/auth/failed-auth-throttle.js';
-import { FileKeyStore } from '../dist/auth/file-key-store.js';
+import { FileKeyStore } from '../dist/keys/file-key-store.js';
 import { KeyAuthenticator } from '../dist/auth/key-authenticator.js';
-import { hashApiKey, parseApiKey } from '../dist/auth/key-format.js';
-import { KeyService } from '../dist/auth/key-service.js';
+import { hashApiKey, parseApiKey } from '../dist/keys/key-format.js';
+import { KeyService } from '../dist/keys/key-service.js';
 import { systemClock } from '../dist/clock.js';
 import { silentLogger } from '../dist/logger.js';
 

@@ -26,7 +26,7 @@ if (!existsSync(join(repoRoot, 'dist/ratelimit/redis-rate-limiter.js'))) {
 }
 const { RedisRateLimiter } = await import(dist('ratelimit/redis-rate-limiter.js'));
 const { MemoryRateLimiter } = await import(dist('ratelimit/memory-rate-limiter.js'));
-const { createRedisClient } = await import(dist('cli/redis-client.js'));
+const { createRedisClient } = await import(dist('redis/redis-client.js'));
 const { silentLogger } = await import(dist('logger.js'));
 
 const argv = process.argv.slice(2);

@@ -192,8 +192,8 @@ async function startGatewayProcess(dir, runnerPort, redisUrl) {
   await writeFile(configPath, JSON.stringify(document));
 
   const { parseConfig } = await import(join(ROOT, 'dist/config/load-config.js'));
-  const { openKeyStore } = await import(join(ROOT, 'dist/auth/open-key-store.js'));
-  const { KeyService } = await import(join(ROOT, 'dist/auth/key-service.js'));
+  const { openKeyStore } = await import(join(ROOT, 'dist/keys/open-key-store.js'));
+  const { KeyService } = await import(join(ROOT, 'dist/keys/key-service.js'));
   const { silentLogger } = await import(join(ROOT, 'dist/logger.js'));
   const config = parseConfig(document, configPath, {});
   const store = await openKeyStore(config, { logger: silentLogger, subscribe: false });

@@ -1,5 +1,5 @@
 // The request pipeline's view of authentication: one call per request.
-import type { AuthenticatedKey } from './key-record.js';
+import type { AuthenticatedKey } from '../keys/key-record.js';
 
 export interface AuthenticateInput {
   /** The raw Authorization header, if any. */

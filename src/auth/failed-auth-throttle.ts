@@ -11,7 +11,7 @@
 // instance is refused here before any lookup too.
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Clock } from '../clock.js';
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
 

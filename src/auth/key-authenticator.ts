@@ -8,15 +8,15 @@
 // before, a string compare instead of both.
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
-import { GatewayError, type ErrorType } from '../http/errors.js';
+import { GatewayError, type ErrorType } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
 import type { AuthenticateInput, Authenticator } from './authenticator.js';
 import { extractBearerToken } from './bearer-token.js';
 import { KeyCache, toCachedKey, type CachedKey } from './key-cache.js';
-import { hashApiKey, parseApiKey } from './key-format.js';
-import type { AuthenticatedKey, KeyRecord } from './key-record.js';
-import { INVALIDATE_ALL, StoreUnavailableError, type KeyStore } from './key-store.js';
+import { hashApiKey, parseApiKey } from '../keys/key-format.js';
+import type { AuthenticatedKey, KeyRecord } from '../keys/key-record.js';
+import { INVALIDATE_ALL, StoreUnavailableError, type KeyStore } from '../keys/key-store.js';
 import { FailedAuthThrottle } from './failed-auth-throttle.js';
 import { LastUsedTracker } from './last-used-tracker.js';
 

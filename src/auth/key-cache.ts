@@ -2,7 +2,7 @@
 // including revoked and expired ones, so they too cost no round trip) and negative entries
 // (hashes the store does not know). Freshness is judged by the caller against the injected
 // clock; an entry past its TTL is kept so it can be served stale while the store is down.
-import type { AuthenticatedKey, KeyRecord } from './key-record.js';
+import type { AuthenticatedKey, KeyRecord } from '../keys/key-record.js';
 
 export interface CachedKey {
   readonly record: KeyRecord;

@@ -2,7 +2,7 @@
 // map; a timer flushes the map in one batch, so each key costs at most one store write per
 // flush interval however hot it is. Store errors are logged, never thrown.
 import type { Logger } from '../logger.js';
-import type { KeyStore } from './key-store.js';
+import type { KeyStore } from '../keys/key-store.js';
 
 export interface LastUsedTrackerOptions {
   store: Pick<KeyStore, 'touchLastUsed'>;

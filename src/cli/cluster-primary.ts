@@ -7,12 +7,12 @@ import cluster, { type Worker } from 'node:cluster';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../config/load-config.js';
 import type { GatewayConfig } from '../config/schema.js';
-import { createAdminServer } from '../http/admin-server.js';
+import { createAdminServer } from '../admin/admin-server.js';
 import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logger.js';
 import { clusterMetricsSource } from '../metrics/cluster-metrics.js';
 import { WORKER_INDEX_ENV } from './cluster-workers.js';
 import { startDemoUpstream } from './demo-setup.js';
-import { createRedisClient, redisIsReachable } from './redis-client.js';
+import { createRedisClient, redisIsReachable } from '../redis/redis-client.js';
 
 export interface ClusterPrimaryOptions {
   configPath: string;

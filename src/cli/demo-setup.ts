@@ -1,8 +1,8 @@
 // `npm start` (serve --demo): runs the demo agent behind the gateway and, on a first start
 // with an empty key store, creates a demo key and prints a ready-to-paste curl line.
 import type { Server } from 'node:http';
-import { KeyService } from '../auth/key-service.js';
-import type { KeyStore } from '../auth/key-store.js';
+import { KeyService } from '../keys/key-service.js';
+import type { KeyStore } from '../keys/key-store.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { startDemoAgent } from '../demo-agent/demo-agent.js';
 

@@ -6,11 +6,11 @@ import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { parseDurationMs } from '../config/duration.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
-import { keyStatus, toPublicView, type PublicKeyView } from '../auth/key-record-codec.js';
-import type { KeyRecord } from '../auth/key-record.js';
-import { KeyService } from '../auth/key-service.js';
-import type { KeyStore } from '../auth/key-store.js';
-import { openKeyStore } from '../auth/open-key-store.js';
+import { keyStatus, toPublicView, type PublicKeyView } from '../keys/key-record-codec.js';
+import type { KeyRecord } from '../keys/key-record.js';
+import { KeyService } from '../keys/key-service.js';
+import type { KeyStore } from '../keys/key-store.js';
+import { openKeyStore } from '../keys/open-key-store.js';
 
 export interface KeysCommandOptions {
   /** Opens the store the config names; tests inject their own. */

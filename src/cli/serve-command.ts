@@ -11,7 +11,7 @@ import { exposeWorkerMetrics } from '../metrics/cluster-metrics.js';
 import { runClusterPrimary } from './cluster-primary.js';
 import { currentWorkerIndex, parseWorkerCount, withWorkerPaths } from './cluster-workers.js';
 import { createDemoKeyIfEmpty, startDemoUpstream } from './demo-setup.js';
-import { startGateway, type RunningGateway } from './start-gateway.js';
+import { startGateway, type RunningGateway } from '../gateway.js';
 import { applyHeapFlags } from './v8-heap-flags.js';
 
 interface ServeOptions {

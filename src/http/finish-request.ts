@@ -5,7 +5,7 @@ import type { AuditLog, AuditOutcome, AuditRecord } from '../audit/audit-record.
 import { isoTimestampCache } from '../clock.js';
 import { routeSeries } from '../metrics/metrics.js';
 import type { RequestLogWriter } from './request-log-line.js';
-import type { RequestState } from './request-state.js';
+import type { RequestState } from '../request/request-state.js';
 
 /** nginx's convention: the client closed the connection before any answer was sent. */
 export const CLIENT_CLOSED_STATUS = 499;

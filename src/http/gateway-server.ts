@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from 'node:stream';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { Authenticator } from '../auth/authenticator.js';
-import type { AuthenticatedKey } from '../auth/key-record.js';
+import type { AuthenticatedKey } from '../keys/key-record.js';
 import type { AgentConfig, GatewayConfig } from '../config/schema.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -16,14 +16,16 @@ import { traceContextFor, type TraceContext } from '../proxy/traceparent.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
-import { GatewayError, sendError, writeRawError } from './errors.js';
+import { GatewayError } from '../errors.js';
+import { sendError, writeRawError } from './errors.js';
 import { finishRequest } from './finish-request.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
 import { requestLogWriter } from './request-log-line.js';
 import { chooseRequestId } from './request-id.js';
-import { RequestState } from './request-state.js';
-import { matchRoute, type ChatRoute } from './routing.js';
+import { RequestState } from '../request/request-state.js';
+import { matchRoute } from './routing.js';
+import { type ChatRoute } from '../request/chat-route.js';
 import { parseJsonBody, validateChatRequest } from './validate-chat-request.js';
 
 export interface GatewayDependencies {

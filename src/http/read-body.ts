@@ -1,6 +1,6 @@
 // Reads the request body within `limits.max_body_bytes`, after checking its media type.
 import type { IncomingMessage } from 'node:http';
-import { GatewayError } from './errors.js';
+import { GatewayError } from '../errors.js';
 
 /** application/json with optional parameters (charset=utf-8); nothing else. */
 export function isJsonContentType(contentType: string | undefined): boolean {

@@ -1,9 +1,9 @@
 // Route matching (DESIGN.md 2): path-based `/agents/{agent}/api/v1/chat[/stream]`, and
 // `/api/v1/chat[/stream]` on an agent's configured host.
 import type { AgentConfig } from '../config/schema.js';
-import { GatewayError } from './errors.js';
+import { GatewayError } from '../errors.js';
+import type { ChatRoute } from '../request/chat-route.js';
 
-export type ChatRoute = 'chat' | 'chat/stream';
 
 export interface MatchedRoute {
   agent: AgentConfig;

@@ -1,5 +1,5 @@
 // Open streams, so shutdown can end them with a final error event instead of cutting them.
-import type { StreamErrorType } from '../http/errors.js';
+import type { StreamErrorType } from '../errors.js';
 
 export interface EndableStream {
   endWithError(type: StreamErrorType): void;

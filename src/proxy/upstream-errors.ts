@@ -1,8 +1,7 @@
-// Typed upstream failures (as undici's lib/core/errors.js distinguishes them): each kind
-// maps to its own answer, audit outcome and metric label.
+// Classifies undici's errors into the typed upstream failures of src/request/upstream-failure-kind.ts.
 import type { AuditOutcome } from '../audit/audit-record.js';
+import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
 
-export type UpstreamFailureKind = 'connect' | 'headers_timeout' | 'idle_timeout' | 'reset' | 'max_duration' | 'bad_response';
 
 export interface UpstreamFailure {
   kind: UpstreamFailureKind;

@@ -7,9 +7,9 @@
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { AgentConfig } from '../config/schema.js';
-import { GatewayError, streamErrorEvent, type StreamErrorType } from '../http/errors.js';
-import type { RequestState } from '../http/request-state.js';
-import type { ChatRoute } from '../http/routing.js';
+import { GatewayError, streamErrorEvent, type StreamErrorType } from '../errors.js';
+import type { RequestState } from '../request/request-state.js';
+import type { ChatRoute } from '../request/chat-route.js';
 import { metrics } from '../metrics/metrics.js';
 import type { ActiveStreams, EndableStream } from './active-streams.js';
 import type { DeadlineEntry, DeadlineSweeper } from './deadline-sweeper.js';
@@ -17,7 +17,8 @@ import { tokensFromChatResponse } from './chat-tokens.js';
 import { RATE_LIMIT_HEADER_NAMES } from '../ratelimit/rate-limit-headers.js';
 import { appendRelayedHeaders } from './header-hygiene.js';
 import { SseSideParser, tokensFromDoneData, type SseEventSink } from './sse-parser.js';
-import { AGENT_RETRY_AFTER_SECONDS, classifyUpstreamError, outcomeForFailure, type UpstreamFailureKind } from './upstream-errors.js';
+import { AGENT_RETRY_AFTER_SECONDS, classifyUpstreamError, outcomeForFailure } from './upstream-errors.js';
+import { type UpstreamFailureKind } from '../request/upstream-failure-kind.js';
 import type { UpstreamTarget } from './upstream-pools.js';
 
 export interface StreamTimings {

@@ -4,7 +4,7 @@
 // a failure Redis is skipped for breakerOpenMs, then one request probes it; when the probe
 // succeeds every request goes back to Redis.
 import { systemClock, type Clock } from '../clock.js';
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
 import type { RateLimitDecision, RateLimiter, RateWindow } from './rate-limiter.js';

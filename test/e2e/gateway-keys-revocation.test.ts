@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { hashApiKey, parseApiKey } from '../../src/auth/key-format.js';
+import { hashApiKey, parseApiKey } from '../../src/keys/key-format.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat } from '../helpers/gateway.js';
 import { CLI_PATH, startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, type Redis } from '../../src/cli/redis-client.js';
+import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { answered, checkAudit, readAuditFile, readAuditStream } from './support/audit-sinks.js';

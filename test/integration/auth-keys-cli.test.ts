@@ -4,13 +4,13 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { Command, CommanderError } from 'commander';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FileKeyStore } from '../../src/auth/file-key-store.js';
+import { FileKeyStore } from '../../src/keys/file-key-store.js';
 import { KeyAuthenticator } from '../../src/auth/key-authenticator.js';
 import { FailedAuthThrottle } from '../../src/auth/failed-auth-throttle.js';
-import { hashApiKey, parseApiKey } from '../../src/auth/key-format.js';
+import { hashApiKey, parseApiKey } from '../../src/keys/key-format.js';
 import { registerKeysCommand } from '../../src/cli/keys.js';
 import { ManualClock, systemClock } from '../../src/clock.js';
-import { GatewayError } from '../../src/http/errors.js';
+import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { tempDir, waitUntil } from '../unit/auth/support.js';

@@ -4,13 +4,13 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { Redis } from 'ioredis';
 import { FailedAuthThrottle } from '../../src/auth/failed-auth-throttle.js';
 import { KeyAuthenticator } from '../../src/auth/key-authenticator.js';
-import { generateApiKey } from '../../src/auth/key-format.js';
-import { KeyService } from '../../src/auth/key-service.js';
-import { KeyConflictError, StoreUnavailableError } from '../../src/auth/key-store.js';
+import { generateApiKey } from '../../src/keys/key-format.js';
+import { KeyService } from '../../src/keys/key-service.js';
+import { KeyConflictError, StoreUnavailableError } from '../../src/keys/key-store.js';
 import { LastUsedTracker } from '../../src/auth/last-used-tracker.js';
-import { createRedisKeyStore, type RedisKeyStore } from '../../src/auth/redis-key-store.js';
+import { createRedisKeyStore, type RedisKeyStore } from '../../src/keys/redis-key-store.js';
 import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
-import { GatewayError } from '../../src/http/errors.js';
+import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { metrics } from '../../src/metrics/metrics.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';

@@ -5,10 +5,10 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEY_PATTERN, BASE62_ALPHABET, generateApiKey, hashApiKey, parseApiKey } from '../../src/auth/key-format.js';
-import { KeyService } from '../../src/auth/key-service.js';
-import type { KeyStore } from '../../src/auth/key-store.js';
-import { createRedisClient, type Redis } from '../../src/cli/redis-client.js';
+import { API_KEY_PATTERN, BASE62_ALPHABET, generateApiKey, hashApiKey, parseApiKey } from '../../src/keys/key-format.js';
+import { KeyService } from '../../src/keys/key-service.js';
+import type { KeyStore } from '../../src/keys/key-store.js';
+import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { ManualClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';

@@ -1,7 +1,7 @@
 // Rate limits through HTTP (DESIGN.md 2, 4): the gateway in process on a real Redis, and in
 // embedded mode. Short windows keep the real-time waits to a few seconds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, type Redis } from '../../src/cli/redis-client.js';
+import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import { defaultHandler, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';

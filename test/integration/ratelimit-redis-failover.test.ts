@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/http/errors.js';
+import { GatewayError } from '../../src/errors.js';
 import { metrics } from '../../src/metrics/metrics.js';
 import { FailoverRateLimiter, type StoreErrorMode } from '../../src/ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';

@@ -5,7 +5,7 @@ import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { extractBearerToken } from '../../src/auth/bearer-token.js';
-import { API_KEY_LENGTH, BASE62_ALPHABET, generateApiKey, parseApiKey } from '../../src/auth/key-format.js';
+import { API_KEY_LENGTH, BASE62_ALPHABET, generateApiKey, parseApiKey } from '../../src/keys/key-format.js';
 
 /** docs/keys.md "Offline validation", transcribed from its Python. */
 function documentedIsKey(key: string): boolean {

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../src/config/schema.js';
-import { GatewayError } from '../../src/http/errors.js';
+import { GatewayError } from '../../src/errors.js';
 import { parseJsonBody, validateChatRequest } from '../../src/http/validate-chat-request.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';

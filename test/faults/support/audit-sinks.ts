@@ -2,7 +2,7 @@
 // record there: the "audit records lost" column of docs/reliability.md.
 import { readFile } from 'node:fs/promises';
 import type { AuditRecord } from '../../../src/audit/audit-record.js';
-import type { Redis } from '../../../src/cli/redis-client.js';
+import type { Redis } from '../../../src/redis/redis-client.js';
 import type { Outcome } from './traffic.js';
 
 export async function readAuditFile(path: string): Promise<AuditRecord[]> {

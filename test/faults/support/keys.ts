@@ -1,7 +1,7 @@
 // Keys for a gateway process, made before it starts through the same library code as
 // `agent-gateway keys create`, in whatever store its config names.
-import { KeyService } from '../../../src/auth/key-service.js';
-import { openKeyStore } from '../../../src/auth/open-key-store.js';
+import { KeyService } from '../../../src/keys/key-service.js';
+import { openKeyStore } from '../../../src/keys/open-key-store.js';
 import { parseConfig } from '../../../src/config/load-config.js';
 import { silentLogger } from '../../../src/logger.js';
 

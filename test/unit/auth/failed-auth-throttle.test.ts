@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FailedAuthThrottle } from '../../../src/auth/failed-auth-throttle.js';
 import { ManualClock } from '../../../src/clock.js';
-import { GatewayError } from '../../../src/http/errors.js';
+import { GatewayError } from '../../../src/errors.js';
 import { silentLogger } from '../../../src/logger.js';
 
 function caught(fn: () => void): GatewayError | undefined {

@@ -1,14 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { FailedAuthThrottle } from '../../../src/auth/failed-auth-throttle.js';
-import type { FileKeyStore } from '../../../src/auth/file-key-store.js';
+import type { FileKeyStore } from '../../../src/keys/file-key-store.js';
 import { KeyAuthenticator, createKeyAuthenticator } from '../../../src/auth/key-authenticator.js';
 import { parseConfig } from '../../../src/config/load-config.js';
-import { generateApiKey } from '../../../src/auth/key-format.js';
-import { KeyService } from '../../../src/auth/key-service.js';
+import { generateApiKey } from '../../../src/keys/key-format.js';
+import { KeyService } from '../../../src/keys/key-service.js';
 import { LastUsedTracker } from '../../../src/auth/last-used-tracker.js';
 import { ManualClock } from '../../../src/clock.js';
-import { GatewayError } from '../../../src/http/errors.js';
+import { GatewayError } from '../../../src/errors.js';
 import { silentLogger } from '../../../src/logger.js';
 import { metrics } from '../../../src/metrics/metrics.js';
 import { openFileStore, SpyStore, tempDir, testConfig } from './support.js';

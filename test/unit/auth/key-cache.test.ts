@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KeyCache } from '../../../src/auth/key-cache.js';
-import type { KeyRecord } from '../../../src/auth/key-record.js';
+import type { KeyRecord } from '../../../src/keys/key-record.js';
 
 function record(n: number, overrides: Partial<KeyRecord> = {}): KeyRecord {
   return {

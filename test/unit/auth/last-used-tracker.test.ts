@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LastUsedTracker } from '../../../src/auth/last-used-tracker.js';
-import type { LastUsedEntry } from '../../../src/auth/key-store.js';
+import type { LastUsedEntry } from '../../../src/keys/key-store.js';
 import { silentLogger } from '../../../src/logger.js';
 
 describe('LastUsedTracker', () => {

@@ -1,6 +1,6 @@
 // Pins the error registry (DESIGN.md 2): every type, its status, and the envelope.
 import { describe, expect, it } from 'vitest';
-import { ERROR_TYPES, GatewayError, STREAM_ERROR_TYPES, errorBody, streamErrorEvent } from '../../../src/http/errors.js';
+import { ERROR_TYPES, GatewayError, STREAM_ERROR_TYPES, errorBody, streamErrorEvent } from '../../../src/errors.js';
 
 describe('error registry', () => {
   it('holds exactly these types with these statuses', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../../src/config/schema.js';
-import { GatewayError } from '../../../src/http/errors.js';
+import { GatewayError } from '../../../src/errors.js';
 import { buildRouteTable, matchRoute } from '../../../src/http/routing.js';
 
 const support: AgentConfig = { id: 'support', upstream: 'http://127.0.0.1:1/api/v1', host: 'support.example.com', headersTimeoutMs: 1, tools: undefined, maxTokens: 1 };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { AgentConfig } from '../../../src/config/schema.js';
-import { GatewayError } from '../../../src/http/errors.js';
+import { GatewayError } from '../../../src/errors.js';
 import { parseJsonBody, validateChatRequest } from '../../../src/http/validate-chat-request.js';
 
 const agent: AgentConfig = { id: 'support', upstream: 'http://127.0.0.1:1/api/v1', host: undefined, headersTimeoutMs: 1000, tools: new Set(['search', 'calculator']), maxTokens: 100 };

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/clock.js';
-import { GatewayError } from '../../../src/http/errors.js';
+import { GatewayError } from '../../../src/errors.js';
 import { FailoverRateLimiter, type StoreErrorMode } from '../../../src/ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
 import type { RateLimitDecision, RateLimiter, RateWindow } from '../../../src/ratelimit/rate-limiter.js';

@@ -2,18 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { crc32 } from 'node:zlib';
 import { createHash } from 'node:crypto';
-import {
-  API_KEY_LENGTH,
-  API_KEY_PATTERN,
-  BASE62_ALPHABET,
-  KEY_ID_PATTERN,
-  checksumOf,
-  crc32Ascii,
-  encodeChecksum,
-  generateApiKey,
-  hashApiKey,
-  parseApiKey,
-} from '../../../src/auth/key-format.js';
+import { API_KEY_LENGTH, API_KEY_PATTERN, BASE62_ALPHABET, KEY_ID_PATTERN, checksumOf, crc32Ascii, encodeChecksum, generateApiKey, hashApiKey, parseApiKey } from '../../../src/keys/key-format.js';
 
 describe('key format', () => {
   it('generates ha_ + 32 base62 + 6 base62 checksum, a random key_id and the sha256 hex', () => {

@@ -1,22 +1,22 @@
 // The composition root (DESIGN.md 7: only the serve command chooses implementations):
 // builds the stores, limiter, audit log and servers from the config, and tears them down.
-import { listen } from '../http/listen.js';
-import { openAuditLog } from '../audit/open-audit-log.js';
-import { createKeyAuthenticator } from '../auth/key-authenticator.js';
-import type { KeyStore } from '../auth/key-store.js';
-import { openKeyStore } from '../auth/open-key-store.js';
-import { systemClock, type Clock } from '../clock.js';
-import type { GatewayConfig } from '../config/schema.js';
-import type { Logger } from '../logger.js';
-import { createAdminServer, registryMetrics } from '../http/admin-server.js';
-import { createGatewayServer, type GatewayServer } from '../http/gateway-server.js';
-import { GatewayRuntime } from '../http/gateway-runtime.js';
-import { metrics, registry } from '../metrics/metrics.js';
-import { FailoverRateLimiter } from '../ratelimit/failover-rate-limiter.js';
-import { MemoryRateLimiter } from '../ratelimit/memory-rate-limiter.js';
-import { RedisRateLimiter } from '../ratelimit/redis-rate-limiter.js';
-import type { RateLimiter } from '../ratelimit/rate-limiter.js';
-import { createRedisClient, redisIsReachable, waitForRedis, type Redis } from './redis-client.js';
+import { listen } from './http/listen.js';
+import { openAuditLog } from './audit/open-audit-log.js';
+import { createKeyAuthenticator } from './auth/key-authenticator.js';
+import type { KeyStore } from './keys/key-store.js';
+import { openKeyStore } from './keys/open-key-store.js';
+import { systemClock, type Clock } from './clock.js';
+import type { GatewayConfig } from './config/schema.js';
+import type { Logger } from './logger.js';
+import { createAdminServer, registryMetrics } from './admin/admin-server.js';
+import { createGatewayServer, type GatewayServer } from './http/gateway-server.js';
+import { GatewayRuntime } from './http/gateway-runtime.js';
+import { metrics, registry } from './metrics/metrics.js';
+import { FailoverRateLimiter } from './ratelimit/failover-rate-limiter.js';
+import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
+import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
+import type { RateLimiter } from './ratelimit/rate-limiter.js';
+import { createRedisClient, redisIsReachable, waitForRedis, type Redis } from './redis/redis-client.js';
 
 /** How long a starting gateway waits for Redis before it serves without it. */
 const REDIS_START_WAIT_MS = 2_000;

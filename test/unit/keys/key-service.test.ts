@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import type { FileKeyStore } from '../../../src/auth/file-key-store.js';
-import { hashApiKey, parseApiKey } from '../../../src/auth/key-format.js';
-import { KeyService, KeyServiceError } from '../../../src/auth/key-service.js';
+import type { FileKeyStore } from '../../../src/keys/file-key-store.js';
+import { hashApiKey, parseApiKey } from '../../../src/keys/key-format.js';
+import { KeyService, KeyServiceError } from '../../../src/keys/key-service.js';
 import { ManualClock } from '../../../src/clock.js';
-import { openFileStore, tempDir, testConfig } from './support.js';
+import { openFileStore, tempDir, testConfig } from '../auth/support.js';
 
 let store: FileKeyStore;
 let cleanup: () => Promise<void>;

@@ -1,13 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FileKeyStore, sidecarPathFor } from '../../../src/auth/file-key-store.js';
-import { KeyConflictError } from '../../../src/auth/key-store.js';
-import { KeyService } from '../../../src/auth/key-service.js';
+import { FileKeyStore, sidecarPathFor } from '../../../src/keys/file-key-store.js';
+import { KeyConflictError } from '../../../src/keys/key-store.js';
+import { KeyService } from '../../../src/keys/key-service.js';
 import { ManualClock } from '../../../src/clock.js';
 import type { Logger } from '../../../src/logger.js';
 import { silentLogger } from '../../../src/logger.js';
-import { openFileStore, tempDir, testConfig, waitUntil } from './support.js';
+import { openFileStore, tempDir, testConfig, waitUntil } from '../auth/support.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;

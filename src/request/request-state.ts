@@ -2,9 +2,9 @@
 // object per request with a fixed shape, filled in by the pipeline stages as they run.
 import type { ServerResponse } from 'node:http';
 import type { AuditOutcome } from '../audit/audit-record.js';
-import type { AuthenticatedKey } from '../auth/key-record.js';
-import type { UpstreamFailureKind } from '../proxy/upstream-errors.js';
-import type { ChatRoute } from './routing.js';
+import type { AuthenticatedKey } from '../keys/key-record.js';
+import type { UpstreamFailureKind } from './upstream-failure-kind.js';
+import type { ChatRoute } from './chat-route.js';
 
 export class RequestState {
   agentId: string | undefined = undefined;
