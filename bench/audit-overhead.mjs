@@ -1,7 +1,7 @@
-// What the usage audit costs the request path (DESIGN.md 5: "writes are batched off the
-// request path"). The built gateway (`dist/cli/main.js serve`) runs as its own process in
-// front of the stub runner (bench/reference/stub-runner.mjs, another process); autocannon
-// drives POST /chat from this process. Three audit set-ups, everything else identical
+// What the usage audit costs the request path (docs/design.md, "Usage audit records": "writes
+// are batched off the request path"). The built gateway (`dist/cli/main.js serve`) runs as
+// its own process in front of the stub runner (bench/reference/stub-runner.mjs, another
+// process); autocannon drives POST /chat from this process. Three audit set-ups, everything else identical
 // (same redis block, file key store, a `scale` key with no rate limits, log level warn):
 //
 //   redis+file  audit.redis_stream + audit.file      both sinks on (a typical shared deployment)

@@ -11,9 +11,9 @@ const MILLISECOND_TEXT: readonly string[] = Array.from({ length: 1000 }, (_, ms)
 
 /**
  * `new Date(ms).toISOString()`, formatted once per second: the request log line and the
- * audit record each stamp every request, and V8 formats an ISO date through snprintf
- * (≈ 7,000 instructions a call under callgrind), while within one second only the
- * millisecond digits change. One cache per caller: the log stamps the current time and the
+ * audit record each stamp every request, and V8 formats an ISO date through snprintf, a
+ * costly call (decision 0012 has the count), while within one second only the millisecond
+ * digits change. One cache per caller: the log stamps the current time and the
  * audit record the request's start, and one shared cache would flip between the two
  * seconds at every boundary.
  */

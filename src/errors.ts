@@ -27,7 +27,7 @@ export type ErrorType = keyof typeof ERROR_TYPES;
 
 /**
  * Types of the final `event: error` the gateway appends when a stream ends abnormally
- * (DESIGN.md 2 "Streaming"); the HTTP status is already 200 by then, so they have none.
+ * (docs/design.md, "Streaming"); the HTTP status is already 200 by then, so they have none.
  */
 export const STREAM_ERROR_TYPES = {
   upstream_error: 'The agent stream ended abnormally before it was complete.',

@@ -1,4 +1,4 @@
-// The composition root (DESIGN.md 7: only the serve command chooses implementations):
+// The composition root (docs/design.md, "Layout": the only place that chooses implementations):
 // builds the stores, limiter, audit log and servers from the config, and tears them down.
 import { listen } from './http/listen.js';
 import { openAuditLog } from './audit/open-audit-log.js';

@@ -21,11 +21,11 @@ export function jsonNumberLiteral(value: number): string {
 }
 
 /**
- * JSON.stringify(value) for a number rounded to hundredths (`Math.round(x * 100) / 100`,
- * as the request log writes durations), from its integer hundredths: V8's shortest-double
- * formatting of a fraction costs a few thousand instructions. The text is the same because
- * the double nearest to W.RR prints as W.RR, trailing zeros dropped. Any other number
- * (negative, larger, or with more decimals) goes through jsonNumberLiteral.
+ * JSON.stringify(value) for a number rounded to hundredths (`Math.round(x * 100) / 100`, as the
+ * request log writes durations), from its integer hundredths: V8's shortest-double formatting
+ * of a fraction is costly on the request path (decision 0012). The text is the same because the
+ * double nearest to W.RR prints as W.RR, trailing zeros dropped. Any other number (negative,
+ * larger, or with more decimals) goes through jsonNumberLiteral.
  */
 export function jsonHundredthsLiteral(value: number): string {
   const hundredths = Math.round(value * 100);

@@ -3,9 +3,9 @@
 // the line's string (a tree of concatenated pieces, as pino builds it) dies young. pino's
 // default destination (sonic-boom) instead appends each line to a growing string and
 // measures its byte length on every line, copying the whole pending batch per line: at
-// thousands of lines a second that was the largest allocator of the request path, and
-// when 10,000 streams ended at once the pending strings were ~30 MiB of the gateway's peak
-// (docs/performance.md). Writes stay asynchronous (libuv thread pool) and in order: one
+// thousands of lines a second that copying is the request path's largest allocator, and
+// pending line strings swell the memory peak when many streams end at once (decision 0003
+// has the measurements). Writes stay asynchronous (libuv thread pool) and in order: one
 // write in flight at a time.
 import { closeSync, mkdirSync, openSync, write as fsWrite, writeSync } from 'node:fs';
 import { dirname } from 'node:path';

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 
-/** The chat request of spec 2.1 every scenario sends (the same 119 bytes as bench/reference). */
+/** The chat request (docs/api.md) every scenario sends (the same 119 bytes as bench/reference). */
 export const REQUEST_BODY = JSON.stringify({
   message: 'Hello, what can you do?',
   context: { user_id: 'u-1', session_id: 's-1' },

@@ -4,7 +4,7 @@
 //   node bench/reference/stub-runner.mjs [--port 0] [--host 127.0.0.1]
 //   env: PORT, HOST, STUB_SSE_TOKENS, STUB_SSE_INTERVAL_MS, STUB_SSE_FIRST_TOKEN_DELAY_MS
 //
-// POST /api/v1/chat         fixed chat response (spec 2.2), keep-alive.
+// POST /api/v1/chat         fixed chat response (docs/api.md, "Response"), keep-alive.
 // POST /api/v1/chat/stream  SSE: `event: token` x tokens, then `event: done`. Query params
 //                           override the env defaults per request: tokens, intervalMs,
 //                           firstTokenDelayMs (after the headers are flushed) and

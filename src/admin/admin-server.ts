@@ -1,4 +1,5 @@
-// The admin listener (DESIGN.md 6): /metrics, /healthz, /readyz — never on the public port.
+// The admin listener (docs/design.md, "Operations"): /metrics, /healthz, /readyz — never on the
+// public port.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 

@@ -1,4 +1,5 @@
-// The usage audit record (DESIGN.md 5): the contract billing and dashboards read.
+// The usage audit record (docs/design.md, "Usage audit records"): the contract billing and
+// dashboards read.
 import { jsonNumberLiteral, jsonStringLiteral } from '../json-text.js';
 
 export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
@@ -36,8 +37,8 @@ const nullableNumber = (value: number | null): string => (value === null ? 'null
 
 /**
  * The record's JSON, field by field in the order above: the same text JSON.stringify gives
- * for a record built in that order (finishRequest's), without its generic walk, which
- * cost ≈ 14,000 instructions a record under callgrind (decision 0012). The fields are the
+ * for a record built in that order (finishRequest's), without its generic walk, which is a
+ * large share of a request's instructions (decision 0012 has the count). The fields are the
  * contract's, whatever else the object holds.
  */
 export function toAuditLine(r: AuditRecord): AuditLine {

@@ -1,5 +1,6 @@
-// One destination for audit records (DESIGN.md 5). The batching log owns queuing, spooling
-// and retries; a sink only knows how to write one batch and says so by throwing.
+// One destination for audit records (docs/design.md, "Usage audit records"). The batching log
+// owns queuing, spooling and retries; a sink only knows how to write one batch and says so by
+// throwing.
 import type { AuditLine } from './audit-record.js';
 
 /** Sink names double as metric labels (`agentgw_audit_records_total{sink}`) and spool file suffixes. */

@@ -1,6 +1,6 @@
-// Failed-key throttle (DESIGN.md 2: 429 for too many failed key attempts from one client
-// address). Counting is rate-limiter-flexible: RateLimiterRedis shared by all instances when
-// Redis is configured (with a RateLimiterMemory to fall back on, call by call, when Redis
+// Failed-key throttle (docs/design.md, "Keys": 429 for too many failed key attempts from one
+// client address). Counting is rate-limiter-flexible: RateLimiterRedis shared by all instances
+// when Redis is configured (with a RateLimiterMemory to fall back on, call by call, when Redis
 // errors), RateLimiterMemory otherwise. The fallback is ours rather than the library's
 // insuranceLimiter, which would hide the error: each one is counted as
 // agentgw_redis_errors_total{op="authfail"}.

@@ -1,4 +1,4 @@
-// The Authenticator the request pipeline calls (DESIGN.md 2, 3). Order of work:
+// The Authenticator the request pipeline calls (docs/design.md, "Keys"). Order of work:
 //   Bearer header → failed-attempt throttle → format + checksum (no store call on failure)
 //   → cache → store → revoked / expired (injected clock, every request) / agent scope
 //   → note last_used → {keyId, account, plan}.
@@ -62,10 +62,10 @@ export class KeyAuthenticator implements Authenticator {
   private readonly ownsTracker: boolean;
   private readonly inflight = new Map<string, InflightLookup>();
   // Clients on keep-alive connections send the same key on every request: remembering the
-  // last key's hash per connection saves the checksum and the SHA-256 (≈ 2 µs, a few per
-  // cent of a request's CPU). Held only while the connection is (a WeakMap on the socket),
-  // in memory only, like the request's own headers; the hash maps to nothing without the
-  // key cache and the checks below, which still run on every request.
+  // last key's hash per connection saves the checksum and the SHA-256 on every request after
+  // the first (decision 0006 has their cost). Held only while the connection is (a WeakMap
+  // on the socket), in memory only, like the request's own headers; the hash maps to nothing
+  // without the key cache and the checks below, which still run on every request.
   private readonly connectionKeys = new WeakMap<object, ConnectionKey>();
   private readonly unsubscribe: () => void;
   private readonly storeRetryAfterSeconds: number;

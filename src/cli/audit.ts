@@ -1,5 +1,5 @@
 // `agent-gateway audit tail [--follow] [--key KEY_ID] [--limit N] [--config PATH]`
-// (DESIGN.md 6b): prints audit records from the configured sink as JSON Lines.
+// (docs/design.md, "Commands"): prints audit records from the configured sink as JSON Lines.
 import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';

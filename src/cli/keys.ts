@@ -1,5 +1,6 @@
-// `agent-gateway keys create|list|show|revoke` (DESIGN.md 6b). The raw key is printed once,
-// by create (first line of stdout, or the `key` field with --json); nothing prints a hash.
+// `agent-gateway keys create|list|show|revoke` (docs/design.md, "Commands"). The raw key is
+// printed once, by create (first line of stdout, or the `key` field with --json); nothing
+// prints a hash.
 import type { Command } from 'commander';
 import { systemClock, type Clock } from '../clock.js';
 import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';

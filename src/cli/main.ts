@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `agent-gateway` bin: one sub-command per file (DESIGN.md 6b).
+// The `agent-gateway` bin: one sub-command per file (docs/design.md, "Commands").
 import { Command } from 'commander';
 import { registerAuditCommand } from './audit.js';
 import { registerConfigCommand } from './config-command.js';

@@ -1,5 +1,6 @@
-// The one config schema (DESIGN.md 6a). YAML keys are the contract; the parsed result is
-// normalised to camelCase with durations in milliseconds so code never re-parses units.
+// The one config schema (docs/design.md, "Configuration file"). YAML keys are the contract; the
+// parsed result is normalised to camelCase with durations in milliseconds so code never
+// re-parses units.
 import { z } from 'zod';
 import { parseDurationMs } from './duration.js';
 
@@ -205,7 +206,7 @@ export const configSchema = z
       failedAuth: { maxAttempts: c.keys.failed_auth.max_attempts, perMs: c.keys.failed_auth.per, blockForMs: c.keys.failed_auth.block_for },
     },
     audit: {
-      // With neither sink set, the file sink is on (DESIGN.md 6a).
+      // With neither sink set, the file sink is on (docs/design.md, "Configuration file").
       file: c.audit.file ?? (c.audit.redis_stream ? undefined : 'var/audit.jsonl'),
       redisStream: c.audit.redis_stream,
       maxLen: c.audit.max_len,

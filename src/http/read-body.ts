@@ -35,8 +35,8 @@ type ReadingRequest = IncomingMessage & { [BODY_READ]?: BodyRead };
 
 /**
  * Collects the body and hands it to `receiver`. Refuses early on a Content-Length over the
- * limit, and stops reading (413) as soon as a chunked body passes it, so a 10 MB body costs
- * at most the limit. The body arrives from the request's 'end' event; failures are handed
+ * limit, and stops reading (413) as soon as a chunked body passes it, so an oversized body
+ * costs at most the limit. The body arrives from the request's 'end' event; failures are handed
  * over on the next tick, outside the HTTP parser's callbacks.
  */
 export function readBody(req: IncomingMessage, maxBytes: number, receiver: BodyReceiver): void {

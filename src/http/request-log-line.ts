@@ -4,9 +4,9 @@
 // `logger.info(fields, 'request')` writes — same level/time/bindings prefix (taken from the
 // logger itself), same field order, same string escaping, undefined fields left out — and it
 // goes to the logger's own destination, so file, stdout and pretty rendering (which renders
-// from this JSON line) see exactly what they saw before. A logger configured in a way this
-// does not reproduce (mixin, hooks, log formatter, serializers for these keys, …) keeps
-// going through pino (test/property/request-log-line.property.test.ts holds the proof).
+// from this JSON line) see exactly the line pino would have written. A logger configured in a
+// way this does not reproduce (mixin, hooks, log formatter, serializers for these keys, …)
+// keeps going through pino (test/property/request-log-line.property.test.ts holds the proof).
 import { tracingChannel } from 'node:diagnostics_channel';
 import { symbols, type Logger } from 'pino';
 // pino, like JSON.stringify, writes a non-finite number as null.

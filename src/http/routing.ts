@@ -1,5 +1,5 @@
-// Route matching (DESIGN.md 2): path-based `/agents/{agent}/api/v1/chat[/stream]`, and
-// `/api/v1/chat[/stream]` on an agent's configured host.
+// Route matching (docs/design.md, "Routes"): path-based `/agents/{agent}/api/v1/chat[/stream]`,
+// and `/api/v1/chat[/stream]` on an agent's configured host.
 import type { AgentConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { ChatRoute } from '../request/chat-route.js';

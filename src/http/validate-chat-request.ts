@@ -1,6 +1,7 @@
-// Validation of the chat request body (spec 2.1, rules of DESIGN.md 2). Hand-written rather
-// than a schema library: it runs on every request, must name the failing field in `param`,
-// and the body itself is forwarded as the original bytes (never re-serialised).
+// Validation of the chat request body (docs/api.md, "Request"; docs/design.md, "Request body").
+// Hand-written rather than a schema library: it runs on every request, must name the failing
+// field in `param`, and the body itself is forwarded as the original bytes (never
+// re-serialised).
 import { containsApiKey } from '../keys/key-format.js';
 import type { AgentConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';

@@ -1,11 +1,12 @@
-// The API key format (DESIGN.md 3, docs/keys.md): `ha_` + 32 base62 secret characters +
-// 6 base62 characters of CRC32 over everything before them. The checksum lets the gateway
-// (and secret scanners, offline) reject a mistyped or made-up key without a store lookup.
+// The API key format (docs/design.md, "Keys"; docs/keys.md): `ha_` + 32 base62 secret
+// characters + 6 base62 characters of CRC32 over everything before them. The checksum lets the
+// gateway (and secret scanners, offline) reject a mistyped or made-up key without a store
+// lookup.
 import { hash as oneShotHash, randomBytes } from 'node:crypto';
 
 export const API_KEY_PREFIX = 'ha_';
 export const KEY_ID_PREFIX = 'key_';
-/** 32 base62 characters ≈ 190 bits of randomness (DESIGN.md asks for ≥ 128). */
+/** 32 base62 characters ≈ 190 bits of randomness (docs/design.md, "Keys", asks for ≥ 128). */
 export const SECRET_LENGTH = 32;
 /** 62^6 > 2^32, so six digits hold any CRC32 value. */
 export const CHECKSUM_LENGTH = 6;

@@ -1,5 +1,5 @@
-// KeyRecord ↔ the snake_case field names of DESIGN.md 3, which the key file, the Redis
-// hashes and the CLI's --json output all use.
+// KeyRecord ↔ the snake_case field names of docs/design.md, "Keys", which the key file, the
+// Redis hashes and the CLI's --json output all use.
 import type { KeyRecord } from './key-record.js';
 import { KEY_HASH_PATTERN, KEY_ID_PATTERN } from './key-format.js';
 

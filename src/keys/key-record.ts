@@ -1,4 +1,4 @@
-// A stored API key (DESIGN.md 3). Only the SHA-256 of the raw key is ever stored.
+// A stored API key (docs/design.md, "Keys"). Only the SHA-256 of the raw key is ever stored.
 export interface KeyRecord {
   /** Public identifier, safe for logs, audit records and the CLI. */
   keyId: string;

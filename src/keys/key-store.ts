@@ -1,5 +1,6 @@
-// Where key records live (DESIGN.md 3): one interface, a file store (embedded) and a Redis
-// store (shared). The authenticator caches in front of it; the CLI and dashboard write to it.
+// Where key records live (docs/design.md, "Keys"): one interface, a file store (embedded) and a
+// Redis store (shared). The authenticator caches in front of it; the CLI and dashboard write to
+// it.
 import type { KeyRecord } from './key-record.js';
 
 export interface LastUsedEntry {

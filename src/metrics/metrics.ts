@@ -1,6 +1,6 @@
-// Every Prometheus metric of the gateway, defined once (DESIGN.md 6). Labels are bounded:
-// agent ids, routes, plans, reasons and kinds come from config or fixed enums, never from
-// key ids, accounts or users.
+// Every Prometheus metric of the gateway, defined once (docs/design.md, "Operations"). Labels
+// are bounded: agent ids, routes, plans, reasons and kinds come from config or fixed enums,
+// never from key ids, accounts or users.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { HotCounter, HotHistogram, type BoundCounter, type BoundHistogram } from './hot-path-metrics.js';
 

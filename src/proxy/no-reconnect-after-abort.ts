@@ -3,7 +3,7 @@
 // to drop the request once connected. Every stream whose client leaves therefore costs a
 // fresh upstream connection that then sits idle in the pool; when thousands of streams end
 // at once (a load balancer draining, a client fleet restarting) the gateway opens thousands
-// of useless sockets in a burst, which was the peak of its memory in bench scenario 4.
+// of useless sockets in a burst, which sets its memory peak (decision 0004).
 //
 // The workaround: each pool Client gets its own connector that refuses the one connect that
 // follows an "aborted" disconnect, in the same synchronous call (undici connects from inside

@@ -1,8 +1,8 @@
-// Redis first; when it errors or times out, rate_limits.on_store_error decides (DESIGN.md 4):
-// `allow` counts in this instance's memory instead, `deny` answers 503 store_unavailable.
-// A short breaker keeps a dead Redis from costing command_timeout on every request: after
-// a failure Redis is skipped for breakerOpenMs, then one request probes it; when the probe
-// succeeds every request goes back to Redis.
+// Redis first; when it errors or times out, rate_limits.on_store_error decides (docs/design.md,
+// "Plans and limits"): `allow` counts in this instance's memory instead, `deny` answers 503
+// store_unavailable. A short breaker keeps a dead Redis from costing command_timeout on every
+// request: after a failure Redis is skipped for breakerOpenMs, then one request probes it; when
+// the probe succeeds every request goes back to Redis.
 import { systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';

@@ -1,5 +1,6 @@
-// Rate-limit response headers (DESIGN.md 2): X-RateLimit-* and the IETF httpapi
-// ratelimit-headers draft's RateLimit-Policy / RateLimit, from one limiter decision.
+// Rate-limit response headers (docs/design.md, "Rate-limit headers"): X-RateLimit-* and the
+// IETF httpapi ratelimit-headers draft's RateLimit-Policy / RateLimit, from one limiter
+// decision.
 import type { RateLimitDecision, WindowStatus } from './rate-limiter.js';
 
 /**

@@ -1,6 +1,6 @@
-// The sliding-window algorithm (DESIGN.md 4), pure: no I/O, time passed in. The memory
-// limiter runs it directly; sliding-window.lua.ts is a line-by-line port of it, so both
-// stores take the same decisions for the same request sequence.
+// The sliding-window algorithm (docs/design.md, "Plans and limits"), pure: no I/O, time passed
+// in. The memory limiter runs it directly; sliding-window.lua.ts is a line-by-line port of it,
+// so both stores take the same decisions for the same request sequence.
 //
 // Each window is split into buckets of `bucketWidthMs(windowMs)` aligned on epoch time.
 // A request at nowMs counts every bucket from the one holding (nowMs - windowMs + 1) to the

@@ -1,6 +1,7 @@
-// A gateway process SIGKILLed while Redis is down (DESIGN.md 5, docs/audit.md "Shutdown"):
-// the records of the outage are in its spool on disk; the next gateway process with the same
-// config replays that spool into the stream once Redis is back, before its own new records.
+// A gateway process SIGKILLed while Redis is down (docs/design.md, "Usage audit records";
+// docs/audit.md "Shutdown"): the records of the outage are in its spool on disk; the next
+// gateway process with the same config replays that spool into the stream once Redis is back,
+// before its own new records.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,7 +1,8 @@
-// Revocation through the built CLI reaches running gateway PROCESSES within 1 s (DESIGN.md 3,
-// docs/keys.md): two gateways sharing one Redis (pub/sub invalidation), and one gateway on
-// the key file (directory watch). The cache TTL is 10 minutes, so only the invalidation can
-// make it in time. `keys list` / `keys show` never print the raw key or its hash.
+// Revocation through the built CLI reaches running gateway PROCESSES within 1 s
+// (docs/design.md, "Keys"; docs/keys.md): two gateways sharing one Redis (pub/sub
+// invalidation), and one gateway on the key file (directory watch). The cache TTL is 10
+// minutes, so only the invalidation can make it in time. `keys list` / `keys show` never print
+// the raw key or its hash.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,6 +1,6 @@
-// Throwaway Redis for tests, as DESIGN.md 7 says: REDIS_URL if set (shared, cannot be
-// killed), else a `redis-server` child on a free port, else a testcontainers container.
-// Tests that kill, pause or restart Redis ask for `controllable: true`.
+// Throwaway Redis for tests, as docs/design.md ("Layout") says: REDIS_URL if set (shared,
+// cannot be killed), else a `redis-server` child on a free port, else a testcontainers
+// container. Tests that kill, pause or restart Redis ask for `controllable: true`.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';

@@ -1,6 +1,6 @@
-// Usage audit across a Redis outage (DESIGN.md 5 "none lost"): the gateway in process keeps
-// answering (file key store, rate limits fail open) while Redis is stopped for seconds; the
-// records of that time wait in the spool and reach the stream once Redis is back.
+// Usage audit across a Redis outage (docs/design.md, "Usage audit records"): the gateway in
+// process keeps answering (file key store, rate limits fail open) while Redis is stopped for
+// seconds; the records of that time wait in the spool and reach the stream once Redis is back.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,7 +1,7 @@
-// Usage audit through HTTP (DESIGN.md 5): the gateway in process, with the Redis stream sink
-// and the file sink on a real Redis. One mixed run covers every outcome; each answered
-// request must leave exactly one record, with the right fields, in both sinks — and a 401
-// none. Neither sink nor the log may hold the raw key or the message text.
+// Usage audit through HTTP (docs/design.md, "Usage audit records"): the gateway in process,
+// with the Redis stream sink and the file sink on a real Redis. One mixed run covers every
+// outcome; each answered request must leave exactly one record, with the right fields, in both
+// sinks — and a 401 none. Neither sink nor the log may hold the raw key or the message text.
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -276,7 +276,7 @@ describe('a mixed run through the gateway', () => {
     }
   });
 
-  it('gives each record every DESIGN.md 5 field with its type and the value this request earned', async () => {
+  it('gives each record every field of the audit record contract with its type and the value this request earned', async () => {
     const records = new Map((await streamEntries()).map((e) => [e.record.id, e.record]));
     const fromFile = new Map((await fileLines()).map((line) => { const r = JSON.parse(line) as AuditRecord; return [r.id, r]; }));
     for (const request of sent) {

@@ -1,5 +1,6 @@
-// Several gateway PROCESSES on one Redis (DESIGN.md 1, 4): one set of limits however the
-// load is spread, and the store-error modes when that Redis dies mid-run and comes back.
+// Several gateway PROCESSES on one Redis (docs/design.md, "What it is" and "Plans and limits"):
+// one set of limits however the load is spread, and the store-error modes when that Redis dies
+// mid-run and comes back.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
-// Rate limits through HTTP (DESIGN.md 2, 4): the gateway in process on a real Redis, and in
-// embedded mode. Short windows keep the real-time waits to a few seconds.
+// Rate limits through HTTP (docs/design.md, "Rate-limit headers" and "Plans and limits"): the
+// gateway in process on a real Redis, and in embedded mode. Short windows keep the real-time
+// waits to a few seconds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';

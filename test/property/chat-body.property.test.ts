@@ -1,8 +1,9 @@
-// The chat body validator against a model of DESIGN.md 2: every generated valid request is
-// accepted with its context ids, and breaking exactly one rule is rejected as invalid_request
-// naming exactly that field. Then the same through the gateway: 200 with the exact bytes
-// upstream when the model says valid, 400 naming the field otherwise, and the runner never
-// sees a body that failed. Arbitrary bytes are invalid_json or valid JSON, never a crash.
+// The chat body validator against a model of docs/design.md, "Request body": every generated
+// valid request is accepted with its context ids, and breaking exactly one rule is rejected as
+// invalid_request naming exactly that field. Then the same through the gateway: 200 with the
+// exact bytes upstream when the model says valid, 400 naming the field otherwise, and the
+// runner never sees a body that failed. Arbitrary bytes are invalid_json or valid JSON, never a
+// crash.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../src/config/schema.js';

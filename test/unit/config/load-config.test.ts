@@ -40,7 +40,7 @@ describe('env substitution', () => {
 });
 
 describe('config schema', () => {
-  it('fills every default of DESIGN.md 6a', () => {
+  it('fills every default of the configuration file contract (docs/design.md)', () => {
     const config = parseConfigText(MINIMAL, 'test.yaml', {});
     expect(config.listen).toMatchObject({ host: '0.0.0.0', port: 8080, trustProxy: false });
     expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090 });

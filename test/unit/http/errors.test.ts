@@ -1,4 +1,4 @@
-// Pins the error registry (DESIGN.md 2): every type, its status, and the envelope.
+// Pins the error registry (docs/design.md, "Errors"): every type, its status, and the envelope.
 import { describe, expect, it } from 'vitest';
 import { ERROR_TYPES, GatewayError, STREAM_ERROR_TYPES, errorBody, streamErrorEvent } from '../../../src/errors.js';
 

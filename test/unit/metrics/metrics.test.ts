@@ -1,5 +1,5 @@
-// Pins every metric's name, type and label set (DESIGN.md 6: dashboards, alert rules and
-// scrapers depend on them) and the default process metrics beside them.
+// Pins every metric's name, type and label set (docs/design.md, "Operations": dashboards, alert
+// rules and scrapers depend on them) and the default process metrics beside them.
 import { describe, expect, it } from 'vitest';
 import { metrics, registry } from '../../../src/metrics/metrics.js';
 

@@ -30,7 +30,7 @@ describe('appendRateLimitHeaders', () => {
   });
 
   it('describes the window closest to exhaustion and lists every window in the policy', () => {
-    // DESIGN.md 2's example: 48 of 60 used, the oldest of them stops counting in 40.2 s.
+    // The example of docs/api.md, "Headers": 48 of 60 used, the oldest of them stops counting in 40.2 s.
     expect(rateLimitHeaders(decision([minute(12, 0, 40_200), day(9_000, 0, 86_000_000)]))).toEqual([
       ['X-RateLimit-Limit', '60'],
       ['X-RateLimit-Remaining', '12'],
