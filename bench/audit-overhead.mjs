@@ -31,11 +31,10 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import { openKeyStore } from '../dist/keys/open-key-store.js';
+import { openCliKeyStore } from '../dist/cli/keys.js';
 import { KeyService } from '../dist/keys/key-service.js';
 import { spoolPathFor } from '../dist/audit/audit-spool.js';
 import { parseConfig } from '../dist/config/load-config.js';
-import { silentLogger } from '../dist/logger.js';
 import { readOption } from './reference/cli-args.mjs';
 import { spawnReference } from './reference/spawn-reference.mjs';
 
@@ -182,7 +181,7 @@ try {
   };
 
   const config = parseConfig({ ...base, listen: { port: 0 }, admin: { port: 0 } }, 'bench', {});
-  const store = await openKeyStore(config, { logger: silentLogger, subscribe: false });
+  const store = await openCliKeyStore(config);
   const { rawKey } = await new KeyService({ store, config }).createKey({ account: 'bench', plan: 'scale', agents: ['support'] });
   await store.close();
 

@@ -192,11 +192,10 @@ async function startGatewayProcess(dir, runnerPort, redisUrl) {
   await writeFile(configPath, JSON.stringify(document));
 
   const { parseConfig } = await import(join(ROOT, 'dist/config/load-config.js'));
-  const { openKeyStore } = await import(join(ROOT, 'dist/keys/open-key-store.js'));
+  const { openCliKeyStore } = await import(join(ROOT, 'dist/cli/keys.js'));
   const { KeyService } = await import(join(ROOT, 'dist/keys/key-service.js'));
-  const { silentLogger } = await import(join(ROOT, 'dist/logger.js'));
   const config = parseConfig(document, configPath, {});
-  const store = await openKeyStore(config, { logger: silentLogger, subscribe: false });
+  const store = await openCliKeyStore(config);
   const service = new KeyService({ store, config });
   const bulk = (await service.createKey({ account: 'soak', plan: 'bulk', agents: Object.keys(agents) })).rawKey;
   const tight = (await service.createKey({ account: 'soak-tight', plan: 'tight', agents: ['ok'] })).rawKey;

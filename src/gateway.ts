@@ -1,5 +1,6 @@
 // The composition root (docs/design.md, "Layout": the only place that chooses implementations):
-// builds the stores, limiter, audit log and servers from the config, and tears them down.
+// builds the Redis connections, stores, limiter, audit log and servers from the config, and
+// tears them down.
 import { listen } from './http/listen.js';
 import { openAuditLog } from './audit/open-audit-log.js';
 import { createKeyAuthenticator } from './auth/key-authenticator.js';
@@ -16,7 +17,7 @@ import { FailoverRateLimiter } from './ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
 import type { RateLimiter } from './ratelimit/rate-limiter.js';
-import { createRedisClient, redisIsReachable, waitForRedis, type Redis } from './redis/redis-client.js';
+import { createRedisClientFactory, redisIsReachable, waitForRedis } from './redis/redis-client.js';
 
 /** How long a starting gateway waits for Redis before it serves without it. */
 const REDIS_START_WAIT_MS = 2_000;
@@ -44,12 +45,13 @@ export interface RunningGateway {
 export async function startGateway(config: GatewayConfig, options: StartGatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
   const clock = options.clock ?? systemClock;
-  const redis: Redis | undefined = config.redis ? createRedisClient(config.redis, logger) : undefined;
+  const redisClients = config.redis ? createRedisClientFactory(config.redis, logger) : undefined;
+  const redis = redisClients?.connect('shared', 'agentgw');
   if (redis && !(await waitForRedis(redis, REDIS_START_WAIT_MS))) {
     logger.warn({ wait_ms: REDIS_START_WAIT_MS }, 'redis not reachable at start; serving with the store-error fallbacks until it is');
   }
 
-  const keyStore = await openKeyStore(config, { logger, subscribe: true });
+  const keyStore = await openKeyStore(config, { logger, subscribe: true, redis: redisClients });
   const authenticator = createKeyAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis });
 
   const memoryLimiter = new MemoryRateLimiter({ clock });

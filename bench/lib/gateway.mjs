@@ -61,11 +61,10 @@ log:
 export async function createBenchKey({ repoRoot, configPath }) {
   const dist = (path) => pathToFileURL(join(repoRoot, 'dist', path)).href;
   const { loadConfig } = await import(dist('config/load-config.js'));
-  const { openKeyStore } = await import(dist('auth/open-key-store.js'));
-  const { KeyService } = await import(dist('auth/key-service.js'));
-  const { silentLogger } = await import(dist('logger.js'));
+  const { openCliKeyStore } = await import(dist('cli/keys.js'));
+  const { KeyService } = await import(dist('keys/key-service.js'));
   const config = await loadConfig(configPath);
-  const store = await openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
+  const store = await openCliKeyStore(config);
   try {
     const { rawKey, record } = await new KeyService({ store, config }).createKey({
       account: BENCH_ACCOUNT,

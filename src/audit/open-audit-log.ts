@@ -1,13 +1,14 @@
 // Builds the AuditLog the config asks for: the file sink, the Redis stream sink, or both,
-// behind one BatchingAuditLog. The serve command passes in its ioredis client; this file
-// never creates one (and never imports ioredis).
+// behind one BatchingAuditLog. The composition root passes in its shared Redis client;
+// this file never creates one.
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
 import type { AuditSink } from './audit-sink.js';
 import { BatchingAuditLog } from './batching-audit-log.js';
 import { FileAuditSink } from './file-audit-sink.js';
-import { RedisStreamAuditSink, type RedisClient } from './redis-stream-audit-sink.js';
+import type { RedisClient } from '../redis/redis-client.js';
+import { RedisStreamAuditSink } from './redis-stream-audit-sink.js';
 
 /** Audit writes are off the request path, so a batch may take longer than one request-path command. */
 export const MIN_AUDIT_BATCH_TIMEOUT_MS = 1_000;

@@ -1,6 +1,7 @@
 // `audit tail` behind the CLI: picks the configured sink to read (the Redis stream when
 // one is configured, else the JSON Lines file), filters by key_id, and prints JSON Lines.
 import type { GatewayConfig } from '../config/schema.js';
+import type { RedisClientFactory } from '../redis/redis-client.js';
 import { followFile, readLastLines, type LineFilter } from './file-audit-reader.js';
 import { tailRedisStream } from './redis-stream-audit-reader.js';
 
@@ -14,6 +15,8 @@ export interface TailAuditOptions {
   signal?: AbortSignal;
   /** File sink only: how often --follow checks the file for new lines. */
   pollIntervalMs?: number;
+  /** Opens the connection to read the Redis stream; required when the config names one. */
+  redis: RedisClientFactory | undefined;
 }
 
 export type AuditSource = { kind: 'redis'; url: string; streamKey: string } | { kind: 'file'; path: string };
@@ -33,7 +36,8 @@ export async function tailAuditRecords(
   const accept = recordFilter(options.keyId);
   const source = auditSourceOf(config);
   if (source.kind === 'redis') {
-    await tailRedisStream({ url: source.url, streamKey: source.streamKey, limit: options.limit, accept, write, follow: options.follow, signal });
+    if (!options.redis) throw new Error('audit.redis_stream is set but no Redis client factory was given to tailAuditRecords');
+    await tailRedisStream({ redis: options.redis, streamKey: source.streamKey, limit: options.limit, accept, write, follow: options.follow, signal });
     return;
   }
   const last = await readLastLines(source.path, options.limit, accept);

@@ -1,13 +1,14 @@
 // Reads the audit Redis stream for `audit tail`: XREVRANGE pages backwards for the last N
 // matching entries, then XREAD BLOCK from the newest entry on for --follow.
-import { Redis } from 'ioredis';
+import type { RedisClient, RedisClientFactory } from '../redis/redis-client.js';
 import { AUDIT_STREAM_FIELD } from './redis-stream-audit-sink.js';
 import type { LineFilter } from './file-audit-reader.js';
 
 const MAX_PAGE = 1000;
 
 export interface TailRedisStreamOptions {
-  url: string;
+  /** Opens the reader's connection (closed here when the tail ends). */
+  redis: RedisClientFactory;
   streamKey: string;
   limit: number;
   accept: LineFilter;
@@ -16,24 +17,19 @@ export interface TailRedisStreamOptions {
   signal: AbortSignal;
   /** How long one XREAD blocks before it is reissued. */
   blockMs?: number;
+  /** How long to wait for the connection before failing (default 5 s). */
   connectTimeoutMs?: number;
 }
 
 type StreamEntry = [id: string, fields: string[]];
 
 export async function tailRedisStream(options: TailRedisStreamOptions): Promise<void> {
-  const redis = new Redis(options.url, {
-    lazyConnect: true,
-    connectTimeout: options.connectTimeoutMs ?? 5_000,
-    maxRetriesPerRequest: options.follow ? 20 : 1,
-    // A one-shot tail fails fast; a follower keeps reconnecting while Redis restarts.
-    retryStrategy: options.follow ? (times) => Math.min(times * 200, 2_000) : () => null,
-  });
-  redis.on('error', () => {}); // failures surface through the commands below
+  // A one-shot tail fails fast; a follower keeps reconnecting while Redis restarts.
+  const redis = options.redis.connect(options.follow ? 'cli-follow' : 'cli-read', 'agentgw-audit-tail');
   const onAbort = (): void => redis.disconnect();
   options.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    await redis.connect();
+    await options.redis.whenReady(redis, options.connectTimeoutMs ?? 5_000);
     const newestId = await printLast(redis, options);
     if (options.follow) await follow(redis, newestId ?? '0-0', options);
   } catch (error) {
@@ -46,7 +42,7 @@ export async function tailRedisStream(options: TailRedisStreamOptions): Promise<
 }
 
 /** Prints the last `limit` matching entries oldest first; returns the newest entry id of the stream. */
-async function printLast(redis: Redis, options: TailRedisStreamOptions): Promise<string | undefined> {
+async function printLast(redis: RedisClient, options: TailRedisStreamOptions): Promise<string | undefined> {
   const page = Math.min(Math.max(options.limit, 100), MAX_PAGE);
   const reversed: string[] = [];
   let newestId: string | undefined;
@@ -67,7 +63,7 @@ async function printLast(redis: Redis, options: TailRedisStreamOptions): Promise
   return newestId;
 }
 
-async function follow(redis: Redis, fromId: string, options: TailRedisStreamOptions): Promise<void> {
+async function follow(redis: RedisClient, fromId: string, options: TailRedisStreamOptions): Promise<void> {
   let lastId = fromId;
   const blockMs = options.blockMs ?? 5_000;
   while (!options.signal.aborted) {

@@ -3,14 +3,11 @@
 // to build and one reply to parse, instead of a pipeline of one command per record
 // (docs/performance.md). The whole record is one JSON field so types (numbers, nulls)
 // survive exactly and consumers parse one thing.
-import type { Redis } from 'ioredis';
 import { withDeadline } from '../deadline.js';
 import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
+import type { RedisClient } from '../redis/redis-client.js';
 import type { AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
-
-/** The ioredis client type, re-exported so non-redis files can name it without importing ioredis. */
-export type RedisClient = Redis;
 
 /** The single field of each stream entry; its value is the record as JSON. */
 export const AUDIT_STREAM_FIELD = 'record';

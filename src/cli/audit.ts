@@ -4,6 +4,8 @@ import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { tailAuditRecords } from '../audit/read-audit-records.js';
+import { silentLogger } from '../logger.js';
+import { createRedisClientFactory } from '../redis/redis-client.js';
 
 export interface AuditCommandIo {
   stdout: NodeJS.WritableStream;
@@ -65,7 +67,9 @@ async function runTail(configPath: string, options: TailOptions, io: AuditComman
   };
   try {
     const config = await loadConfig(configPath);
-    await tailAuditRecords(config, { limit: options.limit, keyId: options.key, follow: options.follow === true, signal: controller.signal }, write);
+    // A Redis failure ends the command with its message on stderr; nothing else is logged.
+    const redis = config.redis ? createRedisClientFactory(config.redis, silentLogger) : undefined;
+    await tailAuditRecords(config, { limit: options.limit, keyId: options.key, follow: options.follow === true, signal: controller.signal, redis }, write);
   } catch (error) {
     if (error instanceof ConfigError) io.stderr.write(`${error.message}\n`);
     else io.stderr.write(`agent-gateway audit tail: ${error instanceof Error ? error.message : String(error)}\n`);

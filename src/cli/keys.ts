@@ -12,6 +12,7 @@ import type { KeyRecord } from '../keys/key-record.js';
 import { KeyService } from '../keys/key-service.js';
 import type { KeyStore } from '../keys/key-store.js';
 import { openKeyStore } from '../keys/open-key-store.js';
+import { createRedisClientFactory } from '../redis/redis-client.js';
 
 export interface KeysCommandOptions {
   /** Opens the store the config names; tests inject their own. */
@@ -26,7 +27,8 @@ export interface KeysCommandOptions {
 
 /** The CLI's store: no watching or subscribing, and fail fast when Redis cannot be reached. */
 export function openCliKeyStore(config: GatewayConfig): Promise<KeyStore> {
-  return openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
+  const redis = config.redis ? createRedisClientFactory(config.redis, silentLogger) : undefined;
+  return openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000, redis });
 }
 
 type KeyView = PublicKeyView & { status: string };

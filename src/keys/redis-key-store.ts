@@ -1,4 +1,4 @@
-// The shared key store (DESIGN.md 3). Layout under the configured prefix:
+// The shared key store (docs/keys.md). Layout under the configured prefix:
 //   ${prefix}key:${hash}           HASH  key_id account plan agents(JSON) name created_at
 //                                        [expires_at] [revoked_at] [last_used_at]
 //   ${prefix}keyid:${keyId}        STRING → hash
@@ -8,16 +8,17 @@
 // Create and revoke are Lua scripts, so uniqueness checks, writes and the invalidation
 // PUBLISH happen atomically. Every command is bounded by redis.command_timeout.
 import { InvalidationListeners } from './invalidation-listeners.js';
-import { backstopTimeoutMs, DeadlineExceededError, withDeadline } from '../deadline.js';
-import { Redis, type RedisOptions } from 'ioredis';
+import { DeadlineExceededError, withDeadline } from '../deadline.js';
 import type { Logger } from '../logger.js';
+import type { RedisClient, RedisClientFactory } from '../redis/redis-client.js';
 import { metrics } from '../metrics/metrics.js';
 import type { KeyRecord } from './key-record.js';
 import { fromStoredRecord } from './key-record-codec.js';
 import { INVALIDATE_ALL, KeyConflictError, StoreUnavailableError, type InvalidationListener, type KeyListFilter, type KeyStore, type LastUsedEntry } from './key-store.js';
 
 export interface RedisKeyStoreOptions {
-  url: string;
+  /** Opens the store's connections: the data connection, and the subscriber when `subscribe`. */
+  redis: RedisClientFactory;
   prefix: string;
   commandTimeoutMs: number;
   logger: Logger;
@@ -65,7 +66,10 @@ interface KeyStoreCommands {
   agentgwKeyTouch(...args: string[]): Promise<number>;
 }
 
-type KeyRedis = Redis & KeyStoreCommands;
+type KeyRedis = RedisClient & KeyStoreCommands;
+
+/** CLIENT SETNAME of the store's connections (data and subscriber). */
+const CONNECTION_NAME = 'agentgw-keys';
 
 function recordFields(record: KeyRecord): string[] {
   const fields = [
@@ -92,7 +96,7 @@ export class RedisKeyStore implements KeyStore {
   readonly kind = 'redis' as const;
   readonly channel: string;
   private readonly listeners: InvalidationListeners;
-  private subscriber: Redis | undefined;
+  private subscriber: RedisClient | undefined;
   private closed = false;
 
   constructor(private readonly redis: KeyRedis, private readonly options: RedisKeyStoreOptions) {
@@ -101,7 +105,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   /** The data connection, for sharing with other Redis users (e.g. the failed-auth throttle). */
-  get client(): Redis {
+  get client(): RedisClient {
     return this.redis;
   }
 
@@ -206,7 +210,7 @@ export class RedisKeyStore implements KeyStore {
   async touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void> {
     if (entries.length === 0) return;
     await this.run('key_touch', async () => {
-      const pipeline = this.redis.pipeline() as ReturnType<Redis['pipeline']> & { agentgwKeyTouch(key: string, atIso: string): unknown };
+      const pipeline = this.redis.pipeline() as ReturnType<RedisClient['pipeline']> & { agentgwKeyTouch(key: string, atIso: string): unknown };
       for (const entry of entries) pipeline.agentgwKeyTouch(this.keyName(entry.hash), entry.atIso);
       for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
     });
@@ -227,12 +231,10 @@ export class RedisKeyStore implements KeyStore {
    * before then would otherwise be cached and then cleared by that first subscription.
    */
   startSubscriber(waitMs = 2_000): Promise<void> {
-    // No command timeout and no retry cap: a subscriber waits for Redis as long as it takes.
-    const subscriber = this.redis.duplicate({ commandTimeout: undefined, maxRetriesPerRequest: null, autoResubscribe: false, enableOfflineQueue: true });
+    const subscriber = this.options.redis.connect('subscriber', CONNECTION_NAME);
     this.subscriber = subscriber;
     let firstSubscribed!: () => void;
     const subscribed = new Promise<void>((resolve) => (firstSubscribed = resolve));
-    subscriber.on('error', (error: Error) => this.options.logger.warn({ err: error }, 'key invalidation subscriber error'));
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channel) this.emit(message);
     });
@@ -258,7 +260,7 @@ export class RedisKeyStore implements KeyStore {
   }
 }
 
-async function quietly(client: Redis | undefined): Promise<void> {
+async function quietly(client: RedisClient | undefined): Promise<void> {
   if (!client || client.status === 'end') return;
   try {
     if (client.status === 'ready') await client.quit();
@@ -268,62 +270,18 @@ async function quietly(client: Redis | undefined): Promise<void> {
   }
 }
 
-/** Resolves once connected; rejects on the first connection error or after timeoutMs (CLI use: fail fast). */
-function waitForReady(client: Redis, timeoutMs: number, url: string): Promise<void> {
-  if (client.status === 'ready') return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const done = (error?: Error) => {
-      clearTimeout(timer);
-      client.off('ready', onReady);
-      client.off('error', onError);
-      if (error) reject(new StoreUnavailableError(`cannot reach redis at ${redactUrl(url)}: ${error.message}`, { cause: error }));
-      else resolve();
-    };
-    const onReady = () => done();
-    const onError = (error: Error) => done(error);
-    const timer = setTimeout(() => done(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    client.once('ready', onReady);
-    client.once('error', onError);
-  });
-}
-
-/** Hides a password in a redis:// URL for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'redis';
-  }
-}
-
 export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promise<RedisKeyStore> {
-  const clientOptions: RedisOptions = {
-    commandTimeout: backstopTimeoutMs(options.commandTimeoutMs),
-    maxRetriesPerRequest: 1,
-    connectTimeout: Math.max(1_000, options.commandTimeoutMs * 10),
-    connectionName: 'agentgw-keys',
-  };
-  const redis = new Redis(options.url, clientOptions) as KeyRedis;
-  let lastErrorLogMs = 0;
-  redis.on('error', (error: Error) => {
-    // A down Redis emits an error per reconnect attempt; one line every 5 s is enough.
-    const now = Date.now();
-    if (now - lastErrorLogMs < 5_000) return;
-    lastErrorLogMs = now;
-    options.logger.warn({ err: error, redis: redactUrl(options.url) }, 'key store redis connection error');
-  });
+  const redis = options.redis.connect('key-store', CONNECTION_NAME) as KeyRedis;
   redis.defineCommand('agentgwKeyCreate', { numberOfKeys: 4, lua: CREATE_SCRIPT });
   redis.defineCommand('agentgwKeyRevoke', { numberOfKeys: 1, lua: REVOKE_SCRIPT });
   redis.defineCommand('agentgwKeyTouch', { numberOfKeys: 1, lua: TOUCH_SCRIPT });
   const store = new RedisKeyStore(redis, options);
   if (options.waitForConnectionMs !== undefined) {
     try {
-      await waitForReady(redis, options.waitForConnectionMs, options.url);
+      await options.redis.whenReady(redis, options.waitForConnectionMs);
     } catch (error) {
       redis.disconnect();
-      throw error;
+      throw new StoreUnavailableError((error as Error).message, { cause: error });
     }
   }
   if (options.subscribe) await store.startSubscriber();

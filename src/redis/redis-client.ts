@@ -1,45 +1,108 @@
-// The one place the gateway process creates its shared ioredis client (DESIGN.md 7: only
-// *redis* files import ioredis). Commands fail fast while disconnected instead of queueing,
-// so a dead Redis costs a request at most `redis.command_timeout`.
-import { Redis } from 'ioredis';
+// The one place that constructs ioredis clients (only src/redis/ and *redis* files import
+// ioredis). Everything else is handed a client, or this factory, by the composition root
+// (src/gateway.ts) or a CLI command. Every connection gets the same error policy
+// (redis-connection-policy.ts); what differs between them is what they are for, which
+// decides how commands queue and retry while Redis is away.
+import { Redis, type RedisOptions } from 'ioredis';
 import { backstopTimeoutMs } from '../deadline.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
-import { metrics } from '../metrics/metrics.js';
+import { redactRedisUrl, watchConnection } from './redis-connection-policy.js';
 
 export type { Redis };
 
-export function createRedisClient(redisConfig: NonNullable<GatewayConfig['redis']>, logger: Logger, name = 'agentgw'): Redis {
-  let down = false;
-  const client = new Redis(redisConfig.url, {
-    connectionName: name,
-    // The request path bounds its own calls (src/deadline.ts); this only catches a connection
-    // that never answers.
-    commandTimeout: backstopTimeoutMs(redisConfig.commandTimeoutMs),
-    connectTimeout: Math.max(1_000, redisConfig.commandTimeoutMs * 5),
-    enableOfflineQueue: false,
-    // Concurrent requests' limiter scripts (and audit batches) share one socket write per
-    // event-loop turn instead of one write each.
-    enableAutoPipelining: true,
-    maxRetriesPerRequest: 0,
-    // Reconnect quickly at first, then back off to at most 1 s between attempts.
-    retryStrategy: (attempt) => Math.min(50 * attempt, 1_000),
-    lazyConnect: false,
-  });
-  client.on('error', (error: Error) => {
-    metrics.redisErrors.inc({ op: 'connection' });
-    if (!down) logger.warn({ err: { message: error.message } }, 'redis connection error');
-    down = true;
-  });
-  client.on('ready', () => {
-    if (down) logger.info('redis connection restored');
-    down = false;
-  });
-  return client;
+/**
+ * A connection the factory hands out. Today always a single node; with `redis.mode:
+ * cluster` this widens to `Redis | Cluster`, so code that only names this type follows.
+ */
+export type RedisClient = Redis;
+
+export type RedisConfig = NonNullable<GatewayConfig['redis']>;
+
+/**
+ * What a connection is for:
+ * - `shared`: the gateway's request path (limiter, failed-auth throttle), audit sink and
+ *   readiness probe. Fails fast while disconnected instead of queueing, so a dead Redis
+ *   costs a request at most `redis.command_timeout`.
+ * - `key-store`: key lookups and administration. A command issued while reconnecting
+ *   waits for the connection, within the store's own deadline.
+ * - `subscriber`: key invalidations (pub/sub). Waits for Redis as long as it takes.
+ * - `cli-read`: one CLI read. No reconnect: an outage fails the command.
+ * - `cli-follow`: a CLI read that follows (`audit tail --follow`). Keeps reconnecting
+ *   while Redis restarts.
+ */
+export type RedisConnectionUse = 'shared' | 'key-store' | 'subscriber' | 'cli-read' | 'cli-follow';
+
+export interface RedisClientFactory {
+  /** The configured server with any password hidden, for messages. */
+  readonly address: string;
+  /** A new connection, named `name` (CLIENT SETNAME); whoever asks for it closes it. */
+  connect(use: RedisConnectionUse, name: string): RedisClient;
+  /**
+   * Resolves once `client` is connected; rejects with "cannot reach redis at <address>:
+   * <why>" on its first connection error, when it gives up, or after `waitMs`. For the CLI,
+   * which fails fast rather than wait out an outage.
+   */
+  whenReady(client: RedisClient, waitMs: number): Promise<void>;
+}
+
+export function createRedisClientFactory(config: RedisConfig, logger: Logger): RedisClientFactory {
+  const address = redactRedisUrl(config.url);
+  return {
+    address,
+    connect(use, name) {
+      const client = openConnection(config, { ...connectionOptions(use, config.commandTimeoutMs), connectionName: name });
+      watchConnection(client, logger, { name, use, address });
+      return client;
+    },
+    async whenReady(client, waitMs) {
+      const failure = await readyWithin(client, waitMs, true);
+      if (failure !== undefined) throw new Error(`cannot reach redis at ${address}: ${failure.message}`, { cause: failure });
+    },
+  };
+}
+
+/** The gateway's shared connection (`shared` use), for code that needs just that one. */
+export function createRedisClient(config: RedisConfig, logger: Logger, name = 'agentgw'): RedisClient {
+  return createRedisClientFactory(config, logger).connect('shared', name);
+}
+
+/** Where `redis.mode` (single | cluster | sentinel) will choose the ioredis class; single only for now. */
+function openConnection(config: RedisConfig, options: RedisOptions): RedisClient {
+  return new Redis(config.url, options);
+}
+
+function connectionOptions(use: RedisConnectionUse, commandTimeoutMs: number): RedisOptions {
+  switch (use) {
+    case 'shared':
+      return {
+        // The request path bounds its own calls (src/deadline.ts); this only catches a
+        // connection that never answers.
+        commandTimeout: backstopTimeoutMs(commandTimeoutMs),
+        connectTimeout: Math.max(1_000, commandTimeoutMs * 5),
+        enableOfflineQueue: false,
+        // Concurrent requests' limiter scripts (and audit batches) share one socket write
+        // per event-loop turn instead of one write each.
+        enableAutoPipelining: true,
+        maxRetriesPerRequest: 0,
+        // Reconnect quickly at first, then back off to at most 1 s between attempts.
+        retryStrategy: (attempt) => Math.min(50 * attempt, 1_000),
+      };
+    case 'key-store':
+      return { commandTimeout: backstopTimeoutMs(commandTimeoutMs), connectTimeout: Math.max(1_000, commandTimeoutMs * 10), maxRetriesPerRequest: 1 };
+    case 'subscriber':
+      // No command timeout and no retry cap. Subscriptions are renewed by the subscriber
+      // itself on every reconnect, because a reconnect also means clearing caches.
+      return { connectTimeout: Math.max(1_000, commandTimeoutMs * 10), maxRetriesPerRequest: null, autoResubscribe: false, enableOfflineQueue: true };
+    case 'cli-read':
+      return { connectTimeout: 5_000, maxRetriesPerRequest: 1, retryStrategy: () => null };
+    case 'cli-follow':
+      return { connectTimeout: 5_000, maxRetriesPerRequest: 20, retryStrategy: (attempt) => Math.min(attempt * 200, 2_000) };
+  }
 }
 
 /** Whether Redis answers PING within the command timeout (for /readyz). */
-export async function redisIsReachable(client: Redis): Promise<boolean> {
+export async function redisIsReachable(client: RedisClient): Promise<boolean> {
   try {
     return (await client.ping()) === 'PONG';
   } catch {
@@ -48,20 +111,32 @@ export async function redisIsReachable(client: Redis): Promise<boolean> {
 }
 
 /**
- * Resolves once the client is connected, or after `waitMs` (then the gateway starts
- * degraded and the store-error modes apply). Taking traffic before the connection is up
- * would fail every first request over to the per-instance fallbacks.
+ * Resolves true once the client is connected, false after `waitMs` (then the gateway
+ * starts degraded and the store-error modes apply). Taking traffic before the connection
+ * is up would fail every first request over to the per-instance fallbacks.
  */
-export function waitForRedis(client: Redis, waitMs: number): Promise<boolean> {
-  if (client.status === 'ready') return Promise.resolve(true);
+export async function waitForRedis(client: RedisClient, waitMs: number): Promise<boolean> {
+  return (await readyWithin(client, waitMs, false)) === undefined;
+}
+
+/** Undefined once connected; otherwise why not: the connection ended, `waitMs` passed, or (with `failOnError`) its first error. */
+function readyWithin(client: RedisClient, waitMs: number, failOnError: boolean): Promise<Error | undefined> {
+  if (client.status === 'ready') return Promise.resolve(undefined);
+  if (client.status === 'end') return Promise.resolve(new Error('connection closed'));
   return new Promise((resolve) => {
-    const done = (ready: boolean): void => {
+    const done = (failure: Error | undefined): void => {
       clearTimeout(timer);
       client.off('ready', onReady);
-      resolve(ready);
+      client.off('error', onError);
+      client.off('end', onEnd);
+      resolve(failure);
     };
-    const onReady = (): void => done(true);
-    const timer = setTimeout(() => done(false), waitMs);
+    const onReady = (): void => done(undefined);
+    const onError = (error: Error): void => done(error);
+    const onEnd = (): void => done(new Error('connection closed'));
+    const timer = setTimeout(() => done(new Error(`no answer within ${waitMs} ms`)), waitMs);
     client.once('ready', onReady);
+    if (failOnError) client.once('error', onError);
+    client.once('end', onEnd);
   });
 }

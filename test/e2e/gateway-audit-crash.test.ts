@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
-import { openKeyStore } from '../../src/keys/open-key-store.js';
+import { openCliKeyStore } from '../../src/cli/keys.js';
 import { KeyService } from '../../src/keys/key-service.js';
 import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { parseConfig } from '../../src/config/load-config.js';
@@ -52,7 +52,7 @@ beforeAll(async () => {
     shutdown_grace: '2s',
   };
   const config = parseConfig({ ...document, listen: { port: 0 }, admin: { port: 0 } }, 'test', {});
-  const store = await openKeyStore(config, { logger: silentLogger, subscribe: false });
+  const store = await openCliKeyStore(config);
   const created = await new KeyService({ store, config }).createKey({ account: 'crash-acct', plan: 'scale', agents: ['support'] });
   await store.close();
   ({ rawKey, record: { keyId } } = created);

@@ -22,6 +22,7 @@ import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { metrics } from '../../src/metrics/metrics.js';
+import { createRedisClientFactory } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { auditCount, dedupe, makeLines, makeRecord, makeRecords } from '../unit/audit/audit-test-helpers.js';
 
@@ -320,7 +321,7 @@ import { Counter, Registry } from 'prom-client';
       const seen: string[] = [];
       const controller = new AbortController();
       const cfg = parseConfig({ agents, redis: { url: redis.url }, audit: { redis_stream: STREAM } }, 'test', {});
-      const following = tailAuditRecords(cfg, { limit: 1, keyId: 'key_even', follow: true, signal: controller.signal }, (line) => void seen.push((JSON.parse(line) as AuditRecord).id));
+      const following = tailAuditRecords(cfg, { limit: 1, keyId: 'key_even', follow: true, signal: controller.signal, redis: createRedisClientFactory(cfg.redis!, silentLogger) }, (line) => void seen.push((JSON.parse(line) as AuditRecord).id));
       await vi.waitFor(() => expect(seen).toEqual([makeRecord(298).id]));
       await new RedisStreamAuditSink({ redis: admin, streamKey: STREAM, maxLen: 10_000, commandTimeoutMs: 1_000 }).write(makeLines(300, 4));
       await vi.waitFor(() => expect(seen).toEqual([298, 300, 302].map((n) => makeRecord(n).id)));

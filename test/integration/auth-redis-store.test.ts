@@ -13,6 +13,7 @@ import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
 import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { metrics } from '../../src/metrics/metrics.js';
+import { createRedisClientFactory } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { SpyStore, testConfig, waitUntil } from '../unit/auth/support.js';
 
@@ -38,7 +39,8 @@ afterEach(async () => {
 });
 
 async function store(subscribe: boolean): Promise<RedisKeyStore> {
-  const s = await createRedisKeyStore({ url: redis.url, prefix: PREFIX, commandTimeoutMs: 200, logger: silentLogger, subscribe, waitForConnectionMs: 5_000 });
+  const clients = createRedisClientFactory({ url: redis.url, prefix: PREFIX, commandTimeoutMs: 200 }, silentLogger);
+  const s = await createRedisKeyStore({ redis: clients, prefix: PREFIX, commandTimeoutMs: 200, logger: silentLogger, subscribe, waitForConnectionMs: 5_000 });
   closers.push(() => s.close());
   return s;
 }

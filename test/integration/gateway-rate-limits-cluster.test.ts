@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KeyService } from '../../src/keys/key-service.js';
-import { openKeyStore } from '../../src/keys/open-key-store.js';
+import { openCliKeyStore } from '../../src/cli/keys.js';
 import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
@@ -84,7 +84,7 @@ async function startGateways(configs: Array<[name: string, config: Record<string
 /** Creates a key in the store the gateways read, through the same library code as `keys create`. */
 async function createKey(keysStore: 'redis' | 'file', account: string, plan: keyof typeof PLANS): Promise<string> {
   const config = parseConfig(processConfig('cli', { keysStore }), 'test', {});
-  const store = await openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
+  const store = await openCliKeyStore(config);
   try {
     const created = await new KeyService({ store, config }).createKey({ account, plan, agents: ['support'] });
     return created.rawKey;

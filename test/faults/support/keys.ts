@@ -1,13 +1,12 @@
 // Keys for a gateway process, made before it starts through the same library code as
 // `agent-gateway keys create`, in whatever store its config names.
 import { KeyService } from '../../../src/keys/key-service.js';
-import { openKeyStore } from '../../../src/keys/open-key-store.js';
+import { openCliKeyStore } from '../../../src/cli/keys.js';
 import { parseConfig } from '../../../src/config/load-config.js';
-import { silentLogger } from '../../../src/logger.js';
 
 export async function createKeys(document: Record<string, unknown>, keys: Array<{ account: string; plan: string; agents: string[] }>): Promise<string[]> {
   const config = parseConfig({ ...document, listen: { port: 0 }, admin: { port: 0 } }, 'fault-test', {});
-  const store = await openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
+  const store = await openCliKeyStore(config);
   try {
     const service = new KeyService({ store, config });
     const raw: string[] = [];

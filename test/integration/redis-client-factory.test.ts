@@ -1,0 +1,186 @@
+// The Redis client factory's one error policy, against real redis-server processes that are
+// stopped to make connections fail: every connection error is counted in
+// agentgw_redis_errors_total{op="connection"}, each connection logs one warning per outage
+// and one info line when it is back, and no log line or message carries the URL's password.
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createRedisKeyStore } from '../../src/keys/redis-key-store.js';
+import type { Logger } from '../../src/logger.js';
+import { metrics } from '../../src/metrics/metrics.js';
+import { createRedisClientFactory, type RedisClient, type RedisClientFactory, type RedisConnectionUse } from '../../src/redis/redis-client.js';
+import { redactRedisUrl } from '../../src/redis/redis-connection-policy.js';
+import { refusingPort } from '../helpers/free-port.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+interface LogLine {
+  level: string;
+  msg: string;
+  redis?: string;
+  connection?: string;
+  use?: string;
+}
+
+function captureLogs(): { logger: Logger; lines: LogLine[]; text: string[] } {
+  const lines: LogLine[] = [];
+  const text: string[] = [];
+  const logger = pino(
+    { formatters: { level: (label) => ({ level: label }) } },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        text.push(chunk.toString());
+        lines.push(JSON.parse(chunk.toString()) as LogLine);
+        done();
+      },
+    }),
+  );
+  return { logger, lines, text };
+}
+
+const connectionErrors = async (): Promise<number> => (await metrics.redisErrors.get()).values.find((v) => v.labels.op === 'connection')?.value ?? 0;
+
+/** The real factory, also keeping every connection it hands out and counting their error events. */
+function recordingFactory(real: RedisClientFactory): RedisClientFactory & { handedOut: Array<{ use: RedisConnectionUse; client: RedisClient; errors: number }> } {
+  const handedOut: Array<{ use: RedisConnectionUse; client: RedisClient; errors: number }> = [];
+  return {
+    address: real.address,
+    handedOut,
+    connect(use, name) {
+      const client = real.connect(use, name);
+      const entry = { use, client, errors: 0 };
+      client.on('error', () => (entry.errors += 1));
+      handedOut.push(entry);
+      return client;
+    },
+    whenReady: (client, waitMs) => real.whenReady(client, waitMs),
+  };
+}
+
+describe('Redis client factory', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis({ controllable: true });
+  });
+  afterAll(async () => {
+    await redis?.close();
+  });
+
+  it('counts every connection error of the shared, key-store and subscriber connections, and logs one warning per connection and outage and one info line at recovery', async () => {
+    const { logger, lines } = captureLogs();
+    const factory = recordingFactory(createRedisClientFactory({ url: redis.url, prefix: 'factory:', commandTimeoutMs: 100 }, logger));
+    const shared = factory.connect('shared', 'agentgw');
+    const store = await createRedisKeyStore({ redis: factory, prefix: 'factory:', commandTimeoutMs: 100, logger, subscribe: true, waitForConnectionMs: 5_000 });
+    try {
+      expect(await factory.whenReady(shared, 5_000)).toBeUndefined();
+      expect(factory.handedOut.map((c) => c.use).sort()).toEqual(['key-store', 'shared', 'subscriber']);
+      await vi.waitFor(() => expect(factory.handedOut.every((c) => c.client.status === 'ready')).toBe(true), { timeout: 5_000 });
+      const countedBefore = await connectionErrors();
+      const seenBefore = factory.handedOut.reduce((sum, c) => sum + c.errors, 0);
+
+      for (let outage = 1; outage <= 2; outage += 1) {
+        const errorsAtStart = factory.handedOut.map((c) => c.errors);
+        await redis.stop();
+        // Several failed reconnect attempts on every connection before Redis comes back.
+        await vi.waitFor(() => expect(factory.handedOut.every((c, i) => c.errors - errorsAtStart[i]! >= 2)).toBe(true), { timeout: 10_000, interval: 50 });
+        await redis.start();
+        await vi.waitFor(() => expect(lines.filter((l) => l.msg === 'redis connection restored')).toHaveLength(3 * outage), { timeout: 10_000, interval: 50 });
+
+        for (const use of ['shared', 'key-store', 'subscriber']) {
+          const ofUse = lines.filter((l) => l.use === use);
+          expect(ofUse.filter((l) => l.msg === 'redis connection error').map((l) => l.level)).toEqual(Array(outage).fill('warn'));
+          expect(ofUse.filter((l) => l.msg === 'redis connection restored').map((l) => l.level)).toEqual(Array(outage).fill('info'));
+          expect(ofUse.every((l) => l.redis === redis.url)).toBe(true);
+        }
+      }
+
+      const seen = factory.handedOut.reduce((sum, c) => sum + c.errors, 0) - seenBefore;
+      expect(seen).toBeGreaterThanOrEqual(12);
+      expect((await connectionErrors()) - countedBefore).toBe(seen);
+      expect(lines.filter((l) => l.use === 'shared').every((l) => l.connection === 'agentgw')).toBe(true);
+      expect(lines.filter((l) => l.use === 'subscriber' || l.use === 'key-store').every((l) => l.connection === 'agentgw-keys')).toBe(true);
+    } finally {
+      await store.close();
+      shared.disconnect();
+    }
+  }, 40_000);
+
+  it('fails a CLI connection fast with the address in the message, counted and logged once', async () => {
+    const port = await refusingPort();
+    const { logger, lines } = captureLogs();
+    const factory = recordingFactory(createRedisClientFactory({ url: `redis://127.0.0.1:${port}/0`, prefix: 'factory:', commandTimeoutMs: 100 }, logger));
+    const countedBefore = await connectionErrors();
+    const client = factory.connect('cli-read', 'agentgw-cli');
+    await expect(factory.whenReady(client, 5_000)).rejects.toThrow(new RegExp(`^cannot reach redis at redis://127\\.0\\.0\\.1:${port}/0: .*ECONNREFUSED`));
+    // No reconnect for a one-shot CLI read: the client gives up after its first error.
+    await vi.waitFor(() => expect(client.status).toBe('end'));
+    expect(factory.handedOut[0]!.errors).toBe(1);
+    expect((await connectionErrors()) - countedBefore).toBe(1);
+    expect(lines.map((l) => [l.level, l.msg, l.connection, l.use])).toEqual([['warn', 'redis connection error', 'agentgw-cli', 'cli-read']]);
+  });
+
+  describe('with a password in the URL', () => {
+    const password = 'pw-4Kq9-never-in-logs';
+    let secured: TestRedis;
+    let url: string;
+    beforeAll(async () => {
+      secured = await startRedis({ controllable: true });
+      const admin = new Redis(secured.url, { maxRetriesPerRequest: 1 });
+      await admin.config('SET', 'requirepass', password);
+      admin.disconnect();
+      url = `redis://:${password}@127.0.0.1:${secured.port}/0`;
+    });
+    afterAll(async () => {
+      await secured?.close();
+    });
+
+    it('refused credentials are a connection error whose message names neither password', async () => {
+      const wrong = 'wrong-Zt3-also-secret';
+      const { logger, lines, text } = captureLogs();
+      const factory = createRedisClientFactory({ url: `redis://:${wrong}@127.0.0.1:${secured.port}/0`, prefix: 'factory:', commandTimeoutMs: 100 }, logger);
+      const countedBefore = await connectionErrors();
+      const client = factory.connect('cli-read', 'agentgw-cli');
+      const failure = await factory.whenReady(client, 5_000).then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      client.disconnect();
+      expect(failure?.message).toMatch(/^cannot reach redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\/0: WRONGPASS/);
+      expect(failure?.message).not.toContain(wrong);
+      expect(await connectionErrors()).toBeGreaterThan(countedBefore);
+      expect(lines.map((l) => l.msg)).toEqual(['redis connection error']);
+      expect(text.join('')).not.toContain(wrong);
+      expect(text.join('')).not.toContain(password);
+    });
+
+    // Last in this block: it stops the server.
+    it('logs the address with the password hidden, and never the password, through an outage', async () => {
+      const { logger, lines, text } = captureLogs();
+      const factory = createRedisClientFactory({ url, prefix: 'factory:', commandTimeoutMs: 100 }, logger);
+      expect(factory.address).toBe(`redis://:***@127.0.0.1:${secured.port}/0`);
+      const client = factory.connect('shared', 'agentgw');
+      try {
+        await factory.whenReady(client, 5_000);
+        expect(await client.ping()).toBe('PONG');
+        await secured.stop();
+        await vi.waitFor(() => expect(lines.filter((l) => l.msg === 'redis connection error')).toHaveLength(1), { timeout: 10_000 });
+        expect(lines[0]!.redis).toBe(`redis://:***@127.0.0.1:${secured.port}/0`);
+        expect(text.join('')).not.toContain(password);
+      } finally {
+        client.disconnect();
+      }
+    });
+  });
+});
+
+describe('redactRedisUrl', () => {
+  it('hides the password and keeps the rest', () => {
+    expect(redactRedisUrl('redis://:s3cret@cache.internal:6380/2')).toBe('redis://:***@cache.internal:6380/2');
+    expect(redactRedisUrl('rediss://app:s3cret@cache.internal:6380/0')).toBe('rediss://app:***@cache.internal:6380/0');
+    expect(redactRedisUrl('redis://127.0.0.1:6379/0')).toBe('redis://127.0.0.1:6379/0');
+  });
+
+  it('names no part of a URL it cannot parse', () => {
+    expect(redactRedisUrl('redis://:s3cret@[not-a-host')).toBe('redis');
+  });
+});
