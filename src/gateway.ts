@@ -12,7 +12,7 @@ import type { Logger } from './logger.js';
 import { createAdminServer, registryMetrics } from './admin/admin-server.js';
 import { createGatewayServer, type GatewayServer } from './http/gateway-server.js';
 import { GatewayRuntime } from './http/gateway-runtime.js';
-import { metrics, registry } from './metrics/metrics.js';
+import { registry } from './metrics/metrics.js';
 import { FailoverRateLimiter } from './ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
@@ -67,7 +67,6 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         mode: config.rateLimits.onStoreError,
         logger,
         clock,
-        metrics,
       })
     : memoryLimiter;
 

@@ -4,7 +4,7 @@
 // (docs/performance.md). The whole record is one JSON field so types (numbers, nulls)
 // survive exactly and consumers parse one thing.
 import { withDeadline } from '../deadline.js';
-import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
+import { metrics } from '../metrics/metrics.js';
 import type { RedisClient } from '../redis/redis-client.js';
 import type { AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
@@ -20,8 +20,6 @@ export interface RedisStreamAuditSinkOptions {
   maxLen: number;
   /** Budget for one batch's pipeline round trip; past it the batch counts as failed. */
   commandTimeoutMs: number;
-  /** Where a failed batch is counted as a Redis error (`op="audit"`); the gateway's registry by default. */
-  metrics?: Pick<Metrics, 'redisErrors'>;
 }
 
 const APPEND_COMMAND = 'agentgwAuditAppend';
@@ -43,11 +41,9 @@ export class RedisStreamAuditSink implements AuditSink {
   private readonly streamKey: string;
   private readonly maxLen: number;
   private readonly commandTimeoutMs: number;
-  private readonly metrics: Pick<Metrics, 'redisErrors'>;
 
   constructor(options: RedisStreamAuditSinkOptions) {
     this.redis = options.redis;
-    this.metrics = options.metrics ?? defaultMetrics;
     this.streamKey = options.streamKey;
     this.maxLen = options.maxLen;
     this.commandTimeoutMs = options.commandTimeoutMs;
@@ -77,7 +73,7 @@ export class RedisStreamAuditSink implements AuditSink {
     } catch (error) {
       // One failed command, however many records it carried (those are counted by
       // agentgw_audit_records_total{result="spooled"} when the log spools them).
-      this.metrics.redisErrors.inc({ op: 'audit' });
+      metrics.redisErrors.inc({ op: 'audit' });
       throw error;
     }
   }

@@ -13,7 +13,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
+import { metrics } from '../metrics/metrics.js';
 
 export interface FailedAuthThrottleOptions {
   /** Failed attempts allowed per window; the attempt that uses the last one starts the block. */
@@ -26,8 +26,6 @@ export interface FailedAuthThrottleOptions {
   redis?: { client: unknown; prefix: string } | undefined;
   /** Bound on the local mirror of blocked addresses. */
   maxTrackedAddresses?: number;
-  /** Where a failed Redis call is counted (`op="authfail"`); the gateway's registry by default. */
-  metrics?: Pick<Metrics, 'redisErrors'>;
 }
 
 const toSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
@@ -36,14 +34,12 @@ export class FailedAuthThrottle {
   private readonly limiter: RateLimiterAbstract;
   /** With Redis (the counter is shared): this instance's own count, for a call whose Redis command failed. */
   private readonly fallback: RateLimiterAbstract | undefined;
-  private readonly metrics: Pick<Metrics, 'redisErrors'>;
   /** Client address → blocked until (epoch ms, injected clock). */
   private readonly blockedUntil = new Map<string, number>();
   private readonly maxTracked: number;
 
   constructor(private readonly options: FailedAuthThrottleOptions) {
     this.maxTracked = options.maxTrackedAddresses ?? 100_000;
-    this.metrics = options.metrics ?? defaultMetrics;
     const limits = { points: options.maxAttempts, duration: toSeconds(options.perMs), blockDuration: toSeconds(options.blockForMs) };
     if (options.redis) {
       this.limiter = new RateLimiterRedis({
@@ -120,7 +116,7 @@ export class FailedAuthThrottle {
       return await run(this.limiter);
     } catch (error) {
       if (error instanceof RateLimiterRes || this.fallback === undefined) throw error;
-      this.metrics.redisErrors.inc({ op: 'authfail' });
+      metrics.redisErrors.inc({ op: 'authfail' });
       return run(this.fallback);
     }
   }

@@ -10,7 +10,7 @@ import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { GatewayError, type ErrorType } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
+import { metrics } from '../metrics/metrics.js';
 import type { AuthenticateInput, Authenticator } from './authenticator.js';
 import { extractBearerToken } from './bearer-token.js';
 import { KeyCache, toCachedKey, type CachedKey } from './key-cache.js';
@@ -34,7 +34,6 @@ export interface KeyAuthenticatorOptions {
   storeRetryAfterSeconds?: number;
   /** While the store is down, a stale entry is served this long before the store is tried again (default 1 s). */
   staleRetryMs?: number;
-  metrics?: Metrics;
 }
 
 type FailureType = Extract<ErrorType, 'missing_api_key' | 'invalid_api_key' | 'expired_api_key' | 'revoked_api_key' | 'agent_not_allowed'>;
@@ -81,14 +80,13 @@ export class KeyAuthenticator implements Authenticator {
     this.lastUsed = options.lastUsed ?? new LastUsedTracker({ store: options.store, logger: options.logger });
     this.storeRetryAfterSeconds = options.storeRetryAfterSeconds ?? 1;
     this.staleRetryMs = options.staleRetryMs ?? 1_000;
-    const m = options.metrics ?? defaultMetrics;
     // Bound label children once: prom-client's label lookup would otherwise run per request.
     this.counters = {
-      hit: m.keyCache.labels('hit'),
-      miss: m.keyCache.labels('miss'),
-      negativeHit: m.keyCache.labels('negative_hit'),
-      staleHit: m.keyCache.labels('stale_hit'),
-      authFailures: m.authFailures,
+      hit: metrics.keyCache.labels('hit'),
+      miss: metrics.keyCache.labels('miss'),
+      negativeHit: metrics.keyCache.labels('negative_hit'),
+      staleHit: metrics.keyCache.labels('stale_hit'),
+      authFailures: metrics.authFailures,
     };
     this.unsubscribe = options.store.onInvalidate((hash) => {
       if (hash === INVALIDATE_ALL) this.cache.clear();

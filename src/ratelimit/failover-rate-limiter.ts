@@ -6,7 +6,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { metrics as defaultMetrics, type Metrics } from '../metrics/metrics.js';
+import { metrics } from '../metrics/metrics.js';
 import type { RateLimitDecision, RateLimiter, RateWindow } from './rate-limiter.js';
 import { RateLimitStoreError } from './rate-limit-store-error.js';
 
@@ -23,7 +23,6 @@ export interface FailoverRateLimiterOptions {
   clock?: Clock;
   /** How long Redis is skipped after a failure before one request probes it. Default 1000 ms. */
   breakerOpenMs?: number;
-  metrics?: Pick<Metrics, 'redisErrors'>;
 }
 
 export class FailoverRateLimiter implements RateLimiter {
@@ -33,7 +32,6 @@ export class FailoverRateLimiter implements RateLimiter {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly breakerOpenMs: number;
-  private readonly metrics: Pick<Metrics, 'redisErrors'>;
   /** Set from the first failure until a call to the primary succeeds again. */
   private outageSinceMs: number | undefined;
   private skipPrimaryUntilMs = 0;
@@ -46,7 +44,6 @@ export class FailoverRateLimiter implements RateLimiter {
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.breakerOpenMs = options.breakerOpenMs ?? 1_000;
-    this.metrics = options.metrics ?? defaultMetrics;
   }
 
   /** True while the primary is considered down (for /readyz-style diagnostics). */
@@ -95,7 +92,7 @@ export class FailoverRateLimiter implements RateLimiter {
   }
 
   private recordFailure(error: RateLimitStoreError): void {
-    this.metrics.redisErrors.inc({ op: 'ratelimit' });
+    metrics.redisErrors.inc({ op: 'ratelimit' });
     const nowMs = this.clock.now();
     this.skipPrimaryUntilMs = nowMs + this.breakerOpenMs;
     if (this.outageSinceMs !== undefined) return;
