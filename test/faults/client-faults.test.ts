@@ -12,14 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
-import { parseSseReference } from '../property/reference-sse.js';
+import { parseSseReference } from '../helpers/reference-sse.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { readAuditFile, readAuditStream } from './support/audit-sinks.js';
-import { describeSample, MB, startFaultGateway, type FaultGateway } from './support/fault-gateway.js';
-import { FIREHOSE_EVENT, startFaultRunner, type FaultRunner } from './support/fault-runner.js';
-import { createKeys } from './support/keys.js';
-import { reportRow } from './support/report.js';
-import { answerSummary, sleep, startTraffic, waitFor, type Outcome } from './support/traffic.js';
+import { readAuditFile, readAuditStream } from '../helpers/faults/audit-check.js';
+import { describeSample, MB, startFaultGateway, type FaultGateway } from '../helpers/faults/fault-gateway.js';
+import { FIREHOSE_EVENT, startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
+import { createKeys } from '../helpers/faults/create-keys.js';
+import { reportRow } from '../helpers/faults/report.js';
+import { answerSummary, sleep, startTraffic, waitFor, type Outcome } from '../helpers/faults/traffic.js';
 
 const STREAM_KEY = 'faults:clients:audit';
 const IDLE_CONNECTIONS_WANTED = Number(process.env.FAULT_IDLE_CONNECTIONS ?? 10_000);
@@ -214,7 +214,7 @@ describe('clients misbehaving (gateway processes, real Redis)', () => {
     const count = Math.min(IDLE_CONNECTIONS_WANTED, hardFdLimit - 300);
     expect(count, `hard descriptor limit ${hardFdLimit}`).toBeGreaterThanOrEqual(100);
     const before = await gateway.sample();
-    const clients = spawn('bash', ['-c', `ulimit -n ${count + 500} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, process.execPath, join(import.meta.dirname, 'support/idle-clients.mjs'), String(gateway.port), String(count)], {
+    const clients = spawn('bash', ['-c', `ulimit -n ${count + 500} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, process.execPath, join(import.meta.dirname, '../helpers/faults/idle-clients.mjs'), String(gateway.port), String(count)], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let report = '';

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { reportRow } from './support/report.js';
+import { reportRow } from '../helpers/faults/report.js';
 
 const DURATION = process.env.SOAK_SHORT_DURATION ?? '20s';
 

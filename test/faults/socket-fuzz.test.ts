@@ -9,8 +9,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { splitAt } from '../helpers/split-at.js';
-import { startFaultRunner, type FaultRunner } from './support/fault-runner.js';
-import { reportRow } from './support/report.js';
+import { startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
+import { reportRow } from '../helpers/faults/report.js';
 
 /** Every status the gateway (or Node's parser on its behalf) may answer a client with. */
 const ALLOWED = new Set([200, 400, 401, 404, 405, 408, 413, 415, 417, 431]);

@@ -23,7 +23,7 @@ import { silentLogger } from '../../src/logger.js';
 import { metrics } from '../../src/metrics/metrics.js';
 import { createRedisClientFactory } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { auditCount, dedupe, makeLines, makeRecord, makeRecords } from '../unit/audit/audit-test-helpers.js';
+import { auditCount, dedupe, makeLines, makeRecord, makeRecords } from '../helpers/audit-records.js';
 
 const STREAM = 'agentgw:audit';
 const agents = { support: { upstream: 'http://127.0.0.1:8081/api/v1' } };

@@ -14,7 +14,7 @@ import { FileAuditSink } from '../../src/audit/file-audit-sink.js';
 import { registerAuditCommand } from '../../src/cli/audit.js';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logger.js';
-import { makeLines, makeRecord, makeRecords } from '../unit/audit/audit-test-helpers.js';
+import { makeLines, makeRecord, makeRecords } from '../helpers/audit-records.js';
 
 const idOf = (line: string): string => (JSON.parse(line) as AuditRecord).id;
 const idsOf = (from: number, count: number): string[] => makeRecords(from, count).map((r) => r.id);

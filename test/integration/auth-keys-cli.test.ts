@@ -13,7 +13,7 @@ import { ManualClock, systemClock } from '../../src/clock.js';
 import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { tempDir, waitUntil } from '../unit/auth/support.js';
+import { tempDir, waitUntil } from '../helpers/key-stores.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;

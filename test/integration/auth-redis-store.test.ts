@@ -15,7 +15,7 @@ import { silentLogger } from '../../src/logger.js';
 import { metrics } from '../../src/metrics/metrics.js';
 import { createRedisClientFactory } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { SpyStore, testConfig, waitUntil } from '../unit/auth/support.js';
+import { SpyStore, testConfig, waitUntil } from '../helpers/key-stores.js';
 
 const PREFIX = 'agentgw:';
 let redis: TestRedis;

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { chunkAt, parseSseReference } from './reference-sse.js';
-import { cutsFor, sseGarbage, wellFormedStream } from './sse-arbitraries.js';
+import { chunkAt, parseSseReference } from '../helpers/reference-sse.js';
+import { cutsFor, sseGarbage, wellFormedStream } from '../helpers/sse-arbitraries.js';
 
 const HEARTBEAT_MS = 20;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

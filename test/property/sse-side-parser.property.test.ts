@@ -5,8 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SseSideParser, tokensFromDoneData } from '../../src/proxy/sse-parser.js';
-import { chunkAt, parseSseReference, type ReferenceEvent } from './reference-sse.js';
-import { cutsFor, sseGarbage, wellFormedStream } from './sse-arbitraries.js';
+import { chunkAt, parseSseReference, type ReferenceEvent } from '../helpers/reference-sse.js';
+import { cutsFor, sseGarbage, wellFormedStream } from '../helpers/sse-arbitraries.js';
 
 interface SideParse {
   /** Per dispatched event: its data when it is named `done`, else null (the side-parser decodes no other). */

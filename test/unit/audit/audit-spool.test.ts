@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../../src/audit/audit-record.js';
 import { AuditSpool, spoolPathFor } from '../../../src/audit/audit-spool.js';
 import { silentLogger } from '../../../src/logger.js';
-import { idOfLine, makeLines, makeRecord, makeRecords, tempDir } from './audit-test-helpers.js';
+import { idOfLine, makeLines, makeRecord, makeRecords, tempDir } from '../../helpers/audit-records.js';
 
 const line = (record: AuditRecord): string => `${JSON.stringify(record)}\n`;
 const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);

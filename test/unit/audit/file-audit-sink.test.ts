@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { toAuditLine } from '../../../src/audit/audit-record.js';
 import { FileAuditSink } from '../../../src/audit/file-audit-sink.js';
-import { makeLines, makeRecord, makeRecords, tempDir } from './audit-test-helpers.js';
+import { makeLines, makeRecord, makeRecords, tempDir } from '../../helpers/audit-records.js';
 
 describe('FileAuditSink', () => {
   let dir: string;

@@ -5,7 +5,7 @@ import { auditSourceOf } from '../../../src/audit/read-audit-records.js';
 import { systemClock } from '../../../src/clock.js';
 import { parseConfig } from '../../../src/config/load-config.js';
 import { silentLogger } from '../../../src/logger.js';
-import { idsInFile, makeRecords, tempDir } from './audit-test-helpers.js';
+import { idsInFile, makeRecords, tempDir } from '../../helpers/audit-records.js';
 
 const agents = { support: { upstream: 'http://127.0.0.1:8081/api/v1' } };
 

@@ -7,7 +7,7 @@ import { KeyService } from '../../../src/keys/key-service.js';
 import { ManualClock } from '../../../src/clock.js';
 import type { Logger } from '../../../src/logger.js';
 import { silentLogger } from '../../../src/logger.js';
-import { openFileStore, tempDir, testConfig, waitUntil } from '../auth/support.js';
+import { openFileStore, tempDir, testConfig, waitUntil } from '../../helpers/key-stores.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;

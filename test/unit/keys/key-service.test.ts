@@ -4,7 +4,7 @@ import type { FileKeyStore } from '../../../src/keys/file-key-store.js';
 import { hashApiKey, parseApiKey } from '../../../src/keys/key-format.js';
 import { KeyService, KeyServiceError } from '../../../src/keys/key-service.js';
 import { ManualClock } from '../../../src/clock.js';
-import { openFileStore, tempDir, testConfig } from '../auth/support.js';
+import { openFileStore, tempDir, testConfig } from '../../helpers/key-stores.js';
 
 let store: FileKeyStore;
 let cleanup: () => Promise<void>;

@@ -3,7 +3,7 @@
 // agent and a broken one side by side; `runner` in the (forwarded) request body tunes it.
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { chatResponse, startFakeUpstream, type FakeUpstream } from '../../helpers/fake-upstream.js';
+import { chatResponse, startFakeUpstream, type FakeUpstream } from '../fake-upstream.js';
 
 export type RunnerMode =
   | 'ok' // JSON answer; a short stream of tokens and done

@@ -2,7 +2,7 @@
 // properties (RSS, open descriptors, handles, survival, signals) are only honest in a
 // process of its own. Optionally raises `ulimit -n` for the child (10,000 idle connections).
 import type { ChildProcess } from 'node:child_process';
-import { startGatewayProcess } from '../../helpers/gateway-process.js';
+import { startGatewayProcess } from '../gateway-process.js';
 
 export interface ProcessSample {
   rssBytes: number;

@@ -3,9 +3,9 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { toAuditLine, type AuditLine, type AuditRecord } from '../../../src/audit/audit-record.js';
-import type { AuditSink } from '../../../src/audit/audit-sink.js';
-import { metrics } from '../../../src/metrics/metrics.js';
+import { toAuditLine, type AuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
+import type { AuditSink } from '../../src/audit/audit-sink.js';
+import { metrics } from '../../src/metrics/metrics.js';
 
 export function makeRecord(n: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
   return {

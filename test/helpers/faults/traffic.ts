@@ -2,7 +2,7 @@
 // streams) until stopped, each outcome recorded with its own X-Request-Id so it can be found
 // again in the audit sinks and on the runner.
 import { Agent, request } from 'undici';
-import { parseSseReference } from '../../property/reference-sse.js';
+import { parseSseReference } from '../reference-sse.js';
 
 export type Route = 'chat' | 'chat/stream';
 

@@ -2,10 +2,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileKeyStore } from '../../../src/keys/file-key-store.js';
-import type { KeyRecord } from '../../../src/keys/key-record.js';
-import { StoreUnavailableError, type KeyListFilter, type KeyStore, type LastUsedEntry, type InvalidationListener } from '../../../src/keys/key-store.js';
-import { silentLogger } from '../../../src/logger.js';
+import { FileKeyStore } from '../../src/keys/file-key-store.js';
+import type { KeyRecord } from '../../src/keys/key-record.js';
+import { StoreUnavailableError, type KeyListFilter, type KeyStore, type LastUsedEntry, type InvalidationListener } from '../../src/keys/key-store.js';
+import { silentLogger } from '../../src/logger.js';
 
 export const testConfig = {
   plans: new Map([
