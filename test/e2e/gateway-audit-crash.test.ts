@@ -7,7 +7,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
 import { openCliKeyStore } from '../../src/cli/keys.js';
 import { KeyService } from '../../src/keys/key-service.js';
@@ -18,12 +17,12 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { postChat } from '../helpers/gateway.js';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { sleep } from '../helpers/wait.js';
+import { idsInStream } from '../helpers/audit-records.js';
 
 const STREAM_KEY = `gwaudit-crash:${randomUUID()}`;
 const SECRET_MESSAGE = 'narwhal-opal-message-3c9b12 cancel my subscription';
 const FLUSH_INTERVAL_MS = 50;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 let dir: string;
 let redis: TestRedis;
@@ -74,10 +73,7 @@ async function send(gateway: GatewayProcess, id: string): Promise<void> {
 }
 
 /** Stream record ids in stream order (may repeat: delivery is at-least-once). */
-async function streamIds(): Promise<string[]> {
-  const entries = await inspect.xrange(STREAM_KEY, '-', '+');
-  return entries.map(([, fields]) => (JSON.parse(fields[1]!) as AuditRecord).id);
-}
+const streamIds = (): Promise<string[]> => idsInStream(inspect, STREAM_KEY);
 
 async function waitForStream(ids: string[], timeoutMs: number): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;

@@ -14,14 +14,13 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { postChat } from '../helpers/gateway.js';
 import { CLI_PATH, startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { sleep } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 const CHAT = '/agents/support/api/v1/chat';
 const ANY_KEY = /ha_[0-9A-Za-z]{38}/;
 const POLL_INTERVAL_MS = 50;
 const REVOCATION_BOUND_MS = 1_000;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let upstream: FakeUpstream;
 let redis: TestRedis;

@@ -12,8 +12,8 @@ import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { openSse } from '../helpers/sse-client.js';
+import { sleep } from '../helpers/wait.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const GRACE_MS = 1_500;
 
 let dir: string;

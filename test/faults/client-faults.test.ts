@@ -14,12 +14,13 @@ import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { parseSseReference } from '../helpers/reference-sse.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { readAuditFile, readAuditStream } from '../helpers/faults/audit-check.js';
 import { describeSample, MB, startFaultGateway, type FaultGateway } from '../helpers/faults/fault-gateway.js';
 import { FIREHOSE_EVENT, startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
 import { createKeys } from '../helpers/faults/create-keys.js';
 import { reportRow } from '../helpers/faults/report.js';
-import { answerSummary, sleep, startTraffic, waitFor, type Outcome } from '../helpers/faults/traffic.js';
+import { answerSummary, startTraffic, type Outcome } from '../helpers/faults/traffic.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { readAuditFile, readAuditStream } from '../helpers/audit-records.js';
 
 const STREAM_KEY = 'faults:clients:audit';
 const IDLE_CONNECTIONS_WANTED = Number(process.env.FAULT_IDLE_CONNECTIONS ?? 10_000);

@@ -15,12 +15,13 @@ import { spoolPathFor } from '../../src/audit/audit-spool.js';
 import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { readAuditFile, readAuditStream } from '../helpers/faults/audit-check.js';
 import { MB, startFaultGateway, type FaultGateway } from '../helpers/faults/fault-gateway.js';
 import { startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
 import { createKeys } from '../helpers/faults/create-keys.js';
 import { reportRow } from '../helpers/faults/report.js';
-import { answerSummary, sleep, startTraffic, waitFor, type Outcome } from '../helpers/faults/traffic.js';
+import { answerSummary, startTraffic, type Outcome } from '../helpers/faults/traffic.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { readAuditFile, readAuditStream } from '../helpers/audit-records.js';
 
 const FLUSH_INTERVAL_MS = 50;
 /** Answers older than this at the kill must have reached the spool (10 flush intervals: slack for a slow disk's fdatasync). */

@@ -20,10 +20,10 @@ import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { refusingPort } from '../helpers/free-port.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { readAuditFile } from '../helpers/faults/audit-check.js';
 import { startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
 import { findSecrets, revealingErrorBodies } from '../helpers/faults/leaks.js';
-import { waitFor } from '../helpers/faults/traffic.js';
+import { waitFor } from '../helpers/wait.js';
+import { readAuditFile } from '../helpers/audit-records.js';
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
 const ANY_KEY = /ha_[0-9A-Za-z]{38}/g;

@@ -14,13 +14,15 @@ import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { refusingPort } from '../helpers/free-port.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { answered, checkAudit, readAuditFile, readAuditStream } from '../helpers/faults/audit-check.js';
+import { answered, checkAudit } from '../helpers/faults/audit-check.js';
 import { describeSample, MB, startFaultGateway, type FaultGateway, type ProcessSample } from '../helpers/faults/fault-gateway.js';
 import { HUGE_BODY_BYTES, startFaultRunner, type FaultRunner, type RunnerMode } from '../helpers/faults/fault-runner.js';
 import { createKeys } from '../helpers/faults/create-keys.js';
 import { findSecrets, revealingErrorBodies } from '../helpers/faults/leaks.js';
 import { reportRow } from '../helpers/faults/report.js';
-import { answerSummary, sleep, startTraffic, waitFor, type Outcome, type Route } from '../helpers/faults/traffic.js';
+import { answerSummary, startTraffic, type Outcome, type Route } from '../helpers/faults/traffic.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { readAuditFile, readAuditStream } from '../helpers/audit-records.js';
 
 const STREAM_KEY = 'faults:upstream:audit';
 const FAULT_WINDOW_MS = 1_200;

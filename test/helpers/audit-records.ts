@@ -1,11 +1,9 @@
-// Doubles and helpers for the audit unit tests: records, a sink that fails or stalls on
-// command, temp dirs, and metric deltas.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Audit records for tests: made to order, and read back from where the sinks put them (a
+// JSON Lines file, a spool, a Redis stream), with the audit metric counts.
+import { readFile } from 'node:fs/promises';
 import { toAuditLine, type AuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
-import type { AuditSink } from '../../src/audit/audit-sink.js';
 import { metrics } from '../../src/metrics/metrics.js';
+import type { Redis } from '../../src/redis/redis-client.js';
 
 export function makeRecord(n: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
   return {
@@ -43,66 +41,39 @@ export function idOfLine(line: AuditLine): string {
   return (JSON.parse(line) as AuditRecord).id;
 }
 
-/** A test double sink: keeps what it is given; fails while `failing`; stalls while held. */
-export class FakeSink implements AuditSink {
-  readonly batches: AuditRecord[][] = [];
-  failing = false;
-  closed = false;
-  attempts = 0;
-  private gate: Promise<void> | undefined;
-  private releaseGate: (() => void) | undefined;
-
-  constructor(readonly name: string = 'fake') {}
-
-  get ids(): string[] {
-    return this.batches.flat().map((r) => r.id);
-  }
-
-  /** Writes from now on wait until the returned function is called. */
-  hold(): () => void {
-    this.gate = new Promise((resolve) => {
-      this.releaseGate = resolve;
-    });
-    return () => {
-      this.gate = undefined;
-      this.releaseGate?.();
-    };
-  }
-
-  async write(lines: readonly AuditLine[]): Promise<void> {
-    this.attempts++;
-    if (this.gate) await this.gate;
-    if (this.failing) throw new Error(`${this.name} sink is down`);
-    this.batches.push(lines.map((line) => JSON.parse(line) as AuditRecord));
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-  }
-}
-
-export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'agentgw-audit-'));
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+/** The records of a JSON Lines file (a missing file: none). */
+export async function readAuditFile(path: string): Promise<AuditRecord[]> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as AuditRecord);
 }
 
 /** Ids of the JSON lines of a file (missing file: none). */
 export async function idsInFile(path: string): Promise<string[]> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch {
-    return [];
-  }
-  return text
-    .split('\n')
-    .filter((line) => line.length > 0)
-    .map((line) => (JSON.parse(line) as AuditRecord).id);
+  return (await readAuditFile(path)).map((record) => record.id);
 }
 
 /** Ids waiting in a spool at rest (after close): the .replaying file first, then the spool. */
 export async function spooledIds(spoolPath: string): Promise<string[]> {
   return [...(await idsInFile(`${spoolPath}.replaying`)), ...(await idsInFile(spoolPath))];
+}
+
+/** Every record of a Redis stream the stream sink wrote, oldest first (read in pages). */
+export async function readAuditStream(redis: Redis, streamKey: string): Promise<AuditRecord[]> {
+  const records: AuditRecord[] = [];
+  let start = '-';
+  for (;;) {
+    const entries = await redis.xrange(streamKey, start, '+', 'COUNT', 5_000);
+    for (const [, fields] of entries) records.push(JSON.parse(fields[1]!) as AuditRecord);
+    if (entries.length < 5_000) return records;
+    start = `(${entries.at(-1)![0]}`;
+  }
+}
+
+export async function idsInStream(redis: Redis, streamKey: string): Promise<string[]> {
+  return (await readAuditStream(redis, streamKey)).map((record) => record.id);
 }
 
 export async function auditCount(sink: string, result: string): Promise<number> {

@@ -1,7 +1,5 @@
-// Shared fixtures for the auth tests: a temp key file store, a config slice, a spy store.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Key stores for tests: a file store that polls fast, a spy that counts lookups and can
+// pretend to be down, and the config slice KeyService needs.
 import { FileKeyStore } from '../../src/keys/file-key-store.js';
 import type { KeyRecord } from '../../src/keys/key-record.js';
 import { StoreUnavailableError, type KeyListFilter, type KeyStore, type LastUsedEntry, type InvalidationListener } from '../../src/keys/key-store.js';
@@ -17,11 +15,6 @@ export const testConfig = {
     ['sales', {} as never],
   ]),
 };
-
-export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'agentgw-auth-'));
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
-}
 
 export function openFileStore(path: string, watch = false): Promise<FileKeyStore> {
   return FileKeyStore.open({ path, logger: silentLogger, watch, pollIntervalMs: 100 });
@@ -72,16 +65,4 @@ export class SpyStore implements KeyStore {
   close(): Promise<void> {
     return this.inner.close();
   }
-}
-
-export function waitUntil(predicate: () => boolean | Promise<boolean>, timeoutMs: number, intervalMs = 10): Promise<number> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const tick = async () => {
-      if (await predicate()) return resolve(Date.now() - started);
-      if (Date.now() - started > timeoutMs) return reject(new Error(`condition not met within ${timeoutMs} ms`));
-      setTimeout(tick, intervalMs);
-    };
-    void tick();
-  });
 }

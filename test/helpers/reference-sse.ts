@@ -66,16 +66,3 @@ function tokensFrom(data: string): number | null {
     return null;
   }
 }
-
-/** Splits `bytes` at the given offsets (any order, duplicates and out-of-range ignored). */
-export function chunkAt(bytes: Uint8Array, cuts: readonly number[]): Buffer[] {
-  const sorted = [...new Set(cuts)].filter((cut) => cut > 0 && cut < bytes.length).sort((a, b) => a - b);
-  const chunks: Buffer[] = [];
-  let start = 0;
-  for (const cut of sorted) {
-    chunks.push(Buffer.from(bytes.subarray(start, cut)));
-    start = cut;
-  }
-  chunks.push(Buffer.from(bytes.subarray(start)));
-  return chunks;
-}

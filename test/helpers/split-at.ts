@@ -14,3 +14,8 @@ export function splitAt(bytes: Buffer, offsets: readonly number[]): Buffer[] {
   pieces.push(bytes.subarray(start));
   return pieces;
 }
+
+/** splitAt with only the offsets strictly inside the bytes (1..length-1): no piece is empty. */
+export function splitAtInside(bytes: Buffer, offsets: readonly number[]): Buffer[] {
+  return splitAt(bytes, offsets.filter((offset) => offset > 0 && offset < bytes.length));
+}

@@ -3,11 +3,9 @@
 // next one, and `audit tail` reading the stream.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { access, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { Command } from 'commander';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
@@ -16,19 +14,19 @@ import { BatchingAuditLog } from '../../src/audit/batching-audit-log.js';
 import { openAuditLog } from '../../src/audit/open-audit-log.js';
 import { tailAuditRecords } from '../../src/audit/read-audit-records.js';
 import { RedisStreamAuditSink } from '../../src/audit/redis-stream-audit-sink.js';
-import { registerAuditCommand } from '../../src/cli/audit.js';
 import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { metrics } from '../../src/metrics/metrics.js';
 import { createRedisClientFactory } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { auditCount, dedupe, makeLines, makeRecord, makeRecords } from '../helpers/audit-records.js';
+import { auditCount, dedupe, idOfLine, makeLines, makeRecord, makeRecords } from '../helpers/audit-records.js';
+import { sleep } from '../helpers/wait.js';
+import { fileExists } from '../helpers/files.js';
+import { runAuditTail } from '../helpers/audit-tail.js';
 
 const STREAM = 'agentgw:audit';
 const agents = { support: { upstream: 'http://127.0.0.1:8081/api/v1' } };
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
 const auditRedisErrors = async (): Promise<number> => (await metrics.redisErrors.get()).values.find((v) => v.labels.op === 'audit')?.value ?? 0;
 
 /** A client set up like the gateway's: fail fast while disconnected, reconnect quickly. */
@@ -135,7 +133,7 @@ describe('audit log with the Redis stream sink', () => {
     // Each failed batch write is one Redis error, op="audit" (while stopped, the sink tries
     // the first batch and then the retries; the rest goes straight to the spool).
     expect(await auditRedisErrors()).toBeGreaterThan(redisErrorsBefore);
-    expect(await exists(spoolPathFor(join(dir, 'spool.jsonl'), 'redis'))).toBe(false);
+    expect(await fileExists(spoolPathFor(join(dir, 'spool.jsonl'), 'redis'))).toBe(false);
   });
 
   it('spools when Redis hangs (batch timeout) and replays after it wakes up', async () => {
@@ -223,7 +221,7 @@ describe('audit log with the Redis stream sink', () => {
       child.kill('SIGKILL');
       const [, signal] = (await exited) as [number | null, string | null];
       expect(signal).toBe('SIGKILL');
-      spoolLeftByChild = await exists(spoolPathFor(spool, 'redis'));
+      spoolLeftByChild = await fileExists(spoolPathFor(spool, 'redis'));
     } finally {
       await redis.start();
     }
@@ -247,8 +245,8 @@ describe('audit log with the Redis stream sink', () => {
     expect(crashIds.length).toBeGreaterThan(200);
     // The spool of the crashed run went ahead of the new record.
     expect(ids.at(-1)).toBe('after-restart');
-    expect(await exists(spoolPathFor(spool, 'redis'))).toBe(false);
-    expect(await exists(`${spoolPathFor(spool, 'redis')}.replaying`)).toBe(false);
+    expect(await fileExists(spoolPathFor(spool, 'redis'))).toBe(false);
+    expect(await fileExists(`${spoolPathFor(spool, 'redis')}.replaying`)).toBe(false);
   });
 
   it('a batch whose reply comes while the event loop is blocked past the timeout counts as written, not failed', async () => {
@@ -275,42 +273,28 @@ describe('audit log with the Redis stream sink', () => {
       await sink.write(makeLines(0, 300));
     });
 
-    async function runTail(args: string[]): Promise<{ lines: string[]; exitCode: number | undefined; stderr: string }> {
-      const stdout = new PassThrough();
-      const stderr = new PassThrough();
-      let out = '';
-      let err = '';
-      stdout.on('data', (c: Buffer) => (out += c.toString()));
-      stderr.on('data', (c: Buffer) => (err += c.toString()));
-      let exitCode: number | undefined;
-      const program = new Command('agent-gateway').exitOverride().configureOutput({ writeErr: () => {} });
-      registerAuditCommand(program, { stdout, stderr, setExitCode: (code) => (exitCode = code) });
-      await program.parseAsync(['audit', 'tail', '--config', configPath, ...args], { from: 'user' });
-      return { lines: out.split('\n').filter(Boolean), exitCode, stderr: err };
-    }
-
     it('prints the last --limit records oldest first, as JSON Lines', async () => {
-      const { lines, exitCode } = await runTail(['--limit', '5']);
+      const { lines, exitCode } = await runAuditTail(['--config', configPath, '--limit', '5']);
       expect(exitCode).toBeUndefined();
       expect(lines.map((l) => JSON.parse(l))).toEqual(makeRecords(295, 5));
     });
 
     it('defaults to 20 records', async () => {
-      const { lines } = await runTail([]);
-      expect(lines.map((l) => (JSON.parse(l) as AuditRecord).id)).toEqual(makeRecords(280, 20).map((r) => r.id));
+      const { lines } = await runAuditTail(['--config', configPath]);
+      expect(lines.map(idOfLine)).toEqual(makeRecords(280, 20).map((r) => r.id));
     });
 
     it('filters by --key across pages of the stream', async () => {
       await new RedisStreamAuditSink({ redis: admin, streamKey: STREAM, maxLen: 10_000, commandTimeoutMs: 1_000 }).write(
         Array.from({ length: 500 }, (_, i) => toAuditLine(makeRecord(1000 + i, { key_id: 'key_noise' }))),
       );
-      const { lines } = await runTail(['--key', 'key_odd', '--limit', '3']);
-      expect(lines.map((l) => (JSON.parse(l) as AuditRecord).id)).toEqual([295, 297, 299].map((n) => makeRecord(n).id));
+      const { lines } = await runAuditTail(['--config', configPath, '--key', 'key_odd', '--limit', '3']);
+      expect(lines.map(idOfLine)).toEqual([295, 297, 299].map((n) => makeRecord(n).id));
     });
 
     it('fails with exit code 1 and a readable message when Redis is unreachable', async () => {
       await writeFile(configPath, `agents:\n  support: { upstream: "http://127.0.0.1:8081/api/v1" }\nredis: { url: "redis://127.0.0.1:1/0" }\naudit: { redis_stream: "${STREAM}" }\n`);
-      const { exitCode, stderr } = await runTail([]);
+      const { exitCode, stderr } = await runAuditTail(['--config', configPath]);
       expect(exitCode).toBe(1);
       expect(stderr).toMatch(/audit tail/);
     });
@@ -319,7 +303,7 @@ describe('audit log with the Redis stream sink', () => {
       const seen: string[] = [];
       const controller = new AbortController();
       const cfg = parseConfig({ agents, redis: { url: redis.url }, audit: { redis_stream: STREAM } }, 'test', {});
-      const following = tailAuditRecords(cfg, { limit: 1, keyId: 'key_even', follow: true, signal: controller.signal, redis: createRedisClientFactory(cfg.redis!, silentLogger) }, (line) => void seen.push((JSON.parse(line) as AuditRecord).id));
+      const following = tailAuditRecords(cfg, { limit: 1, keyId: 'key_even', follow: true, signal: controller.signal, redis: createRedisClientFactory(cfg.redis!, silentLogger) }, (line) => void seen.push(idOfLine(line)));
       await vi.waitFor(() => expect(seen).toEqual([makeRecord(298).id]));
       await new RedisStreamAuditSink({ redis: admin, streamKey: STREAM, maxLen: 10_000, commandTimeoutMs: 1_000 }).write(makeLines(300, 4));
       await vi.waitFor(() => expect(seen).toEqual([298, 300, 302].map((n) => makeRecord(n).id)));

@@ -5,18 +5,14 @@ import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { BatchingAuditLog } from '../../src/audit/batching-audit-log.js';
 import { FileAuditSink } from '../../src/audit/file-audit-sink.js';
-import { registerAuditCommand } from '../../src/cli/audit.js';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logger.js';
-import { makeLines, makeRecord, makeRecords } from '../helpers/audit-records.js';
+import { idOfLine, makeLines, makeRecord, makeRecords } from '../helpers/audit-records.js';
+import { runAuditTail } from '../helpers/audit-tail.js';
 
-const idOf = (line: string): string => (JSON.parse(line) as AuditRecord).id;
 const idsOf = (from: number, count: number): string[] => makeRecords(from, count).map((r) => r.id);
 
 describe('audit tail (file sink)', () => {
@@ -36,38 +32,24 @@ describe('audit tail (file sink)', () => {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
-  async function runTail(args: string[]): Promise<{ lines: string[]; exitCode: number | undefined; stderr: string }> {
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    let out = '';
-    let err = '';
-    stdout.on('data', (c: Buffer) => (out += c.toString()));
-    stderr.on('data', (c: Buffer) => (err += c.toString()));
-    let exitCode: number | undefined;
-    const program = new Command('agent-gateway').exitOverride().configureOutput({ writeErr: () => {} });
-    registerAuditCommand(program, { stdout, stderr, setExitCode: (code) => (exitCode = code) });
-    await program.parseAsync(['audit', 'tail', ...args], { from: 'user' });
-    return { lines: out.split('\n').filter(Boolean), exitCode, stderr: err };
-  }
-
   it('prints the last 20 records by default, oldest first', async () => {
-    const { lines, exitCode } = await runTail(['--config', configPath]);
+    const { lines, exitCode } = await runAuditTail(['--config', configPath]);
     expect(exitCode).toBeUndefined();
-    expect(lines.map(idOf)).toEqual(idsOf(80, 20));
+    expect(lines.map(idOfLine)).toEqual(idsOf(80, 20));
     expect(JSON.parse(lines[0]!)).toEqual(makeRecord(80));
   });
 
   it('honours --limit and --key together', async () => {
-    const { lines } = await runTail(['--config', configPath, '--key', 'key_even', '--limit', '4']);
-    expect(lines.map(idOf)).toEqual([92, 94, 96, 98].map((n) => makeRecord(n).id));
+    const { lines } = await runAuditTail(['--config', configPath, '--key', 'key_even', '--limit', '4']);
+    expect(lines.map(idOfLine)).toEqual([92, 94, 96, 98].map((n) => makeRecord(n).id));
   });
 
   it('rejects a --limit that is not a whole number', async () => {
-    await expect(runTail(['--config', configPath, '--limit', 'lots'])).rejects.toThrow(/whole number/);
+    await expect(runAuditTail(['--config', configPath, '--limit', 'lots'])).rejects.toThrow(/whole number/);
   });
 
   it('reports an unreadable config with exit code 1', async () => {
-    const { exitCode, stderr } = await runTail(['--config', join(dir, 'missing.yaml')]);
+    const { exitCode, stderr } = await runAuditTail(['--config', join(dir, 'missing.yaml')]);
     expect(exitCode).toBe(1);
     expect(stderr).toMatch(/missing\.yaml/);
   });
@@ -78,7 +60,7 @@ describe('audit tail (file sink)', () => {
     child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code).toBe(0);
-    expect(out.split('\n').filter(Boolean).map(idOf)).toEqual(idsOf(97, 3));
+    expect(out.split('\n').filter(Boolean).map(idOfLine)).toEqual(idsOf(97, 3));
   });
 
   it('as the built bin: --follow prints appended records and exits 0 on SIGINT', async () => {
@@ -87,11 +69,11 @@ describe('audit tail (file sink)', () => {
     child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
     const exited = once(child, 'exit');
     try {
-      await vi.waitFor(() => expect(out.split('\n').filter(Boolean).map(idOf)).toEqual([makeRecord(99).id]), { timeout: 5_000 });
+      await vi.waitFor(() => expect(out.split('\n').filter(Boolean).map(idOfLine)).toEqual([makeRecord(99).id]), { timeout: 5_000 });
       const sink = new FileAuditSink(auditFile);
       await sink.write(makeLines(100, 4));
       await sink.close();
-      await vi.waitFor(() => expect(out.split('\n').filter(Boolean).map(idOf)).toEqual([99, 101, 103].map((n) => makeRecord(n).id)), { timeout: 5_000 });
+      await vi.waitFor(() => expect(out.split('\n').filter(Boolean).map(idOfLine)).toEqual([99, 101, 103].map((n) => makeRecord(n).id)), { timeout: 5_000 });
       child.kill('SIGINT');
       const [code] = (await exited) as [number | null];
       expect(code).toBe(0);

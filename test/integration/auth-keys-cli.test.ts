@@ -13,7 +13,8 @@ import { ManualClock, systemClock } from '../../src/clock.js';
 import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { tempDir, waitUntil } from '../helpers/key-stores.js';
+import { waitFor } from '../helpers/wait.js';
+import { tempDir } from '../helpers/files.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -184,12 +185,12 @@ describe('keys CLI (file store)', () => {
       await expect(auth.authenticate(req)).resolves.toMatchObject({ keyId });
       const started = Date.now();
       expect((await cli(['keys', 'revoke', keyId, '--config', configPath])).code).toBe(0);
-      await waitUntil(async () => (await auth.authenticate(req).then(() => '', (e: GatewayError) => e.type)) === 'revoked_api_key', 1_000);
+      await waitFor('the revocation to reach the authenticator', async () => (await auth.authenticate(req).then(() => '', (e: GatewayError) => e.type)) === 'revoked_api_key', 1_000, 10);
       expect(Date.now() - started).toBeLessThan(1_000);
       // and a key created by the CLI after a failed lookup is usable at once (negative entry invalidated)
       const second = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support']);
       const secondKey = second.stdout.split('\n')[0]!;
-      await waitUntil(async () => (await auth.authenticate({ ...req, authorization: `Bearer ${secondKey}` }).then(() => true, () => false)), 1_000);
+      await waitFor('the new key to authenticate', async () => (await auth.authenticate({ ...req, authorization: `Bearer ${secondKey}` }).then(() => true, () => false)), 1_000, 10);
     } finally {
       await auth.close();
       await store.close();

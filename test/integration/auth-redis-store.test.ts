@@ -15,7 +15,8 @@ import { silentLogger } from '../../src/logger.js';
 import { metrics } from '../../src/metrics/metrics.js';
 import { createRedisClientFactory } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { SpyStore, testConfig, waitUntil } from '../helpers/key-stores.js';
+import { SpyStore, testConfig } from '../helpers/key-stores.js';
+import { waitFor } from '../helpers/wait.js';
 
 const PREFIX = 'agentgw:';
 let redis: TestRedis;
@@ -123,7 +124,7 @@ describe('RedisKeyStore', () => {
     const started = Date.now();
     await new KeyService({ store: cli, config: testConfig }).revokeKey(record.keyId);
     for (const a of [a1, a2]) {
-      await waitUntil(async () => (await a.authenticate(req(rawKey)).then(() => '', (e: GatewayError) => e.type)) === 'revoked_api_key', 1_000);
+      await waitFor('the revocation to reach this authenticator', async () => (await a.authenticate(req(rawKey)).then(() => '', (e: GatewayError) => e.type)) === 'revoked_api_key', 1_000, 10);
     }
     expect(Date.now() - started).toBeLessThan(1_000);
   });
@@ -150,7 +151,7 @@ describe('RedisKeyStore', () => {
     // Redis comes back empty: the subscriber's reconnect clears the cache (messages may have
     // been missed), so the key is looked up again and is now unknown.
     await redis.start();
-    await waitUntil(async () => (await auth.authenticate(req(rawKey)).then(() => '', (e: GatewayError) => e.type)) === 'invalid_api_key', 8_000, 100);
+    await waitFor('the key to be unknown after the reconnect', async () => (await auth.authenticate(req(rawKey)).then(() => '', (e: GatewayError) => e.type)) === 'invalid_api_key', 8_000, 100);
   });
 
   it('shares the failed-attempt count across instances; blocked addresses get 429 before any lookup', async () => {

@@ -6,19 +6,18 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
 import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { idsInFile, idsInStream } from '../helpers/audit-records.js';
 
 const STREAM_KEY = `gwaudit-outage:${randomUUID()}`;
 const SECRET_MESSAGE = 'walrus-topaz-message-51d0e7 what is my balance';
 const OUTAGE_MS = 3_000;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 let dataDir: string;
 let redis: TestRedis;
@@ -57,15 +56,9 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-async function streamIds(): Promise<string[]> {
-  const entries = await inspect.xrange(STREAM_KEY, '-', '+');
-  return entries.map(([, fields]) => (JSON.parse(fields[1]!) as AuditRecord).id);
-}
+const streamIds = (): Promise<string[]> => idsInStream(inspect, STREAM_KEY);
 
-async function fileIds(): Promise<string[]> {
-  const text = await readFile(join(gateway.dir, 'audit.jsonl'), 'utf8').catch(() => '');
-  return text.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as AuditRecord).id);
-}
+const fileIds = (): Promise<string[]> => idsInFile(join(gateway.dir, 'audit.jsonl'));
 
 /** Distinct record ids in both files of the Redis sink's spool (the append file and the one being replayed). */
 async function spoolIds(): Promise<Set<string>> {
@@ -75,14 +68,6 @@ async function spoolIds(): Promise<Set<string>> {
   for (const secret of [key.rawKey, SECRET_MESSAGE]) expect(text, 'spool').not.toContain(secret);
   if (text.length > 0) expect(text, 'spool').toContain(key.keyId);
   return new Set([...text.matchAll(/"id":"(out-[0-9]+-[0-9]+)"/g)].map((m) => m[1]!));
-}
-
-async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
 }
 
 describe('Redis stopped for seconds under traffic', () => {
@@ -103,9 +88,9 @@ describe('Redis stopped for seconds under traffic', () => {
     });
 
     // Before: traffic flows and its records reach the stream directly.
-    await waitUntil(() => answered.length >= 20, '20 answers before the outage', 5_000);
+    await waitFor('20 answers before the outage', () => answered.length >= 20, 5_000, 25);
     const firstIds = answered.slice(0, 20).map((a) => a.id);
-    await waitUntil(async () => { const seen = new Set(await streamIds()); return firstIds.every((id) => seen.has(id)); }, 'the first records in the stream', 5_000);
+    await waitFor('the first records in the stream', async () => { const seen = new Set(await streamIds()); return firstIds.every((id) => seen.has(id)); }, 5_000, 25);
 
     const beforeOutage = answered.length;
     await redis.stop();

@@ -15,6 +15,8 @@ import { refusingPort } from '../helpers/free-port.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { openSse } from '../helpers/sse-client.js';
+import { sleep } from '../helpers/wait.js';
+import { idOfLine } from '../helpers/audit-records.js';
 
 const STREAM_KEY = `gwaudit:${randomUUID()}`;
 /** Distinctive, so a leak into any sink or log line is unmistakable. */
@@ -26,8 +28,6 @@ const RECORD_FIELDS = [
   'id', 'ts', 'key_id', 'account', 'plan', 'agent', 'route', 'status', 'outcome', 'tokens_used', 'latency_ms',
   'upstream_latency_ms', 'bytes_in', 'bytes_out', 'client_ip', 'user_id', 'session_id',
 ].sort();
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What the test knows about one request, to compare with its record. */
 interface Sent {
@@ -142,7 +142,7 @@ async function waitForIds(ids: string[], timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const inStream = new Set((await streamEntries()).map((e) => e.record.id));
-    const inFile = new Set((await fileLines()).map((line) => (JSON.parse(line) as AuditRecord).id));
+    const inFile = new Set((await fileLines()).map(idOfLine));
     const missing = ids.filter((id) => !inStream.has(id) || !inFile.has(id));
     if (missing.length === 0) return;
     if (Date.now() > deadline) throw new Error(`audit records missing after ${timeoutMs} ms: ${missing.join(', ')}`);
@@ -267,7 +267,7 @@ describe('a mixed run through the gateway', () => {
   it('writes exactly one record per request id to each sink, and none for a 401', async () => {
     const expectedIds = sent.map((s) => s.id).sort();
     const streamIds = (await streamEntries()).map((e) => e.record.id).sort();
-    const fileIds = (await fileLines()).map((line) => (JSON.parse(line) as AuditRecord).id).sort();
+    const fileIds = (await fileLines()).map(idOfLine).sort();
     expect(streamIds).toEqual(expectedIds);
     expect(fileIds).toEqual(expectedIds);
     for (const id of unauthenticatedIds) {

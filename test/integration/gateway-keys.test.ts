@@ -14,6 +14,7 @@ import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const SUPPORT = '/agents/support/api/v1/chat';
 const SALES = '/agents/sales/api/v1/chat';
@@ -21,19 +22,6 @@ const PREFIX = 'gwkeys:';
 const CACHE_TTL_MS = 30_000;
 /** Any string of the key's shape, anywhere in a text. */
 const ANY_KEY = /ha_[0-9A-Za-z]{38}/;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(what: string, attempt: () => Promise<T | undefined>, timeoutMs: number, intervalMs = 25): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await attempt().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(intervalMs);
-  }
-}
-
 /** Changes one secret character to another base62 one: same shape, wrong checksum. */
 function withBadChecksum(rawKey: string): string {
   const i = 10;
@@ -70,7 +58,7 @@ async function metricValue(gateway: TestGateway, series: string): Promise<number
 
 /** /readyz answers 200 once the gateway's Redis connection is up (or at once, embedded). */
 function waitUntilReady(gateway: TestGateway): Promise<true> {
-  return waitFor('the gateway to be ready', async () => ((await fetch(`${gateway.adminUrl}/readyz`)).status === 200 ? true : undefined), 10_000);
+  return waitFor('the gateway to be ready', async () => ((await fetch(`${gateway.adminUrl}/readyz`)).status === 200 ? true : undefined), 10_000, 25);
 }
 
 let upstream: FakeUpstream;
@@ -78,7 +66,7 @@ let redis: TestRedis;
 let inspect: Redis;
 
 async function inspectReady(): Promise<Redis> {
-  await waitFor('the inspection client to connect', async () => (inspect.status === 'ready' ? true : undefined), 10_000);
+  await waitFor('the inspection client to connect', async () => (inspect.status === 'ready' ? true : undefined), 10_000, 25);
   return inspect;
 }
 
@@ -400,7 +388,7 @@ describe.each(['file', 'redis'] as const)('keys.store %s, over HTTP', (store) =>
     const audit = await waitFor('the audit file to hold the last accepted request', async () => {
       const text = await readFile(auditPath, 'utf8');
       return text.includes(lastOkRequestId) ? text : undefined;
-    }, 5_000);
+    }, 5_000, 25);
     const records = audit.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
     // Positive controls: records name the keys by key_id, and logs cover rejected requests too.
     expect(records.some((record) => usedKeyIds.has(String(record.key_id)))).toBe(true);

@@ -15,6 +15,7 @@ import { rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const PREFIX = 'gwcluster:';
 const CHAT = '/agents/support/api/v1/chat';
@@ -25,8 +26,6 @@ const PLANS = {
   hundred: { windows: [{ requests: 100, per: '1m' }] },
   steady: { windows: [{ requests: 100_000, per: '1m' }] },
 };
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let redis: TestRedis;
 let inspect: Redis;
@@ -123,21 +122,6 @@ async function countedInRedis(subject: string, windowName: string): Promise<numb
   let total = 0;
   for (const [field, count] of Object.entries(hash)) if (field !== 'bw') total += Number(count);
   return total;
-}
-
-/** Polls `check` until it holds; an error counts as "not yet" (e.g. the inspecting client still reconnecting). */
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
-    await sleep(50);
-  }
 }
 
 /**

@@ -9,6 +9,7 @@ import { defaultHandler, startFakeUpstream, type FakeUpstream } from '../helpers
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { openSse } from '../helpers/sse-client.js';
+import { sleep } from '../helpers/wait.js';
 
 const PREFIX = 'gwrl:';
 const CHAT = '/agents/support/api/v1/chat';
@@ -20,8 +21,6 @@ const PLANS = {
   duo: { windows: [{ requests: 3, per: '1s' }, { requests: 5, per: '10s' }] },
   scale: { windows: [] },
 };
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let redis: TestRedis;
 let inspect: Redis;

@@ -5,12 +5,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { defaultHandler, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { openSse } from '../helpers/sse-client.js';
+import { sleep } from '../helpers/wait.js';
 
 let upstream: FakeUpstream;
 let gateway: TestGateway;
 let key: string;
 const STREAM_PATH = '/agents/support/api/v1/chat/stream';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();

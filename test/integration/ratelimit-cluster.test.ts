@@ -12,6 +12,7 @@ import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
 import type { RateWindow } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import { freePort } from '../helpers/free-port.js';
+import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 const PREFIX = 'agentgw:';
@@ -35,16 +36,6 @@ async function redisCli(port: number, ...args: string[]): Promise<string> {
   const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 });
   return stdout;
 }
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'agentgw-cluster-'));
   // Data and cluster-bus ports picked explicitly: port + 10000 may be taken or out of range.
@@ -63,11 +54,11 @@ beforeAll(async () => {
     );
     nodes.push(child);
   }
-  for (const port of ports) await waitFor(`redis on ${port}`, async () => (await redisCli(port, 'ping')).trim() === 'PONG');
+  for (const port of ports) await waitFor(`redis on ${port}`, async () => (await redisCli(port, 'ping')).trim() === 'PONG', 20_000, 100);
   await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
-  for (const port of ports) await waitFor(`cluster_state:ok on ${port}`, async () => (await redisCli(port, 'cluster', 'info')).includes('cluster_state:ok'));
+  for (const port of ports) await waitFor(`cluster_state:ok on ${port}`, async () => (await redisCli(port, 'cluster', 'info')).includes('cluster_state:ok'), 20_000, 100);
   cluster = new Cluster([{ host: '127.0.0.1', port: ports[0] as number }], { redisOptions: { maxRetriesPerRequest: 1 } });
-  await waitFor('the ioredis cluster client', async () => (await cluster.ping()) === 'PONG');
+  await waitFor('the ioredis cluster client', async () => (await cluster.ping()) === 'PONG', 20_000, 100);
 });
 
 afterAll(async () => {

@@ -9,11 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { chunkAt, parseSseReference } from '../helpers/reference-sse.js';
+import { parseSseReference } from '../helpers/reference-sse.js';
 import { cutsFor, sseGarbage, wellFormedStream } from '../helpers/sse-arbitraries.js';
+import { sleep } from '../helpers/wait.js';
+import { splitAtInside } from '../helpers/split-at.js';
 
 const HEARTBEAT_MS = 20;
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What the runner does with the next stream request. */
 type Script = { chunks: Buffer[]; pauseAfterFirstMs: number; end: 'end' | 'reset' };
@@ -82,7 +83,7 @@ describe('SSE relayed through the gateway (property)', () => {
         // A stream must end with done to be complete; append one when the generator made none.
         const done = stream.events.some((e) => e.name === 'done');
         const bytes = done ? stream.bytes : Buffer.concat([stream.bytes, Buffer.from('event: done\ndata: {"latency_ms":1}\n\n')]);
-        const { body, requestId } = await relay({ chunks: chunkAt(bytes, cuts), pauseAfterFirstMs: 0, end: 'end' });
+        const { body, requestId } = await relay({ chunks: splitAtInside(bytes, cuts), pauseAfterFirstMs: 0, end: 'end' });
         expect(withoutPings(body).equals(bytes)).toBe(true);
         expectedTokens.set(requestId, done ? stream.tokensUsed : null);
       }),

@@ -5,8 +5,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SseSideParser, tokensFromDoneData } from '../../src/proxy/sse-parser.js';
-import { chunkAt, parseSseReference, type ReferenceEvent } from '../helpers/reference-sse.js';
+import { parseSseReference, type ReferenceEvent } from '../helpers/reference-sse.js';
 import { cutsFor, sseGarbage, wellFormedStream } from '../helpers/sse-arbitraries.js';
+import { splitAtInside } from '../helpers/split-at.js';
 
 interface SideParse {
   /** Per dispatched event: its data when it is named `done`, else null (the side-parser decodes no other). */
@@ -64,7 +65,7 @@ describe('SSE side-parser (property)', () => {
   it('any chunking of a well-formed stream yields exactly its events and its tokens_used', () => {
     fc.assert(
       fc.property(wellFormedStream, cutsFor(4_000), (stream, cuts) => {
-        const parsed = sideParse(chunkAt(stream.bytes, cuts));
+        const parsed = sideParse(splitAtInside(stream.bytes, cuts));
         expect(parsed.events).toEqual(asSeen(stream.events));
         expect(parsed.tokensUsed).toBe(stream.tokensUsed);
         // The reference agrees with the model: the generator is not fooling both parsers.
@@ -79,7 +80,7 @@ describe('SSE side-parser (property)', () => {
     fc.assert(
       fc.property(sseGarbage, cutsFor(300), (bytes, cuts) => {
         const whole = sideParse([bytes]);
-        const chunked = sideParse(chunkAt(bytes, cuts));
+        const chunked = sideParse(splitAtInside(bytes, cuts));
         expect(chunked).toEqual(whole);
         const reference = parseSseReference(bytes, 'any-field');
         expect(chunked.events).toEqual(asSeen(reference.events));
@@ -92,7 +93,7 @@ describe('SSE side-parser (property)', () => {
   it('any chunking of events with their fields in any order yields the done events a client would see', () => {
     fc.assert(
       fc.property(shuffledFieldsStream, cutsFor(400), (bytes, cuts) => {
-        const chunked = sideParse(chunkAt(bytes, cuts));
+        const chunked = sideParse(splitAtInside(bytes, cuts));
         const reference = parseSseReference(bytes, 'any-field');
         expect(chunked.events).toEqual(asSeen(reference.events));
         expect(chunked.tokensUsed).toBe(reference.tokensUsed);
@@ -105,7 +106,7 @@ describe('SSE side-parser (property)', () => {
   it('at an event boundary a whole event can be inserted without changing what the client sees', () => {
     fc.assert(
       fc.property(fc.oneof(sseGarbage, wellFormedStream.map((s) => s.bytes)), CONTINUATION, cutsFor(300), (prefix, rest, cuts) => {
-        const flags = sideParse(chunkAt(prefix, cuts));
+        const flags = sideParse(splitAtInside(prefix, cuts));
         fc.pre(flags.atEventBoundary);
         const original = parseSseReference(Buffer.concat([prefix, rest])).events;
         expect(parseSseReference(Buffer.concat([prefix, Buffer.from(': ping\n\n'), rest])).events).toEqual(original);
@@ -118,7 +119,7 @@ describe('SSE side-parser (property)', () => {
   it('at a line boundary a comment line can be inserted without splitting or merging events', () => {
     fc.assert(
       fc.property(fc.oneof(sseGarbage, wellFormedStream.map((s) => s.bytes)), CONTINUATION, cutsFor(300), (prefix, rest, cuts) => {
-        const flags = sideParse(chunkAt(prefix, cuts));
+        const flags = sideParse(splitAtInside(prefix, cuts));
         fc.pre(flags.atLineBoundary && !flags.atEventBoundary);
         const original = parseSseReference(Buffer.concat([prefix, rest])).events;
         expect(parseSseReference(Buffer.concat([prefix, Buffer.from(': ping\n'), rest])).events).toEqual(original);
@@ -132,7 +133,7 @@ describe('SSE side-parser (property)', () => {
   it('mid-line, a blank line and a new event always stand on their own', () => {
     fc.assert(
       fc.property(sseGarbage, cutsFor(300), (prefix, cuts) => {
-        const flags = sideParse(chunkAt(prefix, cuts));
+        const flags = sideParse(splitAtInside(prefix, cuts));
         fc.pre(!flags.atLineBoundary);
         const events = parseSseReference(Buffer.concat([prefix, Buffer.from('\n\n'), Buffer.from(ERROR_EVENT)])).events;
         expect(events.at(-1)).toEqual({ name: 'error', data: '{"type":"upstream_error","message":"m","request_id":"r"}' });

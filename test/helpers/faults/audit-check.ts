@@ -1,28 +1,7 @@
-// Reading what reached the audit sinks after a fault, and which answered requests have no
-// record there: the "audit records lost" column of docs/reliability.md.
-import { readFile } from 'node:fs/promises';
+// Which answered requests have no audit record after a fault (and which have two): the
+// "audit records lost" column of docs/reliability.md.
 import type { AuditRecord } from '../../../src/audit/audit-record.js';
-import type { Redis } from '../../../src/redis/redis-client.js';
 import type { Outcome } from './traffic.js';
-
-export async function readAuditFile(path: string): Promise<AuditRecord[]> {
-  const text = await readFile(path, 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as AuditRecord);
-}
-
-export async function readAuditStream(redis: Redis, streamKey: string): Promise<AuditRecord[]> {
-  const records: AuditRecord[] = [];
-  let start = '-';
-  for (;;) {
-    const entries = await redis.xrange(streamKey, start, '+', 'COUNT', 5_000);
-    for (const [, fields] of entries) records.push(JSON.parse(fields[1]!) as AuditRecord);
-    if (entries.length < 5_000) return records;
-    start = `(${entries.at(-1)![0]}`;
-  }
-}
 
 /** Every request the client got an answer for went past authentication here (valid key, known route). */
 export function answered(outcomes: readonly Outcome[]): Outcome[] {

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { chatResponse, startFakeUpstream, type FakeUpstream } from '../fake-upstream.js';
+import { sleep } from '../wait.js';
 
 export type RunnerMode =
   | 'ok' // JSON answer; a short stream of tokens and done
@@ -36,7 +37,6 @@ export interface FaultRunner {
 export const HUGE_BODY_BYTES = 50 * 1024 * 1024;
 /** One event of the firehose mode (about 1 KB). */
 export const FIREHOSE_EVENT = Buffer.from(`event: token\ndata: {"content":"${'y'.repeat(1_000)}"}\n\n`);
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Writes `chunk`, waiting for 'drain' when the socket is full: a well-behaved producer. */
 async function writePaced(res: ServerResponse, chunk: Buffer | string): Promise<boolean> {

@@ -3,6 +3,7 @@
 // again in the audit sinks and on the runner.
 import { Agent, request } from 'undici';
 import { parseSseReference } from '../reference-sse.js';
+import { sleep } from '../wait.js';
 
 export type Route = 'chat' | 'chat/stream';
 
@@ -186,22 +187,4 @@ export function answerSummary(outcomes: readonly Outcome[]): string {
   )
     .map(([answer, count]) => `${answer} ×${count}`)
     .join(', ');
-}
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it returns a value other than undefined/false; errors count as "not yet". */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, intervalMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
-    await sleep(intervalMs);
-  }
 }

@@ -1,13 +1,13 @@
-import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../../src/audit/audit-record.js';
 import { AuditSpool, spoolPathFor } from '../../../src/audit/audit-spool.js';
 import { silentLogger } from '../../../src/logger.js';
-import { idOfLine, makeLines, makeRecord, makeRecords, tempDir } from '../../helpers/audit-records.js';
+import { idOfLine, makeLines, makeRecord, makeRecords } from '../../helpers/audit-records.js';
+import { fileExists, tempDir } from '../../helpers/files.js';
 
 const line = (record: AuditRecord): string => `${JSON.stringify(record)}\n`;
-const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
 
 describe('spoolPathFor', () => {
   it('puts the sink name before the extension, beside the configured path', () => {
@@ -54,8 +54,8 @@ describe('AuditSpool', () => {
     expect(ids).toEqual(makeRecords(0, 7).map((r) => r.id));
     expect(batches).toEqual([3, 3, 1]);
     expect(await spool.hasPending()).toBe(false);
-    expect(await exists(path)).toBe(false);
-    expect(await exists(spool.replayingPath)).toBe(false);
+    expect(await fileExists(path)).toBe(false);
+    expect(await fileExists(spool.replayingPath)).toBe(false);
   });
 
   it('round-trips records exactly (nulls, numbers, escaped newlines)', async () => {

@@ -7,7 +7,9 @@ import { BatchingAuditLog, type BatchingAuditLogOptions } from '../../../src/aud
 import { FileAuditSink } from '../../../src/audit/file-audit-sink.js';
 import { ManualClock } from '../../../src/clock.js';
 import { silentLogger } from '../../../src/logger.js';
-import { auditCount, dedupe, FakeSink, idsInFile, makeRecord, makeRecords, spooledIds, tempDir } from '../../helpers/audit-records.js';
+import { auditCount, dedupe, idsInFile, makeRecord, makeRecords, spooledIds } from '../../helpers/audit-records.js';
+import { tempDir } from '../../helpers/files.js';
+import { FakeSink } from '../../helpers/fake-audit-sink.js';
 
 const ids = (from: number, count: number): string[] => makeRecords(from, count).map((r) => r.id);
 

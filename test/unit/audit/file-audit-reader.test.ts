@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { followFile, readLastLines } from '../../../src/audit/file-audit-reader.js';
 import { recordFilter } from '../../../src/audit/read-audit-records.js';
-import { makeRecord, tempDir } from '../../helpers/audit-records.js';
+import { makeRecord } from '../../helpers/audit-records.js';
+import { tempDir } from '../../helpers/files.js';
 
 const keepAll = recordFilter(undefined);
 const lineOf = (n: number, pad = 0): string => JSON.stringify(makeRecord(n, { client_ip: 'x'.repeat(pad) }));

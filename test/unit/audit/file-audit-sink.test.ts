@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { toAuditLine } from '../../../src/audit/audit-record.js';
 import { FileAuditSink } from '../../../src/audit/file-audit-sink.js';
-import { makeLines, makeRecord, makeRecords, tempDir } from '../../helpers/audit-records.js';
+import { makeLines, makeRecord, makeRecords } from '../../helpers/audit-records.js';
+import { tempDir } from '../../helpers/files.js';
 
 describe('FileAuditSink', () => {
   let dir: string;

@@ -5,7 +5,8 @@ import { auditSourceOf } from '../../../src/audit/read-audit-records.js';
 import { systemClock } from '../../../src/clock.js';
 import { parseConfig } from '../../../src/config/load-config.js';
 import { silentLogger } from '../../../src/logger.js';
-import { idsInFile, makeRecords, tempDir } from '../../helpers/audit-records.js';
+import { idsInFile, makeRecords } from '../../helpers/audit-records.js';
+import { tempDir } from '../../helpers/files.js';
 
 const agents = { support: { upstream: 'http://127.0.0.1:8081/api/v1' } };
 

@@ -11,7 +11,8 @@ import { ManualClock } from '../../../src/clock.js';
 import { GatewayError } from '../../../src/errors.js';
 import { silentLogger } from '../../../src/logger.js';
 import { metrics } from '../../../src/metrics/metrics.js';
-import { openFileStore, SpyStore, tempDir, testConfig } from '../../helpers/key-stores.js';
+import { openFileStore, SpyStore, testConfig } from '../../helpers/key-stores.js';
+import { tempDir } from '../../helpers/files.js';
 
 const IP = '192.0.2.10';
 let cleanup: () => Promise<void>;

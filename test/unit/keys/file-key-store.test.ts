@@ -7,7 +7,9 @@ import { KeyService } from '../../../src/keys/key-service.js';
 import { ManualClock } from '../../../src/clock.js';
 import type { Logger } from '../../../src/logger.js';
 import { silentLogger } from '../../../src/logger.js';
-import { openFileStore, tempDir, testConfig, waitUntil } from '../../helpers/key-stores.js';
+import { openFileStore, testConfig } from '../../helpers/key-stores.js';
+import { waitFor } from '../../helpers/wait.js';
+import { tempDir } from '../../helpers/files.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -84,7 +86,7 @@ describe('FileKeyStore', () => {
     const clock = new ManualClock(Date.parse('2024-05-01T00:00:00.000Z'));
     const service = new KeyService({ store: cli, config: testConfig, clock });
     const first = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
-    await waitUntil(async () => (await gateway.findByHash(first.record.hash)) !== undefined, 2_000);
+    await waitFor('the watching store to see the new key', async () => (await gateway.findByHash(first.record.hash)) !== undefined, 2_000, 10);
     // Interleave many CLI creates with many gateway last-used flushes.
     const created: string[] = [];
     await Promise.all([
@@ -127,7 +129,7 @@ describe('FileKeyStore', () => {
     const gateway = await open(path, true, logger);
     expect(await gateway.findByHash(record.hash)).toBeDefined();
     await writeFile(path, '{"version": 1, "keys": [ {"oops": ');
-    await waitUntil(() => errors.length > 0, 2_000);
+    await waitFor('the broken file to be reported', () => errors.length > 0, 2_000, 10);
     expect(await gateway.findByHash(record.hash)).toBeDefined();
     await expect(FileKeyStore.open({ path, logger: silentLogger, watch: false })).rejects.toThrow(/not valid JSON/);
     // writers refuse to overwrite a file they cannot read
@@ -147,7 +149,7 @@ describe('FileKeyStore', () => {
     gateway.onInvalidate((h) => seen.push(h));
     const started = Date.now();
     await writer.revoke(record.keyId, new Date().toISOString());
-    await waitUntil(() => seen.includes(record.hash), 1_000);
+    await waitFor('the invalidation of the revoked key', () => seen.includes(record.hash), 1_000, 10);
     expect(Date.now() - started).toBeLessThan(1_000);
     expect((await gateway.findByHash(record.hash))?.revokedAt).not.toBeNull();
   });
@@ -158,7 +160,8 @@ describe('FileKeyStore', () => {
     const gateway = await FileKeyStore.open({ path, logger: silentLogger, watch: true, fsWatch: false, pollIntervalMs: 250 });
     stores.push(gateway);
     const { record } = await new KeyService({ store: writer, config: testConfig }).createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
-    const elapsed = await waitUntil(async () => (await gateway.findByHash(record.hash)) !== undefined, 1_000);
-    expect(elapsed).toBeLessThan(1_000);
+    const started = Date.now();
+    await waitFor('the stat poll to see the new key', async () => (await gateway.findByHash(record.hash)) !== undefined, 1_000, 10);
+    expect(Date.now() - started).toBeLessThan(1_000);
   });
 });

@@ -4,7 +4,8 @@ import type { FileKeyStore } from '../../../src/keys/file-key-store.js';
 import { hashApiKey, parseApiKey } from '../../../src/keys/key-format.js';
 import { KeyService, KeyServiceError } from '../../../src/keys/key-service.js';
 import { ManualClock } from '../../../src/clock.js';
-import { openFileStore, tempDir, testConfig } from '../../helpers/key-stores.js';
+import { openFileStore, testConfig } from '../../helpers/key-stores.js';
+import { tempDir } from '../../helpers/files.js';
 
 let store: FileKeyStore;
 let cleanup: () => Promise<void>;
