@@ -15,6 +15,7 @@ import { postChat } from '../helpers/gateway.js';
 import { CLI_PATH, startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { sleep } from '../helpers/wait.js';
+import { metricsText, metricValue } from '../helpers/metrics-text.js';
 
 const run = promisify(execFile);
 const CHAT = '/agents/support/api/v1/chat';
@@ -82,9 +83,7 @@ async function chat(gateway: GatewayProcess, key: string): Promise<{ status: num
 }
 
 async function cacheHits(gateway: GatewayProcess): Promise<number> {
-  const text = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('agentgw_key_cache_total{result="hit"} '));
-  return line ? Number(line.split(' ')[1]) : 0;
+  return metricValue(await metricsText(gateway.adminUrl), 'agentgw_key_cache_total{result="hit"}', 0);
 }
 
 /**

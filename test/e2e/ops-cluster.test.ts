@@ -18,6 +18,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { freePort } from '../helpers/free-port.js';
 import { CLI_PATH } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { type MetricSample, parseMetrics, sumSamples } from '../helpers/metrics-text.js';
 
 interface Cli {
   child: ChildProcess;
@@ -76,28 +77,10 @@ function chatOnNewConnection(): Promise<number> {
   });
 }
 
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-async function scrape(): Promise<Sample[]> {
+async function scrape(): Promise<MetricSample[]> {
   const res = await fetch(`http://127.0.0.1:${adminPort}/metrics`);
   expect(res.status).toBe(200);
-  const samples: Sample[] = [];
-  for (const line of (await res.text()).split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match) continue;
-    const labels: Record<string, string> = {};
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
-    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
-function sum(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  return samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((total, s) => total + s.value, 0);
+  return parseMetrics(await res.text());
 }
 
 function configDocument(): Record<string, unknown> {
@@ -141,8 +124,8 @@ describe('serve --workers 2', () => {
 
     const samples = await scrape();
     const ok = { agent: 'support', route: 'chat', status: '2xx' };
-    expect(sum(samples, 'agentgw_requests_total', ok)).toBe(40);
-    const perWorker = ['1', '2'].map((worker) => sum(samples, 'agentgw_requests_total', { ...ok, worker }));
+    expect(sumSamples(samples, 'agentgw_requests_total', ok)).toBe(40);
+    const perWorker = ['1', '2'].map((worker) => sumSamples(samples, 'agentgw_requests_total', { ...ok, worker }));
     expect(perWorker[0]! + perWorker[1]!).toBe(40);
     for (const count of perWorker) expect(count).toBeGreaterThan(0);
     // Every series names its worker, and each worker reports its own process metrics.
@@ -152,7 +135,7 @@ describe('serve --workers 2', () => {
       expect({ name, workers }).toEqual({ name, workers: ['1', '2'] });
       for (const sample of samples.filter((s) => s.name === name)) expect(sample.value).toBeGreaterThan(0);
     }
-    expect(sum(samples, 'agentgw_request_duration_seconds_count', { route: 'chat' })).toBe(40);
+    expect(sumSamples(samples, 'agentgw_request_duration_seconds_count', { route: 'chat' })).toBe(40);
     // Each serving process turned V8's allocation-site pretenuring off for itself (decision 0010).
     const listeningLines = (): LogLine[] => logLines(primary).filter((line) => line.msg === 'worker listening');
     await waitFor(primary, () => listeningLines().length === 2, "both workers' listening lines");

@@ -22,6 +22,7 @@ import { reportRow } from '../helpers/faults/report.js';
 import { answerSummary, startTraffic, type Outcome, type Traffic } from '../helpers/faults/traffic.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { readAuditFile, readAuditStream } from '../helpers/audit-records.js';
+import { dumpRedis } from '../helpers/redis-dump.js';
 
 const PREFIX = 'faults-rd:';
 const MODES = ['allow', 'deny'] as const;
@@ -229,23 +230,9 @@ describe('Redis faults under concurrent traffic (two gateway processes, allow an
     }
 
     // Every key in Redis (names and values): limiter buckets, key records, audit streams.
-    const names: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, batch] = await inspect.scan(cursor, 'COUNT', 1_000);
-      cursor = next;
-      names.push(...batch);
-    } while (cursor !== '0');
+    const { names, text } = await dumpRedis(inspect);
     expect(names.some((n) => n.startsWith(`${PREFIX}rl:`))).toBe(true);
-    const values: string[] = [];
-    for (const name of names) {
-      const type = await inspect.type(name);
-      if (type === 'string') values.push((await inspect.get(name)) ?? '');
-      else if (type === 'hash') values.push(JSON.stringify(await inspect.hgetall(name)));
-      else if (type === 'set') values.push(JSON.stringify(await inspect.smembers(name)));
-      else if (type === 'stream') values.push(JSON.stringify(await inspect.xrange(name, '-', '+')));
-    }
     const logs = [...gateways.values()].map((g) => g.output()).join('\n');
-    expect(findSecrets({ 'redis key names': names.join('\n'), 'redis values': values.join('\n'), logs }, [key])).toEqual([]);
+    expect(findSecrets({ 'redis key names': names.join('\n'), 'redis values': text, logs }, [key])).toEqual([]);
   });
 });

@@ -1,8 +1,7 @@
 // Audit records for tests: made to order, and read back from where the sinks put them (a
-// JSON Lines file, a spool, a Redis stream), with the audit metric counts.
+// JSON Lines file, a spool, a Redis stream).
 import { readFile } from 'node:fs/promises';
 import { toAuditLine, type AuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
-import { metrics } from '../../src/metrics/metrics.js';
 import type { Redis } from '../../src/redis/redis-client.js';
 
 export function makeRecord(n: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
@@ -74,11 +73,6 @@ export async function readAuditStream(redis: Redis, streamKey: string): Promise<
 
 export async function idsInStream(redis: Redis, streamKey: string): Promise<string[]> {
   return (await readAuditStream(redis, streamKey)).map((record) => record.id);
-}
-
-export async function auditCount(sink: string, result: string): Promise<number> {
-  const { values } = await metrics.auditRecords.get();
-  return values.find((v) => v.labels.sink === sink && v.labels.result === result)?.value ?? 0;
 }
 
 /** First occurrence of each id, in order: what a consumer sees after dropping duplicates. */

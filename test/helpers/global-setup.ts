@@ -3,7 +3,7 @@
 // integration tests run from source and still run (`npm test` builds first and stops on failure).
 import { execFileSync } from 'node:child_process';
 
-export default function setup(): void {
+export function setup(): void {
   try {
     execFileSync(process.execPath, ['scripts/build-if-needed.mjs'], { stdio: 'inherit' });
   } catch {

@@ -17,17 +17,16 @@ import { RedisStreamAuditSink } from '../../src/audit/redis-stream-audit-sink.js
 import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
-import { metrics } from '../../src/metrics/metrics.js';
 import { createRedisClientFactory } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { auditCount, dedupe, idOfLine, makeLines, makeRecord, makeRecords } from '../helpers/audit-records.js';
+import { dedupe, idOfLine, makeLines, makeRecord, makeRecords } from '../helpers/audit-records.js';
 import { sleep } from '../helpers/wait.js';
 import { fileExists } from '../helpers/files.js';
 import { runAuditTail } from '../helpers/audit-tail.js';
+import { auditCount, redisErrorCount } from '../helpers/metric-counts.js';
 
 const STREAM = 'agentgw:audit';
 const agents = { support: { upstream: 'http://127.0.0.1:8081/api/v1' } };
-const auditRedisErrors = async (): Promise<number> => (await metrics.redisErrors.get()).values.find((v) => v.labels.op === 'audit')?.value ?? 0;
 
 /** A client set up like the gateway's: fail fast while disconnected, reconnect quickly. */
 function gatewayClient(url: string): Redis {
@@ -100,7 +99,7 @@ describe('audit log with the Redis stream sink', () => {
     const log = openAuditLog(config({ batch_size: 20, flush_interval: '5ms' }), { redis: await client(), logger: silentLogger, clock: systemClock, retryMinMs: 50, retryMaxMs: 400 });
     const spooledBefore = await auditCount('redis', 'spooled');
     const replayedBefore = await auditCount('redis', 'replayed');
-    const redisErrorsBefore = await auditRedisErrors();
+    const redisErrorsBefore = await redisErrorCount('audit');
     let n = 0;
     const produce = async (durationMs: number): Promise<void> => {
       const until = Date.now() + durationMs;
@@ -132,12 +131,12 @@ describe('audit log with the Redis stream sink', () => {
     expect(await auditCount('redis', 'replayed')).toBeGreaterThan(replayedBefore);
     // Each failed batch write is one Redis error, op="audit" (while stopped, the sink tries
     // the first batch and then the retries; the rest goes straight to the spool).
-    expect(await auditRedisErrors()).toBeGreaterThan(redisErrorsBefore);
+    expect(await redisErrorCount('audit')).toBeGreaterThan(redisErrorsBefore);
     expect(await fileExists(spoolPathFor(join(dir, 'spool.jsonl'), 'redis'))).toBe(false);
   });
 
   it('spools when Redis hangs (batch timeout) and replays after it wakes up', async () => {
-    const redisErrorsBefore = await auditRedisErrors();
+    const redisErrorsBefore = await redisErrorCount('audit');
     const log = new BatchingAuditLog({
       sinks: [new RedisStreamAuditSink({ redis: await client(), streamKey: STREAM, maxLen: 1_000_000, commandTimeoutMs: 150 })],
       spoolPath: join(dir, 'spool.jsonl'),
@@ -161,7 +160,7 @@ describe('audit log with the Redis stream sink', () => {
       await log.flush();
       expect(log.spoolingSinks()).toEqual(['redis']);
       // The batch that timed out is a Redis error.
-      expect((await auditRedisErrors()) - redisErrorsBefore).toBeGreaterThanOrEqual(1);
+      expect((await redisErrorCount('audit')) - redisErrorsBefore).toBeGreaterThanOrEqual(1);
     } finally {
       redis.resume();
     }

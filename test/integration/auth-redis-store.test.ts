@@ -12,11 +12,12 @@ import { createRedisKeyStore, type RedisKeyStore } from '../../src/keys/redis-ke
 import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
 import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
-import { metrics } from '../../src/metrics/metrics.js';
 import { createRedisClientFactory } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { SpyStore, testConfig } from '../helpers/key-stores.js';
 import { waitFor } from '../helpers/wait.js';
+import { gatewayErrorOf } from '../helpers/gateway-error.js';
+import { redisErrorCount } from '../helpers/metric-counts.js';
 
 const PREFIX = 'agentgw:';
 let redis: TestRedis;
@@ -59,16 +60,6 @@ function authenticator(s: RedisKeyStore | SpyStore, clock: Clock, options: { max
   const auth = new KeyAuthenticator({ store: s, clock, logger: silentLogger, cacheTtlMs: 30_000, negativeCacheTtlMs: 5_000, throttle, lastUsed: tracker });
   closers.push(() => auth.close());
   return { auth, tracker };
-}
-
-async function errorOf(promise: Promise<unknown>): Promise<GatewayError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(GatewayError);
-    return error as GatewayError;
-  }
-  throw new Error('expected a GatewayError');
 }
 
 const req = (key: string, agentId = 'support', clientIp = '198.51.100.7') => ({ authorization: `Bearer ${key}`, agentId, clientIp });
@@ -140,7 +131,7 @@ describe('RedisKeyStore', () => {
     clock.advance(5 * 60_000); // far past the cache TTL
     await expect(auth.authenticate(req(rawKey))).resolves.toMatchObject({ account: 'acme' });
     const started = Date.now();
-    const unknown = await errorOf(auth.authenticate(req(generateApiKey().rawKey)));
+    const unknown = await gatewayErrorOf(auth.authenticate(req(generateApiKey().rawKey)));
     expect(unknown.type).toBe('store_unavailable');
     expect(unknown.retryAfterSeconds).toBe(1);
     expect(Date.now() - started).toBeLessThan(2_000);
@@ -167,8 +158,8 @@ describe('RedisKeyStore', () => {
     const { rawKey } = await new KeyService({ store: s1, config: testConfig }).createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
     const a1 = authenticator(s1, clock, { maxAttempts: 3, redisClient: client1 }).auth;
     const a2 = authenticator(s2, clock, { maxAttempts: 3, redisClient: client2 }).auth;
-    for (let i = 0; i < 3; i++) expect((await errorOf(a1.authenticate(req(generateApiKey().rawKey)))).type).toBe('invalid_api_key');
-    const blocked = await errorOf(a2.authenticate(req(rawKey)));
+    for (let i = 0; i < 3; i++) expect((await gatewayErrorOf(a1.authenticate(req(generateApiKey().rawKey)))).type).toBe('invalid_api_key');
+    const blocked = await gatewayErrorOf(a2.authenticate(req(rawKey)));
     expect(blocked.type).toBe('rate_limit_exceeded');
     expect(blocked.retryAfterSeconds).toBeGreaterThanOrEqual(59);
     expect(s2.findByHashCalls).toBe(0);
@@ -181,13 +172,12 @@ describe('RedisKeyStore', () => {
     closers.push(async () => client.disconnect());
     const s = await store(false);
     const { auth } = authenticator(s, systemClock, { maxAttempts: 2, redisClient: client });
-    const authfailErrors = async (): Promise<number> => (await metrics.redisErrors.get()).values.find((v) => v.labels.op === 'authfail')?.value ?? 0;
-    const errorsBefore = await authfailErrors();
+    const errorsBefore = await redisErrorCount('authfail');
     await redis.stop({ hard: true });
     const bad = generateApiKey().rawKey.slice(0, -1) + '!';
-    for (let i = 0; i < 2; i++) expect((await errorOf(auth.authenticate(req(bad)))).type).toBe('invalid_api_key');
-    expect((await errorOf(auth.authenticate(req(bad)))).type).toBe('rate_limit_exceeded');
-    const errorsAfter = await authfailErrors();
+    for (let i = 0; i < 2; i++) expect((await gatewayErrorOf(auth.authenticate(req(bad)))).type).toBe('invalid_api_key');
+    expect((await gatewayErrorOf(auth.authenticate(req(bad)))).type).toBe('rate_limit_exceeded');
+    const errorsAfter = await redisErrorCount('authfail');
     await redis.start();
     // Every counter call that Redis failed was answered in memory, and counted.
     expect(errorsAfter).toBeGreaterThanOrEqual(errorsBefore + 2);
@@ -202,7 +192,7 @@ describe('RedisKeyStore', () => {
     closers.push(async () => client.disconnect());
     const { auth, tracker } = authenticator(s, systemClock, { maxAttempts: 2, redisClient: client });
     for (const { rawKey } of created) await auth.authenticate(req(rawKey));
-    await errorOf(auth.authenticate(req(generateApiKey().rawKey)));
+    await gatewayErrorOf(auth.authenticate(req(generateApiKey().rawKey)));
     await tracker.flush();
     let cursor = '0';
     const dump: string[] = [];

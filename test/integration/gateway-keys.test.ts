@@ -15,6 +15,8 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { sleep, waitFor } from '../helpers/wait.js';
+import { metricsText, metricValue } from '../helpers/metrics-text.js';
+import { dumpRedis } from '../helpers/redis-dump.js';
 
 const SUPPORT = '/agents/support/api/v1/chat';
 const SALES = '/agents/sales/api/v1/chat';
@@ -50,10 +52,8 @@ async function expectError(response: Response, status: number, type: string, lab
   if (status === 429 || status === 503) expect(response.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
 }
 
-async function metricValue(gateway: TestGateway, series: string): Promise<number> {
-  const text = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line ? Number(line.slice(series.length + 1)) : 0;
+async function scrapedValue(gateway: TestGateway, series: string): Promise<number> {
+  return metricValue(await metricsText(gateway.adminUrl), series, 0);
 }
 
 /** /readyz answers 200 once the gateway's Redis connection is up (or at once, embedded). */
@@ -74,32 +74,6 @@ async function hgetallCalls(): Promise<number> {
   const info = await (await inspectReady()).info('commandstats');
   const match = /cmdstat_hgetall:calls=(\d+)/.exec(info);
   return match ? Number(match[1]) : 0;
-}
-
-/** Every key under the prefix, with its value, as one text (SCAN, then read each by type). */
-async function dumpRedis(): Promise<{ names: string[]; text: string }> {
-  const client = await inspectReady();
-  const names: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await client.scan(cursor, 'COUNT', 500);
-    cursor = next;
-    names.push(...batch);
-  } while (cursor !== '0');
-  const parts: string[] = [];
-  for (const name of names) {
-    const type = await client.type(name);
-    let value: unknown;
-    if (type === 'string') value = await client.get(name);
-    else if (type === 'hash') value = await client.hgetall(name);
-    else if (type === 'set') value = await client.smembers(name);
-    else if (type === 'zset') value = await client.zrange(name, 0, -1, 'WITHSCORES');
-    else if (type === 'list') value = await client.lrange(name, 0, -1);
-    else if (type === 'stream') value = await client.xrange(name, '-', '+');
-    else throw new Error(`unexpected redis type ${type} for ${name}`);
-    parts.push(`${name} ${type} ${JSON.stringify(value)}`);
-  }
-  return { names, text: parts.join('\n') };
 }
 
 beforeAll(async () => {
@@ -206,7 +180,7 @@ describe.each(['file', 'redis'] as const)('keys.store %s, over HTTP', (store) =>
       expect(lookups.length, garbage).toBe(lookupsBefore);
     }
 
-    const missesBefore = await metricValue(gateway, 'agentgw_key_cache_total{result="miss"}');
+    const missesBefore = await scrapedValue(gateway, 'agentgw_key_cache_total{result="miss"}');
     const hgetallBefore = store === 'redis' ? await hgetallCalls() : 0;
     const lookupsBefore = lookups.length;
     // Wrong checksums of a real key and of a made-up one: same shape, rejected offline.
@@ -214,7 +188,7 @@ describe.each(['file', 'redis'] as const)('keys.store %s, over HTTP', (store) =>
     const badOfRandom = withBadChecksum(generateApiKey().rawKey);
     for (const bad of [badOfReal, badOfRandom]) await expectError(await send(bad, nextAddress()), 401, 'invalid_api_key');
     expect(lookups.length).toBe(lookupsBefore);
-    expect(await metricValue(gateway, 'agentgw_key_cache_total{result="miss"}')).toBe(missesBefore);
+    expect(await scrapedValue(gateway, 'agentgw_key_cache_total{result="miss"}')).toBe(missesBefore);
     if (store === 'redis') expect(await hgetallCalls()).toBe(hgetallBefore);
 
     // The control: a well-formed key the store does not know is looked up, once, and the
@@ -222,7 +196,7 @@ describe.each(['file', 'redis'] as const)('keys.store %s, over HTTP', (store) =>
     const unknown = generateApiKey().rawKey;
     await expectError(await send(unknown, nextAddress()), 401, 'invalid_api_key');
     expect(lookups.slice(lookupsBefore)).toEqual([hashApiKey(unknown)]);
-    expect(await metricValue(gateway, 'agentgw_key_cache_total{result="miss"}')).toBe(missesBefore + 1);
+    expect(await scrapedValue(gateway, 'agentgw_key_cache_total{result="miss"}')).toBe(missesBefore + 1);
     if (store === 'redis') expect(await hgetallCalls()).toBe(hgetallBefore + 1);
     // Asked again within negative_cache_ttl: answered from the negative cache.
     await expectError(await send(unknown, nextAddress()), 401, 'invalid_api_key');
@@ -331,7 +305,7 @@ describe.each(['file', 'redis'] as const)('keys.store %s, over HTTP', (store) =>
     await expectOk(await send(rawKey, nextAddress()));
     let text: string;
     if (store === 'redis') {
-      const dump = await dumpRedis();
+      const dump = await dumpRedis(await inspectReady());
       expect(dump.names).toContain(`${PREFIX}key:${hash}`);
       text = dump.text;
     } else {
@@ -360,10 +334,10 @@ describe.each(['file', 'redis'] as const)('keys.store %s, over HTTP', (store) =>
       try {
         await expectOk(await send(cached.rawKey, nextAddress()));
         clock.advance(CACHE_TTL_MS + 1);
-        const staleBefore = await metricValue(gateway, 'agentgw_key_cache_total{result="stale_hit"}');
+        const staleBefore = await scrapedValue(gateway, 'agentgw_key_cache_total{result="stale_hit"}');
         await expectOk(await send(cached.rawKey, nextAddress()));
         await expectOk(await send(cached.rawKey, nextAddress()));
-        expect(await metricValue(gateway, 'agentgw_key_cache_total{result="stale_hit"}')).toBe(staleBefore + 2);
+        expect(await scrapedValue(gateway, 'agentgw_key_cache_total{result="stale_hit"}')).toBe(staleBefore + 2);
 
         for (const key of [generateApiKey().rawKey, neverUsed.rawKey]) {
           const response = await send(key, nextAddress());

@@ -11,11 +11,11 @@ import { openCliKeyStore } from '../../src/cli/keys.js';
 import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
-import { rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { sleep, waitFor } from '../helpers/wait.js';
+import { countedInRedis } from '../helpers/rate-limit-counts.js';
 
 const PREFIX = 'gwcluster:';
 const CHAT = '/agents/support/api/v1/chat';
@@ -117,13 +117,6 @@ function errorType(sample: Sample): string {
   return (JSON.parse(sample.body) as { error: { type: string } }).error.type;
 }
 
-async function countedInRedis(subject: string, windowName: string): Promise<number> {
-  const hash = await inspect.hgetall(rateLimitKey(PREFIX, subject, windowName));
-  let total = 0;
-  for (const [field, count] of Object.entries(hash)) if (field !== 'bw') total += Number(count);
-  return total;
-}
-
 /**
  * Brings freshly started gateways to a steady state with another account: compiled code,
  * open sockets, and the limiter on Redis. A cold process stalls its event loop on its first
@@ -137,10 +130,10 @@ async function warmUp(started: GatewayProcess[], key: string): Promise<void> {
     await waitFor(
       `gateway ${index} to count in Redis`,
       async () => {
-        const before = await countedInRedis('account:warm-up', 'minute');
+        const before = await countedInRedis(inspect, PREFIX, 'account:warm-up', 'minute');
         // A deny-mode gateway answers 503 until it is back on Redis.
         if ((await post(gateway, index, key)).status !== 200) return false;
-        return (await countedInRedis('account:warm-up', 'minute')) === before + 1;
+        return (await countedInRedis(inspect, PREFIX, 'account:warm-up', 'minute')) === before + 1;
       },
       5_000,
     );
@@ -177,7 +170,7 @@ describe('two gateway processes sharing one Redis (keys.store redis)', () => {
       expect(remaining).toBeGreaterThanOrEqual(0);
       expect(remaining).toBeLessThan(100);
     }
-    expect(await countedInRedis('account:cluster', 'minute')).toBe(100);
+    expect(await countedInRedis(inspect, PREFIX, 'account:cluster', 'minute')).toBe(100);
     // A rejected request never reaches the runner.
     expect(upstream.requests.length - forwardedBefore).toBe(100);
   });
@@ -253,14 +246,14 @@ describe('Redis killed mid-run (keys.store file, redis.command_timeout 100ms)', 
     await waitFor(
       'one shared count in Redis across both gateways',
       async () => {
-        const before = await countedInRedis(subject, 'minute');
+        const before = await countedInRedis(inspect, PREFIX, subject, 'minute');
         const alternating: Sample[] = [];
         for (let i = 0; i < 6; i += 1) alternating.push(await post(gateways[i % 2]!, i % 2, key));
         const remaining = alternating.map((s) => Number(s.headers['x-ratelimit-remaining']));
         return (
           alternating.every((s) => s.status === 200) &&
           remaining.every((r, i) => r === 100_000 - before - 1 - i) &&
-          (await countedInRedis(subject, 'minute')) === before + 6
+          (await countedInRedis(inspect, PREFIX, subject, 'minute')) === before + 6
         );
       },
       8_000,

@@ -4,12 +4,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
-import { rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import { defaultHandler, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { openSse } from '../helpers/sse-client.js';
 import { sleep } from '../helpers/wait.js';
+import { countedInRedis } from '../helpers/rate-limit-counts.js';
 
 const PREFIX = 'gwrl:';
 const CHAT = '/agents/support/api/v1/chat';
@@ -96,13 +96,6 @@ function expectNoRateLimitHeaders(answer: Answer): void {
 }
 
 /** Sum of the bucket counts Redis holds for a subject's window. */
-async function countedInRedis(subject: string, windowName: string): Promise<number> {
-  const hash = await inspect.hgetall(rateLimitKey(PREFIX, subject, windowName));
-  let total = 0;
-  for (const [field, count] of Object.entries(hash)) if (field !== 'bw') total += Number(count);
-  return total;
-}
-
 describe('one short window (5 per 2 s) on Redis', () => {
   it('counts remaining down 4..0, answers the 6th 429 with every header, and admits again after Retry-After', async () => {
     const { rawKey } = await gateway.createKey({ account: 'countdown', plan: 'tiny' });
@@ -125,7 +118,7 @@ describe('one short window (5 per 2 s) on Redis', () => {
     const lastReset = Number(answers[4]!.headers.get('x-ratelimit-reset'));
     expect(lastReset).toBeGreaterThanOrEqual(1);
     expect(parseRateLimit(answers[4]!.headers.get('ratelimit')).t).toBe(lastReset);
-    expect(await countedInRedis('account:countdown', '2s')).toBe(5);
+    expect(await countedInRedis(inspect, PREFIX, 'account:countdown', '2s')).toBe(5);
 
     const sixth = await send(gateway, rawKey);
     expect(sixth.status).toBe(429);
@@ -139,7 +132,7 @@ describe('one short window (5 per 2 s) on Redis', () => {
     expect(sixth.headers.get('ratelimit-policy')).toBe('"2s";q=5;w=2');
     expect(sixth.headers.get('ratelimit')).toBe(`"2s";r=0;t=${retryAfter}`);
     // A rejection is counted nowhere.
-    expect(await countedInRedis('account:countdown', '2s')).toBe(5);
+    expect(await countedInRedis(inspect, PREFIX, 'account:countdown', '2s')).toBe(5);
 
     await sleep(retryAfter * 1_000);
     const again = await send(gateway, rawKey);
@@ -251,7 +244,7 @@ describe('which answers carry the headers and which requests count', () => {
     const limited = await send(gateway, rawKey);
     expect(limited.status).toBe(429);
     for (const name of RATE_LIMIT_HEADERS) expect(limited.headers.get(name), name).not.toBeNull();
-    expect(await countedInRedis('account:every-answer', '2s')).toBe(5);
+    expect(await countedInRedis(inspect, PREFIX, 'account:every-answer', '2s')).toBe(5);
   });
 
   it('sends none of them for a plan without windows', async () => {
@@ -319,7 +312,7 @@ describe('which answers carry the headers and which requests count', () => {
     const first = await send(gateway, rawKey);
     expect(first.status).toBe(200);
     expect(remaining(first)).toBe(4);
-    expect(await countedInRedis('account:unauthorized', '2s')).toBe(1);
+    expect(await countedInRedis(inspect, PREFIX, 'account:unauthorized', '2s')).toBe(1);
   });
 });
 
@@ -332,7 +325,7 @@ describe('rate_limits.scope', () => {
     expect(answers.map(remaining)).toEqual([4, 3, 2, 1, 0]);
     expect((await send(gateway, one.rawKey)).status).toBe(429);
     expect((await send(gateway, two.rawKey)).status).toBe(429);
-    expect(await countedInRedis('account:shared', '2s')).toBe(5);
+    expect(await countedInRedis(inspect, PREFIX, 'account:shared', '2s')).toBe(5);
   });
 
   it('key: each key of the account has its own count', async () => {
@@ -346,8 +339,8 @@ describe('rate_limits.scope', () => {
     const byTwo = await send(perKey, two.rawKey);
     expect(byTwo.status).toBe(200);
     expect(remaining(byTwo)).toBe(4);
-    expect(await countedInRedis(`key:${one.keyId}`, '2s')).toBe(5);
-    expect(await countedInRedis(`key:${two.keyId}`, '2s')).toBe(1);
+    expect(await countedInRedis(inspect, PREFIX, `key:${one.keyId}`, '2s')).toBe(5);
+    expect(await countedInRedis(inspect, PREFIX, `key:${two.keyId}`, '2s')).toBe(1);
     expect(await inspect.keys(`${PREFIX}rl:{account:split}*`)).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultHandler, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { openSse } from '../helpers/sse-client.js';
+import { type MetricSample, parseMetrics, sumSamples } from '../helpers/metrics-text.js';
 
 let upstream: FakeUpstream;
 let gateway: TestGateway;
@@ -19,37 +20,11 @@ async function refusedUrl(): Promise<string> {
   return `http://127.0.0.1:${await refusingPort()}/api/v1`;
 }
 
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function parseMetrics(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match) throw new Error(`unparsable metrics line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
-    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
-async function scrape(): Promise<Sample[]> {
+async function scrape(): Promise<MetricSample[]> {
   const res = await fetch(`${gateway.adminUrl}/metrics`);
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
   return parseMetrics(await res.text());
-}
-
-/** Sum of the samples of `name` whose labels include `labels`. */
-function total(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  return samples
-    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-    .reduce((sum, s) => sum + s.value, 0);
 }
 
 async function eventually(check: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
@@ -111,7 +86,7 @@ describe('counters move with traffic', () => {
 
     await eventually(async () => {
       const after = await scrape();
-      const delta = (name: string, labels: Record<string, string> = {}) => total(after, name, labels) - total(before, name, labels);
+      const delta = (name: string, labels: Record<string, string> = {}) => sumSamples(after, name, labels) - sumSamples(before, name, labels);
       expect(delta('agentgw_requests_total', { agent: 'support', route: 'chat', status: '2xx' })).toBe(3);
       expect(delta('agentgw_requests_total', { agent: 'support', route: 'chat/stream', status: '2xx' })).toBe(1);
       expect(delta('agentgw_request_duration_seconds_count', { route: 'chat' })).toBe(3);
@@ -141,10 +116,10 @@ describe('counters move with traffic', () => {
     });
     try {
       const stream = await openSse(`${gateway.url}${STREAM}`, key, { message: 'hi' });
-      await eventually(async () => expect(total(await scrape(), 'agentgw_active_streams')).toBe(1));
+      await eventually(async () => expect(sumSamples(await scrape(), 'agentgw_active_streams')).toBe(1));
       release();
       await stream.ended;
-      await eventually(async () => expect(total(await scrape(), 'agentgw_active_streams')).toBe(0));
+      await eventually(async () => expect(sumSamples(await scrape(), 'agentgw_active_streams')).toBe(0));
     } finally {
       release();
       upstream.handle(defaultHandler);
@@ -160,7 +135,7 @@ describe('counters move with traffic', () => {
     expect((await postChat(gateway.url, '/agents/down/api/v1/chat', key, { message: 'hi' })).status).toBe(503);
 
     const after = await scrape();
-    const delta = (name: string, labels: Record<string, string> = {}) => total(after, name, labels) - total(before, name, labels);
+    const delta = (name: string, labels: Record<string, string> = {}) => sumSamples(after, name, labels) - sumSamples(before, name, labels);
     expect(delta('agentgw_auth_failures_total', { reason: 'missing_api_key' })).toBe(1);
     expect(delta('agentgw_auth_failures_total', { reason: 'invalid_api_key' })).toBe(1);
     expect(delta('agentgw_rate_limited_total', { plan: 'tiny' })).toBe(1);
@@ -181,7 +156,7 @@ describe('counters move with traffic', () => {
     expect(text).not.toContain('acme');
     expect(text).not.toContain('tiny-co');
     // Unroutable requests are counted under the fixed label value "none".
-    expect(total(parseMetrics(text), 'agentgw_requests_total', { agent: 'none', route: 'none', status: '4xx' })).toBeGreaterThanOrEqual(3);
+    expect(sumSamples(parseMetrics(text), 'agentgw_requests_total', { agent: 'none', route: 'none', status: '4xx' })).toBeGreaterThanOrEqual(3);
     const values = new Map<string, Set<string>>();
     for (const sample of parseMetrics(text).filter((s) => s.name.startsWith('agentgw_'))) {
       for (const [label, value] of Object.entries(sample.labels)) {

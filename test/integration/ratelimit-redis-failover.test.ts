@@ -1,14 +1,13 @@
-import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError } from '../../src/errors.js';
-import { metrics } from '../../src/metrics/metrics.js';
 import { FailoverRateLimiter, type StoreErrorMode } from '../../src/ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
 import type { RateWindow } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { captureLogLines } from '../helpers/log-capture.js';
+import { redisErrorCount } from '../helpers/metric-counts.js';
 
 const PREFIX = 'failover:';
 const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 3, windowMs: 60_000 }];
@@ -33,23 +32,10 @@ afterAll(async () => {
 });
 
 function setup(mode: StoreErrorMode) {
-  const lines: Array<{ level: string; msg: string }> = [];
-  const logger = pino(
-    { formatters: { level: (label) => ({ level: label }) } },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(JSON.parse(chunk.toString()));
-        done();
-      },
-    }),
-  );
+  const { logger, lines } = captureLogLines();
   const primary = new RedisRateLimiter({ client, prefix: PREFIX, commandTimeoutMs: 100 });
   const limiter = new FailoverRateLimiter({ primary, fallback: new MemoryRateLimiter(), mode, logger, breakerOpenMs: 200 });
   return { limiter, lines };
-}
-
-async function redisErrorCount(): Promise<number> {
-  return (await metrics.redisErrors.get()).values.find((v) => v.labels.op === 'ratelimit')?.value ?? 0;
 }
 
 async function inRedis(subject: string): Promise<boolean> {
@@ -73,13 +59,13 @@ describe('FailoverRateLimiter over a real Redis', () => {
     expect((await limiter.consume('account:a', WINDOWS)).allowed).toBe(true);
     expect(await inRedis('account:a')).toBe(true);
 
-    const errorsBefore = await redisErrorCount();
+    const errorsBefore = await redisErrorCount('ratelimit');
     await redis.stop();
     const during = [];
     for (let i = 0; i < 4; i += 1) during.push(await limiter.consume('account:down', WINDOWS));
     expect(during.map((d) => d.allowed)).toEqual([true, true, true, false]);
     expect(limiter.degraded).toBe(true);
-    expect(await redisErrorCount()).toBeGreaterThan(errorsBefore);
+    expect(await redisErrorCount('ratelimit')).toBeGreaterThan(errorsBefore);
     // Still down after the breaker's pause: the probe fails again, without a second warning.
     await new Promise((resolve) => setTimeout(resolve, 250));
     expect((await limiter.consume('account:down', WINDOWS)).allowed).toBe(false);

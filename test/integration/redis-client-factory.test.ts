@@ -8,11 +8,11 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRedisKeyStore } from '../../src/keys/redis-key-store.js';
 import type { Logger } from '../../src/logger.js';
-import { metrics } from '../../src/metrics/metrics.js';
 import { createRedisClientFactory, type RedisClient, type RedisClientFactory, type RedisConnectionUse } from '../../src/redis/redis-client.js';
 import { redactRedisUrl } from '../../src/redis/redis-connection-policy.js';
 import { refusingPort } from '../helpers/free-port.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { redisErrorCount } from '../helpers/metric-counts.js';
 
 interface LogLine {
   level: string;
@@ -38,7 +38,6 @@ function captureLogs(): { logger: Logger; lines: LogLine[]; text: string[] } {
   return { logger, lines, text };
 }
 
-const connectionErrors = async (): Promise<number> => (await metrics.redisErrors.get()).values.find((v) => v.labels.op === 'connection')?.value ?? 0;
 
 /** The real factory, also keeping every connection it hands out and counting their error events. */
 function recordingFactory(real: RedisClientFactory): RedisClientFactory & { handedOut: Array<{ use: RedisConnectionUse; client: RedisClient; errors: number }> } {
@@ -75,7 +74,7 @@ describe('Redis client factory', () => {
       expect(await factory.whenReady(shared, 5_000)).toBeUndefined();
       expect(factory.handedOut.map((c) => c.use).sort()).toEqual(['key-store', 'shared', 'subscriber']);
       await vi.waitFor(() => expect(factory.handedOut.every((c) => c.client.status === 'ready')).toBe(true), { timeout: 5_000 });
-      const countedBefore = await connectionErrors();
+      const countedBefore = await redisErrorCount('connection');
       const seenBefore = factory.handedOut.reduce((sum, c) => sum + c.errors, 0);
 
       for (let outage = 1; outage <= 2; outage += 1) {
@@ -96,7 +95,7 @@ describe('Redis client factory', () => {
 
       const seen = factory.handedOut.reduce((sum, c) => sum + c.errors, 0) - seenBefore;
       expect(seen).toBeGreaterThanOrEqual(12);
-      expect((await connectionErrors()) - countedBefore).toBe(seen);
+      expect((await redisErrorCount('connection')) - countedBefore).toBe(seen);
       expect(lines.filter((l) => l.use === 'shared').every((l) => l.connection === 'agentgw')).toBe(true);
       expect(lines.filter((l) => l.use === 'subscriber' || l.use === 'key-store').every((l) => l.connection === 'agentgw-keys')).toBe(true);
     } finally {
@@ -109,13 +108,13 @@ describe('Redis client factory', () => {
     const port = await refusingPort();
     const { logger, lines } = captureLogs();
     const factory = recordingFactory(createRedisClientFactory({ url: `redis://127.0.0.1:${port}/0`, prefix: 'factory:', commandTimeoutMs: 100 }, logger));
-    const countedBefore = await connectionErrors();
+    const countedBefore = await redisErrorCount('connection');
     const client = factory.connect('cli-read', 'agentgw-cli');
     await expect(factory.whenReady(client, 5_000)).rejects.toThrow(new RegExp(`^cannot reach redis at redis://127\\.0\\.0\\.1:${port}/0: .*ECONNREFUSED`));
     // No reconnect for a one-shot CLI read: the client gives up after its first error.
     await vi.waitFor(() => expect(client.status).toBe('end'));
     expect(factory.handedOut[0]!.errors).toBe(1);
-    expect((await connectionErrors()) - countedBefore).toBe(1);
+    expect((await redisErrorCount('connection')) - countedBefore).toBe(1);
     expect(lines.map((l) => [l.level, l.msg, l.connection, l.use])).toEqual([['warn', 'redis connection error', 'agentgw-cli', 'cli-read']]);
   });
 
@@ -138,7 +137,7 @@ describe('Redis client factory', () => {
       const wrong = 'wrong-Zt3-also-secret';
       const { logger, lines, text } = captureLogs();
       const factory = createRedisClientFactory({ url: `redis://:${wrong}@127.0.0.1:${secured.port}/0`, prefix: 'factory:', commandTimeoutMs: 100 }, logger);
-      const countedBefore = await connectionErrors();
+      const countedBefore = await redisErrorCount('connection');
       const client = factory.connect('cli-read', 'agentgw-cli');
       const failure = await factory.whenReady(client, 5_000).then(
         () => undefined,
@@ -147,7 +146,7 @@ describe('Redis client factory', () => {
       client.disconnect();
       expect(failure?.message).toMatch(/^cannot reach redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\/0: WRONGPASS/);
       expect(failure?.message).not.toContain(wrong);
-      expect(await connectionErrors()).toBeGreaterThan(countedBefore);
+      expect(await redisErrorCount('connection')).toBeGreaterThan(countedBefore);
       expect(lines.map((l) => l.msg)).toEqual(['redis connection error']);
       expect(text.join('')).not.toContain(wrong);
       expect(text.join('')).not.toContain(password);

@@ -1,8 +1,8 @@
 // The built CLI (`dist/cli/main.js serve`) as a child process for fault tests: process-level
 // properties (RSS, open descriptors, handles, survival, signals) are only honest in a
 // process of its own. Optionally raises `ulimit -n` for the child (10,000 idle connections).
-import type { ChildProcess } from 'node:child_process';
-import { startGatewayProcess } from '../gateway-process.js';
+import { startGatewayProcess, type GatewayProcess } from '../gateway-process.js';
+import { metricsText, metricValue } from '../metrics-text.js';
 
 export interface ProcessSample {
   rssBytes: number;
@@ -13,21 +13,13 @@ export interface ProcessSample {
   maxFds: number;
 }
 
-export interface FaultGateway {
+export interface FaultGateway extends GatewayProcess {
   name: string;
-  url: string;
-  adminUrl: string;
-  port: number;
-  adminPort: number;
-  configPath: string;
-  child: ChildProcess;
-  output(): string;
   /** Every JSON log line the process wrote so far. */
   logLines(): Array<Record<string, unknown>>;
   /** RSS, heap, descriptors, handles and open streams, from the admin listener's /metrics. */
   sample(): Promise<ProcessSample>;
   alive(): boolean;
-  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 export interface FaultGatewayOptions {
@@ -65,15 +57,8 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
   };
 }
 
-export function metricValue(text: string, series: string): number {
-  for (const line of text.split('\n')) {
-    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  }
-  return Number.NaN;
-}
-
 export async function sampleProcess(adminUrl: string): Promise<ProcessSample> {
-  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const text = await metricsText(adminUrl);
   return {
     rssBytes: metricValue(text, 'process_resident_memory_bytes'),
     heapUsedBytes: metricValue(text, 'nodejs_heap_size_used_bytes'),

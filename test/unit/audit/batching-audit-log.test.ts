@@ -7,9 +7,10 @@ import { BatchingAuditLog, type BatchingAuditLogOptions } from '../../../src/aud
 import { FileAuditSink } from '../../../src/audit/file-audit-sink.js';
 import { ManualClock } from '../../../src/clock.js';
 import { silentLogger } from '../../../src/logger.js';
-import { auditCount, dedupe, idsInFile, makeRecord, makeRecords, spooledIds } from '../../helpers/audit-records.js';
+import { dedupe, idsInFile, makeRecord, makeRecords, spooledIds } from '../../helpers/audit-records.js';
 import { tempDir } from '../../helpers/files.js';
 import { FakeSink } from '../../helpers/fake-audit-sink.js';
+import { auditCount } from '../../helpers/metric-counts.js';
 
 const ids = (from: number, count: number): string[] => makeRecords(from, count).map((r) => r.id);
 

@@ -8,11 +8,11 @@ import { generateApiKey } from '../../../src/keys/key-format.js';
 import { KeyService } from '../../../src/keys/key-service.js';
 import { LastUsedTracker } from '../../../src/auth/last-used-tracker.js';
 import { ManualClock } from '../../../src/clock.js';
-import { GatewayError } from '../../../src/errors.js';
 import { silentLogger } from '../../../src/logger.js';
 import { metrics } from '../../../src/metrics/metrics.js';
 import { openFileStore, SpyStore, testConfig } from '../../helpers/key-stores.js';
 import { tempDir } from '../../helpers/files.js';
+import { gatewayErrorOf } from '../../helpers/gateway-error.js';
 
 const IP = '192.0.2.10';
 let cleanup: () => Promise<void>;
@@ -47,16 +47,6 @@ afterEach(async () => {
 
 const bearer = (key: string) => `Bearer ${key}`;
 
-async function failure(promise: Promise<unknown>): Promise<GatewayError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(GatewayError);
-    return error as GatewayError;
-  }
-  throw new Error('expected authenticate to fail');
-}
-
 async function counterValue(counter: typeof metrics.keyCache | typeof metrics.authFailures, label: string): Promise<number> {
   const data = await counter.get();
   return data.values.find((v) => Object.values(v.labels).includes(label))?.value ?? 0;
@@ -90,19 +80,19 @@ describe('KeyAuthenticator', () => {
     await expect(on(rawKey)).resolves.toMatchObject({ keyId: record.keyId });
     // A key one character off (bad checksum) is rejected, not mistaken for the remembered one.
     const badChecksum = rawKey.slice(0, -1) + (rawKey.at(-1) === 'a' ? 'b' : 'a');
-    expect((await failure(on(badChecksum))).type).toBe('invalid_api_key');
+    expect((await gatewayErrorOf(on(badChecksum))).type).toBe('invalid_api_key');
     // Scope, revocation and expiry are checked per request, remembered key or not.
-    expect((await failure(on(rawKey, 'billing'))).type).toBe('agent_not_allowed');
+    expect((await gatewayErrorOf(on(rawKey, 'billing'))).type).toBe('agent_not_allowed');
     await service.revokeKey(record.keyId);
-    expect((await failure(on(rawKey))).type).toBe('revoked_api_key');
-    expect((await failure(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP, connection: {} }))).type).toBe('revoked_api_key');
+    expect((await gatewayErrorOf(on(rawKey))).type).toBe('revoked_api_key');
+    expect((await gatewayErrorOf(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP, connection: {} }))).type).toBe('revoked_api_key');
     // Each key looked up once, and the revoked one again after the revocation dropped it from the cache.
     expect(store.findByHashCalls).toBe(3);
   });
 
   it('answers missing_api_key without a header or without the Bearer scheme', async () => {
     for (const authorization of [undefined, '', 'Basic abc', 'Bearer ', 'ha_x']) {
-      const error = await failure(auth.authenticate({ authorization, agentId: 'support', clientIp: IP }));
+      const error = await gatewayErrorOf(auth.authenticate({ authorization, agentId: 'support', clientIp: IP }));
       expect(error.type).toBe('missing_api_key');
       expect(error.status).toBe(401);
     }
@@ -114,7 +104,7 @@ describe('KeyAuthenticator', () => {
     const tampered = rawKey.slice(0, 10) + (rawKey[10] === 'a' ? 'b' : 'a') + rawKey.slice(11);
     const badChecksum = rawKey.slice(0, -1) + (rawKey.at(-1) === 'a' ? 'b' : 'a');
     for (const key of [tampered, badChecksum, 'ha_short', 'sk_' + rawKey.slice(3), `${rawKey} x`]) {
-      const error = await failure(auth.authenticate({ authorization: bearer(key), agentId: 'support', clientIp: IP }));
+      const error = await gatewayErrorOf(auth.authenticate({ authorization: bearer(key), agentId: 'support', clientIp: IP }));
       expect(error.type).toBe('invalid_api_key');
     }
     expect(store.findByHashCalls).toBe(0);
@@ -124,12 +114,12 @@ describe('KeyAuthenticator', () => {
     const { rawKey } = generateApiKey();
     const negBefore = await counterValue(metrics.keyCache, 'negative_hit');
     for (let i = 0; i < 3; i++) {
-      expect((await failure(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }))).type).toBe('invalid_api_key');
+      expect((await gatewayErrorOf(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }))).type).toBe('invalid_api_key');
     }
     expect(store.findByHashCalls).toBe(1);
     expect((await counterValue(metrics.keyCache, 'negative_hit')) - negBefore).toBe(2);
     clock.advance(5_000);
-    await failure(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
+    await gatewayErrorOf(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
     expect(store.findByHashCalls).toBe(2);
   });
 
@@ -137,7 +127,7 @@ describe('KeyAuthenticator', () => {
     const { rawKey, record } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
     await auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP });
     await service.revokeKey(record.keyId);
-    const error = await failure(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
+    const error = await gatewayErrorOf(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
     expect(error.type).toBe('revoked_api_key');
     expect(error.status).toBe(401);
   });
@@ -149,7 +139,7 @@ describe('KeyAuthenticator', () => {
     clock.set(expiresAtMs - 1);
     await expect(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP })).resolves.toMatchObject({ keyId: record.keyId });
     clock.set(expiresAtMs);
-    const error = await failure(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
+    const error = await gatewayErrorOf(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
     expect(error.type).toBe('expired_api_key');
     // decided from the cached entry, not a fresh lookup
     expect(store.findByHashCalls).toBe(1);
@@ -157,7 +147,7 @@ describe('KeyAuthenticator', () => {
 
   it('answers agent_not_allowed for an agent outside the key scope', async () => {
     const { rawKey } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
-    const error = await failure(auth.authenticate({ authorization: bearer(rawKey), agentId: 'sales', clientIp: IP }));
+    const error = await gatewayErrorOf(auth.authenticate({ authorization: bearer(rawKey), agentId: 'sales', clientIp: IP }));
     expect(error.type).toBe('agent_not_allowed');
     expect(error.status).toBe(401);
   });
@@ -168,11 +158,11 @@ describe('KeyAuthenticator', () => {
     const { rawKey } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
     for (let i = 0; i < 3; i++) {
       const { rawKey: unknown } = generateApiKey();
-      expect((await failure(auth.authenticate({ authorization: bearer(unknown), agentId: 'support', clientIp: IP }))).type).toBe('invalid_api_key');
+      expect((await gatewayErrorOf(auth.authenticate({ authorization: bearer(unknown), agentId: 'support', clientIp: IP }))).type).toBe('invalid_api_key');
     }
     const calls = store.findByHashCalls;
     for (const key of [generateApiKey().rawKey, rawKey, 'ha_garbage']) {
-      const error = await failure(auth.authenticate({ authorization: bearer(key), agentId: 'support', clientIp: IP }));
+      const error = await gatewayErrorOf(auth.authenticate({ authorization: bearer(key), agentId: 'support', clientIp: IP }));
       expect(error.type).toBe('rate_limit_exceeded');
       expect(error.status).toBe(429);
       expect(error.retryAfterSeconds).toBe(60);
@@ -190,12 +180,12 @@ describe('KeyAuthenticator', () => {
     const staleBefore = await counterValue(metrics.keyCache, 'stale_hit');
     await expect(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP })).resolves.toMatchObject({ keyId: record.keyId });
     expect((await counterValue(metrics.keyCache, 'stale_hit')) - staleBefore).toBe(1);
-    const unknown = await failure(auth.authenticate({ authorization: bearer(generateApiKey().rawKey), agentId: 'support', clientIp: IP }));
+    const unknown = await gatewayErrorOf(auth.authenticate({ authorization: bearer(generateApiKey().rawKey), agentId: 'support', clientIp: IP }));
     expect(unknown.type).toBe('store_unavailable');
     expect(unknown.status).toBe(503);
     expect(unknown.retryAfterSeconds).toBe(1);
     // stale entries still get the expiry and scope checks
-    expect((await failure(auth.authenticate({ authorization: bearer(rawKey), agentId: 'sales', clientIp: IP }))).type).toBe('agent_not_allowed');
+    expect((await gatewayErrorOf(auth.authenticate({ authorization: bearer(rawKey), agentId: 'sales', clientIp: IP }))).type).toBe('agent_not_allowed');
     store.down = false;
     await expect(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP })).resolves.toBeDefined();
   });
@@ -215,7 +205,7 @@ describe('KeyAuthenticator', () => {
     // the retry finds the store still down, and an invalidation (a revocation seen through
     // pub/sub) arrives meanwhile: the stale entry must not be served
     store.beforeFind = () => auth.cache.invalidate(record.hash);
-    const error = await failure(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
+    const error = await gatewayErrorOf(auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
     expect(error.type).toBe('store_unavailable');
     expect(store.findByHashCalls).toBe(calls + 1);
   });
@@ -267,13 +257,13 @@ describe('KeyAuthenticator', () => {
     clock.advance(60_000);
     expect(auth.authenticateNow(input)).toBeUndefined();
     expect(await counts()).toEqual(before);
-    expect((await failure(auth.authenticate(input))).type).toBe('expired_api_key');
+    expect((await gatewayErrorOf(auth.authenticate(input))).type).toBe('expired_api_key');
     // That failure blocked the address (max_attempts 1): a valid cached key is not answered now either.
     const { rawKey: other } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
     await auth.authenticate({ ...input, authorization: bearer(other), clientIp: '192.0.2.11' });
     expect(auth.authenticateNow({ ...input, authorization: bearer(other), clientIp: '192.0.2.11' })).toBeDefined();
     expect(auth.authenticateNow({ ...input, authorization: bearer(other) })).toBeUndefined();
-    expect((await failure(auth.authenticate({ ...input, authorization: bearer(other) }))).type).toBe('rate_limit_exceeded');
+    expect((await gatewayErrorOf(auth.authenticate({ ...input, authorization: bearer(other) }))).type).toBe('rate_limit_exceeded');
   });
 
   it('does not cache a record fetched across an invalidation', async () => {
@@ -285,7 +275,7 @@ describe('KeyAuthenticator', () => {
 
   it('counts failures by reason in agentgw_auth_failures_total', async () => {
     const before = await counterValue(metrics.authFailures, 'missing_api_key');
-    await failure(auth.authenticate({ authorization: undefined, agentId: 'support', clientIp: IP }));
+    await gatewayErrorOf(auth.authenticate({ authorization: undefined, agentId: 'support', clientIp: IP }));
     expect((await counterValue(metrics.authFailures, 'missing_api_key')) - before).toBe(1);
   });
 
@@ -308,8 +298,8 @@ describe('KeyAuthenticator', () => {
       clock.advance(1);
       await built.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP });
       expect(store.findByHashCalls).toBe(2);
-      for (let i = 0; i < 2; i++) await failure(built.authenticate({ authorization: bearer('ha_nope'), agentId: 'support', clientIp: IP }));
-      const blocked = await failure(built.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
+      for (let i = 0; i < 2; i++) await gatewayErrorOf(built.authenticate({ authorization: bearer('ha_nope'), agentId: 'support', clientIp: IP }));
+      const blocked = await gatewayErrorOf(built.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP }));
       expect(blocked.type).toBe('rate_limit_exceeded');
       expect(blocked.retryAfterSeconds).toBe(7);
     } finally {

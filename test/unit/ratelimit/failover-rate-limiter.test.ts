@@ -1,13 +1,12 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/clock.js';
 import { GatewayError } from '../../../src/errors.js';
-import { metrics } from '../../../src/metrics/metrics.js';
 import { FailoverRateLimiter, type StoreErrorMode } from '../../../src/ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
 import type { RateLimitDecision, RateLimiter, RateWindow } from '../../../src/ratelimit/rate-limiter.js';
 import { RateLimitStoreError, RateLimitStoreTimeoutError } from '../../../src/ratelimit/rate-limit-store-error.js';
+import { captureLogLines } from '../../helpers/log-capture.js';
+import { redisErrorCount } from '../../helpers/metric-counts.js';
 
 const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 60_000 }];
 const PRIMARY_DECISION: RateLimitDecision = { allowed: true, windows: [{ name: 'minute', limit: 2, windowMs: 60_000, remaining: 1, resetMs: 0, recoverMs: 60_999 }], retryAfterMs: 0 };
@@ -37,21 +36,11 @@ class SwitchablePrimary implements RateLimiter {
 function setup(mode: StoreErrorMode) {
   const clock = new ManualClock();
   const primary = new SwitchablePrimary();
-  const lines: Array<{ level: string; msg: string }> = [];
-  const logger = pino(
-    { formatters: { level: (label) => ({ level: label }) } },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(JSON.parse(chunk.toString()));
-        done();
-      },
-    }),
-  );
+  const { logger, lines } = captureLogLines();
   const limiter = new FailoverRateLimiter({ primary, fallback: new MemoryRateLimiter({ clock }), mode, logger, clock, breakerOpenMs: 1_000 });
   // The gateway's own counter: what this limiter added since it was made.
-  const ratelimitErrors = async () => (await metrics.redisErrors.get()).values.find((v) => v.labels.op === 'ratelimit')?.value ?? 0;
-  const before = ratelimitErrors();
-  const errorCount = async () => (await ratelimitErrors()) - (await before);
+  const before = redisErrorCount('ratelimit');
+  const errorCount = async () => (await redisErrorCount('ratelimit')) - (await before);
   const flushLogs = () => new Promise((resolve) => setImmediate(resolve));
   return { clock, primary, lines, limiter, errorCount, flushLogs };
 }
