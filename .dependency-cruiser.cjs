@@ -3,8 +3,9 @@
 //
 // The layer order, lowest first. A file may import from its own layer, from the
 // base files, and from layers BELOW it; never from a layer above it, and never
-// from a peer in the same rank. A lower layer that needed something from a higher one
-// would tie the two together; the shared piece belongs in the lower layer instead.
+// from a peer in the same rank (docs/design.md, "Layout"). A lower layer that needed
+// something from a higher one would tie the two together; the shared piece belongs in the
+// lower layer instead.
 const LAYERS = [
   // base files: the one error registry, time, deadlines, file helpers, JSON text
   // and the logger. Everything may use them; they use nothing in a folder.

@@ -1,4 +1,5 @@
-// A pino logger whose lines the test reads back as objects, the level by name ("warn").
+// A pino logger whose lines the test reads back, parsed (the level by name, "warn") and as
+// written (to search for what must never be logged).
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Logger } from '../../src/logger.js';
@@ -8,16 +9,19 @@ export interface CapturedLogLine {
   msg: string;
 }
 
-export function captureLogLines(): { logger: Logger; lines: CapturedLogLine[] } {
-  const lines: CapturedLogLine[] = [];
+/** `Line` names the fields a test reads beyond level and msg. */
+export function captureLogLines<Line extends CapturedLogLine = CapturedLogLine>(): { logger: Logger; lines: Line[]; text: string[] } {
+  const lines: Line[] = [];
+  const text: string[] = [];
   const logger = pino(
     { formatters: { level: (label) => ({ level: label }) } },
     new Writable({
       write(chunk: Buffer, _encoding, done) {
-        lines.push(JSON.parse(chunk.toString()));
+        text.push(chunk.toString());
+        lines.push(JSON.parse(chunk.toString()) as Line);
         done();
       },
     }),
   );
-  return { logger, lines };
+  return { logger, lines, text };
 }

@@ -2,42 +2,21 @@
 // stopped to make connections fail: every connection error is counted in
 // agentgw_redis_errors_total{op="connection"}, each connection logs one warning per outage
 // and one info line when it is back, and no log line or message carries the URL's password.
-import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRedisKeyStore } from '../../src/keys/redis-key-store.js';
-import type { Logger } from '../../src/logger.js';
 import { createRedisClientFactory, type RedisClient, type RedisClientFactory, type RedisConnectionUse } from '../../src/redis/redis-client.js';
 import { redactRedisUrl } from '../../src/redis/redis-connection-policy.js';
 import { refusingPort } from '../helpers/free-port.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { redisErrorCount } from '../helpers/metric-counts.js';
+import { captureLogLines, type CapturedLogLine } from '../helpers/log-capture.js';
 
-interface LogLine {
-  level: string;
-  msg: string;
+interface LogLine extends CapturedLogLine {
   redis?: string;
   connection?: string;
   use?: string;
 }
-
-function captureLogs(): { logger: Logger; lines: LogLine[]; text: string[] } {
-  const lines: LogLine[] = [];
-  const text: string[] = [];
-  const logger = pino(
-    { formatters: { level: (label) => ({ level: label }) } },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        text.push(chunk.toString());
-        lines.push(JSON.parse(chunk.toString()) as LogLine);
-        done();
-      },
-    }),
-  );
-  return { logger, lines, text };
-}
-
 
 /** The real factory, also keeping every connection it hands out and counting their error events. */
 function recordingFactory(real: RedisClientFactory): RedisClientFactory & { handedOut: Array<{ use: RedisConnectionUse; client: RedisClient; errors: number }> } {
@@ -66,7 +45,7 @@ describe('Redis client factory', () => {
   });
 
   it('counts every connection error of the shared, key-store and subscriber connections, and logs one warning per connection and outage and one info line at recovery', async () => {
-    const { logger, lines } = captureLogs();
+    const { logger, lines } = captureLogLines<LogLine>();
     const factory = recordingFactory(createRedisClientFactory({ url: redis.url, prefix: 'factory:', commandTimeoutMs: 100 }, logger));
     const shared = factory.connect('shared', 'agentgw');
     const store = await createRedisKeyStore({ redis: factory, prefix: 'factory:', commandTimeoutMs: 100, logger, subscribe: true, waitForConnectionMs: 5_000 });
@@ -106,7 +85,7 @@ describe('Redis client factory', () => {
 
   it('fails a CLI connection fast with the address in the message, counted and logged once', async () => {
     const port = await refusingPort();
-    const { logger, lines } = captureLogs();
+    const { logger, lines } = captureLogLines<LogLine>();
     const factory = recordingFactory(createRedisClientFactory({ url: `redis://127.0.0.1:${port}/0`, prefix: 'factory:', commandTimeoutMs: 100 }, logger));
     const countedBefore = await redisErrorCount('connection');
     const client = factory.connect('cli-read', 'agentgw-cli');
@@ -135,7 +114,7 @@ describe('Redis client factory', () => {
 
     it('refused credentials are a connection error whose message names neither password', async () => {
       const wrong = 'wrong-Zt3-also-secret';
-      const { logger, lines, text } = captureLogs();
+      const { logger, lines, text } = captureLogLines<LogLine>();
       const factory = createRedisClientFactory({ url: `redis://:${wrong}@127.0.0.1:${secured.port}/0`, prefix: 'factory:', commandTimeoutMs: 100 }, logger);
       const countedBefore = await redisErrorCount('connection');
       const client = factory.connect('cli-read', 'agentgw-cli');
@@ -154,7 +133,7 @@ describe('Redis client factory', () => {
 
     // Last in this block: it stops the server.
     it('logs the address with the password hidden, and never the password, through an outage', async () => {
-      const { logger, lines, text } = captureLogs();
+      const { logger, lines, text } = captureLogLines<LogLine>();
       const factory = createRedisClientFactory({ url, prefix: 'factory:', commandTimeoutMs: 100 }, logger);
       expect(factory.address).toBe(`redis://:***@127.0.0.1:${secured.port}/0`);
       const client = factory.connect('shared', 'agentgw');
