@@ -1,13 +1,12 @@
 // The chat pipeline stage by stage, without a socket: each test hands one request to the
 // pipeline through in-memory stand-ins (pipeline-fakes.ts) and reads the answer, the audit
 // record and the log line it leaves.
-import type { Dispatcher } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../src/errors.js';
 import {
   CACHED_TOKEN,
   CHAT_BODY,
-  FakeController,
+  Runner,
   STORED_TOKEN,
   WaitingRateLimiter,
   send,
@@ -25,28 +24,6 @@ afterEach(async () => {
 
 function errorOf(exchange: Exchange): { type: string; request_id: string } {
   return (JSON.parse(exchange.res.body) as { error: { type: string; request_id: string } }).error;
-}
-
-/** Plays the agent's runner through the exchange's handler, as undici would call it. */
-class Runner {
-  readonly controller = new FakeController();
-  constructor(private readonly handler: Dispatcher.DispatchHandler) {
-    handler.onRequestStart?.(this.controller, {});
-  }
-  answer(statusCode: number, headers: Record<string, string> = { 'content-type': 'application/json' }): this {
-    this.handler.onResponseStart?.(this.controller, statusCode, headers, '');
-    return this;
-  }
-  send(text: string | Buffer): this {
-    this.handler.onResponseData?.(this.controller, Buffer.from(text));
-    return this;
-  }
-  end(): void {
-    this.handler.onResponseEnd?.(this.controller, {});
-  }
-  fail(message: string, code: string): void {
-    this.handler.onResponseError?.(this.controller, Object.assign(new Error(message), { code }));
-  }
 }
 
 /** Sends a body the pipeline accepts; the runner then gets the request. */

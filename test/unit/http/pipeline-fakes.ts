@@ -190,6 +190,28 @@ export class FakeController implements Dispatcher.DispatchController {
   }
 }
 
+/** Plays the agent's runner through the exchange's handler, as undici would call it. */
+export class Runner {
+  readonly controller = new FakeController();
+  constructor(private readonly handler: Dispatcher.DispatchHandler) {
+    handler.onRequestStart?.(this.controller, {});
+  }
+  answer(statusCode: number, headers: Record<string, string> = { 'content-type': 'application/json' }): this {
+    this.handler.onResponseStart?.(this.controller, statusCode, headers, '');
+    return this;
+  }
+  send(text: string | Buffer): this {
+    this.handler.onResponseData?.(this.controller, Buffer.from(text));
+    return this;
+  }
+  end(): void {
+    this.handler.onResponseEnd?.(this.controller, {});
+  }
+  fail(message: string, code: string): void {
+    this.handler.onResponseError?.(this.controller, Object.assign(new Error(message), { code }));
+  }
+}
+
 export interface Dispatched {
   options: Dispatcher.DispatchOptions;
   handler: Dispatcher.DispatchHandler;
