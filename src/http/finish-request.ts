@@ -1,27 +1,21 @@
 // What happens once per request when its response closes: one audit record (if the key was
 // accepted), metrics, and one log line.
 import type { ServerResponse } from 'node:http';
-import type { AuditLog, AuditOutcome, AuditRecord } from '../audit/audit-record.js';
+import type { AuditLog, AuditRecord } from '../audit/audit-record.js';
 import { isoTimestampCache } from '../clock.js';
 import { routeSeries } from '../metrics/metrics.js';
 import type { RequestLogWriter } from './request-log-line.js';
+import { requestOutcome } from './request-outcome.js';
 import type { RequestState } from '../request/request-state.js';
 
 /** nginx's convention: the client closed the connection before any answer was sent. */
 export const CLIENT_CLOSED_STATUS = 499;
 
-function outcomeFromStatus(status: number): AuditOutcome {
-  if (status < 400) return 'ok';
-  if (status === 429) return 'rate_limited';
-  if (status < 500) return 'invalid_request';
-  return 'error';
-}
-
 const auditTimestamp = isoTimestampCache();
 
 export function finishRequest(state: RequestState, res: ServerResponse, auditLog: AuditLog, logRequest: RequestLogWriter): void {
   const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
-  const outcome = state.outcome ?? (res.headersSent ? (res.writableFinished ? outcomeFromStatus(status) : 'client_closed') : 'client_closed');
+  const outcome = requestOutcome(state, res);
   const latencyMs = performance.now() - state.startedMonoMs;
   const upstreamLatencyMs = state.upstreamLatencyMs();
   const route = state.route ?? 'none';

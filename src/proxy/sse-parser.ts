@@ -1,30 +1,17 @@
 // Side-parser for the upstream's Server-Sent Events. It reads the same Buffer chunks that
 // are written to the client (it never holds a byte back) and reports whole events, so the
 // gateway can count events and read `done.tokens_used`. Works on bytes: a multi-byte
-// character or a CRLF split across chunks is handled.
+// character or a CRLF split across chunks is handled. It reads the line grammar; an event's
+// data lines are kept by SseEventData (sse-event-data.ts).
 //
-// Allocation-lean, because it runs on every relayed event: field names and the name `done` are
-// matched byte by byte as they stream past, and a data line is remembered as (chunk, from, to)
-// in arrays reused across events, not sliced or copied. Since `event:` may follow `data:`,
-// every event's data is remembered until the event ends, but only a `done` event's is decoded.
+// Allocation-lean, because it runs on every relayed event: field names and the name `done`
+// are matched byte by byte as they stream past.
+import { MAX_LINE_BYTES, SseEventData } from './sse-event-data.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
 const COLON = 0x3a;
 const SPACE = 0x20;
-
-/** Data kept per event is capped: a hostile upstream cannot grow the parser without bound. */
-const MAX_EVENT_DATA_BYTES = 64 * 1024;
-const MAX_LINE_BYTES = 128 * 1024;
-/**
- * An event's data lines are held as references to the chunks they arrived in. Past these
- * bounds (many data lines, or data spread over many large chunks) the lines are decoded into
- * strings instead, as the parser used to do for every line, so the chunks can be let go of.
- */
-const MAX_KEPT_SEGMENTS = 64;
-const MAX_RETAINED_CHUNK_BYTES = 256 * 1024;
-/** A data line split over more chunks than this is copied into a buffer of its own. */
-const MAX_LINE_SEGMENTS = 8;
 
 // The field of the line being read. Names are matched byte by byte (FIELD_NAMES[field]).
 const F_NONE = 0; // no byte of the line seen yet
@@ -62,29 +49,10 @@ export class SseSideParser {
   private nameMatched = 0;
   /** In an `event` value: bytes of "done" matched so far. */
   private doneMatched = 0;
-  /** In a `data` value: its bytes so far, and the buffer it is copied to once it spans many chunks. */
-  private lineValueBytes = 0;
-  private spill: Buffer | null = null;
   // The event being read.
   private hasFields = false;
   private nameIsDone = false;
-  /** Segments of data values: segBufs[i] bytes segFrom[i]..segTo[i]; reused from event to event. */
-  private readonly segBufs: (Buffer | null)[] = [];
-  private readonly segFrom: number[] = [];
-  private readonly segTo: number[] = [];
-  private segCount = 0;
-  /** First segment of the line being read; the segments before it belong to whole data lines. */
-  private lineSegStart = 0;
-  /** First segment of each whole data line of the event. */
-  private readonly dataLineStarts: number[] = [];
-  private dataLineCount = 0;
-  /** Bytes of the whole data lines held as segments, and of the distinct chunks they reference. */
-  private keptBytes = 0;
-  private retainedBytes = 0;
-  private lastRetained: Buffer | null = null;
-  /** Once the event outgrew the segments: its data lines decoded, with their total length. */
-  private settled: string[] | null = null;
-  private settledLength = 0;
+  private readonly data = new SseEventData();
   /** True when the bytes seen so far end exactly at an event boundary (or nothing was seen). */
   atEventBoundary = true;
   /**
@@ -131,8 +99,7 @@ export class SseSideParser {
     if (this.lineBytes > MAX_LINE_BYTES) {
       // A line too long to be ours to read: it is ignored when it ends. Let go of its data now.
       if (this.phase !== P_SKIP) {
-        this.releaseSegments(this.lineSegStart);
-        this.spill = null;
+        this.data.dropLine();
         this.phase = P_SKIP;
       }
       return;
@@ -149,7 +116,7 @@ export class SseSideParser {
     }
     if (this.phase !== P_VALUE) return;
     if (this.field === F_DATA) {
-      this.keepSegment(chunk, at, to);
+      this.data.append(chunk, at, to);
       return;
     }
     // An `event` value: only whether it is exactly "done" matters.
@@ -197,47 +164,6 @@ export class SseSideParser {
     return to;
   }
 
-  private keepSegment(chunk: Buffer, from: number, to: number): void {
-    const length = to - from;
-    this.lineValueBytes += length;
-    const spill = this.spill;
-    if (spill !== null) {
-      // The line's one segment is the spill buffer: append to it, growing it when full.
-      const last = this.segCount - 1;
-      const used = this.segTo[last]!;
-      let target = spill;
-      if (used + length > spill.length) {
-        target = Buffer.allocUnsafe(Math.min(MAX_LINE_BYTES, Math.max(2 * spill.length, used + length)));
-        spill.copy(target, 0, 0, used);
-        this.spill = target;
-        this.segBufs[last] = target;
-      }
-      chunk.copy(target, used, from, to);
-      this.segTo[last] = used + length;
-      return;
-    }
-    const n = this.segCount;
-    this.segBufs[n] = chunk;
-    this.segFrom[n] = from;
-    this.segTo[n] = to;
-    this.segCount = n + 1;
-    if (this.segCount - this.lineSegStart > MAX_LINE_SEGMENTS) this.startSpill();
-  }
-
-  /** Copies the segments of the line being read into one buffer, so a line split into tiny chunks holds one. */
-  private startSpill(): void {
-    const first = this.lineSegStart;
-    const spill = Buffer.allocUnsafe(Math.min(MAX_LINE_BYTES, Math.max(1024, 2 * this.lineValueBytes)));
-    let used = 0;
-    for (let i = first; i < this.segCount; i++) used += this.segBufs[i]!.copy(spill, used, this.segFrom[i], this.segTo[i]);
-    this.releaseSegments(first);
-    this.segBufs[first] = spill;
-    this.segFrom[first] = 0;
-    this.segTo[first] = used;
-    this.segCount = first + 1;
-    this.spill = spill;
-  }
-
   private finishLine(): void {
     const length = this.lineBytes;
     // A line ended inside its name ("data", "event"): that field with an empty value, if the name is whole.
@@ -262,125 +188,19 @@ export class SseSideParser {
         this.nameIsDone = isDone;
         this.hasFields = true;
       } else if (field === F_DATA) {
-        this.endDataLine();
+        this.data.endLine();
         this.hasFields = true;
       } else if (field === F_ID || field === F_RETRY) {
         this.hasFields = true;
       }
     }
-    this.spill = null;
-    this.lineValueBytes = 0;
-    this.lineSegStart = this.segCount;
-  }
-
-  /**
-   * The data line just read joins the event's. Data is capped as it always was: a line is
-   * kept only while the event's decoded data (in UTF-16 units, lines not counting their "\n")
-   * stays within MAX_EVENT_DATA_BYTES. A line decodes to at most as many units as it has
-   * bytes, so while the kept bytes stay within the cap every line is kept, undecoded.
-   */
-  private endDataLine(): void {
-    const first = this.lineSegStart;
-    for (let i = first; i < this.segCount; i++) {
-      const buf = this.segBufs[i]!;
-      if (buf !== this.lastRetained) {
-        this.retainedBytes += buf.length;
-        this.lastRetained = buf;
-      }
-    }
-    if (
-      this.settled === null &&
-      (this.keptBytes + this.lineValueBytes > MAX_EVENT_DATA_BYTES || this.segCount > MAX_KEPT_SEGMENTS || this.retainedBytes > MAX_RETAINED_CHUNK_BYTES)
-    ) {
-      this.settle();
-    }
-    if (this.settled === null) {
-      this.dataLineStarts[this.dataLineCount++] = first;
-      this.keptBytes += this.lineValueBytes;
-      return;
-    }
-    const value = this.decodeSegments(first, this.segCount);
-    this.releaseSegments(0);
-    this.lastRetained = null;
-    if (this.settledLength + value.length <= MAX_EVENT_DATA_BYTES) {
-      this.settled.push(value);
-      this.settledLength += value.length;
-    }
-  }
-
-  /** Decodes the whole data lines held as segments (all within the cap) and lets go of their chunks. */
-  private settle(): void {
-    const settled: string[] = [];
-    let length = 0;
-    for (let line = 0; line < this.dataLineCount; line++) {
-      const value = this.decodeSegments(this.dataLineStarts[line]!, this.lineEnd(line));
-      settled.push(value);
-      length += value.length;
-    }
-    this.settled = settled;
-    this.settledLength = length;
-    this.dataLineCount = 0;
-    this.keptBytes = 0;
-    this.retainedBytes = 0;
-    this.lastRetained = null;
-  }
-
-  private lineEnd(line: number): number {
-    return line + 1 < this.dataLineCount ? this.dataLineStarts[line + 1]! : this.lineSegStart;
-  }
-
-  private decodeSegments(first: number, end: number): string {
-    if (end === first) return '';
-    if (end === first + 1) return this.segBufs[first]!.toString('utf8', this.segFrom[first], this.segTo[first]);
-    // A line split across chunks: joined before decoding, so a character split with it is whole.
-    const parts: Buffer[] = [];
-    for (let i = first; i < end; i++) parts.push(this.segBufs[i]!.subarray(this.segFrom[i], this.segTo[i]));
-    return Buffer.concat(parts).toString('utf8');
-  }
-
-  private releaseSegments(from: number): void {
-    for (let i = from; i < this.segCount; i++) this.segBufs[i] = null;
-    this.segCount = from;
   }
 
   private dispatch(): void {
     if (!this.hasFields) return;
-    let data: string | null = null;
-    if (this.nameIsDone) {
-      if (this.settled !== null) {
-        data = this.settled.join('\n');
-      } else if (this.dataLineCount === 1) {
-        data = this.decodeSegments(this.dataLineStarts[0]!, this.lineSegStart);
-      } else {
-        const lines: string[] = [];
-        for (let line = 0; line < this.dataLineCount; line++) lines.push(this.decodeSegments(this.dataLineStarts[line]!, this.lineEnd(line)));
-        data = lines.join('\n');
-      }
-    }
-    this.releaseSegments(0);
-    this.lineSegStart = 0;
-    this.dataLineCount = 0;
-    this.keptBytes = 0;
-    this.retainedBytes = 0;
-    this.lastRetained = null;
-    this.settled = null;
-    this.settledLength = 0;
+    const data = this.data.take(this.nameIsDone);
     this.nameIsDone = false;
     this.hasFields = false;
     this.sink.onEvent(data);
   }
-}
-
-/** Reads `tokens_used` from a `done` event's data; null when absent or not a non-negative integer. */
-export function tokensFromDoneData(data: string): number | null {
-  try {
-    const parsed: unknown = JSON.parse(data);
-    if (parsed && typeof parsed === 'object') {
-      const tokens = (parsed as { tokens_used?: unknown }).tokens_used;
-      if (typeof tokens === 'number' && Number.isInteger(tokens) && tokens >= 0) return tokens;
-    }
-  } catch {
-    // A malformed done event still ends the stream; the token count is simply unknown.
-  }
-  return null;
 }

@@ -1,5 +1,4 @@
 // Classifies undici's errors into the typed upstream failures of src/request/upstream-failure-kind.ts.
-import type { AuditOutcome } from '../audit/audit-record.js';
 import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
 
 
@@ -37,10 +36,6 @@ export function classifyUpstreamError(error: unknown): UpstreamFailure {
   if (RESET_CODES.has(code)) return { kind: 'reset', detail };
   if (BAD_RESPONSE_CODES.has(code) || code.startsWith('HPE_')) return { kind: 'bad_response', detail };
   return { kind: 'reset', detail };
-}
-
-export function outcomeForFailure(kind: UpstreamFailureKind): AuditOutcome {
-  return kind === 'headers_timeout' || kind === 'idle_timeout' || kind === 'max_duration' ? 'timeout' : 'upstream_error';
 }
 
 /** Seconds a client should wait before retrying after the agent was unavailable. */

@@ -1,7 +1,6 @@
 // Everything one request accumulates for its audit record, log line and metrics. One
 // object per request with a fixed shape, filled in by the pipeline stages as they run.
 import type { ServerResponse } from 'node:http';
-import type { AuditOutcome } from '../audit/audit-record.js';
 import type { AuthenticatedKey } from '../keys/key-record.js';
 import type { UpstreamFailureKind } from './upstream-failure-kind.js';
 import type { ChatRoute } from './chat-route.js';
@@ -10,8 +9,6 @@ export class RequestState {
   agentId: string | undefined = undefined;
   route: ChatRoute | undefined = undefined;
   key: AuthenticatedKey | undefined = undefined;
-  /** Set by the stage that decided it; derived from the status when left undefined. */
-  outcome: AuditOutcome | undefined = undefined;
   tokensUsed: number | null = null;
   /** performance.now() marks; -1 until the upstream is called. */
   upstreamStartMs = -1;
@@ -21,8 +18,21 @@ export class RequestState {
   userId: string | null = null;
   sessionId: string | null = null;
   traceId = '';
+  // What the stages saw, from which the audit outcome is decided once, when the response
+  // closes (requestOutcome, src/http/request-outcome.ts). Stages record facts, not outcomes.
+  /** The rate limiter refused the request. */
+  rateLimited = false;
+  /** The gateway ended the request in error itself: an unexpected exception, or shutdown ending its stream. */
+  endedInError = false;
+  /** The stream ended after its `done` event. */
+  streamDone = false;
+  /** How the runner failed, if it did. */
   failureKind: UpstreamFailureKind | undefined = undefined;
+  /** The gateway's own error answer: its type, and its status (0 while there is none). */
   errorType: string | undefined = undefined;
+  errorStatus = 0;
+  /** The runner's status, once its answer is being relayed (0 until then). */
+  upstreamStatus = 0;
   /**
    * Headers the gateway adds to the response (X-Request-Id, rate-limit headers), as flat
    * name/value pairs. They go out in one `res.writeHead` with the relayed ones, which

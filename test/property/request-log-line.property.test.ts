@@ -47,7 +47,7 @@ const fields: fc.Arbitrary<RequestLogFields> = fc.record({
   client_ip: text,
 });
 
-/** The gateway's own setup: a child without redaction (src/http/gateway-server.ts). */
+/** The gateway's own setup: a child without redaction (src/http/chat-pipeline.ts). */
 function requestLogger(build: (destination: Writable) => Logger): { logger: Logger; lines: string[] } {
   const { destination, lines } = capture();
   return { logger: build(destination).child({}, { redact: [] }), lines };

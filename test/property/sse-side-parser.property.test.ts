@@ -4,7 +4,8 @@
 // since the gateway inserts pings and its final error event at those boundaries.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseSideParser, tokensFromDoneData } from '../../src/proxy/sse-parser.js';
+import { SseSideParser } from '../../src/proxy/sse-parser.js';
+import { tokensFromDoneData } from '../../src/proxy/tokens-used.js';
 import { parseSseReference, type ReferenceEvent } from '../helpers/reference-sse.js';
 import { cutsFor, sseGarbage, wellFormedStream } from '../helpers/sse-arbitraries.js';
 import { splitAtInside } from '../helpers/split-at.js';
@@ -17,7 +18,7 @@ interface SideParse {
   atLineBoundary: boolean;
 }
 
-/** What the gateway learns from a stream: its events, `done.tokens_used` as upstream-exchange.ts reads it, the flags. */
+/** What the gateway learns from a stream: its events, `done.tokens_used` as sse-relay.ts reads it, the flags. */
 function sideParse(chunks: Buffer[]): SideParse {
   const events: (string | null)[] = [];
   let tokensUsed: number | null = null;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseSideParser, tokensFromDoneData } from '../../../src/proxy/sse-parser.js';
+import { SseSideParser } from '../../../src/proxy/sse-parser.js';
 import { splitAt } from '../../helpers/split-at.js';
 
 /** Each dispatched event as the sink sees it: a `done` event's data, or null for any other event. */
@@ -185,15 +185,5 @@ describe('SseSideParser', () => {
     const chunks: Buffer[] = [];
     for (let at = 0; at < stream.length; at += 5) chunks.push(stream.subarray(at, at + 5));
     expect(parseAll(chunks).events).toEqual([lines.join('\n')]);
-  });
-});
-
-describe('tokensFromDoneData', () => {
-  it('reads a non-negative integer and rejects anything else', () => {
-    expect(tokensFromDoneData('{"tokens_used":42}')).toBe(42);
-    expect(tokensFromDoneData('{"tokens_used":-1}')).toBeNull();
-    expect(tokensFromDoneData('{"tokens_used":"42"}')).toBeNull();
-    expect(tokensFromDoneData('not json')).toBeNull();
-    expect(tokensFromDoneData('{}')).toBeNull();
   });
 });

@@ -4,7 +4,7 @@
 // every kind of breakage (truncation, stray bytes), however the body is cut into chunks.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { scanTokensUsed, tokensByJsonParse, tokensFromChatResponse } from '../../src/proxy/chat-tokens.js';
+import { scanTokensUsed, tokensByJsonParse, tokensFromChatResponse } from '../../src/proxy/tokens-used.js';
 import { splitAt } from '../helpers/split-at.js';
 
 /** Chunks as undici might deliver them, empty ones included (cuts at 0 or the end). */

@@ -1,10 +1,13 @@
-// `metadata.tokens_used` of a `/chat` answer (DESIGN.md: the audit record's tokens_used),
-// read by one pass over the bytes instead of JSON.parse: parsing builds every string and
-// object of the answer only to read one number, per request. The scan validates the JSON it
-// walks as it goes — strings, escapes, numbers, literals, nesting, nothing after the end —
-// so for any body its answer is JSON.parse's; whatever it does not handle itself (a key with
-// an escape, a top level that is not an object, very deep nesting) goes to JSON.parse.
-// test/property/chat-tokens.property.test.ts compares the two.
+// `tokens_used`, the audit record's token count (docs/design.md, "Usage audit records"), as
+// the runner reports it: in a `/chat` answer's `metadata`, or in a stream's `done` event. One
+// check of the value serves both (validTokens).
+//
+// A `/chat` answer is read by one pass over its bytes instead of JSON.parse: parsing builds
+// every string and object of the answer only to read one number, per request. The scan
+// validates the JSON it walks as it goes — strings, escapes, numbers, literals, nesting,
+// nothing after the end — so for any body its answer is JSON.parse's; whatever it does not
+// handle itself (a key with an escape, a top level that is not an object, very deep nesting)
+// goes to JSON.parse. test/property/tokens-used.property.test.ts compares the two.
 
 /** Nesting deeper than this is left to JSON.parse (the scan recurses). */
 const MAX_DEPTH = 64;
@@ -27,7 +30,7 @@ const NINE = 0x39;
 const METADATA = Buffer.from('metadata');
 const TOKENS_USED = Buffer.from('tokens_used');
 
-/** Tokens from the answer's bytes: a non-negative integer, else null (as before: unparsable or absent). */
+/** Tokens from a `/chat` answer's bytes: a non-negative integer, else null (unparsable, absent or not such a number). */
 export function tokensFromChatResponse(chunks: Buffer[], length: number): number | null {
   const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
   const scanned = scanTokensUsed(body);
@@ -44,6 +47,18 @@ export function tokensByJsonParse(body: Buffer): number | null {
   }
 }
 
+/** Tokens from a `done` event's data, by the same rule. */
+export function tokensFromDoneData(data: string): number | null {
+  try {
+    const parsed: unknown = JSON.parse(data);
+    return validTokens((parsed as { tokens_used?: unknown } | null)?.tokens_used);
+  } catch {
+    // A malformed done event still ends the stream; the token count is simply unknown.
+    return null;
+  }
+}
+
+/** The one check of a reported count: a non-negative integer, else unknown (null). */
 function validTokens(tokens: unknown): number | null {
   return typeof tokens === 'number' && Number.isInteger(tokens) && tokens >= 0 ? tokens : null;
 }

@@ -1,0 +1,281 @@
+// The chat routes' request pipeline (docs/design.md, "Wire contract"), one method per stage,
+// in the order a request meets them: route → key → limit → body → forward, then finish when
+// its response closes. A stage is a plain call while it can decide at once (a cached key, a
+// leased or in-memory count) and continues from a promise only when it has to wait; the body
+// arrives through the request's BodyReceiver methods. On the common path no async frame, no
+// promise, and no closure per request beyond the response's 'close' listener: with hundreds
+// of requests in flight those show in the CPU per request
+// (docs/decisions/0008-decide-without-waiting.md, 0009-request-stages-without-async.md).
+//
+// The stages record what they see on the request's RequestState; the audit outcome is
+// decided from it in one place, when the response closes (request-outcome.ts).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuditLog } from '../audit/audit-record.js';
+import type { Authenticator } from '../auth/authenticator.js';
+import type { Clock } from '../clock.js';
+import type { AgentConfig, GatewayConfig } from '../config/schema.js';
+import { GatewayError } from '../errors.js';
+import type { AuthenticatedKey } from '../keys/key-record.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics/metrics.js';
+import { ActiveStreams } from '../proxy/active-streams.js';
+import { DeadlineSweeper } from '../proxy/deadline-sweeper.js';
+import type { ForwardFailureHandler } from '../proxy/forward-request.js';
+import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
+import { traceContextFor, type TraceContext } from '../proxy/traceparent.js';
+import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
+import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
+import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter.js';
+import { RequestState } from '../request/request-state.js';
+import { clientAddress, type ClientAddress } from './client-address.js';
+import { sendError } from './errors.js';
+import { finishRequest } from './finish-request.js';
+import type { GatewayRuntime } from './gateway-runtime.js';
+import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
+import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
+import { chooseRequestId } from './request-id.js';
+import { matchRoute, type RouteTable } from './routing.js';
+import { parseJsonBody, validateChatRequest } from './validate-chat-request.js';
+
+export interface GatewayDependencies {
+  runtime: GatewayRuntime;
+  authenticator: Authenticator;
+  rateLimiter: RateLimiter;
+  auditLog: AuditLog;
+  logger: Logger;
+  clock: Clock;
+  activeStreams?: ActiveStreams;
+}
+
+/** One request on its way through the stages: what they share, and the body's receiver. */
+export class ChatRequest implements BodyReceiver {
+  /** Known from the route stage on. */
+  agent: AgentConfig | undefined = undefined;
+
+  constructor(
+    readonly pipeline: ChatPipeline,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly state: RequestState,
+    /** The config the request started with: a reload does not change it mid-request. */
+    readonly config: GatewayConfig,
+    readonly address: ClientAddress,
+    readonly trace: TraceContext,
+  ) {}
+
+  bodyReceived(body: Buffer): void {
+    this.pipeline.forward(this, body);
+  }
+
+  bodyFailed(error: Error): void {
+    this.pipeline.fail(this, error);
+  }
+}
+
+/** One per server; every request goes through `handle`. */
+export class ChatPipeline {
+  readonly activeStreams: ActiveStreams;
+  private readonly runtime: GatewayRuntime;
+  private readonly authenticator: Authenticator;
+  private readonly rateLimiter: RateLimiter;
+  private readonly auditLog: AuditLog;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  /** The runner's headers deadline and a `/chat` body's idle deadline, for every request at once. */
+  private readonly deadlines = new DeadlineSweeper();
+  private readonly logRequest: RequestLogWriter;
+
+  constructor(deps: GatewayDependencies) {
+    this.runtime = deps.runtime;
+    this.authenticator = deps.authenticator;
+    this.rateLimiter = deps.rateLimiter;
+    this.auditLog = deps.auditLog;
+    this.logger = deps.logger;
+    this.clock = deps.clock;
+    this.activeStreams = deps.activeStreams ?? new ActiveStreams();
+    const logger = deps.logger;
+    // The per-request line is built only from fields that never hold key material (key_id is
+    // public), so it skips redaction, which would cost more than the rest of the line.
+    const requestLogger = logger.child({}, { redact: [] });
+    // A child keeps the level it was made with; a reload (SIGHUP) sets the root's level.
+    logger.on('level-change', (level, _value, _previous, _previousValue, changed) => {
+      if (changed === logger) requestLogger.level = level;
+    });
+    this.logRequest = requestLogWriter(requestLogger);
+  }
+
+  /** node:http's request listener: the request's state and its finish, then the stages. */
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const { config, routes } = this.runtime.current;
+    const requestId = chooseRequestId(req.headers['x-request-id']);
+    const address = clientAddress(req, config.listen.trustProxy);
+    const state = new RequestState(requestId, address.clientIp, this.clock.now(), performance.now());
+    // Known from the start so every log line, rejections included, carries the trace id.
+    const trace = traceContextFor(req.headers.traceparent, requestId);
+    state.traceId = trace.traceId;
+    const request = new ChatRequest(this, req, res, state, config, address, trace);
+    // 'close' comes once; `on` spares the wrapper `once` allocates per request.
+    res.on('close', () => this.finish(request));
+    try {
+      this.route(request, routes);
+    } catch (error) {
+      this.fail(request, error);
+    }
+  };
+
+  /** Which agent and route: not_found or method_not_allowed otherwise. */
+  route(request: ChatRequest, routes: RouteTable): void {
+    const { req, state } = request;
+    const { agent, route } = matchRoute(routes, req.method, req.url, req.headers.host);
+    request.agent = agent;
+    state.agentId = agent.id;
+    state.route = route;
+    this.key(request);
+  }
+
+  /** Who is calling: at once from the key cache, or after a lookup. */
+  key(request: ChatRequest): void {
+    const { req, address } = request;
+    const input = { authorization: req.headers.authorization, agentId: request.agent!.id, clientIp: address.clientIp, connection: req.socket };
+    const key = this.authenticator.authenticateNow(input);
+    if (key !== undefined) {
+      this.limit(request, key);
+      return;
+    }
+    void this.authenticator.authenticate(input).then(
+      (found) => this.limit(request, found),
+      (error: unknown) => this.fail(request, error),
+    );
+  }
+
+  /** The caller's plan and its windows: counted at once when the limiter can, else after it answers. */
+  limit(request: ChatRequest, key: AuthenticatedKey): void {
+    const { state, config } = request;
+    try {
+      state.key = key;
+      const plan = config.plans.get(key.plan);
+      if (!plan) {
+        this.logger.error({ request_id: state.requestId, key_id: key.keyId, plan: key.plan }, 'key refers to a plan that is not configured');
+        throw new GatewayError('internal_error', { message: 'The API key refers to a plan the gateway does not know.' });
+      }
+      if (plan.windows.length === 0) {
+        this.body(request);
+        return;
+      }
+      const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
+      const decision = this.rateLimiter.consumeNow(subject, plan.windows);
+      if (decision !== undefined) {
+        this.admit(request, decision);
+        return;
+      }
+      void this.rateLimiter.consume(subject, plan.windows).then(
+        (decided) => this.admit(request, decided),
+        (error: unknown) => this.fail(request, error),
+      );
+    } catch (error) {
+      this.fail(request, error);
+    }
+  }
+
+  /** The limiter's decision: its headers go on the answer, and a full window refuses (429). */
+  admit(request: ChatRequest, decision: RateLimitDecision): void {
+    const { state } = request;
+    try {
+      state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
+      if (!decision.allowed) {
+        metrics.rateLimited.inc({ plan: state.key!.plan });
+        state.rateLimited = true;
+        throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
+      }
+      this.body(request);
+    } catch (error) {
+      this.fail(request, error);
+    }
+  }
+
+  /** Throws on a wrong media type; otherwise the body comes to request.bodyReceived. */
+  body(request: ChatRequest): void {
+    const { req, config } = request;
+    if (!isJsonContentType(req.headers['content-type'])) throw new GatewayError('unsupported_media_type');
+    readBody(req, config.limits.maxBodyBytes, request);
+  }
+
+  /** A valid chat request goes to the agent's runner; the exchange relays the answer from there. */
+  forward(request: ChatRequest, body: Buffer): void {
+    try {
+      const { req, res, state, config, address, trace } = request;
+      const agent = request.agent!;
+      const key = state.key!;
+      state.bytesIn = body.length;
+      const summary = validateChatRequest(parseJsonBody(body), agent, config.limits);
+      state.userId = summary.userId;
+      state.sessionId = summary.sessionId;
+
+      const target = this.runtime.pools.target(agent.id);
+      if (!target) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
+      forwardToUpstream(
+        { res, state, agent, target, route: state.route!, stream: config.stream, activeStreams: this.activeStreams, deadlines: this.deadlines },
+        {
+          body,
+          headers: upstreamRequestHeaders(req.headers, {
+            requestId: state.requestId,
+            agentId: agent.id,
+            forwardedFor: address.forwardedFor,
+            forwardedProto: 'http',
+            forwardedHost: req.headers.host,
+            keyId: key.keyId,
+            accountId: key.account,
+            traceparent: trace.traceparent,
+          }),
+        },
+        this.answerForwardFailure,
+      );
+    } catch (error) {
+      this.fail(request, error);
+    }
+  }
+
+  /** When the response closes, whatever happened: the audit record, metrics and the log line. */
+  finish(request: ChatRequest): void {
+    finishRequest(request.state, request.res, this.auditLog, this.logRequest);
+  }
+
+  /** Any stage's error: answered, unless the client is gone. */
+  fail(request: ChatRequest, error: unknown): void {
+    answerError(error, request.req, request.res, request.state, this.logger);
+  }
+
+  // Out of undici's callback: the answer is written after undici has finished with the failed
+  // request. One function for every request.
+  private readonly answerForwardFailure: ForwardFailureHandler = (error, res, state) => {
+    process.nextTick(answerError, error, res.req, res, state, this.logger);
+  };
+}
+
+function answerError(error: unknown, req: IncomingMessage, res: ServerResponse, state: RequestState, logger: Logger): void {
+  // Nothing to answer; with no answer sent, the outcome is client_closed.
+  if (error instanceof ClientGoneError) return;
+  let gatewayError: GatewayError;
+  if (error instanceof GatewayError) {
+    gatewayError = error;
+  } else {
+    logger.error({ request_id: state.requestId, err: error }, 'unhandled error in request pipeline');
+    gatewayError = new GatewayError('internal_error');
+    state.endedInError = true;
+  }
+  state.errorType = gatewayError.type;
+  state.errorStatus = gatewayError.status;
+  if (!res.headersSent) state.applyGatewayHeaders(res);
+  // A body we refused to read must not be read to its end to keep the connection.
+  if (gatewayError.type === 'payload_too_large' || !req.complete) res.shouldKeepAlive = false;
+  if (gatewayError.type === 'payload_too_large') res.setHeader('Connection', 'close');
+  state.bytesOut += sendErrorCounted(res, gatewayError, state.requestId);
+}
+
+function sendErrorCounted(res: ServerResponse, error: GatewayError, requestId: string): number {
+  const before = res.headersSent;
+  sendError(res, error, requestId);
+  if (before) return 0;
+  const length = res.getHeader('Content-Length');
+  return typeof length === 'number' ? length : Number(length ?? 0);
+}

@@ -1,0 +1,78 @@
+// Relays a runner's answer as it comes: `/chat`, and any error status on the stream route. A
+// JSON answer is kept by reference as it passes, to read its `metadata.tokens_used` at the end
+// (tokens-used.ts). A body that stays silent for stream.idle_timeout is cut; the check is the
+// server's DeadlineSweeper's, not a timer per request
+// (docs/decisions/0007-upstream-deadlines-swept.md).
+import type { Dispatcher } from 'undici';
+import { RATE_LIMIT_HEADER_NAMES } from '../ratelimit/rate-limit-headers.js';
+import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
+import type { DeadlineEntry } from './deadline-sweeper.js';
+import { UPSTREAM_TIMED_OUT, type RelayedExchange, type ResponseRelay } from './forward-request.js';
+import { appendRelayedHeaders } from './header-hygiene.js';
+import { tokensFromChatResponse } from './tokens-used.js';
+
+/** JSON bodies up to this size are kept (by reference) to read `metadata.tokens_used` afterwards. */
+const MAX_TOKEN_SCAN_BYTES = 1024 * 1024;
+
+export class JsonRelay implements ResponseRelay, DeadlineEntry {
+  private kept: Buffer[] | null = null;
+  private keptBytes = 0;
+  sweepPrev: DeadlineEntry | null = null;
+  sweepNext: DeadlineEntry | null = null;
+  sweeping = false;
+
+  constructor(private readonly exchange: RelayedExchange) {}
+
+  start(statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    const { res, state, deadlines } = this.exchange.request;
+    state.upstreamStatus = statusCode;
+    const out = state.responseHeaders;
+    appendRelayedHeaders(headers, out, state.hasRateLimitHeaders ? RATE_LIMIT_HEADER_NAMES : undefined);
+    res.writeHead(statusCode, out);
+    const contentType = headers['content-type'];
+    if (statusCode < 300 && typeof contentType === 'string' && contentType.includes('json')) this.kept = [];
+    this.exchange.lastUpstreamMs = performance.now();
+    deadlines.add(this);
+  }
+
+  data(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const kept = this.kept;
+    if (kept !== null && this.keptBytes + chunk.length <= MAX_TOKEN_SCAN_BYTES) {
+      kept.push(chunk);
+      this.keptBytes += chunk.length;
+    }
+    const exchange = this.exchange;
+    exchange.lastUpstreamMs = performance.now();
+    if (!exchange.request.res.write(chunk)) exchange.pauseUntilDrain(controller);
+  }
+
+  end(): void {
+    const { res, state } = this.exchange.request;
+    const kept = this.kept;
+    // Only a body kept whole is read: a longer one's tokens stay unknown.
+    if (kept !== null && this.keptBytes === state.bytesOut) state.tokensUsed = tokensFromChatResponse(kept, this.keptBytes);
+    this.exchange.settle();
+    res.end();
+  }
+
+  /** The answer broke off: its headers are out, so the only honest signal left is to cut the connection. */
+  fail(kind: UpstreamFailureKind): void {
+    this.exchange.recordFailure(kind);
+    this.exchange.settle();
+    this.exchange.request.res.destroy();
+  }
+
+  /** DeadlineEntry: the body's idle deadline, until the exchange settles. */
+  checkDeadlines(nowMs: number): void {
+    if (this.exchange.settled || nowMs < this.exchange.idleDeadlineMs()) return;
+    this.fail('idle_timeout');
+    this.exchange.abort(UPSTREAM_TIMED_OUT);
+  }
+
+  /** The idle deadline restarts with the exchange's; the next sweep reads it. */
+  drained(): void {}
+
+  release(): void {
+    this.exchange.request.deadlines.remove(this);
+  }
+}

@@ -1,0 +1,213 @@
+// One request to an agent runner, as an undici dispatch handler. It sends the request, keeps
+// the runner's headers deadline, and once the headers arrive hands the answer to a relay: an
+// event stream on `/chat/stream` to the SSE relay (sse-relay.ts), anything else to the JSON
+// relay (json-relay.ts). Everything comes from undici's callbacks directly: no
+// AbortController, no promise or async iterator per chunk (docs/performance.md).
+import type { Dispatcher } from 'undici';
+import { GatewayError } from '../errors.js';
+import { metrics } from '../metrics/metrics.js';
+import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
+import type { DeadlineEntry } from './deadline-sweeper.js';
+import {
+  UPSTREAM_TIMED_OUT,
+  type ForwardFailureHandler,
+  type ForwardRequest,
+  type RelayedExchange,
+  type ResponseRelay,
+  type UpstreamCall,
+} from './forward-request.js';
+import { JsonRelay } from './json-relay.js';
+import { SseRelay } from './sse-relay.js';
+import { AGENT_RETRY_AFTER_SECONDS, classifyUpstreamError } from './upstream-errors.js';
+
+class ClientClosedError extends Error {
+  constructor() {
+    super('the client closed the connection');
+    this.name = 'ClientClosedError';
+  }
+}
+
+/**
+ * One shared abort reason: clients leaving is routine (thousands at once when a fleet
+ * reconnects), and its stack would say nothing, so no Error and stack trace per abort
+ * (docs/decisions/0004-idle-stream-memory.md).
+ */
+const CLIENT_CLOSED = new ClientClosedError();
+
+function isEventStream(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream');
+}
+
+/**
+ * Sends the request upstream and relays the answer. `onFailure` is called (with
+ * `agent_unavailable`) only while nothing has been sent to the client yet; everything else
+ * the exchange answers itself. Nothing is returned to wait on: the caller's frame (and all
+ * it holds) is released while a stream runs, instead of living as long as the stream.
+ */
+export function forwardToUpstream(request: ForwardRequest, call: UpstreamCall, onFailure: ForwardFailureHandler): void {
+  new UpstreamDispatch(request, onFailure).start(call);
+}
+
+class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, RelayedExchange {
+  settled = false;
+  lastUpstreamMs = 0;
+  private controller: Dispatcher.DispatchController | null = null;
+  /** Null until the runner's headers are relayed. */
+  private relay: ResponseRelay | null = null;
+  /** False while paused for a slow reader: the runner's silence is then ours, not its. */
+  private watchingIdle = true;
+  private waitingForDrain = false;
+  // Until the headers arrive, their deadline (agents.<id>.timeout) is checked by the server's
+  // DeadlineSweeper, not by a timer per request; undici's own headers and body timers are
+  // switched off for the same reason (docs/decisions/0007-upstream-deadlines-swept.md).
+  sweepPrev: DeadlineEntry | null = null;
+  sweepNext: DeadlineEntry | null = null;
+  sweeping = false;
+  private headersDeadlineMs = 0;
+
+  constructor(
+    readonly request: ForwardRequest,
+    private readonly onFailure: ForwardFailureHandler,
+  ) {}
+
+  start(call: UpstreamCall): void {
+    const { res, state, agent, target, route } = this.request;
+    // 'close' comes once; `on` spares the wrapper `once` allocates per request.
+    res.on('close', this.onClientClose);
+    const now = performance.now();
+    state.upstreamStartMs = now;
+    // Counted from the hand-off to the pool: waiting for a pooled connection and connecting
+    // are part of what the client waits for, and a request that timed out while queued is
+    // never sent (onRequestStart aborts it).
+    this.headersDeadlineMs = now + agent.headersTimeoutMs;
+    this.request.deadlines.add(this);
+    target.pool.dispatch(
+      {
+        method: 'POST',
+        path: route === 'chat' ? target.chatPath : target.streamPath,
+        headers: call.headers,
+        body: call.body,
+        // Enforced by the exchange and its relay instead.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      },
+      this,
+    );
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.settled) controller.abort(CLIENT_CLOSED);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (this.settled) return;
+    this.controller = controller;
+    let relay: ResponseRelay;
+    if (this.request.route === 'chat/stream' && statusCode < 300) {
+      if (!isEventStream(headers['content-type'])) {
+        this.failBeforeHeaders('bad_response', 'The agent answered the stream route without an event stream.');
+        controller.abort(new Error('not an event stream'));
+        return;
+      }
+      relay = new SseRelay(this);
+    } else {
+      // `/chat`, and any error status on the stream route: relayed unchanged.
+      relay = new JsonRelay(this);
+    }
+    relay.start(statusCode, headers);
+    this.relay = relay;
+    // The relay watches its own deadlines from here.
+    this.request.deadlines.remove(this);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    this.request.state.bytesOut += chunk.length;
+    this.relay!.data(controller, chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.settled) return;
+    this.request.state.upstreamEndMs = performance.now();
+    this.relay!.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.settled) return;
+    this.request.state.upstreamEndMs = performance.now();
+    const { kind } = classifyUpstreamError(error);
+    if (this.relay === null) this.failBeforeHeaders(kind);
+    else this.relay.fail(kind);
+  }
+
+  /** DeadlineEntry: called by the sweeper until the exchange settles or a relay takes over. */
+  checkDeadlines(nowMs: number): void {
+    if (this.settled || this.relay !== null || nowMs < this.headersDeadlineMs) return;
+    this.failBeforeHeaders('headers_timeout');
+    this.controller?.abort(UPSTREAM_TIMED_OUT);
+  }
+
+  idleDeadlineMs(): number {
+    return this.watchingIdle ? this.lastUpstreamMs + this.request.stream.idleTimeoutMs : Infinity;
+  }
+
+  /**
+   * A slow reader: stop pulling from the runner until the client's socket drains. The
+   * 'drain' listener is added only now, not for every request (an add and a remove per
+   * request showed in the profile); a late call after the exchange settled is a no-op.
+   */
+  pauseUntilDrain(controller: Dispatcher.DispatchController): void {
+    controller.pause();
+    this.watchingIdle = false;
+    if (this.waitingForDrain) return;
+    this.waitingForDrain = true;
+    // A closure only for the rare exchange that waits: not one per request.
+    this.request.res.once('drain', () => this.onDrain());
+  }
+
+  private onDrain(): void {
+    this.waitingForDrain = false;
+    if (this.settled || !this.controller?.paused) return;
+    const now = performance.now();
+    this.lastUpstreamMs = now;
+    this.watchingIdle = true;
+    this.relay!.drained(now);
+    this.controller.resume();
+  }
+
+  recordFailure(kind: UpstreamFailureKind): void {
+    const { state, agent } = this.request;
+    state.failureKind = kind;
+    if (state.upstreamEndMs < 0) state.upstreamEndMs = performance.now();
+    metrics.upstreamErrors.inc({ agent: agent.id, kind });
+  }
+
+  abort(reason: Error): void {
+    this.controller?.abort(reason);
+  }
+
+  /**
+   * The client left before its answer was complete: stop the runner. Its request's audit
+   * record is already written (the pipeline's 'close' listener was added first), so nothing
+   * is recorded here.
+   */
+  private readonly onClientClose = (): void => {
+    if (this.settled || this.request.res.writableFinished) return;
+    this.settle();
+    this.controller?.abort(CLIENT_CLOSED);
+  };
+
+  private failBeforeHeaders(kind: UpstreamFailureKind, message?: string): void {
+    this.recordFailure(kind);
+    this.settle(new GatewayError('agent_unavailable', { message, retryAfterSeconds: AGENT_RETRY_AFTER_SECONDS }));
+  }
+
+  settle(error?: GatewayError): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.request.deadlines.remove(this);
+    this.relay?.release();
+    if (error) this.onFailure(error, this.request.res, this.request.state);
+  }
+}
