@@ -6,8 +6,7 @@ import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { parseDurationMs } from '../config/duration.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
-import { keyStatus, toPublicView, type PublicKeyView } from '../keys/key-record-codec.js';
-import type { KeyRecord } from '../keys/key-record.js';
+import { toKeyView, type KeyView } from '../keys/key-record-codec.js';
 import { KeyService } from '../keys/key-service.js';
 import type { KeyStore } from '../keys/key-store.js';
 import { openKeyStore } from '../keys/open-key-store.js';
@@ -28,11 +27,7 @@ export function openCliKeyStore(config: GatewayConfig): Promise<KeyStore> {
   return openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
 }
 
-type KeyView = PublicKeyView & { status: string };
-
-function view(record: KeyRecord, nowMs: number): KeyView {
-  return { ...toPublicView(record), status: keyStatus(record, nowMs) };
-}
+const view = toKeyView;
 
 function describe(v: KeyView): string {
   const rows: [string, string][] = [

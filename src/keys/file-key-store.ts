@@ -5,7 +5,6 @@
 // last_used_at lives in a sidecar file (`keys.last-used.json` beside `keys.json`), written
 // only by gateways: the CLI and a gateway then never rewrite the same file, so neither can
 // lose the other's change, and a last-used flush does not make every gateway reload keys.
-import { readTextIfExists } from '../files.js';
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { watch, type FSWatcher } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
@@ -14,7 +13,7 @@ import type { Logger } from '../logger.js';
 import type { KeyRecord } from './key-record.js';
 import { fromStoredRecord, laterIso, toStoredRecord } from './key-record-codec.js';
 import { INVALIDATE_ALL, KeyConflictError, type InvalidationListener, type KeyChange, type KeyListFilter, type KeyStore, type KeyUpdate, type LastUsedEntry } from './key-store.js';
-import { withFileLock, writeFileAtomic } from './atomic-file.js';
+import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
 
 export const KEY_FILE_VERSION = 1;
 

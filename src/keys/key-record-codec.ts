@@ -119,6 +119,13 @@ export function keyStatus(record: KeyRecord, nowMs: number): KeyStatus {
   return 'active';
 }
 
+/** A key as the CLI's --json and the admin API show it: no hash, plus its status now. */
+export type KeyView = PublicKeyView & { status: KeyStatus };
+
+export function toKeyView(record: KeyRecord, nowMs: number): KeyView {
+  return { ...toPublicView(record), status: keyStatus(record, nowMs) };
+}
+
 /** ISO strings of one format compare in time order as strings; parse to be safe with others. */
 export function laterIso(a: string | null, b: string | null): string | null {
   if (a === null) return b;
