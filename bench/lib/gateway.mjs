@@ -61,8 +61,11 @@ log:
 export async function createBenchKey({ repoRoot, configPath }) {
   const dist = (path) => pathToFileURL(join(repoRoot, 'dist', path)).href;
   const { loadConfig } = await import(dist('config/load-config.js'));
-  const { openKeyStore } = await import(dist('auth/open-key-store.js'));
-  const { KeyService } = await import(dist('auth/key-service.js'));
+  // Key administration moved from dist/auth/ to dist/keys/ (issue 19); either build may be measured.
+  const { existsSync } = await import('node:fs');
+  const folder = existsSync(join(repoRoot, 'dist', 'keys', 'key-service.js')) ? 'keys' : 'auth';
+  const { openKeyStore } = await import(dist(`${folder}/open-key-store.js`));
+  const { KeyService } = await import(dist(`${folder}/key-service.js`));
   const { silentLogger } = await import(dist('logger.js'));
   const config = await loadConfig(configPath);
   const store = await openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });

@@ -187,12 +187,12 @@ export class KeyService {
   /** Revokes (idempotently: a second revoke keeps the first time) and returns the record. */
   async revokeKey(keyId: string): Promise<{ record: KeyRecord; alreadyRevoked: boolean }> {
     this.checkKeyId(keyId);
-    const existing = await this.store.findById(keyId);
-    if (!existing) throw notFound(keyId);
-    if (existing.revokedAt !== null) return { record: existing, alreadyRevoked: true };
-    const record = await this.store.revoke(keyId, new Date(this.clock.now()).toISOString());
+    // Straight to the store's atomic revoke (no read first): another process's revoke or a
+    // key created a moment ago elsewhere is decided by the store, not by a cached index.
+    const atIso = new Date(this.clock.now()).toISOString();
+    const record = await this.store.revoke(keyId, atIso);
     if (!record) throw notFound(keyId);
-    return { record, alreadyRevoked: false };
+    return { record, alreadyRevoked: record.revokedAt !== atIso };
   }
 
   /**
