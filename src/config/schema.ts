@@ -1,6 +1,7 @@
 // The one config schema (DESIGN.md 6a). YAML keys are the contract; the parsed result is
 // normalised to camelCase with durations in milliseconds so code never re-parses units.
 import { createHash } from 'node:crypto';
+import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { parseDurationMs } from './duration.js';
 
@@ -199,7 +200,8 @@ export const configSchema = z
         max_queue: z.number().int().min(1).default(10_000),
         // Usage rollups (docs/admin-api.md "Usage"): hourly buckets kept this long.
         usage_retention: positiveDuration.default(90 * 86_400_000),
-        usage_dir: z.string().min(1).default('var/usage'),
+        // Default: `usage/` beside the audit file (var/usage).
+        usage_dir: z.string().min(1).optional(),
         // The admin audit trail; with neither set it follows the usage audit (see the transform).
         admin_file: z.string().min(1).optional(),
         admin_redis_stream: z.string().min(1).optional(),
@@ -257,7 +259,7 @@ export const configSchema = z
     },
     audit: {
       // With neither sink set, the file sink is on (DESIGN.md 6a).
-      file: c.audit.file ?? (c.audit.redis_stream ? undefined : 'var/audit.jsonl'),
+      file: c.audit.file ?? (c.audit.redis_stream ? undefined : DEFAULT_AUDIT_FILE),
       redisStream: c.audit.redis_stream,
       maxLen: c.audit.max_len,
       spool: c.audit.spool,
@@ -265,7 +267,7 @@ export const configSchema = z
       flushIntervalMs: c.audit.flush_interval,
       maxQueue: c.audit.max_queue,
       usageRetentionMs: c.audit.usage_retention,
-      usageDir: c.audit.usage_dir,
+      usageDir: c.audit.usage_dir ?? join(dirname(c.audit.file ?? DEFAULT_AUDIT_FILE), 'usage'),
       ...adminAuditSinks(c.audit),
     },
     log: { level: c.log.level, file: c.log.file },
@@ -275,18 +277,20 @@ export const configSchema = z
 /**
  * Where admin writes are recorded. Each sink is on when set; with neither set the trail
  * follows the usage audit: the stream `agentgw:admin-audit` when the usage audit writes a
- * Redis stream (every instance's admin writes in one place), else `var/admin-audit.jsonl`.
+ * Redis stream (every instance's admin writes in one place), else `admin-audit.jsonl`
+ * beside the audit file (var/admin-audit.jsonl).
  */
-function adminAuditSinks(audit: { admin_file?: string | undefined; admin_redis_stream?: string | undefined; redis_stream?: string | undefined }): {
+function adminAuditSinks(audit: { file?: string | undefined; admin_file?: string | undefined; admin_redis_stream?: string | undefined; redis_stream?: string | undefined }): {
   adminFile: string | undefined;
   adminRedisStream: string | undefined;
 } {
   if (audit.admin_file !== undefined || audit.admin_redis_stream !== undefined) return { adminFile: audit.admin_file, adminRedisStream: audit.admin_redis_stream };
-  return audit.redis_stream !== undefined ? { adminFile: undefined, adminRedisStream: DEFAULT_ADMIN_AUDIT_STREAM } : { adminFile: DEFAULT_ADMIN_AUDIT_FILE, adminRedisStream: undefined };
+  if (audit.redis_stream !== undefined) return { adminFile: undefined, adminRedisStream: DEFAULT_ADMIN_AUDIT_STREAM };
+  return { adminFile: join(dirname(audit.file ?? DEFAULT_AUDIT_FILE), 'admin-audit.jsonl'), adminRedisStream: undefined };
 }
 
+const DEFAULT_AUDIT_FILE = 'var/audit.jsonl';
 export const DEFAULT_ADMIN_AUDIT_STREAM = 'agentgw:admin-audit';
-export const DEFAULT_ADMIN_AUDIT_FILE = 'var/admin-audit.jsonl';
 
 export type GatewayConfig = z.output<typeof configSchema>;
 export type AdminTokenConfig = GatewayConfig['admin']['tokens'][number];

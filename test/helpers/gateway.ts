@@ -42,14 +42,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     listen: { host: '127.0.0.1', port: 0, ...(extra.listen as object | undefined) },
     admin: { host: '127.0.0.1', port: 0 },
     keys: { file: join(dir, 'keys.json'), ...(extra.keys as object | undefined) },
-    audit: {
-      file: join(dir, 'audit.jsonl'),
-      spool: join(dir, 'audit-spool.jsonl'),
-      // Rollups and the admin trail in the test's directory, never the working directory's var/.
-      usage_dir: join(dir, 'usage'),
-      ...((extra.audit as { admin_redis_stream?: string } | undefined)?.admin_redis_stream === undefined ? { admin_file: join(dir, 'admin-audit.jsonl') } : {}),
-      ...(extra.audit as object | undefined),
-    },
+    audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'audit-spool.jsonl'), ...(extra.audit as object | undefined) },
     ...Object.fromEntries(Object.entries(extra).filter(([k]) => !['listen', 'keys', 'audit'].includes(k))),
     agents,
   };
