@@ -2,7 +2,10 @@
 // builds the Redis connections, stores, limiter, audit log and servers from the config, and
 // tears them down.
 import { listen } from './http/listen.js';
-import { openAuditLog } from './audit/open-audit-log.js';
+import { openAdminAuditBatches, openAuditLog, openUsageSource } from './audit/open-audit-log.js';
+import { AdminAuditLog } from './audit/admin-audit-log.js';
+import { createAdminApi } from './admin/admin-api.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createKeyAuthenticator } from './auth/key-authenticator.js';
 import type { KeyStore } from './keys/key-store.js';
 import { openKeyStore } from './keys/open-key-store.js';
@@ -17,7 +20,7 @@ import { FailoverRateLimiter } from './ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
 import type { RateLimiter } from './ratelimit/rate-limiter.js';
-import { createRedisClientFactory, redisIsReachable, waitForRedis } from './redis/redis-client.js';
+import { createRedisClientFactory, redisIsReachable, waitForRedis, type RedisClient } from './redis/redis-client.js';
 
 /** How long a starting gateway waits for Redis before it serves without it. */
 const REDIS_START_WAIT_MS = 2_000;
@@ -41,6 +44,35 @@ export interface RunningGateway {
   close(graceMs?: number): Promise<void>;
 }
 
+
+export interface ControlPlane {
+  /** The admin listener's handler for /admin/v1, /openapi and /dashboard. */
+  api: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+  /** Flushes the admin audit trail. */
+  close(): Promise<void>;
+}
+
+/**
+ * The admin API over a key store (docs/admin-api.md), with its admin audit trail and the
+ * usage rollups' reader: built by every process that serves the admin listener (a single
+ * gateway, or a cluster's primary).
+ */
+export function openControlPlane(
+  currentConfig: () => GatewayConfig,
+  deps: { keyStore: KeyStore; redis: RedisClient | undefined; logger: Logger; clock: Clock },
+): ControlPlane {
+  const config = currentConfig();
+  const adminAudit = new AdminAuditLog(openAdminAuditBatches(config, { redis: deps.redis, logger: deps.logger, clock: deps.clock }), deps.clock);
+  const api = createAdminApi({
+    config: currentConfig,
+    keyStore: deps.keyStore,
+    usage: openUsageSource(config, deps.redis),
+    adminAudit,
+    clock: deps.clock,
+    logger: deps.logger,
+  });
+  return { api, close: () => adminAudit.close() };
+}
 
 export async function startGateway(config: GatewayConfig, options: StartGatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
@@ -75,9 +107,11 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock });
 
   let draining = false;
+  const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, { keyStore, redis, logger, clock });
   const admin = options.admin === false
     ? undefined
     : createAdminServer({
+        api: controlPlane?.api,
         metricsText: registryMetrics(registry),
         readiness: async () => {
           if (draining) return { ready: false, reason: 'draining' };
@@ -114,6 +148,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     clearInterval(idleSweep);
     await authenticator.close();
     await auditLog.close();
+    await controlPlane?.close();
     await rateLimiter.close();
     await keyStore.close();
     await runtime.close();

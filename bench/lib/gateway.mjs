@@ -61,10 +61,20 @@ log:
 export async function createBenchKey({ repoRoot, configPath }) {
   const dist = (path) => pathToFileURL(join(repoRoot, 'dist', path)).href;
   const { loadConfig } = await import(dist('config/load-config.js'));
-  const { openCliKeyStore } = await import(dist('cli/keys.js'));
-  const { KeyService } = await import(dist('keys/key-service.js'));
+  // Builds from before issue 19 keep key administration in dist/auth/ and have no
+  // openCliKeyStore; the A/B scripts measure such builds too.
+  const { existsSync } = await import('node:fs');
+  const current = existsSync(join(repoRoot, 'dist', 'keys', 'key-service.js'));
+  const { KeyService } = await import(dist(`${current ? 'keys' : 'auth'}/key-service.js`));
+  const openStore = current
+    ? (await import(dist('cli/keys.js'))).openCliKeyStore
+    : async (config) => {
+        const { openKeyStore } = await import(dist('auth/open-key-store.js'));
+        const { silentLogger } = await import(dist('logger.js'));
+        return openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
+      };
   const config = await loadConfig(configPath);
-  const store = await openCliKeyStore(config);
+  const store = await openStore(config);
   try {
     const { rawKey, record } = await new KeyService({ store, config }).createKey({
       account: BENCH_ACCOUNT,

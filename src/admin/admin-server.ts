@@ -1,13 +1,16 @@
-// The admin listener (docs/design.md, "Operations"): /metrics, /healthz, /readyz — never on the
-// public port.
-import { createServer, type Server, type ServerResponse } from 'node:http';
+// The admin listener (docs/operations.md, docs/admin-api.md): /metrics, /healthz, /readyz — never on the public
+// port — and, when given, the admin API, its OpenAPI documents and the dashboard paths.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+import { isAdminApiPath } from './admin-api.js';
 
 export interface AdminOptions {
   /** Prometheus text of this process, or of every worker when clustered. */
   metricsText(): Promise<{ contentType: string; body: string }>;
   /** Whether this instance should receive traffic: store reachable (or embedded), not draining. */
   readiness(): Promise<{ ready: boolean; reason?: string }>;
+  /** /admin/v1/*, /openapi/*, /dashboard (admin-api.ts); those paths are 404 without it. */
+  api?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string): void {
@@ -21,7 +24,14 @@ export function registryMetrics(registry: Registry): AdminOptions['metricsText']
 
 export function createAdminServer(options: AdminOptions): Server {
   return createServer(async (req, res) => {
-    const path = (req.url ?? '/').split('?', 1)[0];
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://admin');
+    } catch {
+      return send(res, 400, 'text/plain', 'bad request\n');
+    }
+    const path = url.pathname;
+    if (options.api && isAdminApiPath(path)) return options.api(req, res, url);
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'GET only\n');
     try {
       if (path === '/metrics') {

@@ -84,6 +84,24 @@ export class BatchingAuditLog implements AuditLog {
     }
   }
 
+  /**
+   * Queues a line already serialised (the admin audit trail's records, which are not usage
+   * records). Never blocks, never throws.
+   */
+  recordLine(line: AuditLine): void {
+    if (this.closed) {
+      for (const channel of this.channels) metrics.auditRecords.inc({ sink: channel.name, result: 'failed' });
+      this.logger.error({ line }, 'audit line arrived after the audit log was closed; it is only in this log line');
+      return;
+    }
+    const length = this.current.push(line);
+    if (length >= this.batchSize) this.seal();
+    else if (length === 1) {
+      this.timer = setTimeout(this.onTimer, this.flushIntervalMs);
+      this.timer.unref();
+    }
+  }
+
   /** Seals the open batch and resolves when every sink has written or spooled what was queued. */
   async flush(): Promise<void> {
     this.seal();

@@ -4,13 +4,16 @@
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { AuditLine } from './audit-record.js';
-import type { AuditSink } from './audit-sink.js';
+import type { AuditSink, AuditSinkName } from './audit-sink.js';
 
 export class FileAuditSink implements AuditSink {
-  readonly name = 'file';
   private handle: Promise<FileHandle> | undefined;
 
-  constructor(readonly path: string) {}
+  /** `name` labels metrics and names the spool: 'file' for usage records, 'admin-file' for the admin trail. */
+  constructor(
+    readonly path: string,
+    readonly name: AuditSinkName = 'file',
+  ) {}
 
   async write(lines: readonly AuditLine[]): Promise<void> {
     if (lines.length === 0) return;

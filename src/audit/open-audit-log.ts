@@ -7,8 +7,12 @@ import type { Logger } from '../logger.js';
 import type { AuditSink } from './audit-sink.js';
 import { BatchingAuditLog } from './batching-audit-log.js';
 import { FileAuditSink } from './file-audit-sink.js';
+import { FileUsageRollup, UsageRollupSink } from './file-usage-rollup.js';
+import { FileUsageSource } from './file-usage-source.js';
 import type { RedisClient } from '../redis/redis-client.js';
 import { RedisStreamAuditSink } from './redis-stream-audit-sink.js';
+import { RedisUsageSource } from './redis-usage-source.js';
+import type { UsageSource } from './usage-report.js';
 
 /** Audit writes are off the request path, so a batch may take longer than one request-path command. */
 export const MIN_AUDIT_BATCH_TIMEOUT_MS = 1_000;
@@ -23,6 +27,15 @@ export interface OpenAuditLogDeps {
   retryMaxMs?: number;
 }
 
+/** The Redis keys of usage rollups start with this (the redis prefix + "usage:"). */
+export function usageKeyPrefix(config: Pick<GatewayConfig, 'redis'>): string {
+  return `${config.redis?.prefix ?? 'agentgw:'}usage:`;
+}
+
+/**
+ * Usage rollups ride exactly one sink, so no record is counted twice: the Redis stream when
+ * there is one (hashes written by the same script call), else the file (day files).
+ */
 export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, deps: OpenAuditLogDeps): BatchingAuditLog {
   const { audit } = config;
   const sinks: AuditSink[] = [];
@@ -34,10 +47,58 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
         streamKey: audit.redisStream,
         maxLen: audit.maxLen,
         commandTimeoutMs: Math.max(config.redis.commandTimeoutMs, MIN_AUDIT_BATCH_TIMEOUT_MS),
+        usage: { keyPrefix: usageKeyPrefix(config), retentionSeconds: audit.usageRetentionMs / 1000 },
       }),
     );
   }
-  if (audit.file) sinks.push(new FileAuditSink(audit.file));
+  if (audit.file) {
+    const file = new FileAuditSink(audit.file);
+    sinks.push(
+      audit.redisStream ? file : new UsageRollupSink(file, new FileUsageRollup({ dir: audit.usageDir, retentionMs: audit.usageRetentionMs, logger: deps.logger, now: () => deps.clock.now() })),
+    );
+  }
+  return new BatchingAuditLog({
+    sinks,
+    spoolPath: audit.spool,
+    batchSize: audit.batchSize,
+    flushIntervalMs: audit.flushIntervalMs,
+    maxQueue: audit.maxQueue,
+    logger: deps.logger,
+    clock: deps.clock,
+    retryMinMs: deps.retryMinMs,
+    retryMaxMs: deps.retryMaxMs,
+  });
+}
+
+/** Where usage reports read rollups: the same place openAuditLog writes them. */
+export function openUsageSource(config: Pick<GatewayConfig, 'audit' | 'redis'>, redis: RedisClient | undefined): UsageSource {
+  if (config.audit.redisStream) {
+    if (!redis) throw new Error('usage rollups are in Redis but no Redis client was given');
+    return new RedisUsageSource(redis, usageKeyPrefix(config));
+  }
+  return new FileUsageSource(config.audit.usageDir);
+}
+
+/**
+ * The admin audit trail's log (docs/admin-api.md "Admin audit trail"): its own sinks
+ * (audit.admin_file / audit.admin_redis_stream) and spools, beside the usage audit.
+ */
+export function openAdminAuditBatches(config: Pick<GatewayConfig, 'audit' | 'redis'>, deps: OpenAuditLogDeps): BatchingAuditLog {
+  const { audit } = config;
+  const sinks: AuditSink[] = [];
+  if (audit.adminRedisStream) {
+    if (!deps.redis || !config.redis) throw new Error('audit.admin_redis_stream is set but no Redis client was given');
+    sinks.push(
+      new RedisStreamAuditSink({
+        redis: deps.redis,
+        name: 'admin-redis',
+        streamKey: audit.adminRedisStream,
+        maxLen: audit.maxLen,
+        commandTimeoutMs: Math.max(config.redis.commandTimeoutMs, MIN_AUDIT_BATCH_TIMEOUT_MS),
+      }),
+    );
+  }
+  if (audit.adminFile) sinks.push(new FileAuditSink(audit.adminFile, 'admin-file'));
   return new BatchingAuditLog({
     sinks,
     spoolPath: audit.spool,

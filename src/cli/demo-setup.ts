@@ -1,9 +1,10 @@
 // `npm start` (serve --demo): runs the demo agent behind the gateway and, on a first start
 // with an empty key store, creates a demo key and prints a ready-to-paste curl line.
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { KeyService } from '../keys/key-service.js';
 import type { KeyStore } from '../keys/key-store.js';
-import type { GatewayConfig } from '../config/schema.js';
+import { adminTokenDigest, type GatewayConfig } from '../config/schema.js';
 import { startDemoAgent } from '../demo-agent/demo-agent.js';
 
 export const DEMO_AGENT_ID = 'demo';
@@ -35,6 +36,30 @@ export async function createDemoKeyIfEmpty(config: GatewayConfig, store: KeyStor
     'Try it:',
     `  curl -N ${base}/chat/stream -H 'Authorization: Bearer ${rawKey}' -H 'Content-Type: application/json' -d '{"message":"Hello, agent"}'`,
     `  curl ${base}/chat -H 'Authorization: Bearer ${rawKey}' -H 'Content-Type: application/json' -d '{"message":"What is 6 * 7?","tools":["calculator"]}'`,
+    '',
+  ].join('\n');
+}
+
+/**
+ * `serve --demo` with no admin token configured: a fresh admin token for this run (only its
+ * digest is kept in the config), so the admin API can be tried at once. Undefined when the
+ * config has tokens of its own.
+ */
+export function withDemoAdminToken(config: GatewayConfig): { config: GatewayConfig; token: string } | undefined {
+  if (config.admin.tokens.length > 0) return undefined;
+  const token = `agw_demo_${randomBytes(24).toString('base64url')}`;
+  const tokens = [{ name: 'demo', role: 'admin' as const, sha256: adminTokenDigest(token) }];
+  return { config: { ...config, admin: { ...config.admin, tokens } }, token };
+}
+
+export function demoAdminBanner(token: string, config: GatewayConfig, adminPort: number): string {
+  const host = config.admin.host === '0.0.0.0' || config.admin.host === '::' ? '127.0.0.1' : config.admin.host;
+  return [
+    '',
+    'Created an admin token for this run (config admin.tokens is empty); it is shown only here:',
+    `  ${token}`,
+    'Try the admin API (docs/admin-api.md):',
+    `  curl http://${host}:${adminPort}/admin/v1/keys -H 'Authorization: Bearer ${token}'`,
     '',
   ].join('\n');
 }

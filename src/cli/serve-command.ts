@@ -10,7 +10,7 @@ import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logg
 import { exposeWorkerMetrics } from '../metrics/cluster-metrics.js';
 import { runClusterPrimary } from './cluster-primary.js';
 import { currentWorkerIndex, parseWorkerCount, withWorkerPaths } from './cluster-workers.js';
-import { createDemoKeyIfEmpty, startDemoUpstream } from './demo-setup.js';
+import { createDemoKeyIfEmpty, demoAdminBanner, startDemoUpstream, withDemoAdminToken } from './demo-setup.js';
 import { startGateway, type RunningGateway } from '../gateway.js';
 import { applyHeapFlags } from './v8-heap-flags.js';
 
@@ -95,6 +95,10 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
   });
   // In a cluster the primary runs the demo agent (one port); each worker only talks to it.
   demoAgent = options.demo && workerIndex === undefined ? await startDemoUpstream(config) : undefined;
+  // The demo's admin token (none configured): kept across reloads of a file without one.
+  const demoAdmin = options.demo && workerIndex === undefined ? withDemoAdminToken(config) : undefined;
+  if (demoAdmin) config = demoAdmin.config;
+  demoAdminTokens = demoAdmin?.config.admin.tokens;
   const running = await startGateway(config, { logger, admin: workerIndex === undefined });
   gateway = running;
   const mode = config.redis ? 'redis' : 'embedded';
@@ -111,19 +115,27 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
     const banner = await createDemoKeyIfEmpty(config, running.keyStore, running.port);
     if (banner) process.stdout.write(`${banner}\n`);
   }
+  if (demoAdmin && running.adminPort !== undefined) process.stdout.write(`${demoAdminBanner(demoAdmin.token, config, running.adminPort)}\n`);
 }
+
+/** The admin tokens `serve --demo` made, when it made them. */
+let demoAdminTokens: GatewayConfig['admin']['tokens'] | undefined;
 
 async function reloadConfig(path: string, workerIndex: number | undefined, gateway: RunningGateway, logger: Logger): Promise<void> {
   let next: GatewayConfig;
   try {
     next = withWorkerPaths(await loadConfig(path), workerIndex);
+    if (demoAdminTokens && next.admin.tokens.length === 0) next = { ...next, admin: { ...next.admin, tokens: demoAdminTokens } };
   } catch (error) {
     const problems = error instanceof ConfigError ? error.problems : [error instanceof Error ? error.message : String(error)];
     logger.error({ config: path, problems }, 'config reload refused; keeping the running config');
     return;
   }
   const current = gateway.runtime.current.config;
-  const needRestart: string[] = RESTART_ONLY_SECTIONS.filter((section) => JSON.stringify(current[section]) !== JSON.stringify(next[section]));
+  // Admin tokens apply on reload (the admin API reads the running config); its address does not.
+  const restartPart = (config: GatewayConfig, section: (typeof RESTART_ONLY_SECTIONS)[number]) =>
+    JSON.stringify(section === 'admin' ? { host: config.admin.host, port: config.admin.port } : config[section]);
+  const needRestart: string[] = RESTART_ONLY_SECTIONS.filter((section) => restartPart(current, section) !== restartPart(next, section));
   if (current.log.file !== next.log.file) needRestart.push('log.file');
   gateway.reload(next);
   logger.level = next.log.level;

@@ -1,6 +1,8 @@
 // The one config schema (docs/design.md, "Configuration file"). YAML keys are the contract; the
 // parsed result is normalised to camelCase with durations in milliseconds so code never
 // re-parses units.
+import { createHash } from 'node:crypto';
+import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { parseDurationMs } from './duration.js';
 
@@ -77,6 +79,37 @@ const planSchema = z
     return { windows };
   });
 
+/**
+ * A key's own `limits` (set with the admin API or `keys create --limits`): the shape of a
+ * plan. Stored as written; `tokens` and `concurrency` are accepted and kept for the budgets
+ * that will read them (docs/admin-api.md says what applies today).
+ */
+export const keyLimitsSchema = z.strictObject({
+  windows: z.array(windowSchema).max(16).optional(),
+  tokens: z.array(z.strictObject({ tokens: z.number().int().min(1), per: positiveDuration })).max(16).optional(),
+  concurrency: z.strictObject({ streams: z.number().int().min(1), lease: positiveDuration.optional() }).optional(),
+});
+
+const ADMIN_TOKEN_NAME = /^[A-Za-z0-9._@-]{1,64}$/;
+/** Below this a token could be guessed; generate one with `openssl rand -hex 32`. */
+export const MIN_ADMIN_TOKEN_CHARS = 16;
+
+/** SHA-256 of an admin token, the only form the gateway keeps (compared in constant time). */
+export function adminTokenDigest(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
+}
+
+const adminTokenSchema = z
+  .strictObject({
+    name: z.string().regex(ADMIN_TOKEN_NAME, 'letters, digits, ".", "_", "@" or "-", at most 64'),
+    token: z.string().min(MIN_ADMIN_TOKEN_CHARS, `at least ${MIN_ADMIN_TOKEN_CHARS} characters (e.g. openssl rand -hex 32)`).optional(),
+    token_sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, 'the lowercase hex SHA-256 of the token (64 characters)').optional(),
+    role: z.enum(['admin', 'viewer']),
+  })
+  .refine((t) => (t.token === undefined) !== (t.token_sha256 === undefined), { message: 'set exactly one of "token" and "token_sha256"' })
+  // Hashed here, at load: the raw token is never held past parsing.
+  .transform((t) => ({ name: t.name, role: t.role, sha256: t.token !== undefined ? adminTokenDigest(t.token) : Buffer.from(t.token_sha256!, 'hex') }));
+
 const DEFAULT_PLANS = {
   starter: { windows: [{ requests: 60, per: '1m' }, { requests: 10000, per: '1d' }] },
   pro: { windows: [{ requests: 300, per: '1m' }, { requests: 100000, per: '1d' }] },
@@ -97,7 +130,17 @@ export const configSchema = z
         max_header_bytes: z.number().int().min(1024).default(16_384),
       })
       .prefault({}),
-    admin: z.strictObject({ host: host.default('127.0.0.1'), port: port.default(9090) }).prefault({}),
+    admin: z
+      .strictObject({
+        host: host.default('127.0.0.1'),
+        port: port.default(9090),
+        // None: the admin API and dashboard paths answer 404.
+        tokens: z
+          .array(adminTokenSchema)
+          .default([])
+          .refine((tokens) => new Set(tokens.map((t) => t.name)).size === tokens.length, { message: 'admin token names must be unique' }),
+      })
+      .prefault({}),
     redis: z
       .strictObject({
         url: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').default('redis://127.0.0.1:6379/0'),
@@ -156,6 +199,13 @@ export const configSchema = z
         batch_size: z.number().int().min(1).default(256),
         flush_interval: positiveDuration.default(50),
         max_queue: z.number().int().min(1).default(10_000),
+        // Usage rollups (docs/admin-api.md "Usage"): hourly buckets kept this long.
+        usage_retention: positiveDuration.default(90 * 86_400_000),
+        // Default: `usage/` beside the audit file (var/usage).
+        usage_dir: z.string().min(1).optional(),
+        // The admin audit trail; with neither set it follows the usage audit (see the transform).
+        admin_file: z.string().min(1).optional(),
+        admin_redis_stream: z.string().min(1).optional(),
       })
       .prefault({}),
     log: z
@@ -169,6 +219,9 @@ export const configSchema = z
   .superRefine((config, ctx) => {
     if (config.keys.store === 'redis' && !config.redis) {
       ctx.addIssue({ code: 'custom', path: ['keys', 'store'], message: '"redis" needs a redis block (or REDIS_URL)' });
+    }
+    if (config.audit.admin_redis_stream && !config.redis) {
+      ctx.addIssue({ code: 'custom', path: ['audit', 'admin_redis_stream'], message: 'the Redis stream sink needs a redis block (or REDIS_URL)' });
     }
     if (config.audit.redis_stream && !config.redis) {
       ctx.addIssue({ code: 'custom', path: ['audit', 'redis_stream'], message: 'the Redis stream sink needs a redis block (or REDIS_URL)' });
@@ -191,7 +244,7 @@ export const configSchema = z
       keepAliveTimeoutMs: c.listen.keep_alive_timeout,
       maxHeaderBytes: c.listen.max_header_bytes,
     },
-    admin: { host: c.admin.host, port: c.admin.port },
+    admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens },
     redis: c.redis ? { url: c.redis.url, prefix: c.redis.prefix, commandTimeoutMs: c.redis.command_timeout } : undefined,
     limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars },
     rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error, lease: c.rate_limits.lease },
@@ -207,19 +260,42 @@ export const configSchema = z
     },
     audit: {
       // With neither sink set, the file sink is on (docs/design.md, "Configuration file").
-      file: c.audit.file ?? (c.audit.redis_stream ? undefined : 'var/audit.jsonl'),
+      file: c.audit.file ?? (c.audit.redis_stream ? undefined : DEFAULT_AUDIT_FILE),
       redisStream: c.audit.redis_stream,
       maxLen: c.audit.max_len,
       spool: c.audit.spool,
       batchSize: c.audit.batch_size,
       flushIntervalMs: c.audit.flush_interval,
       maxQueue: c.audit.max_queue,
+      usageRetentionMs: c.audit.usage_retention,
+      usageDir: c.audit.usage_dir ?? join(dirname(c.audit.file ?? DEFAULT_AUDIT_FILE), 'usage'),
+      ...adminAuditSinks(c.audit),
     },
     log: { level: c.log.level, file: c.log.file },
     shutdownGraceMs: c.shutdown_grace,
   }));
 
+/**
+ * Where admin writes are recorded. Each sink is on when set; with neither set the trail
+ * follows the usage audit: the stream `agentgw:admin-audit` when the usage audit writes a
+ * Redis stream (every instance's admin writes in one place), else `admin-audit.jsonl`
+ * beside the audit file (var/admin-audit.jsonl).
+ */
+function adminAuditSinks(audit: { file?: string | undefined; admin_file?: string | undefined; admin_redis_stream?: string | undefined; redis_stream?: string | undefined }): {
+  adminFile: string | undefined;
+  adminRedisStream: string | undefined;
+} {
+  if (audit.admin_file !== undefined || audit.admin_redis_stream !== undefined) return { adminFile: audit.admin_file, adminRedisStream: audit.admin_redis_stream };
+  if (audit.redis_stream !== undefined) return { adminFile: undefined, adminRedisStream: DEFAULT_ADMIN_AUDIT_STREAM };
+  return { adminFile: join(dirname(audit.file ?? DEFAULT_AUDIT_FILE), 'admin-audit.jsonl'), adminRedisStream: undefined };
+}
+
+const DEFAULT_AUDIT_FILE = 'var/audit.jsonl';
+export const DEFAULT_ADMIN_AUDIT_STREAM = 'agentgw:admin-audit';
+
 export type GatewayConfig = z.output<typeof configSchema>;
+export type AdminTokenConfig = GatewayConfig['admin']['tokens'][number];
+export type KeyLimits = z.input<typeof keyLimitsSchema>;
 export type AgentConfig = GatewayConfig['agents'] extends Map<string, infer A> ? A : never;
 export type PlanConfig = GatewayConfig['plans'] extends Map<string, infer P> ? P : never;
 export type RateWindow = PlanConfig['windows'][number];

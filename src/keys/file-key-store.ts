@@ -5,7 +5,6 @@
 // last_used_at lives in a sidecar file (`keys.last-used.json` beside `keys.json`), written
 // only by gateways: the CLI and a gateway then never rewrite the same file, so neither can
 // lose the other's change, and a last-used flush does not make every gateway reload keys.
-import { readTextIfExists } from '../files.js';
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { watch, type FSWatcher } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
@@ -13,8 +12,8 @@ import { basename, dirname } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { KeyRecord } from './key-record.js';
 import { fromStoredRecord, laterIso, toStoredRecord } from './key-record-codec.js';
-import { INVALIDATE_ALL, KeyConflictError, type InvalidationListener, type KeyListFilter, type KeyStore, type LastUsedEntry } from './key-store.js';
-import { withFileLock, writeFileAtomic } from './atomic-file.js';
+import { INVALIDATE_ALL, KeyConflictError, type InvalidationListener, type KeyChange, type KeyListFilter, type KeyStore, type KeyUpdate, type LastUsedEntry } from './key-store.js';
+import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
 
 export const KEY_FILE_VERSION = 1;
 
@@ -60,9 +59,9 @@ function buildIndex(records: KeyRecord[], path: string): KeyIndex {
   return index;
 }
 
-/** Everything that can change whether or how a key authenticates. */
+/** Everything that can change whether or how a key authenticates (and what it may do). */
 function authShape(record: KeyRecord): string {
-  return `${record.keyId}|${record.account}|${record.plan}|${record.agents.join(',')}|${record.expiresAt}|${record.revokedAt}`;
+  return `${record.keyId}|${record.account}|${record.plan}|${record.agents.join(',')}|${record.expiresAt}|${record.revokedAt}|${JSON.stringify(record.limits)}`;
 }
 
 
@@ -189,6 +188,27 @@ export class FileKeyStore implements KeyStore {
       return true;
     });
     return result && this.withLastUsed(result);
+  }
+
+  async update(keyId: string, change: KeyChange): Promise<KeyUpdate | undefined> {
+    let result: KeyUpdate | undefined;
+    await this.mutate((records) => {
+      const i = records.findIndex((r) => r.keyId === keyId);
+      if (i < 0) return false;
+      const current = records[i]!;
+      const update = change(current);
+      // Revocation and last use are not the update's to change (see KeyStore.update).
+      const record = { ...update.record, revokedAt: current.revokedAt, lastUsedAt: current.lastUsedAt };
+      if (update.create) {
+        const created = update.create;
+        if (records.some((r) => r.keyId === created.keyId || r.hash === created.hash)) throw new KeyConflictError(`key_id ${created.keyId} already exists`);
+        records.push({ ...created, agents: [...created.agents] });
+      }
+      records[i] = record;
+      result = update.create ? { record, create: update.create } : { record };
+      return true;
+    });
+    return result && { ...result, record: this.withLastUsed(result.record) };
   }
 
   async touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void> {

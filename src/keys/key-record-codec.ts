@@ -1,6 +1,6 @@
 // KeyRecord ↔ the snake_case field names of docs/design.md, "Keys", which the key file, the
 // Redis hashes and the CLI's --json output all use.
-import type { KeyRecord } from './key-record.js';
+import type { KeyLimits, KeyRecord } from './key-record.js';
 import { KEY_HASH_PATTERN, KEY_ID_PATTERN } from './key-format.js';
 
 export interface StoredKeyRecord {
@@ -14,6 +14,10 @@ export interface StoredKeyRecord {
   expires_at: string | null;
   revoked_at: string | null;
   last_used_at: string | null;
+  metadata: Record<string, string>;
+  limits: KeyLimits | null;
+  replaces: string | null;
+  replaced_by: string | null;
 }
 
 /** What the CLI and dashboard may show: the record without its hash. */
@@ -31,6 +35,10 @@ export function toStoredRecord(record: KeyRecord): StoredKeyRecord {
     expires_at: record.expiresAt,
     revoked_at: record.revokedAt,
     last_used_at: record.lastUsedAt,
+    metadata: { ...record.metadata },
+    limits: record.limits,
+    replaces: record.replaces,
+    replaced_by: record.replacedBy,
   };
 }
 
@@ -76,7 +84,31 @@ export function fromStoredRecord(value: unknown): KeyRecord {
     expiresAt: optionalTimestamp(raw.expires_at, `expires_at of ${keyId}`),
     revokedAt: optionalTimestamp(raw.revoked_at, `revoked_at of ${keyId}`),
     lastUsedAt: optionalTimestamp(raw.last_used_at, `last_used_at of ${keyId}`),
+    metadata: metadataOf(raw.metadata, keyId),
+    limits: limitsOf(raw.limits, keyId),
+    replaces: optionalKeyId(raw.replaces, `replaces of ${keyId}`),
+    replacedBy: optionalKeyId(raw.replaced_by, `replaced_by of ${keyId}`),
   };
+}
+
+function metadataOf(value: unknown, keyId: string): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value) || !Object.values(value).every((v) => typeof v === 'string')) {
+    throw new Error(`metadata of ${keyId} must be an object of strings`);
+  }
+  return { ...(value as Record<string, string>) };
+}
+
+function limitsOf(value: unknown, keyId: string): KeyLimits | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) throw new Error(`limits of ${keyId} must be an object`);
+  return value as KeyLimits;
+}
+
+function optionalKeyId(value: unknown, field: string): string | null {
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value !== 'string' || !KEY_ID_PATTERN.test(value)) throw new Error(`${field} is not a key id`);
+  return value;
 }
 
 export type KeyStatus = 'active' | 'expired' | 'revoked';
@@ -85,6 +117,13 @@ export function keyStatus(record: KeyRecord, nowMs: number): KeyStatus {
   if (record.revokedAt !== null) return 'revoked';
   if (record.expiresAt !== null && nowMs >= Date.parse(record.expiresAt)) return 'expired';
   return 'active';
+}
+
+/** A key as the CLI's --json and the admin API show it: no hash, plus its status now. */
+export type KeyView = PublicKeyView & { status: KeyStatus };
+
+export function toKeyView(record: KeyRecord, nowMs: number): KeyView {
+  return { ...toPublicView(record), status: keyStatus(record, nowMs) };
 }
 
 /** ISO strings of one format compare in time order as strings; parse to be safe with others. */

@@ -1,4 +1,7 @@
 // A stored API key (docs/design.md, "Keys"). Only the SHA-256 of the raw key is ever stored.
+import type { KeyLimits } from '../config/schema.js';
+
+export type { KeyLimits };
 export interface KeyRecord {
   /** Public identifier, safe for logs, audit records and the CLI. */
   keyId: string;
@@ -14,6 +17,13 @@ export interface KeyRecord {
   expiresAt: string | null;
   revokedAt: string | null;
   lastUsedAt: string | null;
+  /** Free-form labels for the operator (string values), shown by the admin API. */
+  metadata: Record<string, string>;
+  /** The key's own limits (the shape of a plan), or null: the plan's apply. */
+  limits: KeyLimits | null;
+  /** Rotation: the key this one replaced, and the key that replaced this one. */
+  replaces: string | null;
+  replacedBy: string | null;
 }
 
 /** What the request pipeline learns about the caller once the key is accepted. */

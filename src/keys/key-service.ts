@@ -1,18 +1,35 @@
-// Key operations shared by the CLI and a future dashboard: validate, then talk to the store.
-// The raw key exists only in the return value of createKey; nothing here logs or keeps it.
+// Key operations shared by the CLI and the admin API: validate, then talk to the store.
+// The raw key exists only in the return value of createKey and rotateKey; nothing here logs
+// or keeps it. Every refusal is a KeyServiceError naming the field (`param`) to fix.
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import type { GatewayConfig } from '../config/schema.js';
+import { keyLimitsSchema, type GatewayConfig, type KeyLimits } from '../config/schema.js';
 import { generateApiKey, isKeyId } from './key-format.js';
 import type { KeyRecord } from './key-record.js';
+import { keyStatus, type KeyStatus } from './key-record-codec.js';
 import type { KeyStore } from './key-store.js';
 
 export const ACCOUNT_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
 const MAX_NAME_LENGTH = 200;
+const METADATA_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+const MAX_METADATA_ENTRIES = 50;
+const MAX_METADATA_VALUE_LENGTH = 500;
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 500;
+/** How long a rotated key keeps working when the caller does not say. */
+export const DEFAULT_ROTATION_GRACE_MS = 24 * 3_600_000;
 
-/** A request the caller can fix (bad account, unknown plan, no such key): exit 1 with the message. */
+/**
+ * A request the caller can fix (`invalid`: bad account, unknown plan) or a key that does not
+ * exist (`not_found`). The CLI prints the message; the admin API answers 400 with `param`
+ * or 404 key_not_found.
+ */
 export class KeyServiceError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly param?: string,
+    readonly code: 'invalid' | 'not_found' = 'invalid',
+  ) {
     super(message);
     this.name = 'KeyServiceError';
   }
@@ -24,12 +41,40 @@ export interface CreateKeyInput {
   agents: string[];
   name?: string | undefined;
   expiresInMs?: number | undefined;
+  /** ISO 8601; an alternative to expiresInMs. */
+  expiresAt?: string | undefined;
+  metadata?: Record<string, string> | undefined;
+  limits?: KeyLimits | null | undefined;
+}
+
+/** A partial update: only the fields present change. */
+export interface UpdateKeyInput {
+  name?: string | undefined;
+  plan?: string | undefined;
+  agents?: string[] | undefined;
+  /** null: never expires. */
+  expiresAt?: string | null | undefined;
+  metadata?: Record<string, string> | null | undefined;
+  limits?: KeyLimits | null | undefined;
+}
+
+export interface ListKeysInput {
+  account?: string | undefined;
+  agent?: string | undefined;
+  status?: KeyStatus | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
 }
 
 export interface CreatedKey {
   /** Shown once; never stored. */
   rawKey: string;
   record: KeyRecord;
+}
+
+export interface RotatedKey extends CreatedKey {
+  /** The old key as it is now: replaced_by set, expiring when the grace period ends. */
+  previous: KeyRecord;
 }
 
 export interface KeyServiceOptions {
@@ -49,68 +94,244 @@ export class KeyService {
   }
 
   async createKey(input: CreateKeyInput): Promise<CreatedKey> {
-    const { plans, agents } = this.options.config;
     const account = input.account ?? '';
     if (!ACCOUNT_PATTERN.test(account)) {
-      throw new KeyServiceError(`account ${JSON.stringify(account)} is not valid: use 1–128 characters from A–Z a–z 0–9 . _ : @ -`);
+      throw new KeyServiceError(`account ${JSON.stringify(account)} is not valid: use 1–128 characters from A–Z a–z 0–9 . _ : @ -`, 'account');
     }
-    if (!plans.has(input.plan)) {
-      throw new KeyServiceError(`unknown plan ${JSON.stringify(input.plan)}; the config defines: ${[...plans.keys()].join(', ') || '(none)'}`);
-    }
-    if (!input.agents || input.agents.length === 0) throw new KeyServiceError('name at least one agent the key may use (--agent ID)');
-    const unknown = input.agents.filter((agent) => !agents.has(agent));
-    if (unknown.length > 0) {
-      throw new KeyServiceError(`unknown agent(s) ${unknown.map((a) => JSON.stringify(a)).join(', ')}; the config defines: ${[...agents.keys()].join(', ')}`);
-    }
-    const name = input.name ?? '';
-    // Control characters would let a name forge lines in `keys list` output.
-    if (name.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name)) {
-      throw new KeyServiceError(`name must be at most ${MAX_NAME_LENGTH} characters without control characters`);
-    }
-    if (input.expiresInMs !== undefined && !(Number.isFinite(input.expiresInMs) && input.expiresInMs > 0)) {
-      throw new KeyServiceError('expires-in must be a positive duration such as 30d, 12h or 90m');
-    }
+    this.checkPlan(input.plan);
+    const agents = this.checkAgents(input.agents);
+    const name = this.checkName(input.name ?? '');
     const nowMs = this.clock.now();
+    let expiresAt: string | null = null;
+    if (input.expiresInMs !== undefined && input.expiresAt !== undefined) throw new KeyServiceError('give expires_in or expires_at, not both', 'expires_at');
+    if (input.expiresInMs !== undefined) {
+      if (!(Number.isFinite(input.expiresInMs) && input.expiresInMs > 0)) throw new KeyServiceError('expires-in must be a positive duration such as 30d, 12h or 90m', 'expires_in');
+      expiresAt = new Date(nowMs + input.expiresInMs).toISOString();
+    } else if (input.expiresAt !== undefined) {
+      expiresAt = this.checkTimestamp(input.expiresAt, 'expires_at');
+      if (Date.parse(expiresAt) <= nowMs) throw new KeyServiceError('expires_at must be in the future', 'expires_at');
+    }
     const { rawKey, keyId, hash } = generateApiKey();
     const record: KeyRecord = {
       keyId,
       hash,
       account,
       plan: input.plan,
-      agents: [...new Set(input.agents)],
+      agents,
       name,
       createdAt: new Date(nowMs).toISOString(),
-      expiresAt: input.expiresInMs === undefined ? null : new Date(nowMs + input.expiresInMs).toISOString(),
+      expiresAt,
       revokedAt: null,
       lastUsedAt: null,
+      metadata: this.checkMetadata(input.metadata ?? {}),
+      limits: this.checkLimits(input.limits ?? null),
+      replaces: null,
+      replacedBy: null,
     };
     await this.store.create(record);
     return { rawKey, record };
   }
 
+  /** Every key (of one account), oldest first: for the CLI, which prints them all. */
   async listKeys(filter: { account?: string | undefined } = {}): Promise<KeyRecord[]> {
     return this.store.list(filter);
+  }
+
+  /** One page of keys, oldest first, with the cursor of the next page (null on the last). */
+  async listKeyPage(input: ListKeysInput = {}): Promise<{ keys: KeyRecord[]; nextCursor: string | null }> {
+    const limit = input.limit ?? DEFAULT_LIST_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw new KeyServiceError(`limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`, 'limit');
+    const after = input.cursor === undefined ? undefined : decodeCursor(input.cursor);
+    const nowMs = this.clock.now();
+    const all = (await this.store.list({ account: input.account }))
+      .filter((r) => (input.agent === undefined || r.agents.includes(input.agent)) && (input.status === undefined || keyStatus(r, nowMs) === input.status))
+      .sort(byCreation);
+    const start = after === undefined ? 0 : all.findIndex((r) => byCreation(r, after) > 0);
+    const page = start < 0 ? [] : all.slice(start, start + limit);
+    const last = page[page.length - 1];
+    const more = start >= 0 && start + limit < all.length;
+    return { keys: page, nextCursor: more && last ? encodeCursor(last) : null };
   }
 
   async showKey(keyId: string): Promise<KeyRecord> {
     this.checkKeyId(keyId);
     const record = await this.store.findById(keyId);
-    if (!record) throw new KeyServiceError(`no key ${keyId}`);
+    if (!record) throw notFound(keyId);
     return record;
+  }
+
+  /**
+   * Applies the fields present in `input`; returns the record and the names of the fields
+   * whose value changed (none: nothing was written).
+   */
+  async updateKey(keyId: string, input: UpdateKeyInput): Promise<{ record: KeyRecord; changed: string[] }> {
+    this.checkKeyId(keyId);
+    // Validate everything before touching the store: a refused update writes nothing.
+    const next: Partial<KeyRecord> = {};
+    if (input.name !== undefined) next.name = this.checkName(input.name);
+    if (input.plan !== undefined) next.plan = this.checkPlan(input.plan);
+    if (input.agents !== undefined) next.agents = this.checkAgents(input.agents);
+    if (input.expiresAt !== undefined) next.expiresAt = input.expiresAt === null ? null : this.checkTimestamp(input.expiresAt, 'expires_at');
+    if (input.metadata !== undefined) next.metadata = this.checkMetadata(input.metadata ?? {});
+    if (input.limits !== undefined) next.limits = this.checkLimits(input.limits);
+    let changed: string[] = [];
+    const result = await this.store.update(keyId, (current) => {
+      const record = { ...current, ...next };
+      changed = changedFields(current, record);
+      return { record: changed.length === 0 ? current : record };
+    });
+    if (!result) throw notFound(keyId);
+    return { record: result.record, changed };
   }
 
   /** Revokes (idempotently: a second revoke keeps the first time) and returns the record. */
   async revokeKey(keyId: string): Promise<{ record: KeyRecord; alreadyRevoked: boolean }> {
     this.checkKeyId(keyId);
     const existing = await this.store.findById(keyId);
-    if (!existing) throw new KeyServiceError(`no key ${keyId}`);
-    if (existing.revokedAt !== null) return { record: existing, alreadyRevoked: true };
-    const record = await this.store.revoke(keyId, new Date(this.clock.now()).toISOString());
-    if (!record) throw new KeyServiceError(`no key ${keyId}`);
-    return { record, alreadyRevoked: false };
+    if (existing && existing.revokedAt !== null) return { record: existing, alreadyRevoked: true };
+    // Not known here (a key created a moment ago by another process, not yet in a watching
+    // store's index) or not revoked: the store's atomic revoke decides.
+    const atIso = new Date(this.clock.now()).toISOString();
+    const record = await this.store.revoke(keyId, atIso);
+    if (!record) throw notFound(keyId);
+    return { record, alreadyRevoked: record.revokedAt !== atIso };
+  }
+
+  /**
+   * Makes a new key with the old one's settings, in one atomic write with the old key's
+   * change: the old key now expires when the grace period ends (or earlier, if it already
+   * did) and names its replacement. A revoked, expired or already rotated key is refused.
+   */
+  async rotateKey(keyId: string, options: { graceMs?: number | undefined } = {}): Promise<RotatedKey> {
+    this.checkKeyId(keyId);
+    const graceMs = options.graceMs ?? DEFAULT_ROTATION_GRACE_MS;
+    if (!(Number.isFinite(graceMs) && graceMs >= 0)) throw new KeyServiceError('grace must be a duration such as 24h, 30m or 0s', 'grace');
+    const nowMs = this.clock.now();
+    const { rawKey, keyId: newKeyId, hash } = generateApiKey();
+    const result = await this.store.update(keyId, (current) => {
+      const status = keyStatus(current, nowMs);
+      if (status !== 'active') throw new KeyServiceError(`${keyId} is ${status}; create a new key instead`, 'key_id');
+      if (current.replacedBy !== null) throw new KeyServiceError(`${keyId} was already rotated; its replacement is ${current.replacedBy}`, 'key_id');
+      const graceEndMs = nowMs + graceMs;
+      const oldExpiryMs = current.expiresAt === null ? Number.POSITIVE_INFINITY : Date.parse(current.expiresAt);
+      const created: KeyRecord = {
+        ...current,
+        keyId: newKeyId,
+        hash,
+        createdAt: new Date(nowMs).toISOString(),
+        revokedAt: null,
+        lastUsedAt: null,
+        replaces: current.keyId,
+        replacedBy: null,
+      };
+      const record: KeyRecord = { ...current, expiresAt: new Date(Math.min(oldExpiryMs, graceEndMs)).toISOString(), replacedBy: newKeyId };
+      return { record, create: created };
+    });
+    if (!result) throw notFound(keyId);
+    return { rawKey, record: result.create!, previous: result.record };
+  }
+
+  private checkPlan(plan: string): string {
+    const { plans } = this.options.config;
+    if (typeof plan !== 'string' || !plans.has(plan)) {
+      throw new KeyServiceError(`unknown plan ${JSON.stringify(plan)}; the config defines: ${[...plans.keys()].join(', ') || '(none)'}`, 'plan');
+    }
+    return plan;
+  }
+
+  private checkAgents(agents: string[] | undefined): string[] {
+    const configured = this.options.config.agents;
+    if (!agents || agents.length === 0) throw new KeyServiceError('name at least one agent the key may use (--agent ID)', 'agents');
+    const unknown = agents.filter((agent) => !configured.has(agent));
+    if (unknown.length > 0) {
+      throw new KeyServiceError(`unknown agent(s) ${unknown.map((a) => JSON.stringify(a)).join(', ')}; the config defines: ${[...configured.keys()].join(', ')}`, 'agents');
+    }
+    return [...new Set(agents)];
+  }
+
+  private checkName(name: string): string {
+    // Control characters would let a name forge lines in `keys list` output.
+    if (name.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name)) {
+      throw new KeyServiceError(`name must be at most ${MAX_NAME_LENGTH} characters without control characters`, 'name');
+    }
+    return name;
+  }
+
+  private checkTimestamp(value: string, param: string): string {
+    const ms = Date.parse(value);
+    if (!/^\d{4}-\d\d-\d\dT/.test(value) || Number.isNaN(ms)) throw new KeyServiceError(`${param} must be an ISO 8601 timestamp such as 2030-01-31T00:00:00Z`, param);
+    return new Date(ms).toISOString();
+  }
+
+  private checkMetadata(metadata: Record<string, string>): Record<string, string> {
+    const entries = Object.entries(metadata);
+    if (entries.length > MAX_METADATA_ENTRIES) throw new KeyServiceError(`metadata holds at most ${MAX_METADATA_ENTRIES} entries`, 'metadata');
+    for (const [key, value] of entries) {
+      if (!METADATA_KEY.test(key)) throw new KeyServiceError('metadata keys are 1–64 characters from A–Z a–z 0–9 _ . -', `metadata.${key}`);
+      if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE_LENGTH) {
+        throw new KeyServiceError(`metadata values are strings of at most ${MAX_METADATA_VALUE_LENGTH} characters`, `metadata.${key}`);
+      }
+    }
+    return Object.fromEntries(entries);
+  }
+
+  private checkLimits(limits: KeyLimits | null): KeyLimits | null {
+    if (limits === null) return null;
+    const parsed = keyLimitsSchema.safeParse(limits);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
+      throw new KeyServiceError(`limits: ${issue.message}`, paramPath(['limits', ...path]));
+    }
+    // Stored as written (durations as their strings), so a reader sees what was set.
+    return JSON.parse(JSON.stringify(limits)) as KeyLimits;
   }
 
   private checkKeyId(keyId: string): void {
-    if (!isKeyId(keyId)) throw new KeyServiceError(`${JSON.stringify(keyId)} is not a key id (they look like key_ followed by 16 letters and digits)`);
+    if (!isKeyId(keyId)) throw new KeyServiceError(`${JSON.stringify(keyId)} is not a key id (they look like key_ followed by 16 letters and digits)`, 'key_id');
   }
+}
+
+function notFound(keyId: string): KeyServiceError {
+  return new KeyServiceError(`no key ${keyId}`, 'key_id', 'not_found');
+}
+
+/** `limits.windows[0].per` from ['limits', 'windows', 0, 'per']. */
+export function paramPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) out += typeof part === 'number' ? `[${part}]` : `${out === '' ? '' : '.'}${String(part)}`;
+  return out;
+}
+
+/** The settings a PATCH may change, by their API names, in a fixed order. */
+const SETTINGS: [string, (r: KeyRecord) => unknown][] = [
+  ['name', (r) => r.name],
+  ['plan', (r) => r.plan],
+  ['agents', (r) => r.agents],
+  ['expires_at', (r) => r.expiresAt],
+  ['metadata', (r) => r.metadata],
+  ['limits', (r) => r.limits],
+];
+
+function changedFields(before: KeyRecord, after: KeyRecord): string[] {
+  return SETTINGS.filter(([, get]) => JSON.stringify(get(before)) !== JSON.stringify(get(after))).map(([name]) => name);
+}
+
+function byCreation(a: Pick<KeyRecord, 'createdAt' | 'keyId'>, b: Pick<KeyRecord, 'createdAt' | 'keyId'>): number {
+  return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0;
+}
+
+/** Opaque to clients: the position (creation time, key id) after which the next page starts. */
+function encodeCursor(record: KeyRecord): string {
+  return Buffer.from(JSON.stringify([record.createdAt, record.keyId])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): Pick<KeyRecord, 'createdAt' | 'keyId'> {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') return { createdAt: value[0], keyId: value[1] };
+  } catch {
+    // fall through
+  }
+  throw new KeyServiceError('cursor is not one this API returned', 'cursor');
 }

@@ -13,6 +13,19 @@ export interface KeyListFilter {
   account?: string | undefined;
 }
 
+/** What an update writes: the changed record, and with a rotation the key that replaces it. */
+export interface KeyUpdate {
+  record: KeyRecord;
+  create?: KeyRecord;
+}
+
+/**
+ * Computes an update from the record as stored now. It may run more than once (the Redis
+ * store retries when another writer got there first), so it must not have side effects;
+ * it may throw to refuse the update, and then nothing is written.
+ */
+export type KeyChange = (current: KeyRecord) => KeyUpdate;
+
 /** A hash whose record changed, or '*' when anything may have changed (reload, reconnect). */
 export type InvalidationListener = (hash: string) => void;
 export const INVALIDATE_ALL = '*';
@@ -26,6 +39,13 @@ export interface KeyStore {
   create(record: KeyRecord): Promise<void>;
   /** Sets revoked_at (first revocation wins); undefined when no such key. */
   revoke(keyId: string, atIso: string): Promise<KeyRecord | undefined>;
+  /**
+   * Read-modify-write of one key that no concurrent writer can undo (the file's lock; a
+   * revision checked by a Redis script). Only the key's settings change (name, plan, agents,
+   * expiry, metadata, limits, rotation links); revocation and last use keep their own
+   * writes. Running gateways hear of it as of a revocation. Undefined when no such key.
+   */
+  update(keyId: string, change: KeyChange): Promise<KeyUpdate | undefined>;
   /** Moves last_used_at forward; unknown hashes are ignored. */
   touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void>;
   /** Returns the unsubscribe function. */

@@ -1,12 +1,16 @@
 // The shared key store (docs/keys.md). Layout under the configured prefix:
 //   ${prefix}key:${hash}           HASH  key_id account plan agents(JSON) name created_at
 //                                        [expires_at] [revoked_at] [last_used_at]
+//                                        [metadata(JSON)] [limits(JSON)] [replaces] [replaced_by]
+//                                        [rev]: bumped by every update and revocation
 //   ${prefix}keyid:${keyId}        STRING → hash
 //   ${prefix}keys:all              SET of key ids (listing)
 //   ${prefix}keys:account:${acct}  SET of key ids (listing by account)
 //   ${prefix}keys:invalidate       pub/sub channel; message = hash of a changed key
-// Create and revoke are Lua scripts, so uniqueness checks, writes and the invalidation
-// PUBLISH happen atomically. Every command is bounded by redis.command_timeout.
+// Create, revoke and update are Lua scripts, so uniqueness checks, writes and the
+// invalidation PUBLISH happen atomically; an update is computed from a read and written only
+// if `rev` is still what was read (else read again), so concurrent writers never lose one.
+// Every command is bounded by redis.command_timeout.
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { DeadlineExceededError, withDeadline } from '../deadline.js';
 import type { Logger } from '../logger.js';
@@ -14,7 +18,18 @@ import type { RedisClient, RedisClientFactory } from '../redis/redis-client.js';
 import { metrics } from '../metrics/metrics.js';
 import type { KeyRecord } from './key-record.js';
 import { fromStoredRecord } from './key-record-codec.js';
-import { INVALIDATE_ALL, KeyConflictError, StoreUnavailableError, type InvalidationListener, type KeyListFilter, type KeyStore, type LastUsedEntry } from './key-store.js';
+import { CREATE_SCRIPT, REVOKE_SCRIPT, TOUCH_SCRIPT, UPDATE_SCRIPT } from './redis-key-scripts.js';
+import {
+  INVALIDATE_ALL,
+  KeyConflictError,
+  StoreUnavailableError,
+  type InvalidationListener,
+  type KeyChange,
+  type KeyListFilter,
+  type KeyStore,
+  type KeyUpdate,
+  type LastUsedEntry,
+} from './key-store.js';
 
 export interface RedisKeyStoreOptions {
   /** Opens the store's connections: the data connection, and the subscriber when `subscribe`. */
@@ -31,39 +46,22 @@ export interface RedisKeyStoreOptions {
   waitForConnectionMs?: number;
 }
 
-const CREATE_SCRIPT = `
-if redis.call('exists', KEYS[1]) == 1 then return 'hash_exists' end
-if redis.call('exists', KEYS[2]) == 1 then return 'id_exists' end
-redis.call('hset', KEYS[1], unpack(ARGV, 4))
-redis.call('set', KEYS[2], ARGV[1])
-redis.call('sadd', KEYS[3], ARGV[2])
-redis.call('sadd', KEYS[4], ARGV[2])
-redis.call('publish', ARGV[3], ARGV[1])
-return 'ok'
-`;
+/** Settings an update may write; the rest belongs to creation, revocation or last use. */
+const UPDATABLE_FIELDS = ['name', 'plan', 'agents', 'expires_at', 'metadata', 'limits', 'replaces', 'replaced_by'] as const;
 
-// First revocation wins, so revoking twice keeps the original time.
-const REVOKE_SCRIPT = `
-if redis.call('exists', KEYS[1]) == 0 then return nil end
-if not redis.call('hget', KEYS[1], 'revoked_at') then redis.call('hset', KEYS[1], 'revoked_at', ARGV[1]) end
-redis.call('publish', ARGV[2], ARGV[3])
-return redis.call('hgetall', KEYS[1])
-`;
+/** Past this many lost races in a row, an update reports the store as unavailable. */
+const MAX_UPDATE_ATTEMPTS = 50;
 
-// Only ever moves last_used_at forward (ISO strings of one format sort as times) and never
-// recreates a record that is gone.
-const TOUCH_SCRIPT = `
-if redis.call('exists', KEYS[1]) == 0 then return 0 end
-local current = redis.call('hget', KEYS[1], 'last_used_at')
-if current and current >= ARGV[1] then return 0 end
-redis.call('hset', KEYS[1], 'last_used_at', ARGV[1])
-return 1
-`;
+/** After a lost race, wait a random while (growing to 50 ms) so racing writers spread out. */
+function backoff(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** attempt)));
+}
 
 interface KeyStoreCommands {
   agentgwKeyCreate(...args: string[]): Promise<string>;
   agentgwKeyRevoke(...args: string[]): Promise<string[] | null>;
   agentgwKeyTouch(...args: string[]): Promise<number>;
+  agentgwKeyUpdate(numKeys: number, ...args: string[]): Promise<string>;
 }
 
 type KeyRedis = RedisClient & KeyStoreCommands;
@@ -83,7 +81,17 @@ function recordFields(record: KeyRecord): string[] {
   if (record.expiresAt !== null) fields.push('expires_at', record.expiresAt);
   if (record.revokedAt !== null) fields.push('revoked_at', record.revokedAt);
   if (record.lastUsedAt !== null) fields.push('last_used_at', record.lastUsedAt);
+  if (Object.keys(record.metadata).length > 0) fields.push('metadata', JSON.stringify(record.metadata));
+  if (record.limits !== null) fields.push('limits', JSON.stringify(record.limits));
+  if (record.replaces !== null) fields.push('replaces', record.replaces);
+  if (record.replacedBy !== null) fields.push('replaced_by', record.replacedBy);
   return fields;
+}
+
+/** The updatable fields as the hash stores them (absent: not stored). */
+function updatableFields(record: KeyRecord): Map<string, string> {
+  const all = pairsToObject(recordFields(record));
+  return new Map(UPDATABLE_FIELDS.filter((f) => all[f] !== undefined).map((f) => [f, all[f]!]));
 }
 
 function pairsToObject(pairs: string[]): Record<string, string> {
@@ -138,7 +146,13 @@ export class RedisKeyStore implements KeyStore {
   private decode(hash: string, fields: Record<string, string>): KeyRecord | undefined {
     if (Object.keys(fields).length === 0) return undefined;
     try {
-      return fromStoredRecord({ ...fields, hash, agents: JSON.parse(fields.agents ?? 'null') });
+      return fromStoredRecord({
+        ...fields,
+        hash,
+        agents: JSON.parse(fields.agents ?? 'null'),
+        metadata: fields.metadata === undefined ? undefined : JSON.parse(fields.metadata),
+        limits: fields.limits === undefined ? undefined : JSON.parse(fields.limits),
+      });
     } catch (error) {
       this.options.logger.error({ err: error, keyId: fields.key_id }, 'malformed key record in redis; treating it as absent');
       return undefined;
@@ -205,6 +219,40 @@ export class RedisKeyStore implements KeyStore {
     if (hash === null) return undefined;
     const pairs = await this.run('key_revoke', () => this.redis.agentgwKeyRevoke(this.keyName(hash), atIso, this.channel, hash));
     return pairs ? this.decode(hash, pairsToObject(pairs)) : undefined;
+  }
+
+  async update(keyId: string, change: KeyChange): Promise<KeyUpdate | undefined> {
+    for (let attempt = 0; attempt < MAX_UPDATE_ATTEMPTS; attempt++) {
+      const hash = await this.run('key_update', () => this.redis.get(this.idName(keyId)));
+      if (hash === null) return undefined;
+      const fields = await this.run('key_update', () => this.redis.hgetall(this.keyName(hash)));
+      const current = this.decode(hash, fields);
+      if (!current) return undefined;
+      const update = change(current);
+      const before = updatableFields(current);
+      const after = updatableFields(update.record);
+      const sets: string[] = [];
+      for (const [field, value] of after) if (before.get(field) !== value) sets.push(field, value);
+      const deletes = [...before.keys()].filter((field) => !after.has(field));
+      const args = [fields.rev ?? '0', this.channel, hash, String(sets.length / 2), ...sets, String(deletes.length), ...deletes];
+      const keys = [this.keyName(hash)];
+      if (update.create) {
+        const created = update.create;
+        keys.push(this.keyName(created.hash), this.idName(created.keyId), this.accountSetName(created.account), this.allSetName());
+        args.push(created.hash, created.keyId, ...recordFields(created));
+      }
+      const result = await this.run('key_update', () => this.redis.agentgwKeyUpdate(keys.length, ...keys, ...args));
+      if (result === 'conflict') {
+        await backoff(attempt);
+        continue;
+      }
+      if (result === 'gone') return undefined;
+      if (result === 'hash_exists') throw new KeyConflictError('a key with this hash already exists');
+      if (result === 'id_exists') throw new KeyConflictError(`key_id ${update.create!.keyId} already exists`);
+      const record = { ...update.record, revokedAt: current.revokedAt, lastUsedAt: current.lastUsedAt };
+      return update.create ? { record, create: update.create } : { record };
+    }
+    throw new StoreUnavailableError(`key store (redis) update of ${keyId} lost ${MAX_UPDATE_ATTEMPTS} races in a row to other writers`);
   }
 
   async touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void> {
@@ -275,6 +323,8 @@ export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promis
   redis.defineCommand('agentgwKeyCreate', { numberOfKeys: 4, lua: CREATE_SCRIPT });
   redis.defineCommand('agentgwKeyRevoke', { numberOfKeys: 1, lua: REVOKE_SCRIPT });
   redis.defineCommand('agentgwKeyTouch', { numberOfKeys: 1, lua: TOUCH_SCRIPT });
+  // The number of keys varies (1, or 5 with a rotation), so it is the first argument.
+  redis.defineCommand('agentgwKeyUpdate', { lua: UPDATE_SCRIPT });
   const store = new RedisKeyStore(redis, options);
   if (options.waitForConnectionMs !== undefined) {
     try {

@@ -47,6 +47,12 @@ describe('npm start (serve --demo)', () => {
     expect(key, first.output()).toBeDefined();
     expect(first.output()).toContain(`curl -N http://127.0.0.1:${env.PORT}/agents/demo/api/v1/chat/stream`);
     expect((await stat(join(dir, 'var/keys.json'))).isFile()).toBe(true);
+    // config/gateway.yaml configures no admin token: the run makes one and prints it once.
+    const adminToken = /(agw_demo_[A-Za-z0-9_-]+)/.exec(first.output())?.[1];
+    expect(adminToken, first.output()).toBeDefined();
+    const listed = await fetch(`http://127.0.0.1:${env.ADMIN_PORT}/admin/v1/keys`, { headers: { authorization: `Bearer ${adminToken}` } });
+    expect(listed.status).toBe(200);
+    expect(JSON.stringify(await listed.json())).toContain('demo key (npm start)');
 
     const stream = await openSse(`http://127.0.0.1:${env.PORT}/agents/demo/api/v1/chat/stream`, key!, { message: 'Hello, agent' });
     await stream.ended;

@@ -2,7 +2,7 @@
 // pretend to be down, and the config slice KeyService needs.
 import { FileKeyStore } from '../../src/keys/file-key-store.js';
 import type { KeyRecord } from '../../src/keys/key-record.js';
-import { StoreUnavailableError, type KeyListFilter, type KeyStore, type LastUsedEntry, type InvalidationListener } from '../../src/keys/key-store.js';
+import { StoreUnavailableError, type KeyChange, type KeyListFilter, type KeyStore, type KeyUpdate, type LastUsedEntry, type InvalidationListener } from '../../src/keys/key-store.js';
 import { silentLogger } from '../../src/logger.js';
 
 export const testConfig = {
@@ -54,6 +54,10 @@ export class SpyStore implements KeyStore {
   async revoke(keyId: string, atIso: string): Promise<KeyRecord | undefined> {
     this.check();
     return this.inner.revoke(keyId, atIso);
+  }
+  async update(keyId: string, change: KeyChange): Promise<KeyUpdate | undefined> {
+    this.check();
+    return this.inner.update(keyId, change);
   }
   async touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void> {
     this.check();

@@ -110,6 +110,10 @@ describe('keys CLI (file store)', () => {
         expires_at: '2024-07-01T00:00:00.000Z',
         revoked_at: null,
         last_used_at: null,
+        metadata: {},
+        limits: null,
+        replaces: null,
+        replaced_by: null,
         status: 'active',
       },
     ]);
@@ -132,7 +136,7 @@ describe('keys CLI (file store)', () => {
     expect(out.code).toBe(0);
     expect(out.stdout.trim().split('\n')).toHaveLength(1);
     const body = JSON.parse(out.stdout);
-    expect(Object.keys(body).sort()).toEqual(['account', 'agents', 'created_at', 'expires_at', 'key', 'key_id', 'last_used_at', 'name', 'plan', 'revoked_at', 'status']);
+    expect(Object.keys(body).sort()).toEqual(['account', 'agents', 'created_at', 'expires_at', 'key', 'key_id', 'last_used_at', 'limits', 'metadata', 'name', 'plan', 'replaced_by', 'replaces', 'revoked_at', 'status']);
     expect(parseApiKey(body.key)).toBe(true);
     expect(out.stdout).not.toContain(hashApiKey(body.key));
     expect(out.stderr).toBe('');

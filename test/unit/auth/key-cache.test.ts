@@ -14,6 +14,10 @@ function record(n: number, overrides: Partial<KeyRecord> = {}): KeyRecord {
     expiresAt: null,
     revokedAt: null,
     lastUsedAt: null,
+    metadata: {},
+    limits: null,
+    replaces: null,
+    replacedBy: null,
     ...overrides,
   };
 }

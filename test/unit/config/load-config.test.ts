@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { formatDurationMs, parseDurationMs } from '../../../src/config/duration.js';
 import { substituteEnv, MissingEnvironmentVariableError } from '../../../src/config/env-substitution.js';
 import { ConfigError, parseConfigText } from '../../../src/config/load-config.js';
+import { adminTokenDigest } from '../../../src/config/schema.js';
 
 const MINIMAL = 'agents:\n  support:\n    upstream: http://127.0.0.1:8081/api/v1\n';
 
@@ -43,7 +45,7 @@ describe('config schema', () => {
   it('fills every default of the configuration file contract (docs/design.md)', () => {
     const config = parseConfigText(MINIMAL, 'test.yaml', {});
     expect(config.listen).toMatchObject({ host: '0.0.0.0', port: 8080, trustProxy: false });
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090 });
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090, tokens: [] });
     expect(config.redis).toBeUndefined();
     expect(config.limits).toEqual({ maxBodyBytes: 1_048_576, maxMessageChars: 32_000 });
     expect(config.rateLimits).toEqual({ scope: 'account', onStoreError: 'allow', lease: true });
@@ -89,5 +91,41 @@ describe('config schema', () => {
     const text = await readFile('config/gateway.yaml', 'utf8');
     const config = parseConfigText(text, 'config/gateway.yaml', {});
     expect([...config.agents.keys()]).toContain('demo');
+  });
+});
+
+describe('admin tokens and the admin audit trail', () => {
+  const SECRET = 'adm-0123456789abcdef';
+  it('hashes `token` at load (from ${ENV}), takes `token_sha256` as is, and keeps no raw token', () => {
+    const digest = createHash('sha256').update('viewer-token-0123456789').digest('hex');
+    const config = parseConfigText(
+      `${MINIMAL}admin:\n  tokens:\n    - { name: ops, token: "\${ADMIN_TOKEN}", role: admin }\n    - { name: dash, token_sha256: "${digest.toUpperCase()}", role: viewer }\n`,
+      'test.yaml',
+      { ADMIN_TOKEN: SECRET },
+    );
+    expect(config.admin.tokens.map((t) => [t.name, t.role, t.sha256.toString('hex')])).toEqual([
+      ['ops', 'admin', adminTokenDigest(SECRET).toString('hex')],
+      ['dash', 'viewer', digest],
+    ]);
+    expect(JSON.stringify(config.admin)).not.toContain(SECRET);
+  });
+
+  it('refuses a short token, both or neither of token/token_sha256, a bad role, and duplicate names', () => {
+    expect(problems(`${MINIMAL}admin: { tokens: [ { name: a, token: short, role: admin } ] }\n`)).toEqual([expect.stringMatching(/^admin\.tokens\.0\.token: .*16/)]);
+    expect(problems(`${MINIMAL}admin: { tokens: [ { name: a, role: admin } ] }\n`)).toEqual([expect.stringMatching(/exactly one of "token" and "token_sha256"/)]);
+    expect(problems(`${MINIMAL}admin: { tokens: [ { name: a, token: ${SECRET}, role: root } ] }\n`)).toEqual([expect.stringMatching(/^admin\.tokens\.0\.role/)]);
+    expect(problems(`${MINIMAL}admin: { tokens: [ { name: a, token: ${SECRET}, role: admin }, { name: a, token: ${SECRET}x, role: viewer } ] }\n`)).toEqual([
+      expect.stringMatching(/unique/),
+    ]);
+  });
+
+  it('sends the admin trail where the usage audit goes unless set, and reads usage retention', () => {
+    const embedded = parseConfigText(MINIMAL, 'test.yaml', {});
+    expect(embedded.audit).toMatchObject({ adminFile: 'var/admin-audit.jsonl', adminRedisStream: undefined, usageRetentionMs: 90 * 86_400_000, usageDir: 'var/usage' });
+    const shared = parseConfigText(`${MINIMAL}redis: {}\naudit: { redis_stream: agentgw:audit, usage_retention: 30d }\n`, 'test.yaml', {});
+    expect(shared.audit).toMatchObject({ adminFile: undefined, adminRedisStream: 'agentgw:admin-audit', usageRetentionMs: 30 * 86_400_000 });
+    const both = parseConfigText(`${MINIMAL}redis: {}\naudit: { admin_file: a.jsonl, admin_redis_stream: s }\n`, 'test.yaml', {});
+    expect(both.audit).toMatchObject({ adminFile: 'a.jsonl', adminRedisStream: 's' });
+    expect(problems(`${MINIMAL}audit: { admin_redis_stream: s }\n`)).toEqual([expect.stringContaining('audit.admin_redis_stream')]);
   });
 });

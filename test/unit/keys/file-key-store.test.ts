@@ -51,6 +51,10 @@ describe('FileKeyStore', () => {
         expires_at: null,
         revoked_at: null,
         last_used_at: null,
+        metadata: {},
+        limits: null,
+        replaces: null,
+        replaced_by: null,
       },
     ]);
     expect(text).not.toContain(rawKey);

@@ -38,6 +38,10 @@ describe('KeyService', () => {
       expiresAt: '2024-06-02T00:00:00.000Z',
       revokedAt: null,
       lastUsedAt: null,
+      metadata: {},
+      limits: null,
+      replaces: null,
+      replacedBy: null,
     });
     expect(await service.showKey(record.keyId)).toEqual(record);
     expect(JSON.stringify(await service.listKeys())).not.toContain(rawKey);

@@ -1,0 +1,25 @@
+// GET /admin/v1/plans and GET /admin/v1/agents: what keys may name, from the running config.
+import { formatDurationMs } from '../config/duration.js';
+import type { AdminExchange } from './admin-context.js';
+import { sendJson } from './admin-context.js';
+
+export function listPlans(x: AdminExchange): void {
+  const data = [...x.deps.config().plans].map(([name, plan]) => ({
+    name,
+    windows: plan.windows.map((w) => ({ name: w.name, requests: w.limit, per: formatDurationMs(w.windowMs) })),
+  }));
+  sendJson(x.res, 200, { data });
+}
+
+export function listAgents(x: AdminExchange): void {
+  const data = [...x.deps.config().agents.values()].map((agent) => ({
+    id: agent.id,
+    upstream: agent.upstream,
+    host: agent.host ?? null,
+    timeout: formatDurationMs(agent.headersTimeoutMs),
+    tools: agent.tools ? [...agent.tools] : null,
+    max_tokens: agent.maxTokens,
+    max_connections: agent.maxConnections ?? null,
+  }));
+  sendJson(x.res, 200, { data });
+}

@@ -1,0 +1,44 @@
+// What every admin API handler gets: the exchange, its request id, the caller, and the
+// gateway's parts it may use.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AdminAuditLog } from '../audit/admin-audit-log.js';
+import type { UsageSource } from '../audit/usage-report.js';
+import type { Clock } from '../clock.js';
+import type { GatewayConfig } from '../config/schema.js';
+import { KeyService } from '../keys/key-service.js';
+import type { KeyStore } from '../keys/key-store.js';
+import type { Logger } from '../logger.js';
+import type { AdminActor } from './admin-auth.js';
+
+export interface AdminApiDeps {
+  /** The running config (a reload changes plans, agents and admin tokens). */
+  config(): GatewayConfig;
+  keyStore: KeyStore;
+  usage: UsageSource;
+  adminAudit: AdminAuditLog;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface AdminExchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  requestId: string;
+  actor: AdminActor;
+  deps: AdminApiDeps;
+}
+
+/** A KeyService over the running config's plans and agents. */
+export function keyServiceOf(exchange: AdminExchange): KeyService {
+  return new KeyService({ store: exchange.deps.keyStore, config: exchange.deps.config(), clock: exchange.deps.clock });
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = `${JSON.stringify(body)}\n`;
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.setHeader('Cache-Control', 'no-store');
+  res.end(text);
+}

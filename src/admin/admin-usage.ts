@@ -1,0 +1,51 @@
+// GET /admin/v1/usage (docs/admin-api.md "Usage"): a report over the hourly rollups.
+import { z } from 'zod';
+import { usageReport } from '../audit/usage-report.js';
+import { GatewayError } from '../errors.js';
+import type { AdminExchange } from './admin-context.js';
+import { sendJson } from './admin-context.js';
+import { queryObject, validate } from './admin-request-body.js';
+
+const DAY_MS = 86_400_000;
+/** Without `from`, a report covers this long before `to`. */
+export const DEFAULT_USAGE_RANGE_MS = 7 * DAY_MS;
+
+const isoTime = z.string().refine((text) => /^\d{4}-\d\d-\d\dT/.test(text) && !Number.isNaN(Date.parse(text)), { message: 'expected an ISO 8601 time such as 2026-01-31T00:00:00Z' });
+
+export const usageQuery = z.strictObject({
+  group_by: z.enum(['key', 'account', 'agent']).default('key'),
+  granularity: z.enum(['hour', 'day']).default('day'),
+  from: isoTime.optional(),
+  to: isoTime.optional(),
+  key_id: z.string().optional(),
+  account: z.string().optional(),
+  agent: z.string().optional(),
+});
+
+export async function getUsage(x: AdminExchange): Promise<void> {
+  const q = validate(usageQuery, queryObject(x.url.searchParams));
+  const toMs = q.to === undefined ? x.deps.clock.now() : Date.parse(q.to);
+  const fromMs = q.from === undefined ? toMs - DEFAULT_USAGE_RANGE_MS : Date.parse(q.from);
+  if (fromMs >= toMs) throw new GatewayError('invalid_request', { param: 'from', message: 'from: must be before to' });
+  const retentionMs = x.deps.config().audit.usageRetentionMs;
+  // Nothing older than the retention exists; a wider range would only read empty buckets.
+  if (toMs - fromMs > retentionMs + DAY_MS) {
+    throw new GatewayError('invalid_request', { param: 'from', message: `from: the range may span at most the usage retention (${Math.round(retentionMs / DAY_MS)} days)` });
+  }
+  const rows = await usageReport(x.deps.usage, {
+    groupBy: q.group_by,
+    granularity: q.granularity,
+    fromMs,
+    toMs,
+    keyId: q.key_id,
+    account: q.account,
+    agent: q.agent,
+  });
+  sendJson(x.res, 200, {
+    group_by: q.group_by,
+    granularity: q.granularity,
+    from: new Date(Math.floor(fromMs / 3_600_000) * 3_600_000).toISOString(),
+    to: new Date(Math.ceil(toMs / 3_600_000) * 3_600_000).toISOString(),
+    data: rows,
+  });
+}

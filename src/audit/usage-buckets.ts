@@ -1,0 +1,177 @@
+// Usage rollups (docs/admin-api.md "Usage"): every audit record is counted into hourly
+// buckets, one per group it belongs to — its key, its account, its agent, and its key
+// with its agent (for reports that filter across dimensions). A bucket holds flat integer
+// fields, so buckets of any hours merge by adding:
+//   requests, tokens, e:<outcome> (every outcome but ok), l:<i> (latency histogram).
+// The latency histogram has fixed log-spaced buckets: bucket 0 holds ≤ 1 ms, bucket i ≥ 1
+// holds (2^((i-1)/4), 2^(i/4)] ms, the last one everything above. A percentile is reported
+// as its bucket's geometric midpoint: within 9.1 % (2^(1/8) − 1) of the true value above
+// 1 ms, within 0.5 ms below. The Redis rollup script computes the same index in Lua.
+
+/** Bucket families, named as in the Redis keys and the rollup files. */
+export const USAGE_FAMILIES = ['key', 'account', 'agent', 'key-agent'] as const;
+export type UsageFamily = (typeof USAGE_FAMILIES)[number];
+
+/** Index of the last latency bucket: 2^(79/4) ms ≈ 14 min and above. */
+export const MAX_LATENCY_BUCKET = 80;
+const LN2 = Math.log(2);
+
+/** The histogram bucket of a latency (the Lua script uses the same formula). */
+export function latencyBucket(latencyMs: number): number {
+  if (!(latencyMs > 1)) return 0;
+  // The small offset keeps exact powers of two (2, 4, 8 ms) in the bucket they close.
+  return Math.min(MAX_LATENCY_BUCKET, Math.ceil((4 * Math.log(latencyMs)) / LN2 - 1e-9));
+}
+
+/** The value reported for a percentile that falls in bucket `i`. */
+export function latencyBucketValueMs(i: number): number {
+  if (i <= 0) return 0.5;
+  return 2 ** ((i - 0.5) / 4);
+}
+
+/** Field → count. */
+export type BucketFields = Map<string, number>;
+
+/** What a rollup needs of an audit record. */
+export interface RollupRecord {
+  ts: string;
+  key_id: string;
+  account: string;
+  agent: string;
+  outcome: string;
+  tokens_used: number | null;
+  latency_ms: number;
+}
+
+/** "2026-01-31T13" of an ISO timestamp: the hour bucket. */
+export function hourOf(ts: string): string {
+  return ts.slice(0, 13);
+}
+
+export function groupsOf(r: RollupRecord): [UsageFamily, string][] {
+  return [
+    ['key', r.key_id],
+    ['account', r.account],
+    ['agent', r.agent],
+    ['key-agent', `${r.key_id}/${r.agent}`],
+  ];
+}
+
+/** The `key_id \t account \t agent` member of a day's index: which groups had usage that day. */
+export function indexMember(r: RollupRecord): string {
+  return `${r.key_id}\t${r.account}\t${r.agent}`;
+}
+
+export function addTo(fields: BucketFields, field: string, n: number): void {
+  fields.set(field, (fields.get(field) ?? 0) + n);
+}
+
+/** Counts one record into `fields`. */
+export function countRecord(fields: BucketFields, r: RollupRecord): void {
+  addTo(fields, 'requests', 1);
+  if (typeof r.tokens_used === 'number' && r.tokens_used > 0) addTo(fields, 'tokens', Math.floor(r.tokens_used));
+  if (r.outcome !== 'ok') addTo(fields, `e:${r.outcome}`, 1);
+  addTo(fields, `l:${latencyBucket(r.latency_ms)}`, 1);
+}
+
+/**
+ * The rollup fields of an audit line, or undefined when the line is not a usage record.
+ * Lines written by toAuditLine (every record this gateway writes or spools) hold these
+ * fields first, in a fixed order, as plain strings and numbers; they are read where they
+ * stand, without parsing the whole object (decision 0013 measured why). Anything else —
+ * another order, an escape in a value — goes through JSON.parse.
+ */
+export function parseRollupRecord(line: string): RollupRecord | undefined {
+  return readInOrder(line) ?? parseWhole(line);
+}
+
+const MARKERS = ['"ts":"', '"key_id":"', '"account":"', '"agent":"', '"outcome":"'] as const;
+
+function readInOrder(line: string): RollupRecord | undefined {
+  const values: string[] = [];
+  let at = 0;
+  for (const marker of MARKERS) {
+    const start = line.indexOf(marker, at);
+    if (start < 0) return undefined;
+    const from = start + marker.length;
+    const end = line.indexOf('"', from);
+    if (end < 0) return undefined;
+    const value = line.slice(from, end);
+    if (value.includes('\\')) return undefined;
+    values.push(value);
+    at = end + 1;
+  }
+  const tokens = numberAfter(line, '"tokens_used":', at);
+  if (tokens === undefined) return undefined;
+  const latency = numberAfter(line, '"latency_ms":', tokens.end);
+  if (latency === undefined || latency.value === null) return undefined;
+  return { ts: values[0]!, key_id: values[1]!, account: values[2]!, agent: values[3]!, outcome: values[4]!, tokens_used: tokens.value, latency_ms: latency.value };
+}
+
+/** A JSON number or null right after `marker` (searched from `at`). */
+function numberAfter(line: string, marker: string, at: number): { value: number | null; end: number } | undefined {
+  const start = line.indexOf(marker, at);
+  if (start < 0) return undefined;
+  const from = start + marker.length;
+  let end = from;
+  while (end < line.length && line[end] !== ',' && line[end] !== '}') end++;
+  const text = line.slice(from, end);
+  if (text === 'null') return { value: null, end };
+  const value = Number(text);
+  return text !== '' && Number.isFinite(value) ? { value, end } : undefined;
+}
+
+function parseWhole(line: string): RollupRecord | undefined {
+  let r: Partial<RollupRecord>;
+  try {
+    r = JSON.parse(line) as Partial<RollupRecord>;
+  } catch {
+    return undefined;
+  }
+  if (!r || typeof r.ts !== 'string' || typeof r.key_id !== 'string' || typeof r.account !== 'string' || typeof r.agent !== 'string') return undefined;
+  return {
+    ts: r.ts,
+    key_id: r.key_id,
+    account: r.account,
+    agent: r.agent,
+    outcome: typeof r.outcome === 'string' ? r.outcome : 'error',
+    tokens_used: typeof r.tokens_used === 'number' ? r.tokens_used : null,
+    latency_ms: typeof r.latency_ms === 'number' ? r.latency_ms : 0,
+  };
+}
+
+/** Totals of merged buckets, as a usage report row shows them. */
+export interface UsageTotals {
+  requests: number;
+  tokens: number;
+  errors: Record<string, number>;
+  latency_ms: { p50: number | null; p99: number | null };
+}
+
+export function summarize(fields: BucketFields): UsageTotals {
+  const errors: Record<string, number> = {};
+  const histogram: number[] = [];
+  for (const [field, n] of fields) {
+    if (field.startsWith('e:')) errors[field.slice(2)] = n;
+    else if (field.startsWith('l:')) histogram[Number(field.slice(2))] = n;
+  }
+  return {
+    requests: fields.get('requests') ?? 0,
+    tokens: fields.get('tokens') ?? 0,
+    errors,
+    latency_ms: { p50: percentile(histogram, 0.5), p99: percentile(histogram, 0.99) },
+  };
+}
+
+function percentile(histogram: number[], q: number): number | null {
+  let total = 0;
+  for (const n of histogram) total += n ?? 0;
+  if (total === 0) return null;
+  const rank = Math.ceil(q * total);
+  let seen = 0;
+  for (let i = 0; i < histogram.length; i++) {
+    seen += histogram[i] ?? 0;
+    if (seen >= rank) return Math.round(latencyBucketValueMs(i) * 100) / 100;
+  }
+  return null;
+}

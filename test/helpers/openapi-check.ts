@@ -1,0 +1,105 @@
+// Checks HTTP answers against the repo's OpenAPI documents (openapi/*.yaml), so the
+// documents cannot drift from what the gateway does: the status must be documented for the
+// operation, the content type must be one the document lists, and the body (JSON) and
+// documented headers must validate against their schemas (ajv, JSON Schema 2020-12 as
+// OpenAPI 3.1 uses it).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { parse as parseYaml } from 'yaml';
+
+type Json = Record<string, unknown>;
+
+export type OpenApiName = 'admin' | 'agent-chat';
+
+export interface CheckedAnswer {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON for JSON answers, else the text. */
+  body: unknown;
+  text: string;
+}
+
+const pointerPart = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+export class OpenApiCheck {
+  readonly document: Json;
+  private readonly ajv: Ajv2020;
+  private readonly id: string;
+  /** "METHOD template status" of every answer checked, for coverage assertions. */
+  readonly seen = new Set<string>();
+
+  constructor(readonly name: OpenApiName) {
+    this.document = parseYaml(readFileSync(join(process.cwd(), 'openapi', `${name}.yaml`), 'utf8')) as Json;
+    this.id = `https://agent-gateway.test/${name}.json`;
+    this.ajv = new Ajv2020({ strict: false, allErrors: true });
+    (addFormats as unknown as (ajv: Ajv2020) => void)(this.ajv);
+    this.ajv.addSchema({ ...this.document, $id: this.id });
+  }
+
+  private template(path: string): string {
+    for (const template of Object.keys(this.document.paths as Json)) {
+      const pattern = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
+      if (pattern.test(path)) return template;
+    }
+    throw new Error(`${this.name}.yaml documents no path matching ${path}`);
+  }
+
+  /** Follows a local $ref; returns the node and its JSON pointer. */
+  private resolve(node: Json, pointer: string): [Json, string] {
+    while (typeof node.$ref === 'string') {
+      pointer = (node.$ref as string).slice(1);
+      node = pointer
+        .split('/')
+        .slice(1)
+        .reduce<Json>((at, part) => at[part.replace(/~1/g, '/').replace(/~0/g, '~')] as Json, this.document);
+    }
+    return [node, pointer];
+  }
+
+  private validateAt(pointer: string, value: unknown, what: string): void {
+    const validate = this.ajv.getSchema(`${this.id}#${pointer}`);
+    if (!validate) throw new Error(`no schema at ${pointer}`);
+    if (!validate(value)) throw new Error(`${what} does not match ${this.name}.yaml ${pointer}: ${this.ajv.errorsText(validate.errors)}\n${JSON.stringify(value)}`);
+  }
+
+  /** Throws unless the answer is documented and valid. */
+  check(method: string, path: string, answer: CheckedAnswer): void {
+    const template = this.template(path);
+    const item = (this.document.paths as Record<string, Json>)[template]!;
+    let operationMethod = method.toLowerCase();
+    // A method the path does not have answers 405, which each documented operation lists.
+    if (!(operationMethod in item) && answer.status === 405) operationMethod = Object.keys(item).find((m) => m !== 'parameters')!;
+    const operationPointer = `/paths/${pointerPart(template)}/${operationMethod}`;
+    const operation = item[operationMethod] as Json | undefined;
+    if (!operation) throw new Error(`${this.name}.yaml documents no ${method} ${template}`);
+    const responses = operation.responses as Json;
+    const key = String(answer.status);
+    if (!(key in responses)) throw new Error(`${this.name}.yaml: ${method} ${template} does not document status ${answer.status}: ${answer.text.slice(0, 300)}`);
+    const [response, responsePointer] = this.resolve(responses[key] as Json, `${operationPointer}/responses/${key}`);
+    for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
+      const value = answer.headers.get(name);
+      if (value === null) continue;
+      const [resolved, headerPointer] = this.resolve(header as Json, `${responsePointer}/headers/${pointerPart(name)}`);
+      if (resolved.schema) this.validateAt(`${headerPointer}/schema`, value, `header ${name}`);
+    }
+    const content = response.content as Json | undefined;
+    if (content) {
+      const mediaType = (answer.headers.get('content-type') ?? '').split(';')[0]!.trim();
+      if (!(mediaType in content)) throw new Error(`${method} ${template} ${answer.status}: content type ${mediaType} is not documented (${Object.keys(content).join(', ')})`);
+      if (mediaType === 'application/json') this.validateAt(`${responsePointer}/content/${pointerPart(mediaType)}/schema`, answer.body, `${method} ${path} ${answer.status} body`);
+    }
+    this.seen.add(`${method} ${template} ${answer.status}`);
+  }
+
+  /** fetch, then check the answer (JSON read in full; an event stream read to its end). */
+  async fetch(url: string, init: RequestInit = {}): Promise<CheckedAnswer> {
+    const response = await fetch(url, init);
+    const text = await response.text();
+    const isJson = (response.headers.get('content-type') ?? '').startsWith('application/json');
+    const answer: CheckedAnswer = { status: response.status, headers: response.headers, body: isJson && text !== '' ? JSON.parse(text) : text, text };
+    this.check(init.method ?? 'GET', new URL(url).pathname, answer);
+    return answer;
+  }
+}
