@@ -10,7 +10,8 @@ import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logg
 import { exposeWorkerMetrics } from '../metrics/cluster-metrics.js';
 import { runClusterPrimary } from './cluster-primary.js';
 import { currentWorkerIndex, parseWorkerCount, withWorkerPaths } from './cluster-workers.js';
-import { createDemoKeyIfEmpty, startDemoUpstream } from './demo-setup.js';
+import { DEMO_ADMIN_TOKEN_FILE, ensureDemoAdminToken, withDemoAdminToken } from './demo-admin-token.js';
+import { createDemoKeyIfEmpty, dashboardBanner, startDemoUpstream } from './demo-setup.js';
 import { startGateway, type RunningGateway } from '../gateway.js';
 import { applyHeapFlags } from './v8-heap-flags.js';
 
@@ -66,7 +67,7 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
     }
     // One reload at a time, in signal order, so a slow read cannot overwrite a newer one.
     const [running, log] = [gateway, logger];
-    reloading = reloading.then(() => reloadConfig(options.config, workerIndex, running, log));
+    reloading = reloading.then(() => reloadConfig(options.config, workerIndex, running, log, prepare));
   };
   const onStop = (signal: NodeJS.Signals): void => {
     if (!gateway || !logger) {
@@ -87,6 +88,10 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }
+  // The demo's dashboard sign-in (demo-admin-token.ts), also applied to every reload.
+  const demoAdminToken = options.demo && workerIndex === undefined && config.admin.tokens.length === 0 ? await ensureDemoAdminToken() : undefined;
+  const prepare = (loaded: GatewayConfig): GatewayConfig => (demoAdminToken === undefined ? loaded : withDemoAdminToken(loaded, demoAdminToken));
+  config = prepare(config);
   logger = createLogger({
     level: config.log.level,
     file: config.log.file,
@@ -110,13 +115,22 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
   if (options.demo && (workerIndex ?? 1) === 1) {
     const banner = await createDemoKeyIfEmpty(config, running.keyStore, running.port);
     if (banner) process.stdout.write(`${banner}\n`);
+    if (running.adminPort !== undefined) {
+      process.stdout.write(`${dashboardBanner({ config, configPath: options.config, adminPort: running.adminPort, demoAdminToken, demoAdminTokenFile: DEMO_ADMIN_TOKEN_FILE })}\n`);
+    }
   }
 }
 
-async function reloadConfig(path: string, workerIndex: number | undefined, gateway: RunningGateway, logger: Logger): Promise<void> {
+async function reloadConfig(
+  path: string,
+  workerIndex: number | undefined,
+  gateway: RunningGateway,
+  logger: Logger,
+  prepare: (config: GatewayConfig) => GatewayConfig,
+): Promise<void> {
   let next: GatewayConfig;
   try {
-    next = withWorkerPaths(await loadConfig(path), workerIndex);
+    next = prepare(withWorkerPaths(await loadConfig(path), workerIndex));
   } catch (error) {
     const problems = error instanceof ConfigError ? error.problems : [error instanceof Error ? error.message : String(error)];
     logger.error({ config: path, problems }, 'config reload refused; keeping the running config');
