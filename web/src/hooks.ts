@@ -33,3 +33,13 @@ export function useCatalog(): Async<{ plans: Plan[]; agents: Agent[] }> {
     return { plans: plans.data, agents: agents.data };
   }, []);
 }
+
+/** `value` once it has stopped changing for `delayMs` (typing in a filter box). */
+export function useDebounced<T>(value: T, delayMs: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), delayMs);
+    return () => clearTimeout(timer);
+  }, [value, delayMs]);
+  return settled;
+}

@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
 import { formatDate, relativeTime } from '../format.js';
-import { useAsync, useCatalog } from '../hooks.js';
+import { useAsync, useCatalog, useDebounced } from '../hooks.js';
 import type { Key, KeyPage, KeyStatus } from '../types.js';
 import { RevokeDialog, RotateDialog } from './key-actions.js';
 import { CreateKeyDialog, EditKeyDialog } from './key-form.js';
@@ -13,15 +13,6 @@ import { CreateKeyDialog, EditKeyDialog } from './key-form.js';
 const PAGE_SIZE = 25;
 
 type Open = { kind: 'create' } | { kind: 'edit' | 'rotate' | 'revoke'; key: Key } | undefined;
-
-function useDebounced<T>(value: T, delayMs: number): T {
-  const [settled, setSettled] = useState(value);
-  useEffect(() => {
-    const timer = setTimeout(() => setSettled(value), delayMs);
-    return () => clearTimeout(timer);
-  }, [value, delayMs]);
-  return settled;
-}
 
 function StatusBadge(props: { status: KeyStatus }) {
   return <span class={`badge badge-${props.status}`}>{props.status}</span>;

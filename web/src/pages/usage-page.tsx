@@ -6,7 +6,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
 import { formatCount } from '../format.js';
-import { useAsync, useCatalog } from '../hooks.js';
+import { useAsync, useCatalog, useDebounced } from '../hooks.js';
 import type { Granularity, GroupBy, KeyPage, UsageReport } from '../types.js';
 import { SERIES_COLORS, UsageChart } from '../usage/usage-chart.js';
 import { buildSeries, groupTotals, periodStarts, topGroups, type GroupTotals, type Metric } from '../usage/usage-series.js';
@@ -55,14 +55,16 @@ export function UsagePage() {
   const [split, setSplit] = useState<Split>('all');
   const [range, setRange] = useState<Range>('24h');
   const [granularity, setGranularity] = useState<Granularity>('hour');
-  const [keyId, setKeyId] = useState('');
-  const [account, setAccount] = useState('');
+  const [keyIdText, setKeyIdText] = useState('');
+  const [accountText, setAccountText] = useState('');
+  const keyId = useDebounced(keyIdText.trim(), 400);
+  const account = useDebounced(accountText.trim(), 400);
   const [agent, setAgent] = useState('');
   const [refreshed, setRefreshed] = useState(0);
 
   const report = useAsync(async () => {
     const toMs = Date.now();
-    const window = { from: new Date(toMs - RANGES[range].ms).toISOString(), to: new Date(toMs).toISOString(), granularity, key_id: keyId.trim(), account: account.trim(), agent };
+    const window = { from: new Date(toMs - RANGES[range].ms).toISOString(), to: new Date(toMs).toISOString(), granularity, key_id: keyId, account, agent };
     const groupBy: GroupBy = split === 'all' ? 'agent' : split;
     const [main, byKey, names] = await Promise.all([
       api.get<UsageReport>(`/admin/v1/usage${query({ ...window, group_by: groupBy })}`),
@@ -146,11 +148,11 @@ export function UsagePage() {
         </label>
         <label class="field field-inline">
           <span>Key ID</span>
-          <input type="search" name="key_id" value={keyId} onChange={(e) => setKeyId(e.currentTarget.value)} placeholder="any" size={14} />
+          <input type="search" name="key_id" value={keyIdText} onInput={(e) => setKeyIdText(e.currentTarget.value)} placeholder="any" size={14} />
         </label>
         <label class="field field-inline">
           <span>Account</span>
-          <input type="search" name="account" value={account} onChange={(e) => setAccount(e.currentTarget.value)} placeholder="any" size={10} />
+          <input type="search" name="account" value={accountText} onInput={(e) => setAccountText(e.currentTarget.value)} placeholder="any" size={10} />
         </label>
         <label class="field field-inline">
           <span>Agent</span>
