@@ -2,12 +2,15 @@
 // the exact ISO time one hover away (title attribute).
 
 const dateOnly = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+const dateThisYear = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const percent = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 1 });
 
-export function formatDate(iso: string): string {
+/** "Nov 24", with the year only when it is not this year's. */
+export function formatDate(iso: string, nowMs: number): string {
   const ms = Date.parse(iso);
-  return Number.isNaN(ms) ? iso : dateOnly.format(ms);
+  if (Number.isNaN(ms)) return iso;
+  return new Date(ms).getFullYear() === new Date(nowMs).getFullYear() ? dateThisYear.format(ms) : dateOnly.format(ms);
 }
 
 /** "3 min ago", "in 5 days": for last-used and expiry columns. */

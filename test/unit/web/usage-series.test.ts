@@ -2,7 +2,7 @@
 // present, values land in their period, groups beyond the series cap are summed, totals and
 // top lists add up.
 import { describe, expect, it } from 'vitest';
-import { buildSeries, groupTotals, periodStarts, topGroups } from '../../../web/src/usage/usage-series.js';
+import { buildSeries, groupTotals, periodStarts, stackFromTop, topGroups } from '../../../web/src/usage/usage-series.js';
 import type { UsageRow } from '../../../web/src/types.js';
 
 const row = (group: string, period: string, requests: number, tokens = 0, errors: Record<string, number> = {}): UsageRow => ({
@@ -79,5 +79,23 @@ describe('groupTotals and topGroups', () => {
     const totals = groupTotals(rows);
     expect(topGroups(totals, 'requests', 5).map((t) => t.group)).toEqual(['k1', 'k2']);
     expect(topGroups(totals, 'tokens', 1).map((t) => t.group)).toEqual(['k1']);
+  });
+});
+
+describe('stackFromTop', () => {
+  it('gives each series the height of itself and every series after it', () => {
+    const series = [
+      { label: 'a', values: [5, 0, 3], total: 8 },
+      { label: 'b', values: [2, 1, 0], total: 3 },
+      { label: 'c', values: [1, 1, 1], total: 3 },
+    ];
+    expect(stackFromTop(series)).toEqual([
+      [8, 2, 4],
+      [3, 2, 1],
+      [1, 1, 1],
+    ]);
+    // The inputs are left as they were (the legend reads them).
+    expect(series[0]!.values).toEqual([5, 0, 3]);
+    expect(stackFromTop([])).toEqual([]);
   });
 });

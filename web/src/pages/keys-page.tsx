@@ -94,8 +94,7 @@ export function KeysPage(props: { canWrite: boolean }) {
           <table class="table" data-testid="keys-table">
             <thead>
               <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Key ID</th>
+                <th scope="col">Name · Key ID</th>
                 <th scope="col">Account</th>
                 <th scope="col">Plan</th>
                 <th scope="col">Agents</th>
@@ -109,16 +108,16 @@ export function KeysPage(props: { canWrite: boolean }) {
             <tbody>
               {keys.data.data.map((key) => (
                 <tr key={key.key_id} data-key-id={key.key_id}>
-                  <td>{key.name || <span class="muted">unnamed</span>}</td>
                   <td>
-                    <code>{key.key_id}</code>
+                    <div>{key.name || <span class="muted">unnamed</span>}</div>
+                    <code class="key-id">{key.key_id}</code>
                   </td>
                   <td>{key.account}</td>
                   <td>{key.plan}</td>
                   <td>{key.agents.join(', ')}</td>
-                  <td title={key.created_at}>{formatDate(key.created_at)}</td>
-                  <td title={key.expires_at ?? 'never'}>{key.expires_at === null ? <span class="muted">never</span> : relativeTime(key.expires_at, nowMs)}</td>
-                  <td title={key.last_used_at ?? 'never'}>{key.last_used_at === null ? <span class="muted">never</span> : relativeTime(key.last_used_at, nowMs)}</td>
+                  <td class="nowrap" title={key.created_at}>{formatDate(key.created_at, nowMs)}</td>
+                  <td class="nowrap" title={key.expires_at ?? 'never'}>{key.expires_at === null ? <span class="muted">never</span> : relativeTime(key.expires_at, nowMs)}</td>
+                  <td class="nowrap" title={key.last_used_at ?? 'never'}>{key.last_used_at === null ? <span class="muted">never</span> : relativeTime(key.last_used_at, nowMs)}</td>
                   <td>
                     <StatusBadge status={key.status} />
                   </td>

@@ -103,68 +103,72 @@ export function UsagePage() {
       </div>
 
       <form class="filters" aria-label="Usage report" onSubmit={(e) => e.preventDefault()}>
-        <fieldset class="segmented">
-          <legend class="visually-hidden">Show</legend>
-          {METRICS.map((m) => (
-            <label key={m.value}>
-              <input type="radio" name="metric" value={m.value} checked={metric === m.value} onChange={() => setMetric(m.value)} />
-              <span>{m.label}</span>
-            </label>
-          ))}
-        </fieldset>
-        <label class="field field-inline">
-          <span>Split by</span>
-          <select name="split" value={split} onChange={(e) => setSplit(e.currentTarget.value as Split)}>
-            <option value="all">All traffic</option>
-            <option value="key">Key</option>
-            <option value="account">Account</option>
-            <option value="agent">Agent</option>
-          </select>
-        </label>
-        <label class="field field-inline">
-          <span>Range</span>
-          <select
-            name="range"
-            value={range}
-            onChange={(e) => {
-              const next = e.currentTarget.value as Range;
-              setRange(next);
-              setGranularity(RANGES[next].granularity);
-            }}
-          >
-            {(Object.keys(RANGES) as Range[]).map((r) => (
-              <option key={r} value={r}>
-                {RANGES[r].label}
-              </option>
+        <div class="filter-row">
+          <fieldset class="segmented">
+            <legend class="visually-hidden">Show</legend>
+            {METRICS.map((m) => (
+              <label key={m.value}>
+                <input type="radio" name="metric" value={m.value} checked={metric === m.value} onChange={() => setMetric(m.value)} />
+                <span>{m.label}</span>
+              </label>
             ))}
-          </select>
-        </label>
-        <label class="field field-inline">
-          <span>Per</span>
-          <select name="granularity" value={granularity} onChange={(e) => setGranularity(e.currentTarget.value as Granularity)}>
-            <option value="hour">hour</option>
-            <option value="day">day</option>
-          </select>
-        </label>
-        <label class="field field-inline">
-          <span>Key ID</span>
-          <input type="search" name="key_id" value={keyIdText} onInput={(e) => setKeyIdText(e.currentTarget.value)} placeholder="any" size={14} />
-        </label>
-        <label class="field field-inline">
-          <span>Account</span>
-          <input type="search" name="account" value={accountText} onInput={(e) => setAccountText(e.currentTarget.value)} placeholder="any" size={10} />
-        </label>
-        <label class="field field-inline">
-          <span>Agent</span>
-          <select name="agent" value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
-            <option value="">any</option>
-            {catalog.data?.agents.map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.id}
-              </option>
-            ))}
-          </select>
-        </label>
+          </fieldset>
+          <label class="field field-inline">
+            <span>Split by</span>
+            <select name="split" value={split} onChange={(e) => setSplit(e.currentTarget.value as Split)}>
+              <option value="all">All traffic</option>
+              <option value="key">Key</option>
+              <option value="account">Account</option>
+              <option value="agent">Agent</option>
+            </select>
+          </label>
+          <label class="field field-inline">
+            <span>Range</span>
+            <select
+              name="range"
+              value={range}
+              onChange={(e) => {
+                const next = e.currentTarget.value as Range;
+                setRange(next);
+                setGranularity(RANGES[next].granularity);
+              }}
+            >
+              {(Object.keys(RANGES) as Range[]).map((r) => (
+                <option key={r} value={r}>
+                  {RANGES[r].label}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label class="field field-inline">
+            <span>Per</span>
+            <select name="granularity" value={granularity} onChange={(e) => setGranularity(e.currentTarget.value as Granularity)}>
+              <option value="hour">hour</option>
+              <option value="day">day</option>
+            </select>
+          </label>
+        </div>
+        <div class="filter-row">
+          <label class="field field-inline">
+            <span>Key ID</span>
+            <input type="search" name="key_id" value={keyIdText} onInput={(e) => setKeyIdText(e.currentTarget.value)} placeholder="any" size={14} />
+          </label>
+          <label class="field field-inline">
+            <span>Account</span>
+            <input type="search" name="account" value={accountText} onInput={(e) => setAccountText(e.currentTarget.value)} placeholder="any" size={10} />
+          </label>
+          <label class="field field-inline">
+            <span>Agent</span>
+            <select name="agent" value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
+              <option value="">any</option>
+              {catalog.data?.agents.map((a) => (
+                <option key={a.id} value={a.id}>
+                  {a.id}
+                </option>
+              ))}
+            </select>
+          </label>
+        </div>
       </form>
 
       {report.error ? (
@@ -197,7 +201,7 @@ export function UsagePage() {
                   <tbody>
                     {view.totals.map((row) => (
                       <tr key={row.group} data-group={row.group}>
-                        <th scope="row">
+                        <th scope="row" class="nowrap">
                           {split === 'all' ? null : <span class="swatch" style={{ background: colorOf(view.series, row.group) }} aria-hidden="true" />}
                           <code>{row.group}</code>
                         </th>

@@ -1,11 +1,11 @@
-// A uPlot time chart of usage series. Hovering (or moving the cursor with the mouse) shows
-// each series' value for that period in the legend under the chart; the numbers are also in
+// A uPlot time chart of usage series as stacked bars, one bar per period. Hovering shows each
+// series' own value for that period in the legend under the chart; the numbers are also in
 // the table beside it, and the chart's label states the total for screen readers.
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import { formatCount } from '../format.js';
 import type { Granularity } from '../types.js';
-import type { Series } from './usage-series.js';
+import { stackFromTop, type Series } from './usage-series.js';
 
 export const SERIES_COLORS = ['#2563eb', '#d97706', '#059669', '#db2777', '#7c3aed', '#0891b2'];
 
@@ -17,31 +17,32 @@ function periodLabel(seconds: number, granularity: Granularity): string {
 }
 
 function options(series: Series[], granularity: Granularity, width: number, unit: string): uPlot.Options {
-  const single = series.length === 1;
-  const halfStep = granularity === 'hour' ? 1800 : 43_200;
+  const halfStepSeconds = granularity === 'hour' ? 1800 : 43_200;
+  const bars = uPlot.paths.bars!({ size: [0.7, 48] });
   return {
     width,
     height: 260,
     legend: { live: true },
-    cursor: { drag: { x: false, y: false }, points: { size: 8 } },
+    cursor: { drag: { x: false, y: false }, points: { show: false } },
     // Half a period of room at each end, so the first and last bars are drawn whole.
-    scales: { x: { time: true, range: (_u, min, max) => [min - halfStep, max + halfStep] }, y: { range: (_u, _min, max) => [0, max > 0 ? Math.ceil(max * 1.15) : 1] } },
+    scales: { x: { time: true, range: (_u, min, max) => [min - halfStepSeconds, max + halfStepSeconds] }, y: { range: (_u, _min, max) => [0, max > 0 ? Math.ceil(max * 1.15) : 1] } },
     axes: [
       { stroke: '#475569', grid: { stroke: '#e2e8f0' }, ticks: { stroke: '#cbd5e1' } },
       { stroke: '#475569', grid: { stroke: '#e2e8f0' }, ticks: { stroke: '#cbd5e1' }, size: 56, values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? formatCount(t) : '')) },
     ],
     series: [
       { label: granularity === 'hour' ? 'Hour' : 'Day (UTC)', value: (_u, v) => (v == null ? '—' : periodLabel(v, granularity)) },
-      ...series.map((s, i) => {
-        const color = SERIES_COLORS[i % SERIES_COLORS.length]!;
+      ...series.map((s, k) => {
+        const color = SERIES_COLORS[k % SERIES_COLORS.length]!;
         return {
           label: s.label,
           stroke: color,
-          width: single ? 0 : 2,
-          fill: single ? `${color}cc` : undefined,
-          paths: single ? uPlot.paths.bars!({ size: [0.7, 48] }) : undefined,
-          points: { show: !single },
-          value: (_u: uPlot, v: number | null) => (v == null ? '—' : `${formatCount(v)} ${unit}`),
+          width: 0,
+          fill: color,
+          paths: bars,
+          points: { show: false },
+          // The series' own value, not its stack height.
+          value: (_u: uPlot, _v: number | null, _s: number, i: number | null) => (i == null ? '—' : `${formatCount(s.values[i] ?? 0)} ${unit}`),
         };
       }),
     ],
@@ -52,7 +53,7 @@ export function UsageChart(props: { periodsMs: number[]; series: Series[]; granu
   const container = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const element = container.current!;
-    const data: uPlot.AlignedData = [props.periodsMs.map((t) => t / 1000), ...props.series.map((s) => s.values)];
+    const data: uPlot.AlignedData = [props.periodsMs.map((t) => t / 1000), ...stackFromTop(props.series)];
     const plot = new uPlot(options(props.series, props.granularity, Math.max(320, element.clientWidth), props.unit), data, element);
     const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(320, element.clientWidth), height: 260 }));
     resize.observe(element);

@@ -96,3 +96,13 @@ export function buildSeries(rows: readonly UsageRow[], periods: readonly number[
   kept.push({ label: `${rest.length} others`, values, total: rest.reduce((a, s) => a + s.total, 0) });
   return kept;
 }
+
+/**
+ * Stack heights: entry k is the sum of series k..n-1. uPlot draws series in order, so the
+ * tallest (everything) goes first and each later, shorter one covers all but its own band.
+ */
+export function stackFromTop(series: readonly Series[]): number[][] {
+  const stacked = series.map((s) => [...s.values]);
+  for (let k = stacked.length - 2; k >= 0; k--) stacked[k] = stacked[k]!.map((v, i) => v + stacked[k + 1]![i]!);
+  return stacked;
+}
