@@ -5,6 +5,7 @@
 // Admin answers are checked against openapi/admin.yaml.
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { get } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DASHBOARD_CSP } from '../../src/admin/dashboard-headers.js';
@@ -80,6 +81,20 @@ function rawGet(port: number, target: string): Promise<string> {
   });
 }
 
+/** Bytes on the wire (gzip accepted, as browsers do) of one asset. */
+function gzippedBytes(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers: { 'accept-encoding': 'gzip, deflate, br' } }, (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () => resolve(res.headers['content-encoding'] === 'gzip' ? bytes : Number.NaN));
+    }).on('error', reject);
+  });
+}
+
+/** The JavaScript budget of the first page load (docs/dashboard.md "Size"). */
+const FIRST_LOAD_JS_BUDGET_BYTES = 150 * 1024;
+
 function expectSecurityHeaders(headers: Headers): void {
   expect(headers.get('content-security-policy')).toBe(DASHBOARD_CSP);
   expect(headers.get('x-frame-options')).toBe('DENY');
@@ -133,6 +148,17 @@ describe('dashboard pages', () => {
     expect(missing.status).toBe(404);
     expectSecurityHeaders(missing.headers);
     expect((await fetch(`${g.adminUrl}/dashboard/`, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('loads under 150 KB of JavaScript, gzipped, on the first page', async () => {
+    const g = await start();
+    const html = await (await fetch(`${g.adminUrl}/dashboard/`)).text();
+    const scripts = [...html.matchAll(/<(?:script|link)\b[^>]*(?:src|href)="(\/dashboard\/[^"]+\.js)"/g)].map((m) => m[1]!);
+    expect(scripts.length).toBeGreaterThan(0);
+    let total = 0;
+    for (const path of scripts) total += await gzippedBytes(`${g.adminUrl}${path}`);
+    expect(total).toBeGreaterThan(0);
+    expect(total).toBeLessThan(FIRST_LOAD_JS_BUDGET_BYTES);
   });
 
   it('never answers with a file outside the build, however the path is spelled', async () => {
