@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError } from '../errors.js';
 import { sendError } from '../http/errors.js';
+import { ClientGoneError } from '../http/read-body.js';
 import { chooseRequestId } from '../http/request-id.js';
 import { KeyConflictError, StoreUnavailableError } from '../keys/key-store.js';
 import { KeyServiceError } from '../keys/key-service.js';
@@ -108,6 +109,8 @@ function toGatewayError(error: unknown, deps: AdminApiDeps, requestId: string): 
     return new GatewayError('invalid_request', { message: error.message, param: error.param });
   }
   if (error instanceof StoreUnavailableError) return new GatewayError('store_unavailable', { retryAfterSeconds: 1 });
+  // The client left before its body arrived: nobody reads the answer, nothing to log.
+  if (error instanceof ClientGoneError) return new GatewayError('invalid_request', { message: error.message });
   deps.logger.error({ err: error instanceof Error ? { message: error.message, name: error.name } : error, request_id: requestId, conflict: error instanceof KeyConflictError }, 'admin API request failed');
   return new GatewayError('internal_error');
 }

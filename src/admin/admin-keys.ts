@@ -2,6 +2,7 @@
 // calls the KeyService the CLI uses, records the write in the admin audit trail, answers.
 import { parseDurationMs } from '../config/duration.js';
 import { toKeyView } from '../keys/key-record-codec.js';
+import type { KeyLimits } from '../keys/key-record.js';
 import type { AdminExchange } from './admin-context.js';
 import { keyServiceOf, sendJson } from './admin-context.js';
 import { createKeyBody, emptyBody, listKeysQuery, rotateKeyBody, updateKeyBody } from './admin-key-requests.js';
@@ -24,7 +25,7 @@ export async function createKey(x: AdminExchange): Promise<void> {
     expiresInMs: body.expires_in === undefined ? undefined : parseDurationMs(body.expires_in),
     expiresAt: body.expires_at,
     metadata: body.metadata,
-    limits: body.limits as never,
+    limits: body.limits as KeyLimits | null | undefined,
   });
   await x.deps.adminAudit.record({ request_id: x.requestId, actor: x.actor.name, action: 'key.create', key_id: record.keyId, changed: Object.keys(body).sort() });
   sendJson(x.res, 201, { key: rawKey, ...toKeyView(record, x.deps.clock.now()) });
@@ -43,7 +44,7 @@ export async function updateKey(x: AdminExchange, keyId: string): Promise<void> 
     agents: body.agents,
     expiresAt: body.expires_at,
     metadata: body.metadata,
-    limits: body.limits as never,
+    limits: body.limits as KeyLimits | null | undefined,
   });
   if (changed.length > 0) await x.deps.adminAudit.record({ request_id: x.requestId, actor: x.actor.name, action: 'key.update', key_id: keyId, changed });
   sendJson(x.res, 200, toKeyView(record, x.deps.clock.now()));

@@ -21,12 +21,18 @@ export class FileUsageSource implements UsageSource {
     return out;
   }
 
-  async readBuckets(refs: readonly UsageBucketRef[]): Promise<BucketFields[]> {
+  async readMerged(groups: readonly (readonly UsageBucketRef[])[]): Promise<BucketFields[]> {
     const days = new Map<string, UsageDay | undefined>();
-    for (const ref of refs) {
-      const day = ref.hour.slice(0, 10);
-      if (!days.has(day)) days.set(day, await this.readDay(day));
+    const out: BucketFields[] = [];
+    for (const refs of groups) {
+      const sum: BucketFields = new Map();
+      for (const ref of refs) {
+        const day = ref.hour.slice(0, 10);
+        if (!days.has(day)) days.set(day, await this.readDay(day));
+        for (const [field, n] of days.get(day)?.buckets.get(`${ref.family}:${ref.group}:${ref.hour}`) ?? []) sum.set(field, (sum.get(field) ?? 0) + n);
+      }
+      out.push(sum);
     }
-    return refs.map((ref) => days.get(ref.hour.slice(0, 10))?.buckets.get(`${ref.family}:${ref.group}:${ref.hour}`) ?? new Map());
+    return out;
   }
 }

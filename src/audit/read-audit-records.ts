@@ -9,6 +9,8 @@ export interface TailAuditOptions {
   limit: number;
   /** Only records of this key. */
   keyId?: string | undefined;
+  /** The admin audit trail instead of the usage records. */
+  admin?: boolean;
   /** Keep printing new records until `signal` aborts. */
   follow: boolean;
   signal?: AbortSignal;
@@ -18,7 +20,11 @@ export interface TailAuditOptions {
 
 export type AuditSource = { kind: 'redis'; url: string; streamKey: string } | { kind: 'file'; path: string };
 
-export function auditSourceOf(config: Pick<GatewayConfig, 'audit' | 'redis'>): AuditSource {
+export function auditSourceOf(config: Pick<GatewayConfig, 'audit' | 'redis'>, admin = false): AuditSource {
+  if (admin) {
+    if (config.audit.adminRedisStream && config.redis) return { kind: 'redis', url: config.redis.url, streamKey: config.audit.adminRedisStream };
+    return { kind: 'file', path: config.audit.adminFile ?? 'var/admin-audit.jsonl' };
+  }
   if (config.audit.redisStream && config.redis) return { kind: 'redis', url: config.redis.url, streamKey: config.audit.redisStream };
   return { kind: 'file', path: config.audit.file ?? 'var/audit.jsonl' };
 }
@@ -31,7 +37,7 @@ export async function tailAuditRecords(
 ): Promise<void> {
   const signal = options.signal ?? new AbortController().signal;
   const accept = recordFilter(options.keyId);
-  const source = auditSourceOf(config);
+  const source = auditSourceOf(config, options.admin === true);
   if (source.kind === 'redis') {
     await tailRedisStream({ url: source.url, streamKey: source.streamKey, limit: options.limit, accept, write, follow: options.follow, signal });
     return;

@@ -2,7 +2,8 @@
 // hourly buckets of the groups asked for, never raw records, and merges them into one row
 // per group and hour or day. Which groups exist comes from the daily index (who had usage
 // that day); only the hours of days a group was active are read, so a 30-day report reads
-// at most 720 buckets per group.
+// at most 720 buckets per group. A query that names its one group (one key, account or
+// agent) skips the index and reads that group's buckets directly.
 import { summarize, USAGE_FAMILIES, type BucketFields, type UsageFamily, type UsageTotals } from './usage-buckets.js';
 
 export type UsageGroupBy = 'key' | 'account' | 'agent';
@@ -37,8 +38,8 @@ export interface UsageBucketRef {
 export interface UsageSource {
   /** Per day ("2026-01-31"): its index members `key_id \t account \t agent`. */
   indexMembers(days: readonly string[]): Promise<Map<string, Set<string>>>;
-  /** Each bucket's fields, in order (empty when it has none). */
-  readBuckets(refs: readonly UsageBucketRef[]): Promise<BucketFields[]>;
+  /** For each group of buckets, their fields added up (empty when none has any). */
+  readMerged(groups: readonly (readonly UsageBucketRef[])[]): Promise<BucketFields[]>;
 }
 
 const HOUR_MS = 3_600_000;
@@ -58,6 +59,17 @@ interface Target {
 }
 
 /** The bucket family that answers the query exactly with the fewest reads. */
+/**
+ * The one bucket group a query names outright (one key, account or agent, no filter on
+ * another dimension): its buckets are read directly, without the day index.
+ */
+function directGroup(q: UsageQuery): string | undefined {
+  if (q.groupBy === 'key' && q.keyId !== undefined && q.agent === undefined && q.account === undefined) return q.keyId;
+  if (q.groupBy === 'account' && q.account !== undefined && q.keyId === undefined && q.agent === undefined) return q.account;
+  if (q.groupBy === 'agent' && q.agent !== undefined && q.keyId === undefined && q.account === undefined) return q.agent;
+  return undefined;
+}
+
 function familyFor(q: UsageQuery): UsageFamily {
   if (q.groupBy === 'key') return q.agent !== undefined ? 'key-agent' : 'key';
   if (q.groupBy === 'account') return q.agent !== undefined ? 'key-agent' : q.keyId !== undefined ? 'key' : 'account';
@@ -71,7 +83,9 @@ export async function usageReport(source: UsageSource, q: UsageQuery): Promise<U
   const family = familyFor(q);
   if (!USAGE_FAMILIES.includes(family)) throw new Error(`unknown usage family ${family}`);
   const targets = new Map<string, Target>();
-  for (const [day, members] of await source.indexMembers(days)) {
+  const direct = directGroup(q);
+  if (direct !== undefined) targets.set(direct, { family, bucketGroup: direct, label: direct, days: new Set(days) });
+  for (const [day, members] of direct === undefined ? await source.indexMembers(days) : []) {
     for (const member of members) {
       const [keyId, account, agent] = member.split('\t') as [string, string, string];
       if (agent === undefined) continue;
@@ -83,28 +97,35 @@ export async function usageReport(source: UsageSource, q: UsageQuery): Promise<U
       target.days.add(day);
     }
   }
-  const refs: UsageBucketRef[] = [];
-  const owners: Target[] = [];
+  // One read group per target and period: a day's 24 hours are added up where they are read.
+  const groups: UsageBucketRef[][] = [];
+  const owners: { label: string; period: string }[] = [];
   for (const target of targets.values()) {
+    let current: UsageBucketRef[] | undefined;
+    let currentPeriod = '';
     for (const hour of hours) {
       if (!target.days.has(hour.slice(0, 10))) continue;
-      refs.push({ family, group: target.bucketGroup, hour });
-      owners.push(target);
+      const period = q.granularity === 'hour' ? `${hour}:00:00Z` : `${hour.slice(0, 10)}T00:00:00Z`;
+      if (current === undefined || period !== currentPeriod) {
+        current = [];
+        currentPeriod = period;
+        groups.push(current);
+        owners.push({ label: target.label, period });
+      }
+      current.push({ family, group: target.bucketGroup, hour });
     }
   }
-  const buckets = await source.readBuckets(refs);
-  // label → period → merged fields
+  const sums = await source.readMerged(groups);
+  // label → period → merged fields (several bucket groups may share a label)
   const merged = new Map<string, Map<string, BucketFields>>();
-  buckets.forEach((fields, i) => {
+  sums.forEach((fields, i) => {
     if (fields.size === 0) return;
-    const label = owners[i]!.label;
-    const hour = refs[i]!.hour;
-    const period = q.granularity === 'hour' ? `${hour}:00:00Z` : `${hour.slice(0, 10)}T00:00:00Z`;
+    const { label, period } = owners[i]!;
     let periods = merged.get(label);
     if (periods === undefined) merged.set(label, (periods = new Map()));
-    const into = periods.get(period) ?? new Map<string, number>();
-    for (const [field, n] of fields) into.set(field, (into.get(field) ?? 0) + n);
-    periods.set(period, into);
+    const into = periods.get(period);
+    if (into === undefined) periods.set(period, fields);
+    else for (const [field, n] of fields) into.set(field, (into.get(field) ?? 0) + n);
   });
   const rows: UsageRow[] = [];
   for (const label of [...merged.keys()].sort()) {

@@ -2,8 +2,8 @@
 // per batch, as without rollups, so the gateway sends nothing more. Inside Redis it XADDs
 // each record, decodes it, sums the batch per hourly bucket in a Lua table, then writes
 // each bucket once: per batch, N XADD + one HINCRBY per distinct (bucket, field) + one
-// EXPIRE per bucket + one SADD per distinct index member + one EXPIRE per day. The fields
-// and the latency buckets are those of usage-buckets.ts.
+// EXPIRE per bucket the batch created + one SADD and one EXPIRE per day. The fields and the
+// latency buckets are those of usage-buckets.ts.
 // KEYS[1] the stream; ARGV[1] MAXLEN, ARGV[2] the usage key prefix ("agentgw:usage:"),
 // ARGV[3] the retention in seconds, ARGV[4..] one record each. Returns how many it added.
 import { MAX_LATENCY_BUCKET } from './usage-buckets.js';
@@ -59,12 +59,20 @@ for i = 4, #ARGV do
   end
 end
 for _, key in ipairs(bucketOrder) do
-  for field, n in pairs(buckets[key]) do redis.call('HINCRBY', key, field, string.format('%.0f', n)) end
-  redis.call('EXPIRE', key, ttl)
+  local b = buckets[key]
+  -- requests first: when it comes back equal to what was added the bucket is new, and only
+  -- a new bucket needs its TTL (retention counted from the hour's first record).
+  local added = string.format('%.0f', b.requests)
+  if redis.call('HINCRBY', key, 'requests', added) == tonumber(added) then redis.call('EXPIRE', key, ttl) end
+  for field, n in pairs(b) do
+    if field ~= 'requests' then redis.call('HINCRBY', key, field, string.format('%.0f', n)) end
+  end
 end
 for _, day in ipairs(dayOrder) do
   local key = prefix .. 'index:' .. day
-  for member in pairs(days[day]) do redis.call('SADD', key, member) end
+  local members = {}
+  for member in pairs(days[day]) do members[#members + 1] = member end
+  redis.call('SADD', key, unpack(members))
   redis.call('EXPIRE', key, ttl + 86400)
 end
 return #ARGV - 3

@@ -1,5 +1,6 @@
-// `agent-gateway audit tail [--follow] [--key KEY_ID] [--limit N] [--config PATH]`
-// (DESIGN.md 6b): prints audit records from the configured sink as JSON Lines.
+// `agent-gateway audit tail [--follow] [--key KEY_ID] [--limit N] [--admin] [--config PATH]`
+// (DESIGN.md 6b): prints audit records from the configured sink as JSON Lines; with
+// --admin, the admin audit trail's.
 import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
@@ -25,6 +26,7 @@ interface TailOptions {
   follow?: boolean;
   key?: string;
   limit: number;
+  admin?: boolean;
 }
 
 export function registerAuditCommand(program: Command, io: AuditCommandIo = processIo): Command {
@@ -35,6 +37,7 @@ export function registerAuditCommand(program: Command, io: AuditCommandIo = proc
     .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
     .option('-f, --follow', 'keep printing new records until interrupted')
     .option('--key <keyId>', 'only records of this key_id')
+    .option('--admin', 'the admin audit trail (writes through the admin API) instead of usage records')
     .option('-n, --limit <n>', 'how many of the newest records to print first', parseLimit, 20)
     .action(async (options: TailOptions, command: Command) => {
       // --config may also be a program-wide option defined by the main command.
@@ -65,7 +68,7 @@ async function runTail(configPath: string, options: TailOptions, io: AuditComman
   };
   try {
     const config = await loadConfig(configPath);
-    await tailAuditRecords(config, { limit: options.limit, keyId: options.key, follow: options.follow === true, signal: controller.signal }, write);
+    await tailAuditRecords(config, { limit: options.limit, keyId: options.key, admin: options.admin === true, follow: options.follow === true, signal: controller.signal }, write);
   } catch (error) {
     if (error instanceof ConfigError) io.stderr.write(`${error.message}\n`);
     else io.stderr.write(`agent-gateway audit tail: ${error instanceof Error ? error.message : String(error)}\n`);

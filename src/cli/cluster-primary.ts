@@ -13,6 +13,9 @@ import { clusterMetricsSource } from '../metrics/cluster-metrics.js';
 import { WORKER_INDEX_ENV } from './cluster-workers.js';
 import { startDemoUpstream } from './demo-setup.js';
 import { createRedisClient, redisIsReachable } from '../redis/redis-client.js';
+import { openControlPlane } from '../gateway.js';
+import { openKeyStore } from '../keys/open-key-store.js';
+import { systemClock } from '../clock.js';
 
 export interface ClusterPrimaryOptions {
   configPath: string;
@@ -45,9 +48,15 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
   const demoAgent = options.demo ? await startDemoUpstream(config) : undefined;
   const redis = createRedisClient(config.redis, logger, 'agentgw-primary');
   const supervisor = new WorkerSupervisor(options.workers, logger);
+  // The admin API lives on the admin listener, so on the primary; it reads the config the
+  // workers run (a SIGHUP reload changes plans, agents and admin tokens here too).
+  let current = config;
+  const keyStore = await openKeyStore(config, { logger, subscribe: true });
+  const controlPlane = openControlPlane(() => current, { keyStore, redis, logger, clock: systemClock });
 
   let draining = false;
   const admin = createAdminServer({
+    api: controlPlane.api,
     metricsText: clusterMetricsSource(),
     readiness: async () => {
       if (draining) return { ready: false, reason: 'draining' };
@@ -64,7 +73,10 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
     logger.info({ workers: supervisor.liveCount }, 'SIGHUP: workers reload the config file');
     supervisor.signalAll('SIGHUP');
     loadConfig(options.configPath).then(
-      (next) => (graceMs = next.shutdownGraceMs),
+      (next) => {
+        graceMs = next.shutdownGraceMs;
+        current = next;
+      },
       () => undefined, // each worker logs why the file was refused
     );
   });
@@ -81,6 +93,8 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
           admin.close(() => resolve());
           admin.closeAllConnections();
         });
+        await controlPlane.close();
+        await keyStore.close();
         await redis.quit().catch(() => redis.disconnect());
         if (demoAgent) {
           const closed = new Promise<void>((resolve) => demoAgent.close(() => resolve()));

@@ -52,13 +52,19 @@ export function dashboardBanner(options: { config: GatewayConfig; configPath: st
   const { config, adminPort, demoAdminToken } = options;
   const plan = config.plans.has('starter') ? 'starter' : ([...config.plans.keys()][0] ?? 'starter');
   const configFlag = options.configPath === DEFAULT_CONFIG_PATH ? '' : ` --config ${options.configPath}`;
+  const host = displayHost(config.admin.host);
   const signIn =
     demoAdminToken === undefined
       ? ['  Sign in with one of the admin tokens of admin.tokens in your config.']
-      : [`  Sign in with the demo admin token (kept in ${options.demoAdminTokenFile}):`, `    ${demoAdminToken}`];
+      : [
+          `  Sign in with the demo admin token (kept in ${options.demoAdminTokenFile}):`,
+          `    ${demoAdminToken}`,
+          '  The same token opens the admin API (docs/admin-api.md):',
+          `    curl http://${host}:${adminPort}/admin/v1/keys -H 'Authorization: Bearer ${demoAdminToken}'`,
+        ];
   return [
     '',
-    `Dashboard: http://${displayHost(config.admin.host)}:${adminPort}/dashboard/`,
+    `Dashboard: http://${host}:${adminPort}/dashboard/`,
     ...signIn,
     '  Make another key from a terminal:',
     `    node dist/cli/main.js keys create${configFlag} --account demo --plan ${plan} --agent ${DEMO_AGENT_ID} --name "my key"`,

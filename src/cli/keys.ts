@@ -1,5 +1,6 @@
-// `agent-gateway keys create|list|show|revoke` (DESIGN.md 6b). The raw key is printed once,
-// by create (first line of stdout, or the `key` field with --json); nothing prints a hash.
+// `agent-gateway keys create|list|show|update|revoke|rotate` (DESIGN.md 6b, 8): the same
+// KeyService as the admin API. The raw key is printed once, by create and rotate (first
+// line of stdout, or the `key` field with --json); nothing prints a hash.
 import type { Command } from 'commander';
 import { systemClock, type Clock } from '../clock.js';
 import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
@@ -7,7 +8,8 @@ import { parseDurationMs } from '../config/duration.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
 import { toKeyView, type KeyView } from '../keys/key-record-codec.js';
-import { KeyService } from '../keys/key-service.js';
+import { KeyService, KeyServiceError } from '../keys/key-service.js';
+import type { KeyLimits } from '../keys/key-record.js';
 import type { KeyStore } from '../keys/key-store.js';
 import { openKeyStore } from '../keys/open-key-store.js';
 
@@ -41,6 +43,10 @@ function describe(v: KeyView): string {
     ['expires_at', v.expires_at ?? 'never'],
     ['revoked_at', v.revoked_at ?? '-'],
     ['last_used_at', v.last_used_at ?? 'never'],
+    ...(Object.keys(v.metadata).length > 0 ? ([['metadata', JSON.stringify(v.metadata)]] as [string, string][]) : []),
+    ...(v.limits !== null ? ([['limits', JSON.stringify(v.limits)]] as [string, string][]) : []),
+    ...(v.replaces !== null ? ([['replaces', v.replaces]] as [string, string][]) : []),
+    ...(v.replaced_by !== null ? ([['replaced_by', v.replaced_by]] as [string, string][]) : []),
   ];
   return rows.map(([label, value]) => `${label.padEnd(13)}${value}\n`).join('');
 }
@@ -55,6 +61,40 @@ function table(views: KeyView[]): string {
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+/** --limits '<json>': a plan-shaped object, or null (only for update: back to the plan's). */
+function parseLimits(text: string): KeyLimits | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value === null || (typeof value === 'object' && !Array.isArray(value))) return value as KeyLimits | null;
+  } catch {
+    // fall through
+  }
+  throw new Error(`--limits ${JSON.stringify(text)}: expected a JSON object such as '{"windows":[{"requests":10,"per":"1m"}]}'`);
+}
+
+/** --metadata k=v (repeatable). */
+function metadataOf(pairs: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--metadata ${JSON.stringify(pair)}: expected key=value`);
+    out[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return out;
+}
+
+function durationOption(flag: string, text: string, allowZero = false): number {
+  const ms = parseDurationMs(text);
+  if (ms === undefined || ms < 0 || (!allowZero && ms === 0)) throw new Error(`${flag} ${JSON.stringify(text)}: expected a duration such as 30d, 12h or 90m`);
+  return ms;
+}
+
+/** What a KeyServiceError says, with the field it is about when that is not in the text. */
+function messageOf(error: unknown): string {
+  if (error instanceof KeyServiceError && error.param !== undefined && !error.message.includes(error.param)) return `${error.param}: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** --config on the subcommand, unless only a parent command was given one. */
@@ -81,7 +121,7 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
       store = await openStore(config);
       await work(new KeyService({ store, config, clock }));
     } catch (error) {
-      err(`agent-gateway keys ${command.name()}: ${error instanceof Error ? error.message : String(error)}\n`);
+      err(`agent-gateway keys ${command.name()}: ${messageOf(error)}\n`);
       setExitCode(1);
     } finally {
       await store?.close().catch(() => {});
@@ -98,15 +138,21 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     .option('--agent <agent>', 'agent the key may call (repeat for several)', collect, [] as string[])
     .option('--expires-in <duration>', 'lifetime such as 30d, 12h or 90m (default: never expires)')
     .option('--name <name>', 'a label for people')
+    .option('--metadata <key=value>', 'a label for the operator (repeat for several)', collect, [] as string[])
+    .option('--limits <json>', "the key's own limits, the shape of a plan, e.g. '{\"windows\":[{\"requests\":10,\"per\":\"1m\"}]}'")
     .option('--json', 'print one JSON object (with `key` and `key_id`)')
-    .action(async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; json?: boolean }, command: Command) => {
+    .action(async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; metadata: string[]; limits?: string; json?: boolean }, command: Command) => {
       await run(command, async (service) => {
-        let expiresInMs: number | undefined;
-        if (opts.expiresIn !== undefined) {
-          expiresInMs = parseDurationMs(opts.expiresIn);
-          if (expiresInMs === undefined || expiresInMs <= 0) throw new Error(`--expires-in ${JSON.stringify(opts.expiresIn)}: expected a duration such as 30d, 12h or 90m`);
-        }
-        const { rawKey, record } = await service.createKey({ account: opts.account, plan: opts.plan, agents: opts.agent, name: opts.name, expiresInMs });
+        const expiresInMs = opts.expiresIn === undefined ? undefined : durationOption('--expires-in', opts.expiresIn);
+        const { rawKey, record } = await service.createKey({
+          account: opts.account,
+          plan: opts.plan,
+          agents: opts.agent,
+          name: opts.name,
+          expiresInMs,
+          metadata: metadataOf(opts.metadata),
+          limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
+        });
         const v = view(record, clock.now());
         if (opts.json) {
           out(`${JSON.stringify({ key: rawKey, ...v })}\n`);
@@ -149,6 +195,61 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
       await run(command, async (service) => {
         const { record, alreadyRevoked } = await service.revokeKey(keyId);
         out(alreadyRevoked ? `${record.keyId} was already revoked at ${record.revokedAt}\n` : `revoked ${record.keyId} at ${record.revokedAt}\n`);
+      });
+    });
+
+  withConfig(keys.command('update'))
+    .description('change a key\'s settings (only the options given); running gateways apply it within 1 s')
+    .argument('<key_id>', 'the key id, e.g. key_...')
+    .option('--name <name>', 'a label for people')
+    .option('--plan <plan>', 'plan from the config')
+    .option('--agent <agent>', 'the agents the key may call from now on (repeat for several)', collect, [] as string[])
+    .option('--expires-at <time>', 'ISO 8601 time, or "never"')
+    .option('--expires-in <duration>', 'expire this long from now, e.g. 30d')
+    .option('--metadata <key=value>', 'replace the metadata with these entries (repeat for several)', collect, [] as string[])
+    .option('--clear-metadata', 'remove every metadata entry')
+    .option('--limits <json>', 'replace the key\'s own limits (JSON), or "null" to use the plan\'s')
+    .option('--json', 'print a JSON object')
+    .action(
+      async (
+        keyId: string,
+        opts: { name?: string; plan?: string; agent: string[]; expiresAt?: string; expiresIn?: string; metadata: string[]; clearMetadata?: boolean; limits?: string; json?: boolean },
+        command: Command,
+      ) => {
+        await run(command, async (service) => {
+          if (opts.expiresAt !== undefined && opts.expiresIn !== undefined) throw new Error('give --expires-at or --expires-in, not both');
+          let expiresAt: string | null | undefined = opts.expiresAt === 'never' ? null : opts.expiresAt;
+          if (opts.expiresIn !== undefined) expiresAt = new Date(clock.now() + durationOption('--expires-in', opts.expiresIn)).toISOString();
+          const { record, changed } = await service.updateKey(keyId, {
+            name: opts.name,
+            plan: opts.plan,
+            agents: opts.agent.length > 0 ? opts.agent : undefined,
+            expiresAt,
+            metadata: opts.clearMetadata ? null : opts.metadata.length > 0 ? metadataOf(opts.metadata) : undefined,
+            limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
+          });
+          const v = view(record, clock.now());
+          if (opts.json) out(`${JSON.stringify({ ...v, changed })}\n`);
+          else out(`${changed.length === 0 ? 'nothing changed' : `updated ${changed.join(', ')}`}\n${describe(v)}`);
+        });
+      },
+    );
+
+  withConfig(keys.command('rotate'))
+    .description('replace a key with a new one (printed once); the old key works until the grace period ends')
+    .argument('<key_id>', 'the key id, e.g. key_...')
+    .option('--grace <duration>', 'how long the old key keeps working', '24h')
+    .option('--json', 'print one JSON object (with `key`, `key_id` and `previous`)')
+    .action(async (keyId: string, opts: { grace: string; json?: boolean }, command: Command) => {
+      await run(command, async (service) => {
+        const { rawKey, record, previous } = await service.rotateKey(keyId, { graceMs: durationOption('--grace', opts.grace, true) });
+        const now = clock.now();
+        if (opts.json) {
+          out(`${JSON.stringify({ key: rawKey, ...view(record, now), previous: view(previous, now) })}\n`);
+        } else {
+          out(`${rawKey}\n${describe(view(record, now))}`);
+          err(`Store this key now: it is shown only this once. ${previous.keyId} keeps working until ${previous.expiresAt}.\n`);
+        }
       });
     });
 

@@ -137,7 +137,10 @@ async function reloadConfig(
     return;
   }
   const current = gateway.runtime.current.config;
-  const needRestart: string[] = RESTART_ONLY_SECTIONS.filter((section) => JSON.stringify(current[section]) !== JSON.stringify(next[section]));
+  // Admin tokens apply on reload (the admin API reads the running config); its address does not.
+  const restartPart = (config: GatewayConfig, section: (typeof RESTART_ONLY_SECTIONS)[number]) =>
+    JSON.stringify(section === 'admin' ? { host: config.admin.host, port: config.admin.port } : config[section]);
+  const needRestart: string[] = RESTART_ONLY_SECTIONS.filter((section) => restartPart(current, section) !== restartPart(next, section));
   if (current.log.file !== next.log.file) needRestart.push('log.file');
   gateway.reload(next);
   logger.level = next.log.level;

@@ -187,8 +187,10 @@ export class KeyService {
   /** Revokes (idempotently: a second revoke keeps the first time) and returns the record. */
   async revokeKey(keyId: string): Promise<{ record: KeyRecord; alreadyRevoked: boolean }> {
     this.checkKeyId(keyId);
-    // Straight to the store's atomic revoke (no read first): another process's revoke or a
-    // key created a moment ago elsewhere is decided by the store, not by a cached index.
+    const existing = await this.store.findById(keyId);
+    if (existing && existing.revokedAt !== null) return { record: existing, alreadyRevoked: true };
+    // Not known here (a key created a moment ago by another process, not yet in a watching
+    // store's index) or not revoked: the store's atomic revoke decides.
     const atIso = new Date(this.clock.now()).toISOString();
     const record = await this.store.revoke(keyId, atIso);
     if (!record) throw notFound(keyId);

@@ -115,7 +115,12 @@ return 'ok'
 const UPDATABLE_FIELDS = ['name', 'plan', 'agents', 'expires_at', 'metadata', 'limits', 'replaces', 'replaced_by'] as const;
 
 /** Past this many lost races in a row, an update reports the store as unavailable. */
-const MAX_UPDATE_ATTEMPTS = 20;
+const MAX_UPDATE_ATTEMPTS = 50;
+
+/** After a lost race, wait a random while (growing to 50 ms) so racing writers spread out. */
+function backoff(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** attempt)));
+}
 
 interface KeyStoreCommands {
   agentgwKeyCreate(...args: string[]): Promise<string>;
@@ -299,7 +304,10 @@ export class RedisKeyStore implements KeyStore {
         args.push(created.hash, created.keyId, ...recordFields(created));
       }
       const result = await this.run('key_update', () => this.redis.agentgwKeyUpdate(keys.length, ...keys, ...args));
-      if (result === 'conflict') continue;
+      if (result === 'conflict') {
+        await backoff(attempt);
+        continue;
+      }
       if (result === 'gone') return undefined;
       if (result === 'hash_exists') throw new KeyConflictError('a key with this hash already exists');
       if (result === 'id_exists') throw new KeyConflictError(`key_id ${update.create!.keyId} already exists`);

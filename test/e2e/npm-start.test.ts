@@ -74,6 +74,10 @@ describe('npm start (serve --demo)', () => {
     const args = dashboard.createLine.replace(/^node dist\/cli\/main\.js /, '').match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ''));
     const made = await promisify(execFile)(process.execPath, [CLI_PATH, ...args], { cwd: dir, env: { ...process.env, ...env } });
     expect(made.stdout.split('\n')[0]).toMatch(/^ha_[0-9A-Za-z]{38}$/);
+    // The same token opens the admin API.
+    const listed = await fetch(`http://127.0.0.1:${env.ADMIN_PORT}/admin/v1/keys`, { headers: { authorization: `Bearer ${dashboard.token}` } });
+    expect(listed.status).toBe(200);
+    expect(JSON.stringify(await listed.json())).toContain('demo key (npm start)');
 
     const stream = await openSse(`http://127.0.0.1:${env.PORT}/agents/demo/api/v1/chat/stream`, key!, { message: 'Hello, agent' });
     await stream.ended;

@@ -103,10 +103,10 @@ function sum(samples: Sample[], name: string, labels: Record<string, string> = {
 function configDocument(): Record<string, unknown> {
   return {
     listen: { host: '127.0.0.1', port },
-    admin: { host: '127.0.0.1', port: adminPort },
+    admin: { host: '127.0.0.1', port: adminPort, tokens: [{ name: 'ops', token: ADMIN_TOKEN, role: 'admin' }] },
     redis: { url: redis.url, prefix: `agentgw-ops-cluster-${process.pid}:` },
     keys: { file: join(dir, 'keys.json') },
-    audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool.jsonl') },
+    audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool.jsonl'), usage_dir: join(dir, 'usage'), admin_file: join(dir, 'admin-audit.jsonl') },
     shutdown_grace: '2s',
     agents: { support: { upstream: upstream.baseUrl } },
   };
@@ -132,6 +132,8 @@ afterAll(async () => {
   await redis?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
+
+const ADMIN_TOKEN = `ops-cluster-${process.pid}-0123456789`;
 
 describe('serve --workers 2', () => {
   it('serves one port from two workers and /metrics on the primary shows both, summing to the requests sent', async () => {
@@ -184,6 +186,33 @@ describe('serve --workers 2', () => {
     expect(statuses).toEqual(Array(10).fill(200));
     const workers = (await scrape()).filter((s) => s.name === 'process_resident_memory_bytes').map((s) => s.labels.worker).sort();
     expect(workers).toEqual(['1', '2']);
+  });
+
+  it('serves the admin API on the primary: a key made there works on the workers, its usage is reported, its revocation applies', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const created = await fetch(`http://127.0.0.1:${adminPort}/admin/v1/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ account: 'cluster-acct', plan: 'scale', agents: ['support'] }) });
+    expect(created.status).toBe(201);
+    const { key: adminKey, key_id: keyId } = (await created.json()) as { key: string; key_id: string };
+    const chatWith = async (k: string) =>
+      (await fetch(`http://127.0.0.1:${port}/agents/support/api/v1/chat`, { method: 'POST', headers: { authorization: `Bearer ${k}`, 'content-type': 'application/json', connection: 'close' }, body: '{"message":"hi"}' })).status;
+    const deadline = Date.now() + 3_000;
+    const statuses: number[] = [];
+    while (statuses.filter((s) => s === 200).length < 6 && Date.now() < deadline) statuses.push(await chatWith(adminKey));
+    expect(statuses.filter((s) => s === 200).length).toBe(6);
+    const answered = statuses.length;
+    let rows: { requests: number }[] = [];
+    for (const until = Date.now() + 5_000; Date.now() < until; await new Promise((r) => setTimeout(r, 200))) {
+      const usage = await fetch(`http://127.0.0.1:${adminPort}/admin/v1/usage?key_id=${keyId}`, { headers: auth });
+      rows = ((await usage.json()) as { data: { requests: number }[] }).data;
+      if (rows.reduce((n, r) => n + r.requests, 0) === answered - statuses.filter((s) => s === 401).length) break;
+    }
+    // Every request that got past authentication is one record (a 401 of a key not yet seen is none).
+    expect(rows.reduce((n, r) => n + r.requests, 0)).toBe(statuses.filter((s) => s !== 401).length);
+    expect((await fetch(`http://127.0.0.1:${adminPort}/admin/v1/keys/${keyId}/revoke`, { method: 'POST', headers: { authorization: auth.authorization } })).status).toBe(200);
+    const revokedBy = Date.now() + 1_000;
+    let last = 200;
+    while (Date.now() < revokedBy && (last = await chatWith(adminKey)) === 200) await new Promise((r) => setTimeout(r, 20));
+    expect(last).toBe(401);
   });
 
   it('on SIGTERM stops every worker, turns /readyz 503 while they drain, and exits 0', async () => {

@@ -67,8 +67,12 @@ export class OpenApiCheck {
   /** Throws unless the answer is documented and valid. */
   check(method: string, path: string, answer: CheckedAnswer): void {
     const template = this.template(path);
-    const operationPointer = `/paths/${pointerPart(template)}/${method.toLowerCase()}`;
-    const operation = (this.document.paths as Record<string, Json>)[template]![method.toLowerCase()] as Json | undefined;
+    const item = (this.document.paths as Record<string, Json>)[template]!;
+    let operationMethod = method.toLowerCase();
+    // A method the path does not have answers 405, which each documented operation lists.
+    if (!(operationMethod in item) && answer.status === 405) operationMethod = Object.keys(item).find((m) => m !== 'parameters')!;
+    const operationPointer = `/paths/${pointerPart(template)}/${operationMethod}`;
+    const operation = item[operationMethod] as Json | undefined;
     if (!operation) throw new Error(`${this.name}.yaml documents no ${method} ${template}`);
     const responses = operation.responses as Json;
     const key = String(answer.status);

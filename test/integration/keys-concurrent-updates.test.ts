@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileKeyStore } from '../../src/keys/file-key-store.js';
+import type { KeyRecord } from '../../src/keys/key-record.js';
 import type { KeyStore } from '../../src/keys/key-store.js';
 import { KeyService, KeyServiceError } from '../../src/keys/key-service.js';
 import { createRedisKeyStore } from '../../src/keys/redis-key-store.js';
@@ -31,14 +32,28 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+let reopen: () => Promise<KeyStore>;
+
+/** Two store instances on one store; `reopen` makes a third, to read what was stored. */
 async function openPair(kind: 'file' | 'redis'): Promise<[KeyStore, KeyStore]> {
   if (kind === 'file') {
     const path = join(dir, `${randomUUID()}.json`);
-    return [await FileKeyStore.open({ path, logger: silentLogger, watch: false }), await FileKeyStore.open({ path, logger: silentLogger, watch: false })];
+    // Not watching (as the CLI opens it): each instance's index is its own last read.
+    reopen = () => FileKeyStore.open({ path, logger: silentLogger, watch: false });
+  } else {
+    const prefix = `conc${randomUUID().slice(0, 8)}:`;
+    reopen = () => createRedisKeyStore({ url: redis.url, prefix, commandTimeoutMs: 2_000, logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
   }
-  const prefix = `conc${randomUUID().slice(0, 8)}:`;
-  const open = () => createRedisKeyStore({ url: redis.url, prefix, commandTimeoutMs: 2_000, logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
-  return [await open(), await open()];
+  return [await reopen(), await reopen()];
+}
+
+async function stored(keyId: string): Promise<KeyRecord> {
+  const store = await reopen();
+  try {
+    return (await store.findById(keyId))!;
+  } finally {
+    await store.close();
+  }
 }
 
 describe.each(['file', 'redis'] as const)('concurrent key updates (%s store)', (kind) => {
@@ -50,7 +65,7 @@ describe.each(['file', 'redis'] as const)('concurrent key updates (%s store)', (
         (i % 2 === 0 ? a : b).update(record.keyId, (current) => ({ record: { ...current, metadata: { ...current.metadata, [`w${i}`]: String(i) } } })),
       );
       await Promise.all(writes);
-      const final = (await b.findById(record.keyId))!;
+      const final = await stored(record.keyId);
       expect(Object.keys(final.metadata).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `w${i}`).sort());
     } finally {
       await Promise.all([a.close(), b.close()]);
@@ -68,7 +83,7 @@ describe.each(['file', 'redis'] as const)('concurrent key updates (%s store)', (
         service(b).revokeKey(record.keyId),
         service(a).updateKey(record.keyId, { expiresAt: '2099-01-01T00:00:00Z' }),
       ]);
-      const final = (await a.findById(record.keyId))!;
+      const final = await stored(record.keyId);
       expect(final).toMatchObject({ name: 'from-a', metadata: { from: 'b' }, expiresAt: '2099-01-01T00:00:00.000Z' });
       expect(final.revokedAt).not.toBeNull();
     } finally {
@@ -89,7 +104,9 @@ describe.each(['file', 'redis'] as const)('concurrent key updates (%s store)', (
       expect(won).toHaveLength(1);
       expect(lost).toHaveLength(1);
       expect(lost[0]!.reason).toBeInstanceOf(KeyServiceError);
-      const keys = await a.list();
+      const fresh = await reopen();
+      const keys = await fresh.list();
+      await fresh.close();
       expect(keys).toHaveLength(2);
       const old = keys.find((k) => k.keyId === record.keyId)!;
       expect(keys.find((k) => k.keyId !== record.keyId)!.replaces).toBe(record.keyId);

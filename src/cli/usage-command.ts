@@ -1,0 +1,108 @@
+// `agent-gateway usage [--by key|account|agent] [--since 7d] [--granularity hour|day]
+// [--key K] [--account A] [--agent G] [--json]`: the admin API's usage report
+// (docs/admin-api.md "Usage") from the same rollups through the same code, as a table.
+import { InvalidArgumentError, type Command } from 'commander';
+import { openUsageSource } from '../audit/open-audit-log.js';
+import { usageReport, type UsageGranularity, type UsageGroupBy, type UsageRow } from '../audit/usage-report.js';
+import { parseDurationMs } from '../config/duration.js';
+import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
+import { silentLogger } from '../logger.js';
+import { createRedisClient, waitForRedis, type Redis } from '../redis/redis-client.js';
+
+interface UsageOptions {
+  config?: string;
+  by: UsageGroupBy;
+  since: number;
+  granularity: UsageGranularity;
+  key?: string;
+  account?: string;
+  agent?: string;
+  json?: boolean;
+}
+
+export interface UsageCommandIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  setExitCode: (code: number) => void;
+  now?: () => number;
+}
+
+const processIo: UsageCommandIo = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+  setExitCode: (code) => void (process.exitCode = code),
+};
+
+function oneOf<T extends string>(allowed: readonly T[]) {
+  return (value: string): T => {
+    if (!(allowed as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${allowed.join(', ')}`);
+    return value as T;
+  };
+}
+
+function since(value: string): number {
+  const ms = parseDurationMs(value);
+  if (ms === undefined || ms <= 0) throw new InvalidArgumentError('expected a duration such as 7d, 24h or 90m');
+  return ms;
+}
+
+export function registerUsageCommand(program: Command, io: UsageCommandIo = processIo): Command {
+  return program
+    .command('usage')
+    .description('usage per key, account or agent from the hourly rollups (requests, tokens, errors, latency)')
+    .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
+    .option('--by <group>', 'key, account or agent', oneOf(['key', 'account', 'agent'] as const), 'key')
+    .option('--since <duration>', 'how far back, e.g. 7d or 24h', since, 7 * 86_400_000)
+    .option('--granularity <period>', 'hour or day', oneOf(['hour', 'day'] as const), 'day')
+    .option('--key <keyId>', 'only this key')
+    .option('--account <account>', 'only this account')
+    .option('--agent <agent>', 'only this agent')
+    .option('--json', 'print the rows as a JSON array')
+    .action(async (options: UsageOptions, command: Command) => {
+      const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
+      let redis: Redis | undefined;
+      try {
+        const config = await loadConfig(configPath);
+        if (config.audit.redisStream && config.redis) {
+          redis = createRedisClient(config.redis, silentLogger, 'agentgw-cli');
+          if (!(await waitForRedis(redis, 5_000))) throw new Error(`cannot reach redis (${config.redis.url.replace(/\/\/[^@]*@/, '//***@')}) within 5 s`);
+        }
+        const toMs = (io.now ?? Date.now)();
+        const rows = await usageReport(openUsageSource(config, redis), {
+          groupBy: options.by,
+          granularity: options.granularity,
+          fromMs: toMs - options.since,
+          toMs,
+          keyId: options.key,
+          account: options.account,
+          agent: options.agent,
+        });
+        io.stdout(options.json ? `${JSON.stringify(rows)}\n` : usageTable(rows, options.by));
+      } catch (error) {
+        io.stderr(error instanceof ConfigError ? `${error.message}\n` : `agent-gateway usage: ${error instanceof Error ? error.message : String(error)}\n`);
+        io.setExitCode(1);
+      } finally {
+        redis?.disconnect();
+      }
+    });
+}
+
+/** A readable table: one row per group and period, errors as outcome=n. */
+export function usageTable(rows: readonly UsageRow[], by: UsageGroupBy): string {
+  if (rows.length === 0) return 'no usage in this period\n';
+  const header = [by.toUpperCase(), 'PERIOD', 'REQUESTS', 'TOKENS', 'ERRORS', 'P50_MS', 'P99_MS'];
+  const cells = rows.map((r) => [
+    r.group,
+    r.period,
+    String(r.requests),
+    String(r.tokens),
+    Object.entries(r.errors).map(([outcome, n]) => `${outcome}=${n}`).join(',') || '-',
+    r.latency_ms.p50 === null ? '-' : String(r.latency_ms.p50),
+    r.latency_ms.p99 === null ? '-' : String(r.latency_ms.p99),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  // Numbers right-aligned, text left-aligned.
+  const numeric = new Set([2, 3, 5, 6]);
+  const line = (row: string[]) => `${row.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`;
+  return line(header) + cells.map(line).join('');
+}

@@ -1,0 +1,179 @@
+// CLI parity with the admin API (docs/admin-api.md "CLI"): keys update, keys rotate, keys
+// create --limits/--metadata, usage (table and JSON, from the rollups), audit tail --admin —
+// each through commander in process against a temp config on the key file.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { Command, CommanderError } from 'commander';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AdminAuditLog } from '../../src/audit/admin-audit-log.js';
+import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
+import { FileUsageRollup } from '../../src/audit/file-usage-rollup.js';
+import { openAdminAuditBatches } from '../../src/audit/open-audit-log.js';
+import { registerAuditCommand } from '../../src/cli/audit.js';
+import { registerKeysCommand } from '../../src/cli/keys.js';
+import { registerUsageCommand } from '../../src/cli/usage-command.js';
+import { systemClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { parseApiKey } from '../../src/keys/key-format.js';
+import { silentLogger } from '../../src/logger.js';
+
+let dir: string;
+let configPath: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'agentgw-admin-cli-'));
+  configPath = join(dir, 'gateway.yaml');
+  await writeFile(
+    configPath,
+    [
+      'agents:',
+      '  support: { upstream: http://127.0.0.1:9/api/v1 }',
+      '  sales: { upstream: http://127.0.0.1:9/api/v1 }',
+      `keys: { file: ${join(dir, 'keys.json')} }`,
+      `audit: { file: ${join(dir, 'audit.jsonl')}, spool: ${join(dir, 'spool.jsonl')}, usage_dir: ${join(dir, 'usage')}, admin_file: ${join(dir, 'admin-audit.jsonl')} }`,
+      '',
+    ].join('\n'),
+  );
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(args: string[]): Promise<Run> {
+  const result: Run = { code: 0, stdout: '', stderr: '' };
+  const program = new Command('agent-gateway').exitOverride().configureOutput({ writeOut: (t) => void (result.stdout += t), writeErr: (t) => void (result.stderr += t) });
+  const io = { stdout: (t: string) => void (result.stdout += t), stderr: (t: string) => void (result.stderr += t), setExitCode: (c: number) => void (result.code = c) };
+  registerKeysCommand(program, { ...io, env: {} });
+  registerUsageCommand(program, io);
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  stdout.on('data', (chunk: Buffer) => (result.stdout += chunk.toString('utf8')));
+  stderr.on('data', (chunk: Buffer) => (result.stderr += chunk.toString('utf8')));
+  registerAuditCommand(program, { stdout, stderr, setExitCode: io.setExitCode });
+  try {
+    await program.parseAsync(args, { from: 'user' });
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    result.code = error.exitCode;
+  }
+  return result;
+}
+
+async function createJson(...extra: string[]): Promise<Record<string, unknown>> {
+  const created = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--json', ...extra]);
+  expect(created.code, created.stderr).toBe(0);
+  return JSON.parse(created.stdout) as Record<string, unknown>;
+}
+
+describe('keys CLI: create --limits/--metadata, update, rotate', () => {
+  it('creates with limits and metadata, refusing bad limits with the field named', async () => {
+    const created = await createJson('--limits', '{"windows":[{"requests":10,"per":"1m"}]}', '--metadata', 'team=search', '--metadata', 'env=prod');
+    expect(created).toMatchObject({ limits: { windows: [{ requests: 10, per: '1m' }] }, metadata: { team: 'search', env: 'prod' } });
+    const bad = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--limits', '{"windows":[{"requests":0,"per":"1m"}]}']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/limits\.windows\[0\]\.requests/);
+    const notJson = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--limits', 'lots']);
+    expect([notJson.code, notJson.stderr]).toEqual([1, expect.stringMatching(/--limits "lots": expected a JSON object/)]);
+  });
+
+  it('updates only the options given, says what changed, and refuses an unknown plan without writing', async () => {
+    const created = await createJson('--name', 'before');
+    const id = created.key_id as string;
+    const updated = await cli(['keys', 'update', id, '--config', configPath, '--plan', 'starter', '--agent', 'sales', '--expires-at', '2099-01-01T00:00:00Z', '--metadata', 'a=b']);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toMatch(/^updated plan, agents, expires_at, metadata\n/);
+    const shown = JSON.parse((await cli(['keys', 'show', id, '--config', configPath, '--json'])).stdout) as Record<string, unknown>;
+    expect(shown).toMatchObject({ name: 'before', plan: 'starter', agents: ['sales'], expires_at: '2099-01-01T00:00:00.000Z', metadata: { a: 'b' } });
+    expect((await cli(['keys', 'update', id, '--config', configPath, '--expires-at', 'never', '--json'])).stdout).toContain('"changed":["expires_at"]');
+    const refused = await cli(['keys', 'update', id, '--config', configPath, '--plan', 'gold', '--name', 'after']);
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/unknown plan "gold"/)]);
+    expect(JSON.parse((await cli(['keys', 'show', id, '--config', configPath, '--json'])).stdout)).toMatchObject({ name: 'before', plan: 'starter', expires_at: null });
+    const unchanged = await cli(['keys', 'update', id, '--config', configPath, '--name', 'before']);
+    expect(unchanged.stdout).toMatch(/^nothing changed\n/);
+  });
+
+  it('rotates: prints the new key once, the old key names its replacement and expires at the grace end', async () => {
+    const created = await createJson();
+    const rotated = await cli(['keys', 'rotate', created.key_id as string, '--config', configPath, '--grace', '2h']);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const newKey = rotated.stdout.split('\n')[0]!;
+    expect(parseApiKey(newKey)).toBe(true);
+    expect(newKey).not.toBe(created.key);
+    expect(rotated.stderr).toMatch(/shown only this once/);
+    const newId = /key_id +(key_[0-9A-Za-z]{16})/.exec(rotated.stdout)![1]!;
+    const old = JSON.parse((await cli(['keys', 'show', created.key_id as string, '--config', configPath, '--json'])).stdout) as Record<string, string>;
+    expect(old.replaced_by).toBe(newId);
+    expect(Date.parse(old.expires_at!) - Date.now()).toBeGreaterThan(2 * 3_600_000 - 60_000);
+    expect(Date.parse(old.expires_at!) - Date.now()).toBeLessThanOrEqual(2 * 3_600_000);
+    const again = await cli(['keys', 'rotate', created.key_id as string, '--config', configPath]);
+    expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/already rotated/)]);
+  });
+});
+
+function record(i: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
+  return {
+    id: `r${i}`,
+    ts: new Date(Date.now() - 3_600_000).toISOString(),
+    key_id: `key_${String(i % 2).padStart(16, '0')}`,
+    account: 'acme',
+    plan: 'pro',
+    agent: i % 3 === 0 ? 'sales' : 'support',
+    route: 'chat',
+    status: 200,
+    outcome: 'ok',
+    tokens_used: 10,
+    latency_ms: 20,
+    upstream_latency_ms: 10,
+    bytes_in: 1,
+    bytes_out: 1,
+    client_ip: '127.0.0.1',
+    user_id: null,
+    session_id: null,
+    ...overrides,
+  };
+}
+
+describe('usage and audit tail --admin', () => {
+  it('usage prints a table by default and the rows with --json, from the rollups', async () => {
+    const rollup = new FileUsageRollup({ dir: join(dir, 'usage'), retentionMs: 90 * 86_400_000, logger: silentLogger });
+    rollup.add([...Array.from({ length: 6 }, (_, i) => toAuditLine(record(i))), toAuditLine(record(6, { outcome: 'rate_limited', status: 429, tokens_used: null }))]);
+    await rollup.close();
+    const json = await cli(['usage', '--config', configPath, '--by', 'account', '--since', '2d', '--json']);
+    expect(json.code, json.stderr).toBe(0);
+    const rows = JSON.parse(json.stdout) as { group: string; requests: number; tokens: number; errors: Record<string, number> }[];
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ group: 'acme', requests: 7, tokens: 60, errors: { rate_limited: 1 } });
+    const table = await cli(['usage', '--config', configPath, '--by', 'agent']);
+    expect(table.stdout.split('\n')[0]).toMatch(/^AGENT +PERIOD +REQUESTS +TOKENS +ERRORS +P50_MS +P99_MS$/);
+    expect(table.stdout).toMatch(/sales .* 3 +20 +rate_limited=1 /);
+    expect(table.stdout).toMatch(/support .* 4 +40 +- /);
+    const bad = await cli(['usage', '--config', configPath, '--by', 'plan']);
+    expect(bad.code).toBe(1);
+    const none = await cli(['usage', '--config', configPath, '--agent', 'nobody']);
+    expect(none.stdout).toBe('no usage in this period\n');
+  });
+
+  it('audit tail --admin prints the admin trail, and --key filters it', async () => {
+    const config = await loadConfig(configPath);
+    const trail = new AdminAuditLog(openAdminAuditBatches(config, { logger: silentLogger, clock: systemClock }), systemClock);
+    await trail.record({ request_id: 'r1', actor: 'ops', action: 'key.create', key_id: 'key_aaaaaaaaaaaaaaaa', changed: ['account'] });
+    await trail.record({ request_id: 'r2', actor: 'ops', action: 'key.revoke', key_id: 'key_bbbbbbbbbbbbbbbb', changed: ['revoked_at'] });
+    await trail.close();
+    const all = await cli(['audit', 'tail', '--admin', '--config', configPath]);
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { action: string }).action)).toEqual(['key.create', 'key.revoke']);
+    const one = await cli(['audit', 'tail', '--admin', '--key', 'key_bbbbbbbbbbbbbbbb', '--config', configPath]);
+    expect(one.stdout.trim().split('\n')).toHaveLength(1);
+    // Without --admin: the usage records (none here), not the trail.
+    expect((await cli(['audit', 'tail', '--config', configPath])).stdout).toBe('');
+  });
+});
