@@ -268,6 +268,35 @@ describe('dashboard in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: /^(Edit|Rotate|Revoke) / }).count()).toBe(0);
     await shot(page, 'keys-viewer');
+
+    // Paging: 25 keys a page, the next page by the API's cursor, and back.
+    for (let i = 0; i < 25; i++) {
+      const made = await fetch(`${gateway.adminUrl}/admin/v1/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ account: 'bulk', plan: 'starter', agents: ['support'], name: `bulk ${i}` }),
+      });
+      expect(made.status).toBe(201);
+    }
+    const total = ((await (await fetch(`${gateway.adminUrl}/admin/v1/keys?limit=500`, { headers: { authorization: `Bearer ${VIEWER_TOKEN}` } })).json()) as { data: unknown[] }).data.length;
+    expect(total).toBeGreaterThan(25);
+    await page.reload();
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(25);
+    const firstPage = await page.locator('tr[data-key-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key-id')));
+    await page.getByRole('button', { name: 'Next' }).click();
+    await expect.poll(() => page.getByText('Page 2').count()).toBe(1);
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(total - 25);
+    const secondPage = await page.locator('tr[data-key-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key-id')));
+    expect(secondPage.filter((id) => firstPage.includes(id))).toEqual([]);
+    expect(await page.getByRole('button', { name: 'Next' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Previous' }).click();
+    await expect.poll(() => page.locator('tr[data-key-id]').first().getAttribute('data-key-id')).toBe(firstPage[0]);
+    // A filter starts again at the first page.
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByText('Page 2').waitFor();
+    await page.getByLabel('Account').fill('bulk');
+    await page.getByText('Page 1').waitFor();
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(25);
     const forced = await page.evaluate(async () => {
       const session = (await (await fetch('/dashboard/session')).json()) as { csrf_token: string; role: string };
       const answer = await fetch('/admin/v1/keys', {

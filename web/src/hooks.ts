@@ -20,7 +20,6 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): Async<T> {
       (data) => mine === generation.current && setState({ data, error: undefined, loading: false }),
       (error: Error) => mine === generation.current && setState((s) => ({ data: s.data, error, loading: false })),
     );
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, deps);
   useEffect(run, [run]);
   return { ...state, reload: run };

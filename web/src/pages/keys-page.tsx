@@ -1,7 +1,7 @@
 // Settings → API Keys: the keys of the store with filters (account, agent, status) and
 // cursor paging; create, edit, rotate and revoke for the admin role. A viewer sees the same
 // table without any write control (and the API would refuse the write anyway).
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
 import { formatDate, relativeTime } from '../format.js';
@@ -24,11 +24,14 @@ export function KeysPage(props: { canWrite: boolean }) {
   const account = useDebounced(accountText.trim(), 300);
   const [agent, setAgent] = useState('');
   const [status, setStatus] = useState<'' | KeyStatus>('');
-  // Cursors of the pages before this one; the first page has none.
-  const [cursors, setCursors] = useState<string[]>([]);
+  // Cursors of the pages before this one (the first page has none), for these filters only:
+  // new filters start again at the first page.
+  const filterKey = JSON.stringify([account, agent, status]);
+  const [paging, setPaging] = useState<{ filterKey: string; cursors: string[] }>({ filterKey, cursors: [] });
+  const cursors = paging.filterKey === filterKey ? paging.cursors : [];
+  const setCursors = (next: string[]) => setPaging({ filterKey, cursors: next });
   const cursor = cursors.at(-1);
   const [open, setOpen] = useState<Open>(undefined);
-  useEffect(() => setCursors([]), [account, agent, status]);
 
   const keys = useAsync(() => api.get<KeyPage>(`/admin/v1/keys${query({ account, agent, status, limit: PAGE_SIZE, cursor })}`), [account, agent, status, cursor]);
   const nowMs = Date.now();
