@@ -29,7 +29,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 let upstream: FakeUpstream;
 let dir: string;
 let gateway: GatewayProcess;
-let browser: { context: BrowserContext; close(): Promise<void> };
+let browser: Promise<{ context: BrowserContext; close(): Promise<void> }> | undefined;
 /** Every URL the browser asked for, and every console message about the CSP. */
 const requested: string[] = [];
 const cspViolations: string[] = [];
@@ -49,15 +49,25 @@ beforeAll(async () => {
     audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool.jsonl'), admin_file: join(dir, 'admin-audit.jsonl'), usage_dir: join(dir, 'usage') },
     shutdown_grace: '1s',
   });
-  browser = await launchChromium();
-  browser.context.on('request', (request) => requested.push(request.url()));
-  browser.context.on('console', (message) => {
-    if (/Content[- ]Security[- ]Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
 }, 60_000);
 
+/**
+ * A new page in the shared browser, launched on first use inside a test: without Chromium
+ * every test here fails with the reason (a failing beforeAll would only mark them skipped).
+ */
+async function newPage(): Promise<Page> {
+  browser ??= launchChromium().then((launched) => {
+    launched.context.on('request', (request) => requested.push(request.url()));
+    launched.context.on('console', (message) => {
+      if (/Content[- ]Security[- ]Policy/i.test(message.text())) cspViolations.push(message.text());
+    });
+    return launched;
+  });
+  return (await browser).context.newPage();
+}
+
 afterAll(async () => {
-  await browser?.close();
+  await (await browser?.catch(() => undefined))?.close();
   await gateway?.stop('SIGKILL');
   await upstream?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -113,7 +123,7 @@ async function unlabelledControls(page: Page): Promise<string[]> {
 
 describe('dashboard in Chromium', () => {
   it('an admin manages a key end to end and finds its usage', async () => {
-    const page = await browser.context.newPage();
+    const page = await newPage();
     const response = await page.goto(`${gateway.adminUrl}/dashboard/`);
     expect(response!.headers()['content-security-policy']).toBe(DASHBOARD_CSP);
     await page.getByLabel('Admin token').waitFor();
@@ -261,7 +271,7 @@ describe('dashboard in Chromium', () => {
   }, 120_000);
 
   it('a viewer sees no write controls, and a forced write is refused', async () => {
-    const page = await browser.context.newPage();
+    const page = await newPage();
     await signIn(page, VIEWER_TOKEN);
     await page.locator('tr[data-key-id]').first().waitFor();
     expect(await page.getByText('Read only').count()).toBe(1);
@@ -312,7 +322,7 @@ describe('dashboard in Chromium', () => {
   }, 60_000);
 
   it('dialogs keep keyboard focus inside, close on Esc, and give focus back', async () => {
-    const page = await browser.context.newPage();
+    const page = await newPage();
     await signIn(page, ADMIN_TOKEN);
     const opener = page.getByRole('button', { name: 'Create key' });
     await opener.focus();

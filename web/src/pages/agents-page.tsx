@@ -30,7 +30,7 @@ async function loadMetrics(): Promise<Sample[] | undefined> {
 }
 
 function StateBadge(props: { state: string | undefined }) {
-  if (props.state === undefined) return <span class="muted" title="This gateway does not report upstream health">not reported</span>;
+  if (props.state === undefined) return <span class="muted nowrap" title="This gateway does not report upstream health">not reported</span>;
   const tone = /^(up|healthy|ok)$/i.test(props.state) ? 'active' : /^(down|ejected|unhealthy)$/i.test(props.state) ? 'revoked' : 'expired';
   return <span class={`badge badge-${tone}`}>{props.state}</span>;
 }

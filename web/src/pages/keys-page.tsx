@@ -125,9 +125,9 @@ export function KeysPage(props: { canWrite: boolean }) {
                     <StatusBadge status={key.status} />
                   </td>
                   {props.canWrite ? (
-                    <td class="actions">
+                    <td>
                       {key.status === 'revoked' ? null : (
-                        <>
+                        <div class="actions">
                           <button type="button" class="button button-small" aria-label={`Edit ${key.key_id}`} onClick={() => setOpen({ kind: 'edit', key })}>
                             Edit
                           </button>
@@ -137,7 +137,7 @@ export function KeysPage(props: { canWrite: boolean }) {
                           <button type="button" class="button button-small button-danger-quiet" aria-label={`Revoke ${key.key_id}`} onClick={() => setOpen({ kind: 'revoke', key })}>
                             Revoke
                           </button>
-                        </>
+                        </div>
                       )}
                     </td>
                   ) : null}
