@@ -1,6 +1,7 @@
-// The admin API's router (docs/admin-api.md): /admin/v1/* behind admin tokens, the OpenAPI
-// documents (open), and /dashboard (reserved). With no admin token configured, /admin/v1
-// and /dashboard answer 404 as if they did not exist. Errors use the gateway's envelope.
+// The admin API's router (docs/admin-api.md): /admin/v1/* behind admin tokens (or a
+// dashboard session, dashboard-routes.ts), the OpenAPI documents (open), and /dashboard
+// (docs/dashboard.md). With no admin token configured, /admin/v1 and /dashboard answer 404
+// as if they did not exist. Errors use the gateway's envelope.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError } from '../errors.js';
 import { sendError } from '../http/errors.js';
