@@ -26,6 +26,8 @@ COPY package.json package-lock.json ./
 RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund) && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config
+# The OpenAPI documents the admin listener serves at /openapi/*.json.
+COPY openapi ./openapi
 # var/ holds the audit spool (and, embedded, keys and audit files): the only writable path.
 RUN mkdir -p /app/var /etc/agent-gateway && chown -R node:node /app/var
 USER node

@@ -102,27 +102,30 @@ for (const [label, query] of queries) {
   console.log(`  ${label.padEnd(40)} ${median(times).toFixed(1).padStart(8)} ms  (${rows} rows)`);
 }
 
-// The rollup script's cost inside Redis, per batch of 256 records from 50 keys.
+// The rollup script's cost inside Redis per audit batch of 256 records, by how many keys
+// the batch holds (each key's account distinct, one agent): Redis's own time per call
+// (INFO commandstats), each script alone.
 redis.defineCommand('appendUsage', { lua: auditAppendWithUsageLua('record') });
-const plain = 'local n=0 for i = 2, #ARGV do redis.call("XADD", KEYS[1], "MAXLEN", "~", ARGV[1], "*", "record", ARGV[i]) n = n + 1 end return n';
-redis.defineCommand('appendPlain', { lua: plain });
-const lines = Array.from({ length: 256 }, (_, i) =>
-  toAuditLine({
-    id: `id-${i}`, ts: new Date().toISOString(), key_id: keyId(i % 50), account: accountOf(i % 50), plan: 'pro', agent: agentOf(i % 50),
-    route: 'chat', status: 200, outcome: i % 20 === 0 ? 'rate_limited' : 'ok', tokens_used: 100 + i, latency_ms: 100 + i * 3.7,
-    upstream_latency_ms: 90, bytes_in: 100, bytes_out: 400, client_ip: '127.0.0.1', user_id: null, session_id: null,
-  }),
-);
-// Redis's own time per call (INFO commandstats), each kind alone.
+redis.defineCommand('appendPlain', { lua: 'for i = 2, #ARGV do redis.call("XADD", KEYS[1], "MAXLEN", "~", ARGV[1], "*", "record", ARGV[i]) end return #ARGV - 1' });
 const timeKind = async (call) => {
   await redis.config('RESETSTAT');
   for (let i = 0; i < 200; i++) await call();
   const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await redis.info('commandstats'));
   return Number(m[2]) / Number(m[1]);
 };
-const withUsage = await timeKind(() => redis.appendUsage(1, 'bench:stream:a', 100000, PREFIX, 86400, ...lines));
-const without = await timeKind(() => redis.appendPlain(1, 'bench:stream:b', 100000, ...lines));
-console.log(`\naudit batch of 256 records inside Redis: ${without.toFixed(0)} µs without rollups, ${withUsage.toFixed(0)} µs with (${((withUsage - without) / 256).toFixed(1)} µs a record more)`);
+console.log('\naudit batch of 256 records, time inside Redis per batch:');
+for (const keysInBatch of [1, 10, 50]) {
+  const lines = Array.from({ length: 256 }, (_, i) =>
+    toAuditLine({
+      id: `id-${i}`, ts: new Date().toISOString(), key_id: keyId(i % keysInBatch), account: `batch-account-${i % keysInBatch}`, plan: 'pro', agent: 'support',
+      route: 'chat', status: 200, outcome: i % 20 === 0 ? 'rate_limited' : 'ok', tokens_used: 100 + i, latency_ms: 100 + i * 3.7,
+      upstream_latency_ms: 90, bytes_in: 100, bytes_out: 400, client_ip: '127.0.0.1', user_id: null, session_id: null,
+    }),
+  );
+  const without = await timeKind(() => redis.appendPlain(1, 'bench:stream:plain', 100000, ...lines));
+  const withUsage = await timeKind(() => redis.appendUsage(1, 'bench:stream:usage', 100000, PREFIX, 86400, ...lines));
+  console.log(`  ${String(keysInBatch).padStart(2)} keys: ${without.toFixed(0).padStart(5)} µs without rollups, ${withUsage.toFixed(0).padStart(5)} µs with (${((withUsage - without) / 256).toFixed(1)} µs a record more)`);
+}
 
 redis.disconnect();
 await server.close();

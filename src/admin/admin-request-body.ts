@@ -19,7 +19,8 @@ function bodyBytes(req: IncomingMessage): Promise<Buffer> {
  * the action routes (revoke, rotate) whose body may be left out.
  */
 export async function readJsonBody(req: IncomingMessage, optional = false): Promise<unknown> {
-  const hasBody = req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0' ? true : req.headers['transfer-encoding'] !== undefined;
+  const length = req.headers['content-length'];
+  const hasBody = length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
   if (!hasBody && optional) {
     await bodyBytes(req);
     return {};

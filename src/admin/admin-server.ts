@@ -1,4 +1,4 @@
-// The admin listener (DESIGN.md 6, 8): /metrics, /healthz, /readyz — never on the public
+// The admin listener (docs/operations.md, docs/admin-api.md): /metrics, /healthz, /readyz — never on the public
 // port — and, when given, the admin API, its OpenAPI documents and the dashboard paths.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';

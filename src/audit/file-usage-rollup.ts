@@ -12,7 +12,7 @@ import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
 import type { Logger } from '../logger.js';
 import type { AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
-import { countRecord, groupsOf, hourOf, indexMember, parseRollupRecord, type BucketFields } from './usage-buckets.js';
+import { addTo, groupsOf, hourOf, indexMember, latencyBucket, parseRollupRecord, type BucketFields, type RollupRecord } from './usage-buckets.js';
 
 const DAY_FILE = /^usage-(\d{4}-\d\d-\d\d)\.json$/;
 const DAY_MS = 86_400_000;
@@ -51,7 +51,15 @@ export interface FileUsageRollupOptions {
   now?: () => number;
 }
 
+/** One (hour, key, account, agent)'s counts since the last flush: what a record adds to. */
+interface TupleCounts {
+  record: RollupRecord;
+  fields: BucketFields;
+}
+
 export class FileUsageRollup {
+  /** By "hour \t key \t account \t agent": each record costs one lookup; the four families are filled at flush. */
+  private tuples = new Map<string, TupleCounts>();
   private pending = new Map<string, UsageDay>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
@@ -64,25 +72,40 @@ export class FileUsageRollup {
     for (const line of lines) {
       const record = parseRollupRecord(line);
       if (record === undefined) continue;
-      const dayName = record.ts.slice(0, 10);
-      let day = this.pending.get(dayName);
-      if (day === undefined) this.pending.set(dayName, (day = { buckets: new Map(), index: new Set() }));
-      const hour = hourOf(record.ts);
-      for (const [family, group] of groupsOf(record)) {
-        const id = `${family}:${group}:${hour}`;
-        let fields = day.buckets.get(id);
-        if (fields === undefined) day.buckets.set(id, (fields = new Map()));
-        countRecord(fields, record);
-      }
-      day.index.add(indexMember(record));
+      const id = `${hourOf(record.ts)}\t${indexMember(record)}`;
+      let counts = this.tuples.get(id);
+      if (counts === undefined) this.tuples.set(id, (counts = { record, fields: new Map() }));
+      const fields = counts.fields;
+      addTo(fields, 'requests', 1);
+      if (record.tokens_used !== null && record.tokens_used > 0) addTo(fields, 'tokens', Math.floor(record.tokens_used));
+      if (record.outcome !== 'ok') addTo(fields, `e:${record.outcome}`, 1);
+      addTo(fields, `l:${latencyBucket(record.latency_ms)}`, 1);
     }
-    if (this.timer === undefined && this.pending.size > 0) {
+    if (this.timer === undefined && this.tuples.size > 0) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
         void this.flush();
       }, this.options.flushIntervalMs ?? 1_000);
       this.timer.unref();
     }
+  }
+
+  /** Spreads the counted tuples over their day's buckets (four families each) and index. */
+  private spreadTuples(): void {
+    for (const { record, fields } of this.tuples.values()) {
+      const dayName = record.ts.slice(0, 10);
+      let day = this.pending.get(dayName);
+      if (day === undefined) this.pending.set(dayName, (day = { buckets: new Map(), index: new Set() }));
+      const hour = hourOf(record.ts);
+      for (const [family, group] of groupsOf(record)) {
+        const id = `${family}:${group}:${hour}`;
+        let bucket = day.buckets.get(id);
+        if (bucket === undefined) day.buckets.set(id, (bucket = new Map()));
+        for (const [field, n] of fields) addTo(bucket, field, n);
+      }
+      day.index.add(indexMember(record));
+    }
+    this.tuples = new Map();
   }
 
   /** Adds everything counted so far to the day files (one flush at a time, in order). */
@@ -98,6 +121,7 @@ export class FileUsageRollup {
   }
 
   private async flushOnce(): Promise<void> {
+    this.spreadTuples();
     const pending = this.pending;
     this.pending = new Map();
     for (const [dayName, counted] of pending) {

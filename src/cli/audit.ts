@@ -1,5 +1,5 @@
 // `agent-gateway audit tail [--follow] [--key KEY_ID] [--limit N] [--admin] [--config PATH]`
-// (DESIGN.md 6b): prints audit records from the configured sink as JSON Lines; with
+// (docs/audit.md): prints audit records from the configured sink as JSON Lines; with
 // --admin, the admin audit trail's.
 import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';

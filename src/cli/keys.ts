@@ -1,4 +1,4 @@
-// `agent-gateway keys create|list|show|update|revoke|rotate` (DESIGN.md 6b, 8): the same
+// `agent-gateway keys create|list|show|update|revoke|rotate` (docs/keys.md): the same
 // KeyService as the admin API. The raw key is printed once, by create and rotate (first
 // line of stdout, or the `key` field with --json); nothing prints a hash.
 import type { Command } from 'commander';

@@ -1,6 +1,8 @@
 // The rollups' bucket arithmetic: latency buckets and the percentile error the docs state.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { countRecord, latencyBucket, latencyBucketValueMs, MAX_LATENCY_BUCKET, summarize, type BucketFields } from '../../../src/audit/usage-buckets.js';
+import { toAuditLine, type AuditRecord } from '../../../src/audit/audit-record.js';
+import { countRecord, latencyBucket, latencyBucketValueMs, MAX_LATENCY_BUCKET, parseRollupRecord, summarize, type BucketFields } from '../../../src/audit/usage-buckets.js';
 import { lcg } from '../../helpers/lcg.js';
 
 describe('usage buckets', () => {
@@ -50,5 +52,40 @@ describe('usage buckets', () => {
     countRecord(fields, { ...base, outcome: 'upstream_error', tokens_used: 3 });
     expect(summarize(fields)).toEqual({ requests: 4, tokens: 10, errors: { rate_limited: 2, upstream_error: 1 }, latency_ms: { p50: fiveMs, p99: fiveMs } });
     expect(summarize(new Map()).latency_ms).toEqual({ p50: null, p99: null });
+  });
+});
+
+describe('reading an audit line for the rollup', () => {
+  const base: AuditRecord = {
+    id: 'id-1', ts: '2026-01-31T13:05:00.123Z', key_id: 'key_0000000000000001', account: 'acme:eu', plan: 'pro', agent: 'support', route: 'chat',
+    status: 200, outcome: 'ok', tokens_used: 12, latency_ms: 35.25, upstream_latency_ms: 30, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null,
+  };
+  const expected = (r: AuditRecord) => ({ ts: r.ts, key_id: r.key_id, account: r.account, agent: r.agent, outcome: r.outcome, tokens_used: r.tokens_used, latency_ms: r.latency_ms });
+
+  it('reads the fields of any record as JSON.parse does, whatever the free-form fields hold', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          id: fc.string(),
+          user_id: fc.option(fc.string()),
+          session_id: fc.option(fc.string()),
+          tokens_used: fc.option(fc.integer({ min: 0, max: 1e9 })),
+          latency_ms: fc.double({ min: 0, max: 1e7, noNaN: true }),
+          outcome: fc.constantFrom('ok', 'invalid_request', 'rate_limited', 'upstream_error', 'client_closed', 'timeout', 'error'),
+          client_ip: fc.string(),
+        }),
+        (fields) => {
+          const record = { ...base, ...fields } as AuditRecord;
+          expect(parseRollupRecord(toAuditLine(record))).toEqual(expected(record));
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // A value the fast reader cannot take as it stands goes through JSON.parse.
+    const odd = { ...base, account: 'a"b\\c' };
+    expect(parseRollupRecord(toAuditLine(odd))).toEqual(expected(odd));
+    expect(parseRollupRecord(JSON.stringify({ ...base, ts: undefined, key_id: 'k', account: 'a', agent: 'g' }))).toBeUndefined();
+    expect(parseRollupRecord('{"id":"x","ts":"2026-01-31T13:00:00Z","action":"key.create","key_id":"key_x"}')).toBeUndefined();
+    expect(parseRollupRecord('not json')).toBeUndefined();
   });
 });
