@@ -14,7 +14,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npx tsc -p tsconfig.build.json
+COPY web ./web
+# tsc, then the dashboard (web/ → dist/dashboard/, served by the admin listener).
+RUN npx tsc -p tsconfig.build.json && npx vite build --config web/vite.config.ts
 
 # --- runtime: production dependencies only, non-root -------------------------------------
 FROM node:20-bookworm-slim AS runtime

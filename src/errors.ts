@@ -13,6 +13,7 @@ export const ERROR_TYPES = {
   missing_admin_token: { status: 401, message: 'Send an admin token as "Authorization: Bearer <token>".' },
   invalid_admin_token: { status: 401, message: 'The admin token is not valid.' },
   insufficient_role: { status: 403, message: 'This admin token has the viewer role; this operation needs the admin role.' },
+  csrf_token_invalid: { status: 403, message: 'A dashboard write needs the X-CSRF-Token header of its session, sent from the dashboard itself.' },
   not_found: { status: 404, message: 'No such route. Chat routes are POST /agents/{agent}/api/v1/chat and /chat/stream.' },
   key_not_found: { status: 404, message: 'No key with this key_id.' },
   method_not_allowed: { status: 405, message: 'This route only accepts POST.' },

@@ -1,6 +1,7 @@
-// The admin API's router (docs/admin-api.md): /admin/v1/* behind admin tokens, the OpenAPI
-// documents (open), and /dashboard (reserved). With no admin token configured, /admin/v1
-// and /dashboard answer 404 as if they did not exist. Errors use the gateway's envelope.
+// The admin API's router (docs/admin-api.md): /admin/v1/* behind admin tokens (or a
+// dashboard session, dashboard-routes.ts), the OpenAPI documents (open), and /dashboard
+// (docs/dashboard.md). With no admin token configured, /admin/v1 and /dashboard answer 404
+// as if they did not exist. Errors use the gateway's envelope.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError } from '../errors.js';
 import { sendError } from '../http/errors.js';
@@ -8,10 +9,11 @@ import { ClientGoneError } from '../http/read-body.js';
 import { chooseRequestId } from '../http/request-id.js';
 import { KeyConflictError, StoreUnavailableError } from '../keys/key-store.js';
 import { KeyServiceError } from '../keys/key-service.js';
-import { authenticateAdmin, requireRole } from './admin-auth.js';
+import { requireRole } from './admin-auth.js';
 import { listAgents, listPlans } from './admin-catalog.js';
 import type { AdminApiDeps, AdminExchange } from './admin-context.js';
 import { createKey, listKeys, revokeKey, rotateKey, showKey, updateKey } from './admin-keys.js';
+import { createDashboard, isDashboardPath, type Dashboard } from './dashboard-routes.js';
 import { getUsage } from './admin-usage.js';
 import { isOpenApiDocumentName, openApiJson } from './openapi-documents.js';
 
@@ -60,19 +62,21 @@ export function isAdminApiPath(path: string): boolean {
 }
 
 export function createAdminApi(deps: AdminApiDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
+  const dashboard = createDashboard(deps);
   return async (req, res, url) => {
     const requestId = chooseRequestId(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
     try {
-      await route(req, res, url, requestId, deps);
+      await route(req, res, url, requestId, deps, dashboard);
     } catch (error) {
       sendError(res, toGatewayError(error, deps, requestId), requestId);
     }
   };
 }
 
-async function route(req: IncomingMessage, res: ServerResponse, url: URL, requestId: string, deps: AdminApiDeps): Promise<void> {
+async function route(req: IncomingMessage, res: ServerResponse, url: URL, requestId: string, deps: AdminApiDeps, dashboard: Dashboard): Promise<void> {
   const path = url.pathname;
+  if (isDashboardPath(path)) return dashboard.handle(req, res, url);
   if (path.startsWith('/openapi/')) {
     const name = path.slice('/openapi/'.length);
     if (!isOpenApiDocumentName(name)) throw new GatewayError('not_found', { message: 'No such document; see /openapi/agent-chat.json and /openapi/admin.json.' });
@@ -84,7 +88,7 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, reques
   }
   const tokens = deps.config().admin.tokens;
   if (tokens.length === 0) throw new GatewayError('not_found', { message: 'The admin API is off: no admin token is configured (admin.tokens).' });
-  const actor = authenticateAdmin(req.headers.authorization, tokens);
+  const actor = dashboard.authenticate(req);
   if (!path.startsWith(`${ADMIN_PREFIX}/`)) throw new GatewayError('not_found', { message: 'No such admin route; see /openapi/admin.json.' });
   const found = match(path.slice(ADMIN_PREFIX.length));
   if (!found) throw new GatewayError('not_found', { message: 'No such admin route; see /openapi/admin.json.' });

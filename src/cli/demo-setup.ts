@@ -1,10 +1,11 @@
 // `npm start` (serve --demo): runs the demo agent behind the gateway and, on a first start
-// with an empty key store, creates a demo key and prints a ready-to-paste curl line.
-import { randomBytes } from 'node:crypto';
+// with an empty key store, creates a demo key and prints a ready-to-paste curl line; on every
+// start, prints the dashboard's address, how to sign in, and how to make another key.
 import type { Server } from 'node:http';
 import { KeyService } from '../keys/key-service.js';
 import type { KeyStore } from '../keys/key-store.js';
-import { adminTokenDigest, type GatewayConfig } from '../config/schema.js';
+import type { GatewayConfig } from '../config/schema.js';
+import { DEFAULT_CONFIG_PATH } from '../config/load-config.js';
 import { startDemoAgent } from '../demo-agent/demo-agent.js';
 
 export const DEMO_AGENT_ID = 'demo';
@@ -26,8 +27,7 @@ export async function createDemoKeyIfEmpty(config: GatewayConfig, store: KeyStor
   if (!plan) return undefined;
   const service = new KeyService({ store, config });
   const { rawKey, record } = await service.createKey({ account: 'demo', plan, agents: [DEMO_AGENT_ID], name: 'demo key (npm start)' });
-  const host = config.listen.host === '0.0.0.0' || config.listen.host === '::' ? '127.0.0.1' : config.listen.host;
-  const base = `http://${host}:${gatewayPort}/agents/${DEMO_AGENT_ID}/api/v1`;
+  const base = `http://${displayHost(config.listen.host)}:${gatewayPort}/agents/${DEMO_AGENT_ID}/api/v1`;
   return [
     '',
     `Created a demo API key (${record.keyId}, plan ${plan}). It is shown only this once:`,
@@ -40,26 +40,34 @@ export async function createDemoKeyIfEmpty(config: GatewayConfig, store: KeyStor
   ].join('\n');
 }
 
-/**
- * `serve --demo` with no admin token configured: a fresh admin token for this run (only its
- * digest is kept in the config), so the admin API can be tried at once. Undefined when the
- * config has tokens of its own.
- */
-export function withDemoAdminToken(config: GatewayConfig): { config: GatewayConfig; token: string } | undefined {
-  if (config.admin.tokens.length > 0) return undefined;
-  const token = `agw_demo_${randomBytes(24).toString('base64url')}`;
-  const tokens = [{ name: 'demo', role: 'admin' as const, sha256: adminTokenDigest(token) }];
-  return { config: { ...config, admin: { ...config.admin, tokens } }, token };
+function displayHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
 }
 
-export function demoAdminBanner(token: string, config: GatewayConfig, adminPort: number): string {
-  const host = config.admin.host === '0.0.0.0' || config.admin.host === '::' ? '127.0.0.1' : config.admin.host;
+/**
+ * Printed on every demo start (the raw demo key only on the first): where the dashboard is,
+ * how to sign in, and the one command that makes another key.
+ */
+export function dashboardBanner(options: { config: GatewayConfig; configPath: string; adminPort: number; demoAdminToken: string | undefined; demoAdminTokenFile: string }): string {
+  const { config, adminPort, demoAdminToken } = options;
+  const plan = config.plans.has('starter') ? 'starter' : ([...config.plans.keys()][0] ?? 'starter');
+  const configFlag = options.configPath === DEFAULT_CONFIG_PATH ? '' : ` --config ${options.configPath}`;
+  const host = displayHost(config.admin.host);
+  const signIn =
+    demoAdminToken === undefined
+      ? ['  Sign in with one of the admin tokens of admin.tokens in your config.']
+      : [
+          `  Sign in with the demo admin token (kept in ${options.demoAdminTokenFile}):`,
+          `    ${demoAdminToken}`,
+          '  The same token opens the admin API (docs/admin-api.md):',
+          `    curl http://${host}:${adminPort}/admin/v1/keys -H 'Authorization: Bearer ${demoAdminToken}'`,
+        ];
   return [
     '',
-    'Created an admin token for this run (config admin.tokens is empty); it is shown only here:',
-    `  ${token}`,
-    'Try the admin API (docs/admin-api.md):',
-    `  curl http://${host}:${adminPort}/admin/v1/keys -H 'Authorization: Bearer ${token}'`,
+    `Dashboard: http://${host}:${adminPort}/dashboard/`,
+    ...signIn,
+    '  Make another key from a terminal:',
+    `    node dist/cli/main.js keys create${configFlag} --account demo --plan ${plan} --agent ${DEMO_AGENT_ID} --name "my key"`,
     '',
   ].join('\n');
 }

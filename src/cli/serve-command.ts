@@ -10,7 +10,8 @@ import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logg
 import { exposeWorkerMetrics } from '../metrics/cluster-metrics.js';
 import { runClusterPrimary } from './cluster-primary.js';
 import { currentWorkerIndex, parseWorkerCount, withWorkerPaths } from './cluster-workers.js';
-import { createDemoKeyIfEmpty, demoAdminBanner, startDemoUpstream, withDemoAdminToken } from './demo-setup.js';
+import { DEMO_ADMIN_TOKEN_FILE, ensureDemoAdminToken, withDemoAdminToken } from './demo-admin-token.js';
+import { createDemoKeyIfEmpty, dashboardBanner, startDemoUpstream } from './demo-setup.js';
 import { startGateway, type RunningGateway } from '../gateway.js';
 import { applyHeapFlags } from './v8-heap-flags.js';
 
@@ -66,7 +67,7 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
     }
     // One reload at a time, in signal order, so a slow read cannot overwrite a newer one.
     const [running, log] = [gateway, logger];
-    reloading = reloading.then(() => reloadConfig(options.config, workerIndex, running, log));
+    reloading = reloading.then(() => reloadConfig(options.config, workerIndex, running, log, prepare));
   };
   const onStop = (signal: NodeJS.Signals): void => {
     if (!gateway || !logger) {
@@ -87,6 +88,10 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }
+  // The demo's dashboard sign-in (demo-admin-token.ts), also applied to every reload.
+  const demoAdminToken = options.demo && workerIndex === undefined && config.admin.tokens.length === 0 ? await ensureDemoAdminToken() : undefined;
+  const prepare = (loaded: GatewayConfig): GatewayConfig => (demoAdminToken === undefined ? loaded : withDemoAdminToken(loaded, demoAdminToken));
+  config = prepare(config);
   logger = createLogger({
     level: config.log.level,
     file: config.log.file,
@@ -95,10 +100,6 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
   });
   // In a cluster the primary runs the demo agent (one port); each worker only talks to it.
   demoAgent = options.demo && workerIndex === undefined ? await startDemoUpstream(config) : undefined;
-  // The demo's admin token (none configured): kept across reloads of a file without one.
-  const demoAdmin = options.demo && workerIndex === undefined ? withDemoAdminToken(config) : undefined;
-  if (demoAdmin) config = demoAdmin.config;
-  demoAdminTokens = demoAdmin?.config.admin.tokens;
   const running = await startGateway(config, { logger, admin: workerIndex === undefined });
   gateway = running;
   const mode = config.redis ? 'redis' : 'embedded';
@@ -114,18 +115,22 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
   if (options.demo && (workerIndex ?? 1) === 1) {
     const banner = await createDemoKeyIfEmpty(config, running.keyStore, running.port);
     if (banner) process.stdout.write(`${banner}\n`);
+    if (running.adminPort !== undefined) {
+      process.stdout.write(`${dashboardBanner({ config, configPath: options.config, adminPort: running.adminPort, demoAdminToken, demoAdminTokenFile: DEMO_ADMIN_TOKEN_FILE })}\n`);
+    }
   }
-  if (demoAdmin && running.adminPort !== undefined) process.stdout.write(`${demoAdminBanner(demoAdmin.token, config, running.adminPort)}\n`);
 }
 
-/** The admin tokens `serve --demo` made, when it made them. */
-let demoAdminTokens: GatewayConfig['admin']['tokens'] | undefined;
-
-async function reloadConfig(path: string, workerIndex: number | undefined, gateway: RunningGateway, logger: Logger): Promise<void> {
+async function reloadConfig(
+  path: string,
+  workerIndex: number | undefined,
+  gateway: RunningGateway,
+  logger: Logger,
+  prepare: (config: GatewayConfig) => GatewayConfig,
+): Promise<void> {
   let next: GatewayConfig;
   try {
-    next = withWorkerPaths(await loadConfig(path), workerIndex);
-    if (demoAdminTokens && next.admin.tokens.length === 0) next = { ...next, admin: { ...next.admin, tokens: demoAdminTokens } };
+    next = prepare(withWorkerPaths(await loadConfig(path), workerIndex));
   } catch (error) {
     const problems = error instanceof ConfigError ? error.problems : [error instanceof Error ? error.message : String(error)];
     logger.error({ config: path, problems }, 'config reload refused; keeping the running config');

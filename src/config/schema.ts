@@ -139,6 +139,10 @@ export const configSchema = z
           .array(adminTokenSchema)
           .default([])
           .refine((tokens) => new Set(tokens.map((t) => t.name)).size === tokens.length, { message: 'admin token names must be unique' }),
+        // Dashboard sign-in sessions (docs/dashboard.md): ended after this long unused, and
+        // after session_max_age whatever their use.
+        session_idle_timeout: positiveDuration.default(30 * 60_000),
+        session_max_age: positiveDuration.default(12 * 3_600_000),
       })
       .prefault({}),
     redis: z
@@ -244,7 +248,7 @@ export const configSchema = z
       keepAliveTimeoutMs: c.listen.keep_alive_timeout,
       maxHeaderBytes: c.listen.max_header_bytes,
     },
-    admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens },
+    admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age },
     redis: c.redis ? { url: c.redis.url, prefix: c.redis.prefix, commandTimeoutMs: c.redis.command_timeout } : undefined,
     limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars },
     rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error, lease: c.rate_limits.lease },

@@ -1,10 +1,12 @@
 // What a new user does: `npm start` (serve --demo with config/gateway.yaml) from a fresh
-// directory, then the printed curl line. Tokens must arrive one by one.
-import { spawn, type ChildProcess } from 'node:child_process';
+// directory, then the printed curl line. Tokens must arrive one by one. Every start prints
+// the dashboard's address, a demo admin token that signs in, and a working keys create line.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { copyFile, mkdtemp, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/free-port.js';
 import { CLI_PATH } from '../helpers/gateway-process.js';
@@ -27,11 +29,25 @@ async function startDemo(workDir: string, env: NodeJS.ProcessEnv): Promise<{ pro
   proc.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   proc.stderr!.on('data', (c: Buffer) => (output += c.toString()));
   const deadline = Date.now() + 15_000;
-  while (!output.includes('demo agent listening')) {
+  while (!output.includes('Make another key')) {
     if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`npm start did not come up:\n${output}`);
     await new Promise((r) => setTimeout(r, 25));
   }
   return { process: proc, output: () => output };
+}
+
+/** The dashboard block of the banner: address, demo admin token, keys create line. */
+function dashboardBlock(output: string): { url: string; token: string; createLine: string } {
+  const url = /Dashboard: (http:\/\/\S+\/dashboard\/)/.exec(output)?.[1];
+  const token = /Sign in with the demo admin token \(kept in var\/demo-admin-token\):\n\s+([0-9a-f]{64})\n/.exec(output)?.[1];
+  const createLine = /\n\s+(node dist\/cli\/main\.js keys create [^\n]+)\n/.exec(output)?.[1];
+  if (!url || !token || !createLine) throw new Error(`no dashboard block in:\n${output}`);
+  return { url, token, createLine };
+}
+
+async function signsIn(adminPort: string, token: string): Promise<number> {
+  const answer = await fetch(`http://127.0.0.1:${adminPort}/dashboard/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+  return answer.status;
 }
 
 describe('npm start (serve --demo)', () => {
@@ -47,10 +63,19 @@ describe('npm start (serve --demo)', () => {
     expect(key, first.output()).toBeDefined();
     expect(first.output()).toContain(`curl -N http://127.0.0.1:${env.PORT}/agents/demo/api/v1/chat/stream`);
     expect((await stat(join(dir, 'var/keys.json'))).isFile()).toBe(true);
-    // config/gateway.yaml configures no admin token: the run makes one and prints it once.
-    const adminToken = /(agw_demo_[A-Za-z0-9_-]+)/.exec(first.output())?.[1];
-    expect(adminToken, first.output()).toBeDefined();
-    const listed = await fetch(`http://127.0.0.1:${env.ADMIN_PORT}/admin/v1/keys`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const dashboard = dashboardBlock(first.output());
+    expect(dashboard.url).toBe(`http://127.0.0.1:${env.ADMIN_PORT}/dashboard/`);
+    expect((await fetch(dashboard.url)).status).toBe(200);
+    expect(await signsIn(env.ADMIN_PORT, dashboard.token)).toBe(201);
+    const tokenFile = await stat(join(dir, 'var/demo-admin-token'));
+    expect(tokenFile.mode & 0o777).toBe(0o600);
+    expect((await readFile(join(dir, 'var/demo-admin-token'), 'utf8')).trim()).toBe(dashboard.token);
+    // The printed keys create line works as printed (from the checkout: dist/cli/main.js).
+    const args = dashboard.createLine.replace(/^node dist\/cli\/main\.js /, '').match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ''));
+    const made = await promisify(execFile)(process.execPath, [CLI_PATH, ...args], { cwd: dir, env: { ...process.env, ...env } });
+    expect(made.stdout.split('\n')[0]).toMatch(/^ha_[0-9A-Za-z]{38}$/);
+    // The same token opens the admin API.
+    const listed = await fetch(`http://127.0.0.1:${env.ADMIN_PORT}/admin/v1/keys`, { headers: { authorization: `Bearer ${dashboard.token}` } });
     expect(listed.status).toBe(200);
     expect(JSON.stringify(await listed.json())).toContain('demo key (npm start)');
 
@@ -73,5 +98,8 @@ describe('npm start (serve --demo)', () => {
     child = second.process;
     await new Promise((r) => setTimeout(r, 300));
     expect(second.output()).not.toMatch(/ha_[0-9A-Za-z]{10,}/);
+    // ... but the dashboard block again, with the same token, which still signs in.
+    expect(dashboardBlock(second.output())).toEqual(dashboard);
+    expect(await signsIn(env.ADMIN_PORT, dashboard.token)).toBe(201);
   });
 });

@@ -15,6 +15,7 @@ describe('error registry', () => {
       missing_admin_token: 401,
       invalid_admin_token: 401,
       insufficient_role: 403,
+      csrf_token_invalid: 403,
       not_found: 404,
       key_not_found: 404,
       method_not_allowed: 405,

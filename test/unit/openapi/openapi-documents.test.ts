@@ -10,7 +10,7 @@ import { OpenApiCheck } from '../../helpers/openapi-check.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const load = (name: string) => parseYaml(readFileSync(`openapi/${name}.yaml`, 'utf8')) as any;
 
-const ADMIN_ONLY = ['missing_admin_token', 'invalid_admin_token', 'insufficient_role', 'key_not_found'];
+const ADMIN_ONLY = ['missing_admin_token', 'invalid_admin_token', 'insufficient_role', 'csrf_token_invalid', 'key_not_found'];
 
 function errorTypes(document: unknown): string[] {
   return (document as { components: { schemas: { Error: { properties: { error: { properties: { type: { enum: string[] } } } } } } } }).components.schemas.Error.properties.error.properties.type.enum;

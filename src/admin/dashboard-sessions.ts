@@ -1,0 +1,107 @@
+// Dashboard sign-in sessions (docs/dashboard.md "Sessions"), kept in this process's memory:
+// a restart signs everyone out, and in a cluster the primary (which serves the admin
+// listener) holds them all. A session id is 256 random bits; the map is keyed by its SHA-256,
+// so how long a lookup takes says nothing about the ids that exist. A session remembers which
+// admin token opened it by digest and re-reads that token's name and role from the running
+// config on every use: removing the token (or changing its role) on reload takes effect on
+// its sessions at once.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { AdminTokenConfig } from '../config/schema.js';
+import type { AdminActor } from './admin-auth.js';
+
+export interface SessionLimits {
+  idleTimeoutMs: number;
+  maxAgeMs: number;
+}
+
+interface StoredSession {
+  tokenDigest: Buffer;
+  csrfToken: string;
+  createdAtMs: number;
+  lastSeenAtMs: number;
+}
+
+export interface ActiveSession {
+  actor: AdminActor;
+  csrfToken: string;
+  /** When the session ends at the latest (its absolute lifetime), epoch ms. */
+  expiresAtMs: number;
+}
+
+/** Sign-ins past this many live sessions push out the least recently used one. */
+export const MAX_DASHBOARD_SESSIONS = 1000;
+
+function lookupKey(sessionId: string): string {
+  return createHash('sha256').update(sessionId, 'utf8').digest('base64url');
+}
+
+/** The configured token with this digest, compared with every token in constant time. */
+export function tokenByDigest(digest: Buffer, tokens: readonly AdminTokenConfig[]): AdminTokenConfig | undefined {
+  let match: AdminTokenConfig | undefined;
+  for (const candidate of tokens) if (timingSafeEqual(digest, candidate.sha256) && match === undefined) match = candidate;
+  return match;
+}
+
+export class DashboardSessions {
+  private readonly sessions = new Map<string, StoredSession>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly maxSessions = MAX_DASHBOARD_SESSIONS,
+  ) {}
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** Opens a session for an admin token already checked by the caller; returns its id. */
+  create(tokenDigest: Buffer, limits: SessionLimits): { sessionId: string; csrfToken: string; expiresAtMs: number } {
+    const nowMs = this.clock.now();
+    this.sweep(nowMs, limits);
+    while (this.sessions.size >= this.maxSessions) this.evictLeastRecentlyUsed();
+    const sessionId = randomBytes(32).toString('base64url');
+    const csrfToken = randomBytes(32).toString('base64url');
+    this.sessions.set(lookupKey(sessionId), { tokenDigest: Buffer.from(tokenDigest), csrfToken, createdAtMs: nowMs, lastSeenAtMs: nowMs });
+    return { sessionId, csrfToken, expiresAtMs: nowMs + limits.maxAgeMs };
+  }
+
+  /**
+   * The live session with this id, marked as used now; undefined (and forgotten) when it is
+   * unknown, idle past the timeout, past its lifetime, or its token is no longer configured.
+   */
+  use(sessionId: string, tokens: readonly AdminTokenConfig[], limits: SessionLimits): ActiveSession | undefined {
+    const key = lookupKey(sessionId);
+    const session = this.sessions.get(key);
+    if (session === undefined) return undefined;
+    const nowMs = this.clock.now();
+    const token = tokenByDigest(session.tokenDigest, tokens);
+    if (token === undefined || this.expired(session, nowMs, limits)) {
+      this.sessions.delete(key);
+      return undefined;
+    }
+    session.lastSeenAtMs = nowMs;
+    // Most recently used last, so eviction takes the first entry.
+    this.sessions.delete(key);
+    this.sessions.set(key, session);
+    return { actor: { name: token.name, role: token.role }, csrfToken: session.csrfToken, expiresAtMs: session.createdAtMs + limits.maxAgeMs };
+  }
+
+  /** Sign-out. */
+  delete(sessionId: string): boolean {
+    return this.sessions.delete(lookupKey(sessionId));
+  }
+
+  private expired(session: StoredSession, nowMs: number, limits: SessionLimits): boolean {
+    return nowMs - session.lastSeenAtMs >= limits.idleTimeoutMs || nowMs - session.createdAtMs >= limits.maxAgeMs;
+  }
+
+  private sweep(nowMs: number, limits: SessionLimits): void {
+    for (const [key, session] of this.sessions) if (this.expired(session, nowMs, limits)) this.sessions.delete(key);
+  }
+
+  private evictLeastRecentlyUsed(): void {
+    const oldest = this.sessions.keys().next();
+    if (!oldest.done) this.sessions.delete(oldest.value);
+  }
+}

@@ -1,0 +1,345 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+// The dashboard in a real browser (docs/dashboard.md): Debian's Chromium, driven by
+// playwright-core, against a `serve` process with a real upstream. An operator signs in,
+// creates a key and reads it off the page, calls the public route with it, re-scopes,
+// rotates and revokes it and sees the route follow each change, finds a known number of
+// requests on the Usage page, and looks at the agents; a viewer gets no write controls and a
+// forced write is refused. Every request the page makes stays on the gateway's origin, the
+// CSP header is the strict one and no CSP violation is reported; a write without the CSRF
+// token is refused. Screenshots of each page go to var/test-artifacts/dashboard/.
+import { randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../scripts/chromium.mjs';
+import { DASHBOARD_CSP } from '../../src/admin/dashboard-headers.js';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
+import { postChat } from '../helpers/gateway.js';
+import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
+
+const ADMIN_TOKEN = `adm-${randomUUID()}`;
+const VIEWER_TOKEN = `view-${randomUUID()}`;
+const ARTIFACTS = join(process.cwd(), 'var/test-artifacts/dashboard');
+const USAGE_REQUESTS = 7;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let upstream: FakeUpstream;
+let dir: string;
+let gateway: GatewayProcess;
+let browser: Promise<{ context: BrowserContext; close(): Promise<void> }> | undefined;
+/** Every URL the browser asked for, and every console message about the CSP. */
+const requested: string[] = [];
+const cspViolations: string[] = [];
+
+beforeAll(async () => {
+  [upstream, dir] = await Promise.all([startFakeUpstream(), mkdtemp(join(tmpdir(), 'agentgw-e2e-dashboard-'))]);
+  await mkdir(ARTIFACTS, { recursive: true });
+  gateway = await startGatewayProcess(dir, 'dashboard', {
+    admin: {
+      tokens: [
+        { name: 'ops', token: ADMIN_TOKEN, role: 'admin' },
+        { name: 'watcher', token: VIEWER_TOKEN, role: 'viewer' },
+      ],
+    },
+    agents: { support: { upstream: upstream.baseUrl }, sales: { upstream: upstream.baseUrl } },
+    keys: { file: join(dir, 'keys.json') },
+    audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool.jsonl'), admin_file: join(dir, 'admin-audit.jsonl'), usage_dir: join(dir, 'usage') },
+    shutdown_grace: '1s',
+  });
+}, 60_000);
+
+/**
+ * A new page in the shared browser, launched on first use inside a test: without Chromium
+ * every test here fails with the reason (a failing beforeAll would only mark them skipped).
+ */
+async function newPage(): Promise<Page> {
+  browser ??= launchChromium().then((launched) => {
+    launched.context.on('request', (request) => requested.push(request.url()));
+    launched.context.on('console', (message) => {
+      if (/Content[- ]Security[- ]Policy/i.test(message.text())) cspViolations.push(message.text());
+    });
+    return launched;
+  });
+  return (await browser).context.newPage();
+}
+
+afterAll(async () => {
+  await (await browser?.catch(() => undefined))?.close();
+  await gateway?.stop('SIGKILL');
+  await upstream?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function signIn(page: Page, token: string): Promise<void> {
+  // Each test starts signed out, whatever the one before left behind.
+  await page.context().clearCookies();
+  const response = await page.goto(`${gateway.adminUrl}/dashboard/`);
+  expect(response!.status()).toBe(200);
+  expect(response!.headers()['content-security-policy']).toBe(DASHBOARD_CSP);
+  expect(response!.headers()['x-frame-options']).toBe('DENY');
+  await page.getByLabel('Admin token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'API Keys' }).waitFor();
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+function chat(key: string, agent: string): Promise<Response> {
+  return postChat(gateway.url, `/agents/${agent}/api/v1/chat`, key, { message: 'hi' });
+}
+
+/** Polls the public route until it answers `status` (changes reach the gateway within 1 s). */
+async function expectChatStatus(key: string, agent: string, status: number): Promise<void> {
+  const deadline = Date.now() + 3_000;
+  let last = 0;
+  while (Date.now() < deadline) {
+    last = (await chat(key, agent)).status;
+    if (last === status) return;
+    await sleep(50);
+  }
+  expect(`${agent}: ${last}`).toBe(`${agent}: ${status}`);
+}
+
+function row(page: Page, keyId: string) {
+  return page.locator(`tr[data-key-id="${keyId}"]`);
+}
+
+/** Every form control has a label (or aria-label), every button a name. */
+async function unlabelledControls(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const missing: string[] = [];
+    for (const el of document.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input, select, textarea')) {
+      if ((el.labels?.length ?? 0) === 0 && !el.getAttribute('aria-label')) missing.push(el.outerHTML.slice(0, 80));
+    }
+    for (const el of document.querySelectorAll('button')) if ((el.getAttribute('aria-label') ?? el.textContent ?? '').trim() === '') missing.push(el.outerHTML.slice(0, 80));
+    return missing;
+  });
+}
+
+describe('dashboard in Chromium', () => {
+  it('an admin manages a key end to end and finds its usage', async () => {
+    const page = await newPage();
+    const response = await page.goto(`${gateway.adminUrl}/dashboard/`);
+    expect(response!.headers()['content-security-policy']).toBe(DASHBOARD_CSP);
+    await page.getByLabel('Admin token').waitFor();
+    await shot(page, 'sign-in');
+    // A wrong token is refused on the page.
+    await page.getByLabel('Admin token').fill('not-the-token-0000');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('not valid');
+    await signIn(page, ADMIN_TOKEN);
+    await page.getByText('No keys yet.').waitFor();
+    expect(await unlabelledControls(page)).toEqual([]);
+
+    // Create a key; the raw key is on the page once, with the warning.
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Create key' });
+    await dialog.getByLabel('Account').fill('acme');
+    await dialog.getByLabel('Name (optional)').fill('acme production');
+    await dialog.getByLabel('Plan').selectOption('starter');
+    await dialog.getByRole('checkbox', { name: 'support' }).check();
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'create-key');
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    const created = page.getByRole('dialog', { name: 'Key created' });
+    await created.getByText('You will not see it again.').waitFor();
+    const rawKey = await created.getByTestId('raw-key').inputValue();
+    expect(rawKey).toMatch(/^ha_[0-9A-Za-z]{38}$/);
+    await shot(page, 'key-created');
+    await created.getByRole('button', { name: 'I have copied it' }).click();
+    const keyId = (await page.locator('tr[data-key-id]').first().getAttribute('data-key-id'))!;
+    await expect.poll(() => row(page, keyId).textContent()).toContain('acme production');
+    expect(await row(page, keyId).textContent()).toContain('active');
+
+    // The key works on the public route, for its agent only.
+    expect((await chat(rawKey, 'support')).status).toBe(200);
+    expect((await chat(rawKey, 'sales')).status).toBe(401);
+
+    // Edit its scope: sales instead of support.
+    await row(page, keyId).getByRole('button', { name: `Edit ${keyId}` }).click();
+    const edit = page.getByRole('dialog');
+    await edit.getByRole('checkbox', { name: 'support' }).uncheck();
+    await edit.getByRole('checkbox', { name: 'sales' }).check();
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await expect.poll(() => row(page, keyId).locator('td').nth(3).textContent()).toBe('sales');
+    await expectChatStatus(rawKey, 'sales', 200);
+    await expectChatStatus(rawKey, 'support', 401);
+
+    // Rotate, ending the old key now: the old key is refused, the new one works.
+    await row(page, keyId).getByRole('button', { name: `Rotate ${keyId}` }).click();
+    const rotate = page.getByRole('dialog');
+    await rotate.getByLabel('Old key keeps working for').selectOption('0s');
+    await rotate.getByRole('button', { name: 'Rotate key' }).click();
+    const rotated = page.getByRole('dialog', { name: 'Key rotated' });
+    const newKey = await rotated.getByTestId('raw-key').inputValue();
+    expect(newKey).toMatch(/^ha_[0-9A-Za-z]{38}$/);
+    expect(newKey).not.toBe(rawKey);
+    await rotated.getByRole('button', { name: 'I have copied it' }).click();
+    await expectChatStatus(newKey, 'sales', 200);
+    await expectChatStatus(rawKey, 'sales', 401);
+    const newKeyId = (await page.locator('tr[data-key-id]').evaluateAll((rows, old) => rows.map((r) => r.getAttribute('data-key-id')).find((id) => id !== old), keyId))!;
+    expect(newKeyId).toMatch(/^key_/);
+
+    // Revoke the new key behind the confirmation; the public route refuses it.
+    await row(page, newKeyId).getByRole('button', { name: `Revoke ${newKeyId}` }).click();
+    const confirm = page.getByRole('dialog', { name: /^Revoke/ });
+    await confirm.getByText('This cannot be undone.').waitFor();
+    await shot(page, 'revoke-confirm');
+    await confirm.getByRole('button', { name: 'Revoke key' }).click();
+    await expect.poll(() => row(page, newKeyId).textContent()).toContain('revoked');
+    await expectChatStatus(newKey, 'sales', 401);
+    const refused = (await (await chat(newKey, 'sales')).json()) as { error: { type: string } };
+    expect(refused.error.type).toBe('revoked_api_key');
+    // Filters: only the revoked key.
+    await page.getByLabel('Status').selectOption('revoked');
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(1);
+    await page.getByLabel('Status').selectOption('');
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(2);
+    await shot(page, 'keys');
+
+    // A write without the CSRF token, from the page itself, is refused.
+    const noCsrf = await page.evaluate(async () => {
+      const answer = await fetch('/admin/v1/keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ account: 'x', plan: 'starter', agents: ['support'] }) });
+      return { status: answer.status, body: (await answer.json()) as { error: { type: string } } };
+    });
+    expect([noCsrf.status, noCsrf.body.error.type]).toEqual([403, 'csrf_token_invalid']);
+
+    // Usage: a fresh key, a known number of requests, that number on the page.
+    const usageKey = (await (
+      await fetch(`${gateway.adminUrl}/admin/v1/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ account: 'globex', plan: 'scale', agents: ['support'], name: 'usage probe' }),
+      })
+    ).json()) as { key: string; key_id: string };
+    // All of them in one hour, so the chart's last bar holds them all.
+    const secondsToHour = 3600 - (Math.floor(Date.now() / 1000) % 3600);
+    if (secondsToHour < 20) await sleep((secondsToHour + 1) * 1000);
+    for (let i = 0; i < USAGE_REQUESTS; i++) expect((await chat(usageKey.key, 'support')).status).toBe(200);
+
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('heading', { name: 'Usage' }).waitFor();
+    await page.getByLabel('Split by').selectOption('key');
+    await page.getByLabel('Key ID').fill(usageKey.key_id);
+    const totalsRows = page.locator('[data-testid=usage-totals] tbody tr');
+    const requestsCell = page.locator(`[data-testid=usage-totals] tr[data-group="${usageKey.key_id}"] td[data-col=requests]`);
+    // Rollups ride the audit batches: refresh until they are in (and the filter has applied:
+    // the table then holds this key alone).
+    await expect
+      .poll(async () => {
+        await page.getByRole('button', { name: 'Refresh' }).click();
+        await page.waitForTimeout(200);
+        return `${await totalsRows.count()} row(s), ${(await requestsCell.count()) > 0 ? await requestsCell.textContent() : 'none'}`;
+      }, { timeout: 15_000, interval: 300 })
+      .toBe(`1 row(s), ${USAGE_REQUESTS}`);
+    expect(await page.locator(`[data-testid=usage-totals] tr[data-group="${usageKey.key_id}"] td[data-col=tokens]`).textContent()).toBe(String(USAGE_REQUESTS * 5));
+    // The chart: its label states the total, and hovering the current hour shows the count.
+    expect(await page.getByTestId('usage-chart').getAttribute('aria-label')).toContain(`${USAGE_REQUESTS} in total`);
+    const plotArea = page.locator('[data-testid=usage-chart] .u-over');
+    const box = (await plotArea.boundingBox())!;
+    await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
+    await expect.poll(() => page.locator('[data-testid=usage-chart] .u-legend .u-series').nth(1).locator('.u-value').textContent()).toBe(`${USAGE_REQUESTS} requests`);
+    await shot(page, 'usage');
+    const topByRequests = page.locator('.top-list').filter({ hasText: 'Top keys by requests' });
+    expect(await topByRequests.textContent()).toContain(usageKey.key_id);
+
+    // Agents: both configured agents, their upstream and the last hour's traffic.
+    await page.getByRole('link', { name: 'Agents' }).click();
+    const agents = page.getByTestId('agents-table');
+    await agents.waitFor();
+    expect(await agents.locator('tr[data-agent="support"]').textContent()).toContain(upstream.baseUrl);
+    expect(await agents.locator('tr[data-agent="sales"]').textContent()).toContain(upstream.baseUrl);
+    await shot(page, 'agents');
+
+    // Sign out: back to the form, and the session no longer opens the API.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Admin token').waitFor();
+    expect(await page.evaluate(async () => (await fetch('/admin/v1/keys')).status)).toBe(401);
+    await page.close();
+
+    // Nothing was loaded from anywhere but the gateway's admin origin, and the CSP held.
+    const origin = new URL(gateway.adminUrl).origin;
+    const foreign = requested.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:'));
+    expect(foreign).toEqual([]);
+    expect(requested.some((url) => url.includes('/dashboard/assets/'))).toBe(true);
+    expect(cspViolations).toEqual([]);
+  }, 120_000);
+
+  it('a viewer sees no write controls, and a forced write is refused', async () => {
+    const page = await newPage();
+    await signIn(page, VIEWER_TOKEN);
+    await page.locator('tr[data-key-id]').first().waitFor();
+    expect(await page.getByText('Read only').count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^(Edit|Rotate|Revoke) / }).count()).toBe(0);
+    await shot(page, 'keys-viewer');
+
+    // Paging: 25 keys a page, the next page by the API's cursor, and back.
+    for (let i = 0; i < 25; i++) {
+      const made = await fetch(`${gateway.adminUrl}/admin/v1/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ account: 'bulk', plan: 'starter', agents: ['support'], name: `bulk ${i}` }),
+      });
+      expect(made.status).toBe(201);
+    }
+    const total = ((await (await fetch(`${gateway.adminUrl}/admin/v1/keys?limit=500`, { headers: { authorization: `Bearer ${VIEWER_TOKEN}` } })).json()) as { data: unknown[] }).data.length;
+    expect(total).toBeGreaterThan(25);
+    await page.reload();
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(25);
+    const firstPage = await page.locator('tr[data-key-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key-id')));
+    await page.getByRole('button', { name: 'Next' }).click();
+    await expect.poll(() => page.getByText('Page 2').count()).toBe(1);
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(total - 25);
+    const secondPage = await page.locator('tr[data-key-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key-id')));
+    expect(secondPage.filter((id) => firstPage.includes(id))).toEqual([]);
+    expect(await page.getByRole('button', { name: 'Next' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Previous' }).click();
+    await expect.poll(() => page.locator('tr[data-key-id]').first().getAttribute('data-key-id')).toBe(firstPage[0]);
+    // A filter starts again at the first page.
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByText('Page 2').waitFor();
+    await page.getByLabel('Account').fill('bulk');
+    await page.getByText('Page 1').waitFor();
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(25);
+    const forced = await page.evaluate(async () => {
+      const session = (await (await fetch('/dashboard/session')).json()) as { csrf_token: string; role: string };
+      const answer = await fetch('/admin/v1/keys', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf_token },
+        body: JSON.stringify({ account: 'x', plan: 'starter', agents: ['support'] }),
+      });
+      return { role: session.role, status: answer.status, body: (await answer.json()) as { error: { type: string } } };
+    });
+    expect(forced).toEqual({ role: 'viewer', status: 403, body: { error: expect.objectContaining({ type: 'insufficient_role' }) } });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.close();
+  }, 60_000);
+
+  it('dialogs keep keyboard focus inside, close on Esc, and give focus back', async () => {
+    const page = await newPage();
+    await signIn(page, ADMIN_TOKEN);
+    const opener = page.getByRole('button', { name: 'Create key' });
+    await opener.focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Create key' });
+    await dialog.waitFor();
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('name'))).toBe('account');
+    for (let i = 0; i < 15; i++) {
+      await page.keyboard.press(i % 4 === 3 ? 'Shift+Tab' : 'Tab');
+      expect(await page.evaluate(() => document.activeElement?.closest('dialog') !== null)).toBe(true);
+    }
+    // Focus is visible: the focused control draws an outline.
+    expect(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)).not.toBe('none');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Create key');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.close();
+  }, 60_000);
+});

@@ -1,0 +1,42 @@
+// How times and numbers read on the page: short, in the viewer's locale and time zone, with
+// the exact ISO time one hover away (title attribute).
+
+const dateOnly = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+const dateThisYear = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+const percent = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 1 });
+
+/** "Nov 24", with the year only when it is not this year's. */
+export function formatDate(iso: string, nowMs: number): string {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  return new Date(ms).getFullYear() === new Date(nowMs).getFullYear() ? dateThisYear.format(ms) : dateOnly.format(ms);
+}
+
+/** "3 min ago", "in 5 days": for last-used and expiry columns. */
+export function relativeTime(iso: string | null, nowMs: number, none = '—'): string {
+  if (iso === null) return none;
+  const deltaMs = Date.parse(iso) - nowMs;
+  const abs = Math.abs(deltaMs);
+  const units: [number, string][] = [
+    [86_400_000, 'day'],
+    [3_600_000, 'hour'],
+    [60_000, 'min'],
+  ];
+  for (const [ms, unit] of units) {
+    if (abs >= ms) {
+      const n = Math.round(abs / ms);
+      const label = `${n} ${unit}${n === 1 || unit === 'min' ? '' : 's'}`;
+      return deltaMs < 0 ? `${label} ago` : `in ${label}`;
+    }
+  }
+  return deltaMs < 0 ? 'just now' : 'in under a minute';
+}
+
+export function formatCount(n: number): string {
+  return integer.format(n);
+}
+
+export function formatPercent(fraction: number): string {
+  return percent.format(fraction);
+}

@@ -1,0 +1,44 @@
+// Loading data for a page: the latest answer wins (an older request finishing late is dropped).
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { api } from './api.js';
+import type { Agent, ListAnswer, Plan } from './types.js';
+
+export interface Async<T> {
+  data: T | undefined;
+  error: Error | undefined;
+  loading: boolean;
+  reload: () => void;
+}
+
+export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): Async<T> {
+  const [state, setState] = useState<{ data: T | undefined; error: Error | undefined; loading: boolean }>({ data: undefined, error: undefined, loading: true });
+  const generation = useRef(0);
+  const run = useCallback(() => {
+    const mine = ++generation.current;
+    setState((s) => ({ ...s, loading: true, error: undefined }));
+    load().then(
+      (data) => mine === generation.current && setState({ data, error: undefined, loading: false }),
+      (error: Error) => mine === generation.current && setState((s) => ({ data: s.data, error, loading: false })),
+    );
+  }, deps);
+  useEffect(run, [run]);
+  return { ...state, reload: run };
+}
+
+/** The plans and agents keys may name (from the running config). */
+export function useCatalog(): Async<{ plans: Plan[]; agents: Agent[] }> {
+  return useAsync(async () => {
+    const [plans, agents] = await Promise.all([api.get<ListAnswer<Plan>>('/admin/v1/plans'), api.get<ListAnswer<Agent>>('/admin/v1/agents')]);
+    return { plans: plans.data, agents: agents.data };
+  }, []);
+}
+
+/** `value` once it has stopped changing for `delayMs` (typing in a filter box). */
+export function useDebounced<T>(value: T, delayMs: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), delayMs);
+    return () => clearTimeout(timer);
+  }, [value, delayMs]);
+  return settled;
+}

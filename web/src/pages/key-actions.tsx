@@ -1,0 +1,101 @@
+// Revoke and rotate, each behind a confirmation that says what will happen.
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { Dialog } from '../components/dialog.js';
+import { RawKey } from '../components/raw-key.js';
+import { FormError } from '../components/states.js';
+import type { Key, KeyWithSecret } from '../types.js';
+
+function label(key: Key): string {
+  return key.name ? `“${key.name}”` : key.key_id;
+}
+
+export function RevokeDialog(props: { keyRecord: Key; onClose: () => void; onDone: () => void }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error | undefined>(undefined);
+  const revoke = async () => {
+    setBusy(true);
+    try {
+      await api.post<Key>(`/admin/v1/keys/${encodeURIComponent(props.keyRecord.key_id)}/revoke`);
+      props.onDone();
+      props.onClose();
+    } catch (failure) {
+      setError(failure as Error);
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog title={`Revoke ${label(props.keyRecord)}?`} onClose={props.onClose}>
+      <p>
+        Calls with <code>{props.keyRecord.key_id}</code> (account <strong>{props.keyRecord.account}</strong>) will be refused by every gateway within a second. This cannot be undone.
+      </p>
+      <FormError error={error} />
+      <div class="dialog-actions">
+        <button type="button" class="button" autoFocus onClick={props.onClose}>
+          Cancel
+        </button>
+        <button type="button" class="button button-danger" disabled={busy} onClick={revoke}>
+          {busy ? 'Revoking…' : 'Revoke key'}
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+const GRACE_CHOICES = [
+  { value: '0s', label: 'End it now' },
+  { value: '1h', label: '1 hour' },
+  { value: '24h', label: '24 hours' },
+  { value: '7d', label: '7 days' },
+];
+
+export function RotateDialog(props: { keyRecord: Key; onClose: () => void; onDone: () => void }) {
+  const [grace, setGrace] = useState('24h');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error | undefined>(undefined);
+  const [rotated, setRotated] = useState<KeyWithSecret | undefined>(undefined);
+  const rotate = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    try {
+      setRotated(await api.post<KeyWithSecret>(`/admin/v1/keys/${encodeURIComponent(props.keyRecord.key_id)}/rotate`, { grace }));
+      props.onDone();
+    } catch (failure) {
+      setError(failure as Error);
+      setBusy(false);
+    }
+  };
+  if (rotated) {
+    return (
+      <Dialog title="Key rotated" onClose={props.onClose}>
+        <RawKey rawKey={rotated.key} keyId={rotated.key_id} onDone={props.onClose} />
+      </Dialog>
+    );
+  }
+  return (
+    <Dialog title={`Rotate ${label(props.keyRecord)}?`} onClose={props.onClose}>
+      <form class="form" onSubmit={rotate}>
+        <p>A new key with the same account, plan and agents replaces it. Give the old key time to be swapped out where it is used:</p>
+        <label class="field">
+          <span>Old key keeps working for</span>
+          <select name="grace" value={grace} onChange={(e) => setGrace(e.currentTarget.value)}>
+            {GRACE_CHOICES.map((c) => (
+              <option key={c.value} value={c.value}>
+                {c.label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <FormError error={error} />
+        <div class="dialog-actions">
+          <button type="button" class="button" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="button button-primary" disabled={busy}>
+            {busy ? 'Rotating…' : 'Rotate key'}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,83 @@
+// The admin API's answers as the dashboard reads them (openapi/admin.yaml).
+
+export type KeyStatus = 'active' | 'expired' | 'revoked';
+export type Role = 'admin' | 'viewer';
+
+export interface Session {
+  name: string;
+  role: Role;
+  csrf_token: string;
+  expires_at: string;
+}
+
+export interface Key {
+  key_id: string;
+  account: string;
+  plan: string;
+  agents: string[];
+  name: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  metadata: Record<string, string>;
+  replaces: string | null;
+  replaced_by: string | null;
+  status: KeyStatus;
+}
+
+export interface KeyPage {
+  data: Key[];
+  next_cursor: string | null;
+}
+
+/** A create or rotate answer: the raw key, shown once, with the key's fields. */
+export type KeyWithSecret = Key & { key: string };
+
+export interface Plan {
+  name: string;
+  windows: { name: string; requests: number; per: string }[];
+}
+
+export interface UpstreamTarget {
+  url: string;
+  weight?: number;
+  state?: string;
+}
+
+export interface Agent {
+  id: string;
+  upstream: string;
+  host: string | null;
+  timeout: string;
+  tools: string[] | null;
+  max_tokens: number;
+  max_connections: number | null;
+  /** Reported by gateways that track their upstreams' health. */
+  upstreams?: UpstreamTarget[];
+  state?: string;
+}
+
+export interface UsageRow {
+  group: string;
+  period: string;
+  requests: number;
+  tokens: number;
+  errors: Record<string, number>;
+  latency_ms: { p50: number | null; p99: number | null };
+}
+
+export type GroupBy = 'key' | 'account' | 'agent';
+export type Granularity = 'hour' | 'day';
+
+export interface UsageReport {
+  group_by: GroupBy;
+  granularity: Granularity;
+  from: string;
+  to: string;
+  data: UsageRow[];
+}
+
+export interface ListAnswer<T> {
+  data: T[];
+}
