@@ -71,7 +71,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     : memoryLimiter;
 
   const auditLog = openAuditLog(config, { redis, logger, clock });
-  const runtime = new GatewayRuntime(config);
+  const runtime = new GatewayRuntime(config, { logger, clock });
   const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock });
 
   let draining = false;
@@ -79,6 +79,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     ? undefined
     : createAdminServer({
         metricsText: registryMetrics(registry),
+        upstreams: () => runtime.pools.snapshot(),
         readiness: async () => {
           if (draining) return { ready: false, reason: 'draining' };
           if (redis && !(await redisIsReachable(redis))) return { ready: false, reason: 'redis unreachable' };

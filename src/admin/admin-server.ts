@@ -1,5 +1,5 @@
-// The admin listener (docs/design.md, "Operations"): /metrics, /healthz, /readyz — never on the
-// public port.
+// The admin listener (docs/design.md, "Operations"): /metrics, /healthz, /readyz, and
+// /upstreamz (every agent's targets and their state, docs/upstreams.md) — never on the public port.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 
@@ -8,6 +8,8 @@ export interface AdminOptions {
   metricsText(): Promise<{ contentType: string; body: string }>;
   /** Whether this instance should receive traffic: store reachable (or embedded), not draining. */
   readiness(): Promise<{ ready: boolean; reason?: string }>;
+  /** Every agent's upstream targets and their state (GET /upstreamz); absent: 404. */
+  upstreams?(): unknown;
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string): void {
@@ -33,6 +35,7 @@ export function createAdminServer(options: AdminOptions): Server {
         const { ready, reason } = await options.readiness();
         return send(res, ready ? 200 : 503, 'application/json', `${JSON.stringify({ status: ready ? 'ready' : 'not_ready', ...(reason ? { reason } : {}) })}\n`);
       }
+      if (path === '/upstreamz' && options.upstreams) return send(res, 200, 'application/json', `${JSON.stringify({ agents: options.upstreams() })}\n`);
       return send(res, 404, 'text/plain', 'not found\n');
     } catch {
       return send(res, 500, 'text/plain', 'admin error\n');
