@@ -1,8 +1,10 @@
-// Every agent's targets (one undici Pool each, keep-alive, reused across requests), and what
-// a config reload (SIGHUP) does to them: a target that stays keeps its pool, its counters
-// and its ejection; a new one is added; a removed one takes no new requests and its pool is
-// closed once the requests already on it have ended (undici's close() waits for them), so a
-// stream in flight is not cut. docs/upstreams.md has the whole picture.
+// Every agent's targets, and what a config reload (SIGHUP) does to them: a target that stays
+// keeps its pool, its counters and its ejection; a new one is added; a removed one takes no
+// new requests. Pools are keep-alive undici Pools, one per runner origin and connection cap,
+// shared by the agents that name the same runner (so `max_connections` caps that runner's
+// connections whichever agent uses them); a pool no target uses any more is closed once the
+// requests already on it have ended (undici's close() waits for them), so a stream in flight
+// is not cut. docs/upstreams.md has the whole picture.
 import { systemClock, type Clock } from '../clock.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
@@ -42,6 +44,10 @@ export interface AgentUpstreamsSnapshot {
   waiting: number;
 }
 
+function poolKey(url: string, maxConnections: number | undefined): string {
+  return `${new URL(url).origin} ${maxConnections ?? 'unlimited'}`;
+}
+
 function targetKey(agentId: string, url: string, maxConnections: number | undefined): string {
   return `${agentId} ${url} ${maxConnections ?? 'unlimited'}`;
 }
@@ -49,6 +55,7 @@ function targetKey(agentId: string, url: string, maxConnections: number | undefi
 export class UpstreamPools {
   private agents = new Map<string, AgentUpstreams>();
   private targets = new Map<string, UpstreamTarget>();
+  private pools = new Map<string, Pool>();
   private checkers: HealthChecker[] = [];
   private readonly env: UpstreamsEnvironment;
   private readonly createPool: (origin: string, maxConnections: number | undefined) => Pool;
@@ -63,15 +70,22 @@ export class UpstreamPools {
   /** Points agents at their (possibly new) targets; removed targets drain, then their pools close. */
   update(agents: ReadonlyMap<string, AgentConfig>): void {
     const nextTargets = new Map<string, UpstreamTarget>();
+    const nextPools = new Map<string, Pool>();
     const nextAgents = new Map<string, AgentUpstreams>();
     for (const agent of agents.values()) {
       const targets: UpstreamTarget[] = [];
       for (const { url, weight } of agent.upstreams) {
         const key = targetKey(agent.id, url, agent.maxConnections);
+        const sharedKey = poolKey(url, agent.maxConnections);
         let target = this.targets.get(key);
         // Same runner and cap: same pool and state; a new weight applies at once.
-        if (target) target.weight = weight;
-        else target = new UpstreamTarget(agent.id, url, weight, this.createPool(new URL(url).origin, agent.maxConnections));
+        if (target) {
+          target.weight = weight;
+        } else {
+          const pool = nextPools.get(sharedKey) ?? this.pools.get(sharedKey) ?? this.createPool(new URL(url).origin, agent.maxConnections);
+          target = new UpstreamTarget(agent.id, url, weight, pool);
+        }
+        nextPools.set(sharedKey, target.pool);
         nextTargets.set(key, target);
         targets.push(target);
       }
@@ -87,9 +101,16 @@ export class UpstreamPools {
     }
     for (const [key, target] of this.targets) {
       if (nextTargets.has(key)) continue;
-      this.retire(target);
+      if (target.ejectionTimer !== null) this.env.timers.clearTimeout(target.ejectionTimer);
+      target.ejectionTimer = null;
+    }
+    for (const [key, pool] of this.pools) {
+      if (nextPools.has(key)) continue;
+      // close() lets the requests already on the pool (streams included) finish first.
+      void pool.close().catch(() => pool.destroy());
     }
     this.targets = nextTargets;
+    this.pools = nextPools;
     this.agents = nextAgents;
   }
 
@@ -125,7 +146,7 @@ export class UpstreamPools {
     this.checkers = [];
     for (const upstreams of this.agents.values()) upstreams.stop();
     await Promise.all(
-      [...this.targets.values()].map(async ({ pool }) => {
+      [...this.pools.values()].map(async (pool) => {
         let timer: NodeJS.Timeout | undefined;
         const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
         await Promise.race([pool.close().catch(() => undefined), deadline]);
@@ -134,13 +155,7 @@ export class UpstreamPools {
       }),
     );
     this.targets.clear();
-  }
-
-  private retire(target: UpstreamTarget): void {
-    if (target.ejectionTimer !== null) this.env.timers.clearTimeout(target.ejectionTimer);
-    target.ejectionTimer = null;
-    // close() lets the requests already on the pool (streams included) finish first.
-    void target.pool.close().catch(() => target.pool.destroy());
+    this.pools.clear();
   }
 
   private *gaugeValues(): Iterable<UpstreamTargetGaugeValues> {
