@@ -1,7 +1,8 @@
 // Scenario 6: one agent on three runners (`upstreams:`), POST /chat at a fixed rate, one
 // runner SIGKILLed halfway through a measurement (docs/upstreams.md). Reported: the errors
 // clients saw (goal 0: a refused connection is retried on another runner, then the dead
-// runner is ejected), and the latency of that run against a run with all three up, with
+// runner is ejected; a request that was on the runner when it died was sent, so it is
+// answered 503 and not repeated: a non-2xx here is one of those), and the latency of that run against a run with all three up, with
 // the gateway's own retry and ejection counts. A gateway of its own (the built CLI, the
 // bench's production config with three upstreams), started after the other scenarios.
 import { mkdirSync } from 'node:fs';
@@ -58,6 +59,8 @@ export async function runFailoverScenario({ repoRoot, tmpDir, redis, fdLimit, op
       label,
       sent: r.sent,
       clientErrors: r.errors + r.non2xx,
+      non2xx: r.non2xx,
+      transportErrors: r.errors,
       p50Ms: p.p50,
       p99Ms: p.p99,
       p999Ms: p.p99_9,
@@ -65,7 +68,7 @@ export async function runFailoverScenario({ repoRoot, tmpDir, redis, fdLimit, op
       retries: (await counter(gateway.adminUrl, 'agentgw_upstream_retries_total')) - retriesBefore,
       ejections: (await counter(gateway.adminUrl, 'agentgw_upstream_ejections_total')) - ejectionsBefore,
     };
-    log(`  s6 ${label.padEnd(34)} sent ${row.sent} client errors ${row.clientErrors}  p50 ${p.p50?.toFixed(3)} p99 ${p.p99?.toFixed(3)} p99.9 ${p.p99_9?.toFixed(3)} max ${p.max?.toFixed(1)} ms  retries ${row.retries} ejections ${row.ejections}`);
+    log(`  s6 ${label.padEnd(34)} sent ${row.sent} client errors ${row.clientErrors} (non-2xx ${row.non2xx}, transport ${row.transportErrors})  p50 ${p.p50?.toFixed(3)} p99 ${p.p99?.toFixed(3)} p99.9 ${p.p99_9?.toFixed(3)} max ${p.max?.toFixed(1)} ms  retries ${row.retries} ejections ${row.ejections}`);
     return row;
   };
   try {
