@@ -25,6 +25,7 @@ import { round } from './lib/stats.mjs';
 import { renderTable } from './lib/table.mjs';
 import { checkTargets } from './lib/target-checks.mjs';
 import { cpuProfileTables, runCpuProfile } from './scenarios/cpu-profile.mjs';
+import { failoverTable, runFailoverScenario } from './scenarios/failover.mjs';
 import { fixedRateTable, runFixedRateScenario } from './scenarios/fixed-rate.mjs';
 import { idleStreamsTable, runIdleStreamsScenario } from './scenarios/idle-streams.mjs';
 import { redisCommandsTable, scriptCommandNames, summariseRedisCommands } from './scenarios/redis-commands.mjs';
@@ -116,6 +117,10 @@ async function main() {
       results.idleStreams = await runIdleStreamsScenario({ env, options: ctx.options, repoRoot, tmpDir, fdLimit, hardFdLimit: fdHard, log });
       notes.push(...results.idleStreams.notes);
     }
+    if (options.scenarios.has(6)) {
+      log(`\nscenario 6: one agent on 3 runners at ${options.ratePerSec} req/s, one runner killed mid-run`);
+      results.failover = await runFailoverScenario({ repoRoot, tmpDir, redis: env.redis, fdLimit, options: ctx.options, log });
+    }
   } catch (error) {
     keepTmp = true;
     throw Object.assign(error, { tmpDir });
@@ -148,6 +153,7 @@ function report(results, options) {
   if (results.fixedRate) tables.push(fixedRateTable(results.fixedRate));
   if (results.streamDelay) tables.push(streamDelayTable(results.streamDelay));
   if (results.idleStreams) tables.push(idleStreamsTable(results.idleStreams));
+  if (results.failover) tables.push(failoverTable(results.failover));
   if (results.redisCommands) tables.push(redisCommandsTable(results.redisCommands));
   if (results.cpuProfile) tables.push(...cpuProfileTables(results.cpuProfile));
   const targets = renderTable(['scenario', 'target', 'measured', 'result'], results.targets.map((c) => [String(c.scenario), c.target, c.measured, c.result]));

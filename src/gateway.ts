@@ -5,6 +5,7 @@ import { listen } from './http/listen.js';
 import { openAdminAuditBatches, openAuditLog, openUsageSource } from './audit/open-audit-log.js';
 import { AdminAuditLog } from './audit/admin-audit-log.js';
 import { createAdminApi } from './admin/admin-api.js';
+import type { AdminApiDeps } from './admin/admin-context.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createKeyAuthenticator } from './auth/key-authenticator.js';
 import type { KeyStore } from './keys/key-store.js';
@@ -59,7 +60,7 @@ export interface ControlPlane {
  */
 export function openControlPlane(
   currentConfig: () => GatewayConfig,
-  deps: { keyStore: KeyStore; redis: RedisClient | undefined; logger: Logger; clock: Clock },
+  deps: { keyStore: KeyStore; redis: RedisClient | undefined; logger: Logger; clock: Clock; upstreams?: AdminApiDeps['upstreams'] },
 ): ControlPlane {
   const config = currentConfig();
   const adminAudit = new AdminAuditLog(openAdminAuditBatches(config, { redis: deps.redis, logger: deps.logger, clock: deps.clock }), deps.clock);
@@ -70,6 +71,7 @@ export function openControlPlane(
     adminAudit,
     clock: deps.clock,
     logger: deps.logger,
+    upstreams: deps.upstreams,
   });
   return { api, close: () => adminAudit.close() };
 }
@@ -103,16 +105,17 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     : memoryLimiter;
 
   const auditLog = openAuditLog(config, { redis, logger, clock });
-  const runtime = new GatewayRuntime(config);
+  const runtime = new GatewayRuntime(config, { logger, clock });
   const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock });
 
   let draining = false;
-  const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, { keyStore, redis, logger, clock });
+  const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, { keyStore, redis, logger, clock, upstreams: () => runtime.pools.snapshot() });
   const admin = options.admin === false
     ? undefined
     : createAdminServer({
         api: controlPlane?.api,
         metricsText: registryMetrics(registry),
+        upstreams: () => runtime.pools.snapshot(),
         readiness: async () => {
           if (draining) return { ready: false, reason: 'draining' };
           if (redis && !(await redisIsReachable(redis))) return { ready: false, reason: 'redis unreachable' };

@@ -16,7 +16,11 @@ export const BENCH_ACCOUNT = 'bench-account';
  * Writes the config the gateway runs with. Everything not set here takes the documented
  * default (docs/configuration.md); the comments say why each set value differs.
  */
-export function writeGatewayConfig({ tmpDir, redisUrl, prefix, stubUrl, heartbeat }) {
+export function writeGatewayConfig({ tmpDir, redisUrl, prefix, stubUrl, upstreamUrls, heartbeat }) {
+  // Several runners (scenario 6): the agent's `upstreams` list instead of `upstream`.
+  const upstream = upstreamUrls
+    ? `upstreams:\n${upstreamUrls.map((url) => `      - { url: ${url} }`).join('\n')}`
+    : `upstream: ${stubUrl}/api/v1`;
   const path = join(tmpDir, 'gateway.yaml');
   const yaml = `# Written by bench/run.mjs: the production configuration of docs/configuration.md.
 listen: { host: 127.0.0.1, port: 0 }
@@ -32,7 +36,7 @@ plans:
   ${BENCH_PLAN}: { windows: [ { requests: 100000000, per: 1m }, { requests: 1000000000, per: 1d } ] }
 agents:
   ${BENCH_AGENT}:
-    upstream: ${stubUrl}/api/v1
+    ${upstream}
     timeout: 30s
     max_tokens: 4096
 stream:

@@ -1,4 +1,5 @@
-// GET /admin/v1/plans and GET /admin/v1/agents: what keys may name, from the running config.
+// GET /admin/v1/plans and GET /admin/v1/agents: what keys may name, from the running config,
+// and each agent's runners with their state (docs/upstreams.md).
 import { formatDurationMs } from '../config/duration.js';
 import type { AdminExchange } from './admin-context.js';
 import { sendJson } from './admin-context.js';
@@ -12,9 +13,13 @@ export function listPlans(x: AdminExchange): void {
 }
 
 export function listAgents(x: AdminExchange): void {
+  const state = x.deps.upstreams?.();
   const data = [...x.deps.config().agents.values()].map((agent) => ({
     id: agent.id,
     upstream: agent.upstream,
+    upstreams: agent.upstreams.map((target) => ({ url: target.url, weight: target.weight })),
+    // null where this process holds no pools for the agent (a --workers primary).
+    targets: state?.[agent.id]?.targets ?? null,
     host: agent.host ?? null,
     timeout: formatDurationMs(agent.headersTimeoutMs),
     tools: agent.tools ? [...agent.tools] : null,

@@ -1,5 +1,6 @@
 // What every admin API handler gets: the exchange, its request id, the caller, and the
 // gateway's parts it may use.
+import type { AgentUpstreamsSnapshot } from '../proxy/upstream-pools.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdminAuditLog } from '../audit/admin-audit-log.js';
 import type { UsageSource } from '../audit/usage-report.js';
@@ -18,6 +19,11 @@ export interface AdminApiDeps {
   adminAudit: AdminAuditLog;
   clock: Clock;
   logger: Logger;
+  /**
+   * This process's view of every agent's runners (state, outstanding requests); absent where
+   * the process holds no pools (a --workers primary: each worker keeps its own).
+   */
+  upstreams?: () => Record<string, AgentUpstreamsSnapshot>;
 }
 
 export interface AdminExchange {

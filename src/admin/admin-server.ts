@@ -1,4 +1,5 @@
-// The admin listener (docs/operations.md, docs/admin-api.md): /metrics, /healthz, /readyz — never on the public
+// The admin listener (docs/operations.md, docs/admin-api.md): /metrics, /healthz, /readyz and
+// /upstreamz (every agent's targets and their state, docs/upstreams.md) — never on the public
 // port — and, when given, the admin API, its OpenAPI documents and the dashboard paths.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
@@ -11,6 +12,8 @@ export interface AdminOptions {
   readiness(): Promise<{ ready: boolean; reason?: string }>;
   /** /admin/v1/*, /openapi/*, /dashboard (admin-api.ts); those paths are 404 without it. */
   api?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+  /** Every agent's upstream targets and their state (GET /upstreamz); absent: 404. */
+  upstreams?(): unknown;
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string): void {
@@ -43,6 +46,7 @@ export function createAdminServer(options: AdminOptions): Server {
         const { ready, reason } = await options.readiness();
         return send(res, ready ? 200 : 503, 'application/json', `${JSON.stringify({ status: ready ? 'ready' : 'not_ready', ...(reason ? { reason } : {}) })}\n`);
       }
+      if (path === '/upstreamz' && options.upstreams) return send(res, 200, 'application/json', `${JSON.stringify({ agents: options.upstreams() })}\n`);
       return send(res, 404, 'text/plain', 'not found\n');
     } catch {
       return send(res, 500, 'text/plain', 'admin error\n');

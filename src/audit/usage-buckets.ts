@@ -78,7 +78,7 @@ export function countRecord(fields: BucketFields, r: RollupRecord): void {
  * The rollup fields of an audit line, or undefined when the line is not a usage record.
  * Lines written by toAuditLine (every record this gateway writes or spools) hold these
  * fields first, in a fixed order, as plain strings and numbers; they are read where they
- * stand, without parsing the whole object (decision 0013 measured why). Anything else —
+ * stand, without parsing the whole object (decision 0016 measured why). Anything else —
  * another order, an escape in a value — goes through JSON.parse.
  */
 export function parseRollupRecord(line: string): RollupRecord | undefined {

@@ -211,10 +211,10 @@ export class ChatPipeline {
       state.userId = summary.userId;
       state.sessionId = summary.sessionId;
 
-      const target = this.runtime.pools.target(agent.id);
-      if (!target) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
+      const upstreams = this.runtime.pools.upstreams(agent.id);
+      if (!upstreams) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
       forwardToUpstream(
-        { res, state, agent, target, route: state.route!, stream: config.stream, activeStreams: this.activeStreams, deadlines: this.deadlines },
+        { res, state, agent, upstreams, route: state.route!, stream: config.stream, activeStreams: this.activeStreams, deadlines: this.deadlines },
         {
           body,
           headers: upstreamRequestHeaders(req.headers, {

@@ -77,10 +77,83 @@ export const metrics = {
     labelNames: ['sink', 'result'] as const,
     registers: [registry],
   }),
+  // Per target of an agent (docs/upstreams.md). `target` is the configured URL's origin, so
+  // the label set is bounded by the config.
+  upstreamRequests: new HotCounter({
+    name: 'agentgw_upstream_requests_total',
+    help: 'Requests sent to an upstream target (a retry counts on each target it tried), by agent and target.',
+    labelNames: ['agent', 'target'] as const,
+    registers: [registry],
+  }),
+  upstreamTargetErrors: new Counter({
+    name: 'agentgw_upstream_target_errors_total',
+    help: 'Upstream target failures, by agent, target and kind (connect, reset, status_5xx, headers_timeout, idle_timeout, bad_response, health_check).',
+    labelNames: ['agent', 'target', 'kind'] as const,
+    registers: [registry],
+  }),
+  upstreamRetries: new Counter({
+    name: 'agentgw_upstream_retries_total',
+    help: 'Requests sent again to another target because the first was never sent, by agent.',
+    labelNames: ['agent'] as const,
+    registers: [registry],
+  }),
+  upstreamEjections: new Counter({
+    name: 'agentgw_upstream_ejections_total',
+    help: 'Times a target was ejected by outlier detection, by agent and target.',
+    labelNames: ['agent', 'target'] as const,
+    registers: [registry],
+  }),
+  upstreamQueueFull: new Counter({
+    name: 'agentgw_upstream_queue_full_total',
+    help: 'Requests refused (503) because the agent\'s queue for connections was full, by agent.',
+    labelNames: ['agent'] as const,
+    registers: [registry],
+  }),
+  // Read from the targets' own counters when scraped (setUpstreamStateSource): nothing on the request path.
+  upstreamTargetUp: new Gauge({
+    name: 'agentgw_upstream_target_up',
+    help: '1 while a target receives traffic, 0 while it is ejected or failing its health check.',
+    labelNames: ['agent', 'target'] as const,
+    registers: [registry],
+    collect() {
+      collectUpstreamGauge(this, (t) => (t.up ? 1 : 0));
+    },
+  }),
+  upstreamOutstanding: new Gauge({
+    name: 'agentgw_upstream_outstanding',
+    help: 'Requests in flight or waiting for a connection, by agent and target.',
+    labelNames: ['agent', 'target'] as const,
+    registers: [registry],
+    collect() {
+      collectUpstreamGauge(this, (t) => t.outstanding);
+    },
+  }),
   keyCache: new Counter({ name: 'agentgw_key_cache_total', help: 'Key cache lookups, by result (hit, miss, negative_hit, stale_hit).', labelNames: ['result'] as const, registers: [registry] }),
 } as const;
 
 export type Metrics = typeof metrics;
+
+/** One target's state for the scrape-time gauges. */
+export interface UpstreamTargetGaugeValues {
+  agent: string;
+  target: string;
+  up: boolean;
+  outstanding: number;
+}
+
+let upstreamStateSource: (() => Iterable<UpstreamTargetGaugeValues>) | undefined;
+
+/** The upstream pools register where the per-target gauges read from (the latest registration wins). */
+export function setUpstreamStateSource(source: (() => Iterable<UpstreamTargetGaugeValues>) | undefined): void {
+  upstreamStateSource = source;
+}
+
+function collectUpstreamGauge(gauge: Gauge<'agent' | 'target'>, value: (t: UpstreamTargetGaugeValues) => number): void {
+  // Reset first: a target removed by a reload disappears from the scrape.
+  gauge.reset();
+  if (!upstreamStateSource) return;
+  for (const t of upstreamStateSource()) gauge.set({ agent: t.agent, target: t.target }, value(t));
+}
 
 /**
  * The per-request series of one agent and route, bound once: looking a labelled child up

@@ -10,7 +10,7 @@ import type { RequestState } from '../request/request-state.js';
 import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
 import type { ActiveStreams } from './active-streams.js';
 import type { DeadlineSweeper } from './deadline-sweeper.js';
-import type { UpstreamTarget } from './upstream-pools.js';
+import type { AgentUpstreams } from './agent-upstreams.js';
 
 export interface StreamTimings {
   heartbeatMs: number;
@@ -23,7 +23,8 @@ export interface ForwardRequest {
   res: ServerResponse;
   state: RequestState;
   agent: AgentConfig;
-  target: UpstreamTarget;
+  /** The agent's targets: the exchange picks one per attempt. */
+  upstreams: AgentUpstreams;
   route: ChatRoute;
   stream: StreamTimings;
   activeStreams: ActiveStreams;

@@ -3,9 +3,19 @@
 // event stream on `/chat/stream` to the SSE relay (sse-relay.ts), anything else to the JSON
 // relay (json-relay.ts). Everything comes from undici's callbacks directly: no
 // AbortController, no promise or async iterator per chunk (docs/performance.md).
+//
+// A request that was never sent is tried again on another target of the agent (each target
+// at most once, within the same headers deadline). "Never sent" is known from undici's
+// callbacks: undici calls onRequestStart for a request on a connected socket just before
+// it writes the request's first byte, so an error that arrives before onRequestStart
+// (connect refused or timed out, a name that does not resolve, the connection lost before
+// the request was handed to it) left the runner without a byte of it. An error after
+// onRequestStart may have reached the runner, and a chat request costs tokens: it is
+// answered, never repeated (docs/upstreams.md, "Retries").
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.js';
 import { metrics } from '../metrics/metrics.js';
+import type { UpstreamTarget } from './upstream-target.js';
 import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
 import type { DeadlineEntry } from './deadline-sweeper.js';
 import {
@@ -64,6 +74,14 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
   sweepNext: DeadlineEntry | null = null;
   sweeping = false;
   private headersDeadlineMs = 0;
+  /** The target of the current attempt, counted on it until the exchange settles. */
+  private target: UpstreamTarget | null = null;
+  /** Kept for another attempt until the runner answers; then released. */
+  private call: UpstreamCall | null = null;
+  /** undici started writing the current attempt (onRequestStart): it must not be repeated. */
+  private sent = false;
+  /** Targets already tried; null on the common path, where the first attempt goes through. */
+  private tried: UpstreamTarget[] | null = null;
 
   constructor(
     readonly request: ForwardRequest,
@@ -71,20 +89,39 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
   ) {}
 
   start(call: UpstreamCall): void {
-    const { res, state, agent, target, route } = this.request;
+    const { res, state, agent } = this.request;
     // 'close' comes once; `on` spares the wrapper `once` allocates per request.
     res.on('close', this.onClientClose);
     const now = performance.now();
     state.upstreamStartMs = now;
     // Counted from the hand-off to the pool: waiting for a pooled connection and connecting
     // are part of what the client waits for, and a request that timed out while queued is
-    // never sent (onRequestStart aborts it).
+    // never sent (onRequestStart aborts it). A retry runs within the same deadline.
     this.headersDeadlineMs = now + agent.headersTimeoutMs;
     this.request.deadlines.add(this);
+    this.call = call;
+    this.send();
+  }
+
+  /** One attempt: a target (none left: the request fails), its queue bound, the dispatch. */
+  private send(): void {
+    const upstreams = this.request.upstreams;
+    const target = upstreams.pick(this.tried);
+    if (target === undefined) {
+      this.failBeforeHeaders('connect');
+      return;
+    }
+    if (!upstreams.admit(target)) {
+      this.settle(new GatewayError('agent_unavailable', { message: 'The agent has too many requests waiting; retry shortly.', retryAfterSeconds: AGENT_RETRY_AFTER_SECONDS }));
+      return;
+    }
+    this.target = target;
+    this.sent = false;
+    const call = this.call!;
     target.pool.dispatch(
       {
         method: 'POST',
-        path: route === 'chat' ? target.chatPath : target.streamPath,
+        path: this.request.route === 'chat' ? target.chatPath : target.streamPath,
         headers: call.headers,
         body: call.body,
         // Enforced by the exchange and its relay instead.
@@ -95,14 +132,33 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     );
   }
 
+  /** The attempt failed before a byte of it was written: the next target gets it, out of undici's callback. */
+  private retryElsewhere(target: UpstreamTarget, kind: UpstreamFailureKind): void {
+    const upstreams = this.request.upstreams;
+    upstreams.failed(target, kind);
+    upstreams.release(target);
+    this.target = null;
+    (this.tried ??= []).push(target);
+    metrics.upstreamRetries.inc({ agent: this.request.agent.id });
+    process.nextTick(retryAttempt, this);
+  }
+
+  /** For retryAttempt: the client may have left or the deadline passed meanwhile. */
+  resend(): void {
+    if (!this.settled) this.send();
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
+    this.sent = true;
     if (this.settled) controller.abort(CLIENT_CLOSED);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     if (this.settled) return;
     this.controller = controller;
+    this.call = null;
+    this.request.upstreams.responded(this.target!, statusCode);
     let relay: ResponseRelay;
     if (this.request.route === 'chat/stream' && statusCode < 300) {
       if (!isEventStream(headers['content-type'])) {
@@ -135,8 +191,12 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (this.settled) return;
-    this.request.state.upstreamEndMs = performance.now();
     const { kind } = classifyUpstreamError(error);
+    if (!this.sent && (kind === 'connect' || kind === 'reset') && this.request.upstreams.targets.length > (this.tried?.length ?? 0) + 1) {
+      this.retryElsewhere(this.target!, kind);
+      return;
+    }
+    this.request.state.upstreamEndMs = performance.now();
     if (this.relay === null) this.failBeforeHeaders(kind);
     else this.relay.fail(kind);
   }
@@ -178,6 +238,7 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
 
   recordFailure(kind: UpstreamFailureKind): void {
     const { state, agent } = this.request;
+    if (this.target !== null) this.request.upstreams.failed(this.target, kind);
     state.failureKind = kind;
     if (state.upstreamEndMs < 0) state.upstreamEndMs = performance.now();
     metrics.upstreamErrors.inc({ agent: agent.id, kind });
@@ -206,8 +267,17 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
   settle(error?: GatewayError): void {
     if (this.settled) return;
     this.settled = true;
+    this.call = null;
+    if (this.target !== null) {
+      this.request.upstreams.release(this.target);
+      this.target = null;
+    }
     this.request.deadlines.remove(this);
     this.relay?.release();
     if (error) this.onFailure(error, this.request.res, this.request.state);
   }
+}
+
+function retryAttempt(dispatch: UpstreamDispatch): void {
+  dispatch.resend();
 }

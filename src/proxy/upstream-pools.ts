@@ -1,65 +1,150 @@
-// One undici Pool per agent upstream origin (and connection cap), keep-alive, reused across requests and across
-// config reloads while the origin is unchanged.
-import { Pool } from 'undici';
+// Every agent's targets, and what a config reload (SIGHUP) does to them: a target that stays
+// keeps its pool, its counters and its ejection; a new one is added; a removed one takes no
+// new requests. Pools are keep-alive undici Pools, one per runner origin and connection cap,
+// shared by the agents that name the same runner (so `max_connections` caps that runner's
+// connections whichever agent uses them); a pool no target uses any more is closed once the
+// requests already on it have ended (undici's close() waits for them), so a stream in flight
+// is not cut. docs/upstreams.md has the whole picture.
+import { systemClock, type Clock } from '../clock.js';
 import type { AgentConfig } from '../config/schema.js';
-import { clientWithoutAbortReconnect } from './no-reconnect-after-abort.js';
+import type { Logger } from '../logger.js';
+import { setUpstreamStateSource, type UpstreamTargetGaugeValues } from '../metrics/metrics.js';
+import { AgentUpstreams, nodeTimers, type EjectionTimers, type UpstreamsEnvironment } from './agent-upstreams.js';
+import { HealthChecker } from './health-checks.js';
+import type { Pool } from 'undici';
+import { createTargetPool, UpstreamTarget, type TargetState } from './upstream-target.js';
 
-export interface UpstreamTarget {
-  pool: Pool;
-  /** Path prefix of the runner's base URL, e.g. "/api/v1". */
-  basePath: string;
-  chatPath: string;
-  streamPath: string;
+export type { UpstreamTarget } from './upstream-target.js';
+export type { AgentUpstreams } from './agent-upstreams.js';
+
+export interface UpstreamPoolsOptions {
+  logger?: Logger | undefined;
+  clock?: Clock;
+  random?: () => number;
+  timers?: EjectionTimers;
+  /** How a target's pool is made (tests hand in a stand-in). */
+  createPool?: (origin: string, maxConnections: number | undefined) => Pool;
 }
 
-const POOL_OPTIONS = {
-  pipelining: 1,
-  keepAliveTimeout: 30_000,
-  keepAliveMaxTimeout: 600_000,
-  connectTimeout: 5_000,
-  // A client that leaves mid-stream must not cost a fresh upstream connection (see the file).
-  factory: clientWithoutAbortReconnect,
-} as const;
+/** One target as GET /upstreamz (and the admin API) shows it. */
+export interface TargetSnapshot {
+  url: string;
+  origin: string;
+  weight: number;
+  state: TargetState;
+  outstanding: number;
+  consecutive_failures: number;
+  ejections: number;
+  /** ISO time the current ejection ends, or null. */
+  ejected_until: string | null;
+}
+
+export interface AgentUpstreamsSnapshot {
+  targets: TargetSnapshot[];
+  waiting: number;
+}
+
+function poolKey(url: string, maxConnections: number | undefined): string {
+  return `${new URL(url).origin} ${maxConnections ?? 'unlimited'}`;
+}
+
+function targetKey(agentId: string, url: string, maxConnections: number | undefined): string {
+  return `${agentId} ${url} ${maxConnections ?? 'unlimited'}`;
+}
 
 export class UpstreamPools {
-  private readonly pools = new Map<string, Pool>();
+  private agents = new Map<string, AgentUpstreams>();
   private targets = new Map<string, UpstreamTarget>();
+  private pools = new Map<string, Pool>();
+  private checkers: HealthChecker[] = [];
+  private readonly env: UpstreamsEnvironment;
+  private readonly createPool: (origin: string, maxConnections: number | undefined) => Pool;
 
-  constructor(agents: ReadonlyMap<string, AgentConfig>) {
+  constructor(agents: ReadonlyMap<string, AgentConfig>, options: UpstreamPoolsOptions = {}) {
+    this.env = { clock: options.clock ?? systemClock, random: options.random ?? Math.random, timers: options.timers ?? nodeTimers, logger: options.logger };
+    this.createPool = options.createPool ?? createTargetPool;
     this.update(agents);
+    setUpstreamStateSource(() => this.gaugeValues());
   }
 
-  /** Points agents at (possibly new) origins; pools of origins no longer used are closed gracefully. */
+  /** Points agents at their (possibly new) targets; removed targets drain, then their pools close. */
   update(agents: ReadonlyMap<string, AgentConfig>): void {
-    const targets = new Map<string, UpstreamTarget>();
-    const inUse = new Set<string>();
+    const nextTargets = new Map<string, UpstreamTarget>();
+    const nextPools = new Map<string, Pool>();
+    const nextAgents = new Map<string, AgentUpstreams>();
     for (const agent of agents.values()) {
-      const url = new URL(agent.upstream);
-      const poolKey = `${url.origin} ${agent.maxConnections ?? 'unlimited'}`;
-      inUse.add(poolKey);
-      let pool = this.pools.get(poolKey);
-      if (!pool) {
-        // connections: null is undici's "no cap" (agents.<id>.max_connections sets one).
-        pool = new Pool(url.origin, { ...POOL_OPTIONS, connections: agent.maxConnections ?? null });
-        this.pools.set(poolKey, pool);
+      const targets: UpstreamTarget[] = [];
+      for (const { url, weight } of agent.upstreams) {
+        const key = targetKey(agent.id, url, agent.maxConnections);
+        const sharedKey = poolKey(url, agent.maxConnections);
+        let target = this.targets.get(key);
+        // Same runner and cap: same pool and state; a new weight applies at once.
+        if (target) {
+          target.weight = weight;
+        } else {
+          const pool = nextPools.get(sharedKey) ?? this.pools.get(sharedKey) ?? this.createPool(new URL(url).origin, agent.maxConnections);
+          target = new UpstreamTarget(agent.id, url, weight, pool);
+        }
+        nextPools.set(sharedKey, target.pool);
+        nextTargets.set(key, target);
+        targets.push(target);
       }
-      const basePath = url.pathname.replace(/\/+$/, '');
-      targets.set(agent.id, { pool, basePath, chatPath: `${basePath}/chat`, streamPath: `${basePath}/chat/stream` });
+      nextAgents.set(agent.id, new AgentUpstreams(agent.id, targets, { maxConnections: agent.maxConnections, queue: agent.queue }, agent.outlier, this.env));
     }
-    this.targets = targets;
-    for (const [poolKey, pool] of this.pools) {
-      if (inUse.has(poolKey)) continue;
-      this.pools.delete(poolKey);
+    for (const checker of this.checkers) checker.stop();
+    this.checkers = [];
+    for (const agent of agents.values()) {
+      if (!agent.healthCheck) continue;
+      const checker = new HealthChecker(nextAgents.get(agent.id)!, agent.healthCheck, this.env.timers);
+      checker.start();
+      this.checkers.push(checker);
+    }
+    for (const [key, target] of this.targets) {
+      if (nextTargets.has(key)) continue;
+      if (target.ejectionTimer !== null) this.env.timers.clearTimeout(target.ejectionTimer);
+      target.ejectionTimer = null;
+    }
+    for (const [key, pool] of this.pools) {
+      if (nextPools.has(key)) continue;
+      // close() lets the requests already on the pool (streams included) finish first.
       void pool.close().catch(() => pool.destroy());
     }
+    this.targets = nextTargets;
+    this.pools = nextPools;
+    this.agents = nextAgents;
   }
 
-  target(agentId: string): UpstreamTarget | undefined {
-    return this.targets.get(agentId);
+  /** The agent's targets, for the forward stage. */
+  upstreams(agentId: string): AgentUpstreams | undefined {
+    return this.agents.get(agentId);
+  }
+
+  /** Every agent's targets and their state, for the admin listener. */
+  snapshot(): Record<string, AgentUpstreamsSnapshot> {
+    const out: Record<string, AgentUpstreamsSnapshot> = {};
+    for (const [agentId, upstreams] of this.agents) {
+      out[agentId] = {
+        waiting: upstreams.waiting,
+        targets: upstreams.targets.map((t) => ({
+          url: t.url,
+          origin: t.origin,
+          weight: t.weight,
+          state: t.state,
+          outstanding: t.outstanding,
+          consecutive_failures: t.consecutiveFailures,
+          ejections: t.ejections,
+          ejected_until: t.ejected ? new Date(t.ejectedUntilMs).toISOString() : null,
+        })),
+      };
+    }
+    return out;
   }
 
   /** Lets in-flight requests finish for up to `graceMs`, then cuts whatever is left. */
   async close(graceMs = 1_000): Promise<void> {
+    for (const checker of this.checkers) checker.stop();
+    this.checkers = [];
+    for (const upstreams of this.agents.values()) upstreams.stop();
     await Promise.all(
       [...this.pools.values()].map(async (pool) => {
         let timer: NodeJS.Timeout | undefined;
@@ -69,6 +154,13 @@ export class UpstreamPools {
         if (!pool.destroyed) await pool.destroy().catch(() => undefined);
       }),
     );
+    this.targets.clear();
     this.pools.clear();
+  }
+
+  private *gaugeValues(): Iterable<UpstreamTargetGaugeValues> {
+    for (const [agentId, upstreams] of this.agents) {
+      for (const t of upstreams.targets) yield { agent: agentId, target: t.origin, up: t.available, outstanding: t.outstanding };
+    }
   }
 }

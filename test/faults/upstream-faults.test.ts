@@ -44,6 +44,8 @@ beforeAll(async () => {
   inspect = createRedisClient({ url: redis.url, prefix: 'faults-up:', commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
   const agents: Record<string, unknown> = { refused: { upstream: `http://127.0.0.1:${refusedPort}/api/v1` } };
   for (const mode of ['ok', 'silent', 'stall', 'reset', 'garbage', 'plain', 'err500', 'huge'] as RunnerMode[]) agents[mode] = { upstream: runner.baseUrl(mode), timeout: '500ms' };
+  // Two runners, one of them refusing connections (docs/upstreams.md).
+  agents.failover = { upstreams: [{ url: `http://127.0.0.1:${refusedPort}/api/v1` }, { url: runner.baseUrl('ok') }], timeout: '500ms' };
   const document = {
     redis: { url: redis.url, prefix: 'faults-up:' },
     keys: { store: 'file', file: join(dir, 'keys.json') },
@@ -138,6 +140,15 @@ describe('runner faults under concurrent traffic (gateway process, real Redis)',
   it('refusing connections: 503 agent_unavailable on both routes', async () => {
     const { faulty } = await underFault('refused');
     expectAgentUnavailable(faulty);
+  });
+
+  it('one of two runners refusing connections: every client answered 200 (retried on the other, then ejected)', async () => {
+    const { faulty } = await underFault('failover');
+    for (const o of faulty) {
+      expect(o.status, o.id).toBe(200);
+      expect(o.transportError).toBeUndefined();
+      if (o.route === 'chat/stream') expect(o.events.at(-1)).toBe('done');
+    }
   });
 
   it('accepting and never answering: 503 after the agent timeout, and the runner sees every request closed', async () => {

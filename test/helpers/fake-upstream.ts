@@ -42,7 +42,8 @@ export const defaultHandler: UpstreamHandler = (req, res) => {
   res.end(body);
 };
 
-export async function startFakeUpstream(initial: UpstreamHandler = defaultHandler): Promise<FakeUpstream> {
+/** `port`: listen on that port (a runner that comes back where it was); default a free one. */
+export async function startFakeUpstream(initial: UpstreamHandler = defaultHandler, options: { port?: number } = {}): Promise<FakeUpstream> {
   let handler = initial;
   const requests: SeenRequest[] = [];
   let open = 0;
@@ -67,7 +68,10 @@ export async function startFakeUpstream(initial: UpstreamHandler = defaultHandle
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {

@@ -224,6 +224,12 @@ export class FakePool {
     this.dispatched.push({ options, handler });
     return true;
   }
+
+  destroyed = false;
+  async close(): Promise<void> {}
+  async destroy(): Promise<void> {
+    this.destroyed = true;
+  }
 }
 
 export const CACHED_TOKEN = 'Bearer cached';
@@ -263,13 +269,8 @@ export function setUpPipeline(options: { rateLimiter?: (limiter: MemoryRateLimit
   const logger = pino({ level: 'info' }, sink);
   const clock = new ManualClock(Date.parse('2026-01-02T03:04:05.000Z'));
   const memoryLimiter = new MemoryRateLimiter({ clock });
-  const runtime = new GatewayRuntime(config);
   const pool = new FakePool();
-  const realTarget = runtime.pools.target.bind(runtime.pools);
-  runtime.pools.target = (agentId: string) => {
-    const target = realTarget(agentId);
-    return target && { ...target, pool: pool as unknown as Pool };
-  };
+  const runtime = new GatewayRuntime(config, { createPool: () => pool as unknown as Pool });
   const authenticator = new FakeAuthenticator();
   authenticator.cached.set(CACHED_TOKEN, SCALE_KEY);
   authenticator.stored.set(STORED_TOKEN, SCALE_KEY);

@@ -53,8 +53,10 @@ export interface Agent {
   tools: string[] | null;
   max_tokens: number;
   max_connections: number | null;
-  /** Reported by gateways that track their upstreams' health. */
+  /** The configured runners. */
   upstreams?: UpstreamTarget[];
+  /** The serving process's view of the runners, with their state; null on a --workers primary. */
+  targets?: UpstreamTarget[] | null;
   state?: string;
 }
 

@@ -284,7 +284,7 @@ describe('forward stage', () => {
 
   it('answers 503 when the agent has no upstream any more', async () => {
     setup = setUpPipeline();
-    setup.runtime.pools.target = () => undefined;
+    setup.runtime.pools.upstreams = () => undefined;
     const exchange = send(setup);
     await settle();
     exchange.req.sendBody(CHAT_BODY);

@@ -6,6 +6,9 @@ import type { Pool } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AgentConfig } from '../../../src/config/schema.js';
 import type { GatewayError } from '../../../src/errors.js';
+import { systemClock } from '../../../src/clock.js';
+import { AgentUpstreams, nodeTimers } from '../../../src/proxy/agent-upstreams.js';
+import { UpstreamTarget } from '../../../src/proxy/upstream-target.js';
 import { ActiveStreams } from '../../../src/proxy/active-streams.js';
 import { DeadlineSweeper } from '../../../src/proxy/deadline-sweeper.js';
 import { UPSTREAM_TIMED_OUT, type StreamTimings } from '../../../src/proxy/forward-request.js';
@@ -16,7 +19,7 @@ import { FakePool, FakeRequest, FakeResponse, Runner } from '../../helpers/pipel
 
 const HEADERS_TIMEOUT_MS = 2_000;
 const STREAM: StreamTimings = { heartbeatMs: 1_000, idleTimeoutMs: 5_000, maxDurationMs: 60_000 };
-const agent: AgentConfig = { id: 'support', upstream: 'http://127.0.0.1:1/api/v1', host: undefined, headersTimeoutMs: HEADERS_TIMEOUT_MS, tools: undefined, maxTokens: 100 };
+const agent: AgentConfig = { id: 'support', upstream: 'http://127.0.0.1:1/api/v1', host: undefined, headersTimeoutMs: HEADERS_TIMEOUT_MS, tools: undefined, maxTokens: 100, upstreams: [{ url: 'http://127.0.0.1:1/api/v1', weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
 const EVENT_STREAM = { 'content-type': 'text/event-stream' };
 /** Past a deadline by more than the sweeper's period (100 ms) and its setImmediate. */
 const PAST = 250;
@@ -36,9 +39,10 @@ function forward(route: ChatRoute, stream: StreamTimings = STREAM): Setup {
   const pool = new FakePool();
   const activeStreams = new ActiveStreams();
   const failures: GatewayError[] = [];
-  const target = { pool: pool as unknown as Pool, basePath: '/api/v1', chatPath: '/api/v1/chat', streamPath: '/api/v1/chat/stream' };
+  const target = new UpstreamTarget(agent.id, agent.upstream, 1, pool as unknown as Pool);
+  const upstreams = new AgentUpstreams(agent.id, [target], {}, agent.outlier, { clock: systemClock, random: Math.random, timers: nodeTimers, logger: undefined });
   forwardToUpstream(
-    { res: res as unknown as ServerResponse, state, agent, target, route, stream, activeStreams, deadlines: new DeadlineSweeper() },
+    { res: res as unknown as ServerResponse, state, agent, upstreams, route, stream, activeStreams, deadlines: new DeadlineSweeper() },
     { headers: [], body: Buffer.from('{}') },
     (error) => failures.push(error),
   );

@@ -89,7 +89,7 @@ export function AgentsPage() {
               <tbody>
                 {data.data.agents.map((agent) => {
                   const hour = data.data!.lastHour.get(agent.id);
-                  const targets = agent.upstreams ?? [{ url: agent.upstream, state: agent.state }];
+                  const targets = agent.targets ?? agent.upstreams ?? [{ url: agent.upstream, state: agent.state }];
                   const failures = (data.data!.metrics ?? []).filter((s) => s.name === 'agentgw_upstream_errors_total' && s.labels.agent === agent.id && s.value > 0);
                   return (
                     <tr key={agent.id} data-agent={agent.id}>
