@@ -24,6 +24,13 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_redis_command_duration_seconds: { type: 'histogram', labels: ['op'] },
   agentgw_audit_records_total: { type: 'counter', labels: ['sink', 'result'] },
   agentgw_key_cache_total: { type: 'counter', labels: ['result'] },
+  agentgw_upstream_requests_total: { type: 'counter', labels: ['agent', 'target'] },
+  agentgw_upstream_target_errors_total: { type: 'counter', labels: ['agent', 'target', 'kind'] },
+  agentgw_upstream_retries_total: { type: 'counter', labels: ['agent'] },
+  agentgw_upstream_ejections_total: { type: 'counter', labels: ['agent', 'target'] },
+  agentgw_upstream_queue_full_total: { type: 'counter', labels: ['agent'] },
+  agentgw_upstream_target_up: { type: 'gauge', labels: ['agent', 'target'] },
+  agentgw_upstream_outstanding: { type: 'gauge', labels: ['agent', 'target'] },
 };
 
 /** Label names a metric accepts: prom-client keeps them on the metric object. */
