@@ -17,10 +17,11 @@ import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-lim
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { GatewayError } from '../errors.js';
-import { sendError, writeRawError } from './errors.js';
+import { hasResponseInFlight, sendError, writeRawError } from './errors.js';
 import { finishRequest } from './finish-request.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
+import { refuseContentEncoding, refuseRepeatedHost } from './request-header-checks.js';
 import { requestLogWriter } from './request-log-line.js';
 import { chooseRequestId } from './request-id.js';
 import { RequestState } from '../request/request-state.js';
@@ -99,17 +100,17 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const { config, routes } = runtime.current;
-    const requestId = chooseRequestId(req.headers['x-request-id']);
     const address = clientAddress(req, config.listen.trustProxy);
-    const state = new RequestState(requestId, address.clientIp, clock.now(), performance.now());
+    const state = new RequestState(req.headers['x-request-id'], address.clientIp, clock.now(), performance.now());
     // Known from the start so every log line, rejections included, carries the trace id.
-    const trace = traceContextFor(req.headers.traceparent, requestId);
+    const trace = traceContextFor(req.headers.traceparent, state.requestId);
     state.traceId = trace.traceId;
     // 'close' comes once; `on` spares the wrapper `once` allocates per request.
     res.on('close', () => finishRequest(state, res, auditLog, logRequest));
     const request = new ChatRequest(req, res, state, config, address, trace);
 
     try {
+      refuseRepeatedHost(req);
       const { agent, route } = matchRoute(routes, req.method, req.url, req.headers.host);
       request.agent = agent;
       request.route = route;
@@ -180,6 +181,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
   function readRequestBody(request: ChatRequest): void {
     const { req, config } = request;
     if (!isJsonContentType(req.headers['content-type'])) throw new GatewayError('unsupported_media_type');
+    refuseContentEncoding(req);
     readBody(req, config.limits.maxBodyBytes, request);
   }
 
@@ -188,7 +190,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
     const agent = request.agent!;
     const key = request.key!;
     state.bytesIn = body.length;
-    const summary = validateChatRequest(parseJsonBody(body), agent, config.limits);
+    const summary = validateChatRequest(parseJsonBody(body, config.limits), agent, config.limits);
     state.userId = summary.userId;
     state.sessionId = summary.sessionId;
 
@@ -255,7 +257,7 @@ export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
     handle,
   );
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable || error.code === 'ECONNRESET') {
+    if (!socket.writable || error.code === 'ECONNRESET' || hasResponseInFlight(socket)) {
       socket.destroy();
       return;
     }

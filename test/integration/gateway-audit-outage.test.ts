@@ -59,22 +59,22 @@ afterAll(async () => {
 
 async function streamIds(): Promise<string[]> {
   const entries = await inspect.xrange(STREAM_KEY, '-', '+');
-  return entries.map(([, fields]) => (JSON.parse(fields[1]!) as AuditRecord).id);
+  return entries.map(([, fields]) => (JSON.parse(fields[1]!) as AuditRecord).request_id);
 }
 
 async function fileIds(): Promise<string[]> {
   const text = await readFile(join(gateway.dir, 'audit.jsonl'), 'utf8').catch(() => '');
-  return text.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as AuditRecord).id);
+  return text.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as AuditRecord).request_id);
 }
 
-/** Distinct record ids in both files of the Redis sink's spool (the append file and the one being replayed). */
+/** Distinct request ids in both files of the Redis sink's spool (the append file and the one being replayed). */
 async function spoolIds(): Promise<Set<string>> {
   const path = spoolPathFor(join(gateway.dir, 'audit-spool.jsonl'), 'redis');
   // The append file first: a replay renames it to .replaying, so this order can see a record twice but never miss it.
   const text = (await readFile(path, 'utf8').catch(() => '')) + (await readFile(`${path}.replaying`, 'utf8').catch(() => ''));
   for (const secret of [key.rawKey, SECRET_MESSAGE]) expect(text, 'spool').not.toContain(secret);
   if (text.length > 0) expect(text, 'spool').toContain(key.keyId);
-  return new Set([...text.matchAll(/"id":"(out-[0-9]+-[0-9]+)"/g)].map((m) => m[1]!));
+  return new Set([...text.matchAll(/"request_id":"(out-[0-9]+-[0-9]+)"/g)].map((m) => m[1]!));
 }
 
 async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, timeoutMs: number): Promise<void> {

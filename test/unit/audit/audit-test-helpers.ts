@@ -10,6 +10,7 @@ import { metrics } from '../../../src/metrics/metrics.js';
 export function makeRecord(n: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
   return {
     id: `req-${String(n).padStart(6, '0')}`,
+    request_id: `client-${n}`,
     ts: new Date(1_700_000_000_000 + n).toISOString(),
     key_id: n % 2 === 0 ? 'key_even' : 'key_odd',
     account: 'acct_1',
