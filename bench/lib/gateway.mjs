@@ -3,7 +3,7 @@
 // bench key cached after the first request, Redis sliding-window limits (a plan far above
 // anything the bench can send), audit records to a Redis stream, metrics on the admin
 // listener, info logging to a file.
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { spawnProcess } from './processes.mjs';
@@ -60,9 +60,12 @@ log:
 /** Creates the bench key in the configured (Redis) store through the library the CLI uses. */
 export async function createBenchKey({ repoRoot, configPath }) {
   const dist = (path) => pathToFileURL(join(repoRoot, 'dist', path)).href;
+  // Key administration lives in dist/keys/ since the layering (issue 19); older builds, which
+  // an A/B may compare against, have it in dist/auth/.
+  const keysDir = existsSync(join(repoRoot, 'dist/keys/open-key-store.js')) ? 'keys' : 'auth';
   const { loadConfig } = await import(dist('config/load-config.js'));
-  const { openKeyStore } = await import(dist('auth/open-key-store.js'));
-  const { KeyService } = await import(dist('auth/key-service.js'));
+  const { openKeyStore } = await import(dist(`${keysDir}/open-key-store.js`));
+  const { KeyService } = await import(dist(`${keysDir}/key-service.js`));
   const { silentLogger } = await import(dist('logger.js'));
   const config = await loadConfig(configPath);
   const store = await openKeyStore(config, { logger: silentLogger, subscribe: false, waitForConnectionMs: 5_000 });
