@@ -274,6 +274,7 @@ describe('F4: client header names with an underscore never reach the runner', ()
     expect(seen.headers['x-agent-id']).toBe('ok');
     expect(seen.headers['x-forwarded-for']).toBe('127.0.0.1');
     expect(JSON.stringify(seen.headers)).not.toContain('6.6.6.6');
+    reportRow({ fault: 'underscore twins of identity headers (F4): X_Account_Id, X_Key_Id, X_Agent_Id, X_Forwarded_For', answered: '200; none of them forwarded, the gateway\'s identity headers alone', affected: '-', auditLost: 0, memory: '-' });
   });
 });
 
@@ -319,6 +320,7 @@ describe('F7: a body encoding other than identity is 415', () => {
     expect(response.status).toBe(200);
     await response.arrayBuffer();
     expect(runner.upstream.requests.find((r) => r.headers['x-request-id'] === id)!.headers['content-encoding']).toBeUndefined();
+    reportRow({ fault: 'Content-Encoding (F7): gzip on a plain body, a real gzip body, br, "identity, gzip"', answered: '415 unsupported_media_type ×4; identity: 200, header not forwarded', affected: '0 forwarded', auditLost: 0, memory: '-' });
   });
 });
 
@@ -376,6 +378,7 @@ describe('two Host headers', () => {
       expect(result.closedByServer).toBe(true);
       expect(runnerSaw(id)).toBe(false);
     }
+    reportRow({ fault: 'two Host headers (different, or equal in other case)', answered: '400 invalid_request, closed ×2', affected: '0 forwarded', auditLost: 0, memory: '-' });
   });
 });
 
@@ -417,6 +420,7 @@ describe('classes that held', () => {
       expect(result.closedByServer, label).toBe(true);
       expect(runnerSaw(id), label).toBe(false);
     }
+    reportRow({ fault: 'CR or NUL inside a header value; a 64 KB header', answered: '400, 400, 431; each closed', affected: '0 forwarded', auditLost: 0, memory: '-' });
   });
 
   it('path tricks: dot segments, encoded slashes and NULs, doubled or trailing slashes are 404; the runner only ever gets its configured path', async () => {
@@ -450,10 +454,12 @@ describe('classes that held', () => {
       expect(result.statuses, path).toEqual([200]);
       expect(runner.upstream.requests.find((r) => r.headers['x-request-id'] === id)!.path, path).toBe('/ok/api/v1/chat');
     }
+    reportRow({ fault: 'path tricks: dot segments, %2F, %00, %2e%2e, // and trailing /, ;params, case, absolute-form (13)', answered: `404 ×${Object.values(answers).filter((s) => s === 404).length}; /agents/%6Fk/… and a query: 200`, affected: 'the runner only got its configured path', auditLost: 0, memory: '-' });
   });
 
   it('10 MB bodies, by length and chunked: 413 (or the connection closed while sending), never forwarded', async () => {
     const big = Buffer.alloc(10 * MB, 0x61);
+    const answers: string[] = [];
     for (const framing of ['length', 'chunked'] as const) {
       const id = marker('big');
       const response = await new Promise<{ status: number } | Error>((resolve) => {
@@ -466,10 +472,12 @@ describe('classes that held', () => {
         req.on('error', resolve);
         req.end(big);
       });
+      answers.push(response instanceof Error ? `${framing}: closed while sending (${response.message})` : `${framing}: ${response.status}`);
       if (response instanceof Error) expect(response.message, framing).toMatch(/EPIPE|ECONNRESET|socket hang up/);
       else expect(response.status, framing).toBe(413);
       expect(runnerSaw(id), framing).toBe(false);
     }
+    reportRow({ fault: '10 MB bodies, by Content-Length and chunked', answered: answers.join('; '), affected: '0 forwarded', auditLost: 0, memory: '-' });
   });
 
   it('slow headers and a slow body: 408 request_timeout once request_timeout passes, never forwarded', async () => {
@@ -485,6 +493,7 @@ describe('classes that held', () => {
     const slowHeaders = await rawExchange(port, ['POST /agents/ok/api/v1/chat HTTP/1.1\r\n', 'Host: gw\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n', 'X-G: 7\r\n', 'X-H: 8\r\n', 'X-I: 9\r\n'], { gapMs: 300, waitMs: 3_000 });
     expect(slowHeaders.statuses).toEqual([408]);
     expect(runnerSaw(id)).toBe(false);
+    reportRow({ fault: 'a body sent a byte per 300 ms; header lines a line per 300 ms (request_timeout 2s, headers_timeout 1s)', answered: '408 request_timeout, closed ×2', affected: '0 forwarded', auditLost: 0, memory: '-' });
   });
 
   it('a slow SSE reader: the runner is held back instead of the gateway buffering, and the stream completes once read', async () => {
