@@ -20,7 +20,7 @@ export class MissingEnvironmentVariableError extends Error {
 }
 
 /** A reference's value: the variable when set and not empty, else its default; undefined when neither. */
-function valueOf(name: string, fallback: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
+function referenceValue(name: string, fallback: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
   const value = env[name];
   if (value !== undefined && value !== '') return value;
   return fallback;
@@ -47,7 +47,7 @@ export function parseYamlWithEnv(text: string, env: NodeJS.ProcessEnv): unknown 
   // Token → the reference's value (undefined: unset, reported only if a value uses it), or a literal "${".
   const values: Array<{ value: string | undefined; name: string }> = [];
   const tokenized = text.replace(REFERENCE, (whole, name: string | undefined, fallback: string | undefined) => {
-    values.push(whole === '$${' ? { value: '${', name: '' } : { value: valueOf(name!, fallback, env), name: name! });
+    values.push(whole === '$${' ? { value: '${', name: '' } : { value: referenceValue(name!, fallback, env), name: name! });
     return `${tokenPrefix}${values.length - 1}x`;
   });
   const document: Document = parseDocument(tokenized);

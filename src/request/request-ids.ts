@@ -21,13 +21,12 @@ export function saneClientRequestId(fromClient: string | string[] | undefined): 
   return undefined;
 }
 
-// The id is written as ASCII into one buffer and read out as a string with one native call:
+// The id is written as ASCII into one buffer and read out as a string with one call:
 // built from 20 concatenated pieces instead, it cost V8 a flattening as large as the rest of
 // the id (docs/decisions/0013-hostile-json-checked-around-parse.md has the counts).
 const HEX_CODES = Buffer.from('0123456789abcdef', 'latin1');
 const ID_LENGTH = 36;
 const id = Buffer.from('00000000-0000-7000-8000-000000000000', 'latin1');
-const latin1Slice = (id as Buffer & { latin1Slice(start: number, end: number): string }).latin1Slice;
 
 /** The last millisecond an id was made for (its digits stay in `id` until it changes), and the sequence used in it. */
 let lastMs = -1;
@@ -78,5 +77,5 @@ export function newRequestId(nowMs: number): string {
   writeHex(20, p[at + 1]!);
   id[22] = HEX_CODES[p[at + 2]! & 15]!;
   for (let i = 0; i < 6; i++) writeHex(24 + 2 * i, p[at + 3 + i]!);
-  return latin1Slice.call(id, 0, ID_LENGTH);
+  return id.toString('latin1', 0, ID_LENGTH);
 }
