@@ -455,7 +455,7 @@ async function main() {
     (await readFile(join(dir, 'audit.jsonl'), 'utf8').catch(() => ''))
       .split('\n')
       .filter(Boolean)
-      .map((line) => JSON.parse(line).id),
+      .map((line) => JSON.parse(line).request_id),
   );
   const auditMissing = results.filter((id) => !recorded.has(id));
   const badLogLines = gateway

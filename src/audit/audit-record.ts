@@ -5,7 +5,10 @@ import { jsonNumberLiteral, jsonStringLiteral } from '../json-text.js';
 export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
 
 export interface AuditRecord {
+  /** Made by the gateway, unique per request: the dedupe key. */
   id: string;
+  /** The exchange's X-Request-Id (the client's when it sent a sane one; clients can repeat it). */
+  request_id: string;
   ts: string;
   key_id: string;
   account: string;
@@ -43,7 +46,7 @@ const nullableNumber = (value: number | null): string => (value === null ? 'null
  */
 export function toAuditLine(r: AuditRecord): AuditLine {
   return (
-    `{"id":${jsonStringLiteral(r.id)},"ts":${jsonStringLiteral(r.ts)},"key_id":${jsonStringLiteral(r.key_id)},"account":${jsonStringLiteral(r.account)}` +
+    `{"id":${jsonStringLiteral(r.id)},"request_id":${jsonStringLiteral(r.request_id)},"ts":${jsonStringLiteral(r.ts)},"key_id":${jsonStringLiteral(r.key_id)},"account":${jsonStringLiteral(r.account)}` +
     `,"plan":${jsonStringLiteral(r.plan)},"agent":${jsonStringLiteral(r.agent)},"route":${jsonStringLiteral(r.route)},"status":${jsonNumberLiteral(r.status)}` +
     `,"outcome":${jsonStringLiteral(r.outcome)},"tokens_used":${nullableNumber(r.tokens_used)},"latency_ms":${jsonNumberLiteral(r.latency_ms)}` +
     `,"upstream_latency_ms":${nullableNumber(r.upstream_latency_ms)},"bytes_in":${jsonNumberLiteral(r.bytes_in)},"bytes_out":${jsonNumberLiteral(r.bytes_out)}` +

@@ -5,6 +5,9 @@
 // insuranceLimiter, which would hide the error: each one is counted as
 // agentgw_redis_errors_total{op="authfail"}.
 //
+// A failed attempt is counted and checked in one step (recordFailure), so concurrent wrong
+// keys from one address get at most `max_attempts` 401s per window, then 429s.
+//
 // The request path never waits on the counter for a key that is in the cache: blocks are
 // mirrored in a local map that check() reads synchronously. Before a store lookup,
 // checkShared() also asks the shared counter, so an address blocked through another
@@ -90,20 +93,30 @@ export class FailedAuthThrottle {
     }
   }
 
-  /** Counts one failed attempt; blocks the address once it has used up its attempts. Never throws. */
-  async recordFailure(ip: string): Promise<void> {
+  /**
+   * Counts one failed attempt, and that count is the check: the increment and its result are
+   * one atomic call (a Lua script on Redis), so attempts in flight together are numbered one
+   * by one and only the first `maxAttempts` of a window are answered as failed keys. Resolves
+   * to the 429 to answer instead when this attempt is past the limit (and blocks the address),
+   * else undefined. Never rejects: when the count cannot be taken at all, the attempt is
+   * answered as the failed key it is.
+   */
+  async recordFailure(ip: string): Promise<GatewayError | undefined> {
     try {
       const res = await this.call((limiter) => limiter.consume(ip));
       if (res.remainingPoints <= 0) {
         await this.call((limiter) => limiter.block(ip, toSeconds(this.options.blockForMs)));
         this.block(ip, this.options.blockForMs);
       }
+      return undefined;
     } catch (error) {
       if (error instanceof RateLimiterRes) {
-        this.block(ip, error.msBeforeNext > 0 ? error.msBeforeNext : this.options.blockForMs);
-        return;
+        const blockedForMs = error.msBeforeNext > 0 ? error.msBeforeNext : this.options.blockForMs;
+        this.block(ip, blockedForMs);
+        return rateLimited(blockedForMs);
       }
       this.options.logger.warn({ err: error }, 'failed-auth throttle: cannot count a failed attempt');
+      return undefined;
     }
   }
 

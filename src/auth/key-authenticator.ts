@@ -223,8 +223,13 @@ export class KeyAuthenticator implements Authenticator {
   }
 
   private async fail(type: FailureType, clientIp: string): Promise<never> {
+    // The attempt that goes past the throttle's limit is answered 429, not 401.
+    const refusal = COUNTED_FAILURES.has(type) ? await this.throttle.recordFailure(clientIp) : undefined;
+    if (refusal !== undefined) {
+      this.counters.authFailures.labels('rate_limit_exceeded').inc();
+      throw refusal;
+    }
     this.counters.authFailures.labels(type).inc();
-    if (COUNTED_FAILURES.has(type)) await this.throttle.recordFailure(clientIp);
     throw new GatewayError(type);
   }
 

@@ -1,8 +1,8 @@
 // Reads, substitutes, parses and validates the YAML config; errors name the key and what is allowed.
 import { readFile } from 'node:fs/promises';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { YAMLParseError } from 'yaml';
 import type { z } from 'zod';
-import { substituteEnv } from './env-substitution.js';
+import { parseYamlWithEnv } from './env-substitution.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 
 export const DEFAULT_CONFIG_PATH = 'config/gateway.yaml';
@@ -41,7 +41,7 @@ export function parseConfig(document: unknown, source: string, env: NodeJS.Proce
 export function parseConfigText(text: string, source: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   let document: unknown;
   try {
-    document = parseYaml(substituteEnv(text, env));
+    document = parseYamlWithEnv(text, env);
   } catch (error) {
     if (error instanceof YAMLParseError) throw new ConfigError(source, [`YAML syntax: ${error.message}`]);
     if (error instanceof Error) throw new ConfigError(source, [error.message]);

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { parseDurationMs } from './duration.js';
+import { parseTrustProxy } from './trust-proxy.js';
 
 const duration = z
   .union([z.string(), z.number()])
@@ -186,8 +187,17 @@ export const configSchema = z
       .strictObject({
         host: host.default('0.0.0.0'),
         port: port.default(8080),
-        // Trust X-Forwarded-For from the client only when a proxy in front sets it.
-        trust_proxy: z.boolean().default(false),
+        // Which peers' X-Forwarded-For to believe (docs/security.md): false, true (one proxy),
+        // a hop count, or a list of proxy addresses and CIDR ranges.
+        trust_proxy: z
+          .unknown()
+          .default(false)
+          .transform((value, ctx) => {
+            const parsed = parseTrustProxy(value);
+            if ('trust' in parsed) return parsed.trust;
+            for (const message of parsed.problems) ctx.addIssue({ code: 'custom', message });
+            return z.NEVER;
+          }),
         headers_timeout: positiveDuration.default(10_000),
         request_timeout: positiveDuration.default(30_000),
         keep_alive_timeout: positiveDuration.default(65_000),
@@ -220,6 +230,8 @@ export const configSchema = z
       .strictObject({
         max_body_bytes: z.number().int().min(64).default(1_048_576),
         max_message_chars: z.number().int().min(1).default(32_000),
+        // Deeper bodies are refused before JSON.parse, which would stall the event loop on them.
+        max_json_depth: z.number().int().min(1).max(10_000).default(64),
       })
       .prefault({}),
     rate_limits: z
@@ -314,7 +326,7 @@ export const configSchema = z
     },
     admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age },
     redis: c.redis ? { url: c.redis.url, prefix: c.redis.prefix, commandTimeoutMs: c.redis.command_timeout } : undefined,
-    limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars },
+    limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars, maxJsonDepth: c.limits.max_json_depth },
     rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error, lease: c.rate_limits.lease },
     plans: new Map(Object.entries(c.plans)),
     agents: new Map(Object.entries(c.agents).map(([id, agent]) => [id, { id, ...agent }])),

@@ -33,7 +33,7 @@ import { finishRequest } from './finish-request.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
 import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
-import { chooseRequestId } from './request-id.js';
+import { refuseContentEncoding, refuseRepeatedHost } from './request-header-checks.js';
 import { matchRoute, type RouteTable } from './routing.js';
 import { parseJsonBody, validateChatRequest } from './validate-chat-request.js';
 
@@ -107,11 +107,11 @@ export class ChatPipeline {
   /** node:http's request listener: the request's state and its finish, then the stages. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const { config, routes } = this.runtime.current;
-    const requestId = chooseRequestId(req.headers['x-request-id']);
     const address = clientAddress(req, config.listen.trustProxy);
-    const state = new RequestState(requestId, address.clientIp, this.clock.now(), performance.now());
+    // The state makes both ids: the audit record's own, and the exchange's X-Request-Id.
+    const state = new RequestState(req.headers['x-request-id'], address.clientIp, this.clock.now(), performance.now());
     // Known from the start so every log line, rejections included, carries the trace id.
-    const trace = traceContextFor(req.headers.traceparent, requestId);
+    const trace = traceContextFor(req.headers.traceparent, state.requestId);
     state.traceId = trace.traceId;
     const request = new ChatRequest(this, req, res, state, config, address, trace);
     // 'close' comes once; `on` spares the wrapper `once` allocates per request.
@@ -126,6 +126,7 @@ export class ChatPipeline {
   /** Which agent and route: not_found or method_not_allowed otherwise. */
   route(request: ChatRequest, routes: RouteTable): void {
     const { req, state } = request;
+    refuseRepeatedHost(req);
     const { agent, route } = matchRoute(routes, req.method, req.url, req.headers.host);
     request.agent = agent;
     state.agentId = agent.id;
@@ -197,6 +198,7 @@ export class ChatPipeline {
   body(request: ChatRequest): void {
     const { req, config } = request;
     if (!isJsonContentType(req.headers['content-type'])) throw new GatewayError('unsupported_media_type');
+    refuseContentEncoding(req);
     readBody(req, config.limits.maxBodyBytes, request);
   }
 
@@ -207,7 +209,7 @@ export class ChatPipeline {
       const agent = request.agent!;
       const key = state.key!;
       state.bytesIn = body.length;
-      const summary = validateChatRequest(parseJsonBody(body), agent, config.limits);
+      const summary = validateChatRequest(parseJsonBody(body, config.limits), agent, config.limits);
       state.userId = summary.userId;
       state.sessionId = summary.sessionId;
 

@@ -37,3 +37,15 @@ export function writeRawError(socket: Duplex, error: GatewayError, requestId = '
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
+
+/**
+ * Whether the socket carries a response to an earlier, complete request (node:http keeps the
+ * response as `_httpMessage` until it finishes): a malformed request arriving behind it must
+ * close the connection without a word, since a raw 400 would land inside that response's
+ * bytes, or be read as its answer. A request still being received (a slow body) has its own
+ * response, not started: its error is still answered.
+ */
+export function hasResponseInFlight(socket: Duplex): boolean {
+  const res = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  return res != null && (res.headersSent || res.req?.complete === true);
+}

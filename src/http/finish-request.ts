@@ -33,7 +33,8 @@ export function finishRequest(state: RequestState, res: ServerResponse, auditLog
   const key = state.key;
   if (key && state.route) {
     const record: AuditRecord = {
-      id: state.requestId,
+      id: state.id,
+      request_id: state.requestId,
       ts: auditTimestamp(state.startedAtMs),
       key_id: key.keyId,
       account: key.account,

@@ -7,7 +7,7 @@ import type { GatewayConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { ActiveStreams } from '../proxy/active-streams.js';
 import { ChatPipeline, type GatewayDependencies } from './chat-pipeline.js';
-import { sendError, writeRawError } from './errors.js';
+import { hasResponseInFlight, sendError, writeRawError } from './errors.js';
 import { chooseRequestId } from './request-id.js';
 
 export type { GatewayDependencies };
@@ -42,7 +42,8 @@ function serverOptions(listen: GatewayConfig['listen']): ServerOptions {
 }
 
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (!socket.writable || error.code === 'ECONNRESET') {
+  // A response in flight on this connection: writing a 400 would land inside its bytes.
+  if (!socket.writable || error.code === 'ECONNRESET' || hasResponseInFlight(socket)) {
     socket.destroy();
     return;
   }

@@ -5,6 +5,7 @@
 import { containsApiKey } from '../keys/key-format.js';
 import type { AgentConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
+import { parseGuardedJson } from './json-guard.js';
 
 export interface ChatRequestSummary {
   userId: string | null;
@@ -15,14 +16,22 @@ export interface ValidationLimits {
   maxMessageChars: number;
 }
 
+export interface JsonLimits {
+  maxJsonDepth: number;
+}
+
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 function invalid(param: string, message: string): GatewayError {
   return new GatewayError('invalid_request', { param, message });
 }
 
-/** Parses the body bytes as JSON text in strict UTF-8; any failure is `invalid_json`. */
-export function parseJsonBody(body: Buffer): unknown {
+/**
+ * Parses the body bytes as JSON text in strict UTF-8; any failure is `invalid_json`, and so
+ * are nesting deeper than `limits.maxJsonDepth` (refused before parsing) and a key repeated
+ * within an object (src/http/json-guard.ts).
+ */
+export function parseJsonBody(body: Buffer, limits: JsonLimits): unknown {
   if (body.length === 0) throw new GatewayError('invalid_json', { message: 'The request body is empty; send a JSON object.' });
   let text: string;
   try {
@@ -31,8 +40,9 @@ export function parseJsonBody(body: Buffer): unknown {
     throw new GatewayError('invalid_json', { message: 'The request body is not valid UTF-8.' });
   }
   try {
-    return JSON.parse(text);
+    return parseGuardedJson(text, limits.maxJsonDepth);
   } catch (error) {
+    if (error instanceof GatewayError) throw error;
     const detail = error instanceof SyntaxError ? `: ${error.message}` : '';
     throw new GatewayError('invalid_json', { message: `The request body is not valid JSON${detail}`.slice(0, 300) });
   }

@@ -1,6 +1,9 @@
 // Which headers cross the gateway, each way. Hop-by-hop headers (RFC 9110 7.6.1) and
 // anything the Connection header names stay on their own hop; the client's credentials
-// and identity claims never reach the runner; the gateway states identity itself.
+// and identity claims never reach the runner; the gateway states identity itself. Client
+// header names with an underscore are dropped too (nginx's default): CGI, WSGI and Rack
+// turn both `X-Key-Id` and `X_Key_Id` into HTTP_X_KEY_ID, so a runner behind one of them
+// could read a client's `X_Key_Id` as the gateway's `X-Key-Id`.
 import type { IncomingHttpHeaders } from 'node:http';
 
 const HOP_BY_HOP = new Set([
@@ -21,6 +24,8 @@ const NOT_FORWARDED_UPSTREAM = new Set([
   'authorization',
   'host',
   'content-length',
+  // Only an identity body is accepted (src/http/request-header-checks.ts): nothing to declare.
+  'content-encoding',
   'expect',
   'x-request-id',
   'x-agent-id',
@@ -74,7 +79,7 @@ export function upstreamRequestHeaders(client: IncomingHttpHeaders, identity: Up
   const named = connectionTokens(client.connection);
   const headers: string[] = [];
   for (const name in client) {
-    if (NOT_FORWARDED_UPSTREAM.has(name) || named?.has(name)) continue;
+    if (NOT_FORWARDED_UPSTREAM.has(name) || named?.has(name) || name.includes('_')) continue;
     const value = client[name];
     if (typeof value === 'string') headers.push(name, value);
     // A header node:http keeps as a list (set-cookie) goes out as one line per value, as

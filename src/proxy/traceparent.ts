@@ -1,24 +1,17 @@
 // W3C Trace Context: pass a valid `traceparent` through; otherwise start a trace.
-import { randomBytes, randomFillSync } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { randomPool, takeRandomBytes } from '../request/random-pool.js';
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
 const ALL_ZERO_TRACE = '0'.repeat(32);
 const ALL_ZERO_SPAN = '0'.repeat(16);
 
-// Span ids come from a pooled random buffer, refilled once per 512 ids, rather than a
-// crypto call per request.
+// Span ids come from the pooled random bytes rather than a crypto call per request.
 const SPAN_ID_BYTES = 8;
-const POOL_IDS = 512;
-const spanPool = Buffer.alloc(SPAN_ID_BYTES * POOL_IDS);
-let spanPoolOffset = spanPool.length;
 
 function nextSpanId(): string {
-  if (spanPoolOffset >= spanPool.length) {
-    randomFillSync(spanPool);
-    spanPoolOffset = 0;
-  }
-  const id = spanPool.toString('hex', spanPoolOffset, spanPoolOffset + SPAN_ID_BYTES);
-  spanPoolOffset += SPAN_ID_BYTES;
+  const offset = takeRandomBytes(SPAN_ID_BYTES);
+  const id = randomPool.toString('hex', offset, offset + SPAN_ID_BYTES);
   return id === ALL_ZERO_SPAN ? nextSpanId() : id;
 }
 

@@ -4,8 +4,13 @@ import type { ServerResponse } from 'node:http';
 import type { AuthenticatedKey } from '../keys/key-record.js';
 import type { UpstreamFailureKind } from './upstream-failure-kind.js';
 import type { ChatRoute } from './chat-route.js';
+import { newRequestId, saneClientRequestId } from './request-ids.js';
 
 export class RequestState {
+  /** The audit record's `id`: made by the gateway, unique (docs/audit.md). */
+  readonly id: string;
+  /** The exchange's X-Request-Id: the client's when it sent a sane one, else `id`. */
+  readonly requestId: string;
   agentId: string | undefined = undefined;
   route: ChatRoute | undefined = undefined;
   key: AuthenticatedKey | undefined = undefined;
@@ -44,14 +49,16 @@ export class RequestState {
   hasRateLimitHeaders = false;
 
   constructor(
-    readonly requestId: string,
+    clientRequestId: string | string[] | undefined,
     readonly clientIp: string,
     /** Wall-clock start (ms since epoch), from the injected clock. */
     readonly startedAtMs: number,
     /** Monotonic start, for durations. */
     readonly startedMonoMs: number,
   ) {
-    this.responseHeaders = ['X-Request-Id', requestId];
+    this.id = newRequestId(startedAtMs);
+    this.requestId = saneClientRequestId(clientRequestId) ?? this.id;
+    this.responseHeaders = ['X-Request-Id', this.requestId];
   }
 
   /** For answers the gateway writes itself (errors), which build their headers with setHeader. */

@@ -72,8 +72,8 @@ async function send(gateway: GatewayProcess, id: string): Promise<void> {
   expect(response.headers.get('x-request-id')).toBe(id);
 }
 
-/** Stream record ids in stream order (may repeat: delivery is at-least-once). */
-const streamIds = (): Promise<string[]> => idsInStream(inspect, STREAM_KEY);
+/** Stream records' request ids in stream order (may repeat: delivery is at-least-once). */
+const streamIds = (): Promise<string[]> => idsInStream(inspect, STREAM_KEY, 'request_id');
 
 async function waitForStream(ids: string[], timeoutMs: number): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
@@ -95,14 +95,14 @@ async function spoolText(): Promise<string> {
 }
 
 function spooledOutageIds(text: string): Set<string> {
-  return new Set([...text.matchAll(/"id":"(crash-down-[ab][0-9])"/g)].map((m) => m[1]!));
+  return new Set([...text.matchAll(/"request_id":"(crash-down-[ab][0-9])"/g)].map((m) => m[1]!));
 }
 
 async function waitForSpool(ids: string[], timeoutMs: number): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const text = await spoolText();
-    const missing = ids.filter((id) => !text.includes(`"id":"${id}"`));
+    const missing = ids.filter((id) => !text.includes(`"request_id":"${id}"`));
     if (missing.length === 0) return text;
     if (Date.now() > deadline) throw new Error(`not in the audit spool after ${timeoutMs} ms: ${missing.join(', ')}`);
     await sleep(25);
@@ -137,7 +137,7 @@ describe('gateway process killed while Redis is down', () => {
 
     // Before the next process starts, the outage's records exist only in the spool.
     const spoolAtRestart = await spoolText();
-    for (const id of [...outageA, ...outageB]) expect(spoolAtRestart).toContain(`"id":"${id}"`);
+    for (const id of [...outageA, ...outageB]) expect(spoolAtRestart).toContain(`"request_id":"${id}"`);
     const streamBefore = new Set(await waitForStream(beforeOutage, 5_000));
     for (const id of [...outageA, ...outageB]) expect(streamBefore.has(id)).toBe(false);
 

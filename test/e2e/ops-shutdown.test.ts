@@ -97,9 +97,9 @@ describe('graceful shutdown', () => {
     const records = (await readFile(join(dir, 'term-audit.jsonl'), 'utf8'))
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line) as { id: string; status: number; outcome: string });
-    expect(records.find((r) => r.id === 'shutdown-json')).toMatchObject({ status: 200, outcome: 'ok' });
-    expect(records.find((r) => r.id === 'shutdown-stream')).toMatchObject({ status: 200 });
+      .map((line) => JSON.parse(line) as { request_id: string; status: number; outcome: string });
+    expect(records.find((r) => r.request_id === 'shutdown-json')).toMatchObject({ status: 200, outcome: 'ok' });
+    expect(records.find((r) => r.request_id === 'shutdown-stream')).toMatchObject({ status: 200 });
     const output = gateway.output();
     expect(output).toMatch(/"signal":"SIGTERM".*"msg":"shutting down"/);
     expect(output).toMatch(/"exit_code":0.*"msg":"stopped"/);

@@ -96,11 +96,11 @@ async function waitForRecords(path: string, ids: string[], timeoutMs = 5_000): P
   return waitFor(
     'audit records',
     async () => {
-      const records = new Map((await readAuditFile(path)).map((r) => [r.id, r]));
+      const records = new Map((await readAuditFile(path)).map((r) => [r.request_id, r]));
       return ids.every((id) => records.has(id)) ? records : undefined;
     },
     timeoutMs,
-  ).catch(async () => new Map((await readAuditFile(path)).map((r) => [r.id, r])));
+  ).catch(async () => new Map((await readAuditFile(path)).map((r) => [r.request_id, r])));
 }
 
 describe('clients misbehaving (gateway processes, real Redis)', () => {

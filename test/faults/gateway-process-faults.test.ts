@@ -93,12 +93,12 @@ describe('SIGKILL under traffic while the audit stream is spooling, then a resta
     const inStream = await waitFor(
       'the spool replayed into the stream',
       async () => {
-        const ids = new Set((await readAuditStream(inspect, streamKey)).map((r) => r.id));
+        const ids = new Set((await readAuditStream(inspect, streamKey)).map((r) => r.request_id));
         return expected.every((id) => ids.has(id)) ? ids : undefined;
       },
       15_000,
-    ).catch(async () => new Set((await readAuditStream(inspect, streamKey)).map((r) => r.id)));
-    const inFile = new Set((await readAuditFile(join(dir, 'kill-audit.jsonl'))).map((r: AuditRecord) => r.id));
+    ).catch(async () => new Set((await readAuditStream(inspect, streamKey)).map((r) => r.request_id)));
+    const inFile = new Set((await readAuditFile(join(dir, 'kill-audit.jsonl'))).map((r: AuditRecord) => r.request_id));
     const lostStream = answeredBefore.filter((o) => !inStream.has(o.id));
     const lostFile = answeredBefore.filter((o) => !inFile.has(o.id));
     const lastLostMs = (lost: Outcome[]): string => (lost.length === 0 ? '' : `, answered ≤ ${Math.round(killedAtMs - Math.min(...lost.map((o) => o.startedMs + o.latencyMs)))} ms before the kill`);

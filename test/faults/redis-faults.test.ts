@@ -200,7 +200,7 @@ describe('Redis faults under concurrent traffic (two gateway processes, allow an
         `${mode}: every answered request in the Redis stream`,
         async () => {
           const records = await readAuditStream(inspect, `${PREFIX}audit:${mode}`);
-          const seen = new Set(records.map((r) => r.id));
+          const seen = new Set(records.map((r) => r.request_id));
           return ids.every((id) => seen.has(id)) ? records : undefined;
         },
         15_000,

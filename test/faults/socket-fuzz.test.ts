@@ -1,8 +1,9 @@
 // Raw-socket fuzzing with fast-check: random bytes, malformed request lines, mutated and
 // pipelined requests, oversized headers (431), conflicting Content-Length/Transfer-Encoding
-// (400), invalid UTF-8, deep JSON nesting. Every connection ends with an answer from the
-// documented set (never a 5xx) or a close, within the server timeouts; nothing that fails
-// reaches the runner; and after each batch the server still answers a good request.
+// (400), invalid UTF-8, deep JSON nesting (400 past limits.max_json_depth). Every connection
+// ends with an answer from the documented set (never a 5xx) or a close, within the server
+// timeouts; nothing that fails reaches the runner; and after each batch the server still
+// answers a good request.
 // (One fixed example of each hostile input: test/integration/gateway-bad-input.test.ts.)
 import { connect } from 'node:net';
 import fc from 'fast-check';
@@ -371,11 +372,12 @@ describe('raw-socket fuzzing (fast-check)', { timeout: 60_000 }, () => {
     await expectStillServing();
   });
 
-  it('deep JSON nesting within max_body_bytes: 400 (or forwarded untouched when it is a valid request), never a crash', async () => {
-    const nesting = fc.tuple(fc.integer({ min: 100, max: 2_000 }), fc.constantFrom('[', '{"a":'), fc.boolean()).map(([depth, open, inMessage]) => {
+  it('deep JSON nesting within max_body_bytes: 400 past limits.max_json_depth (64), forwarded untouched below it when it is a valid request, never a crash', async () => {
+    const nesting = fc.tuple(fc.oneof(fc.integer({ min: 1, max: 70 }), fc.integer({ min: 100, max: 2_000 })), fc.constantFrom('[', '{"a":'), fc.boolean()).map(([depth, open, inMessage]) => {
       const close = open === '[' ? ']' : '}';
       const deep = open.repeat(depth) + (open === '[' ? '' : '1') + close.repeat(depth);
-      return { body: inMessage ? `{"message":"hi","extra":${deep}}` : deep, valid: inMessage };
+      // Inside the request object the nesting is one level deeper.
+      return { body: inMessage ? `{"message":"hi","extra":${deep}}` : deep, valid: inMessage && depth + 1 <= 64 };
     });
     await fc.assert(
       fc.asyncProperty(fc.array(nesting, { minLength: 8, maxLength: 8 }), async (cases) => {

@@ -224,8 +224,8 @@ describe('runner faults under concurrent traffic (gateway process, real Redis)',
       async () => {
         const f = await readAuditFile(join(dir, 'audit.jsonl'));
         const s = await readAuditStream(inspect, STREAM_KEY);
-        const inFile = new Set(f.map((r) => r.id));
-        const inStream = new Set(s.map((r) => r.id));
+        const inFile = new Set(f.map((r) => r.request_id));
+        const inStream = new Set(s.map((r) => r.request_id));
         return ids.every((id) => inFile.has(id) && inStream.has(id)) ? [f, s] : undefined;
       },
       10_000,
@@ -237,7 +237,7 @@ describe('runner faults under concurrent traffic (gateway process, real Redis)',
     expect(streamCheck.missing).toEqual([]);
 
     // Runner-reported outcomes made it into the records.
-    const byId = new Map(file.map((r) => [r.id, r]));
+    const byId = new Map(file.map((r) => [r.request_id, r]));
     for (const o of all.filter((x) => x.agent === 'stall' && x.route === 'chat/stream')) expect(byId.get(o.id)).toMatchObject({ status: 200, outcome: 'timeout' });
     for (const o of all.filter((x) => x.agent === 'refused')) expect(byId.get(o.id)).toMatchObject({ status: 503, outcome: 'upstream_error' });
 

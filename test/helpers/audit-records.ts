@@ -7,6 +7,7 @@ import type { Redis } from '../../src/redis/redis-client.js';
 export function makeRecord(n: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
   return {
     id: `req-${String(n).padStart(6, '0')}`,
+    request_id: `client-${n}`,
     ts: new Date(1_700_000_000_000 + n).toISOString(),
     key_id: n % 2 === 0 ? 'key_even' : 'key_odd',
     account: 'acct_1',
@@ -36,8 +37,18 @@ export function makeLines(from: number, count: number): AuditLine[] {
   return makeRecords(from, count).map(toAuditLine);
 }
 
+/**
+ * Which id a test matches records by: `id` (unique, made by the gateway) or `request_id` (the
+ * exchange's X-Request-Id, which a test that sent its own ids knows in advance).
+ */
+export type AuditIdField = 'id' | 'request_id';
+
 export function idOfLine(line: AuditLine): string {
   return (JSON.parse(line) as AuditRecord).id;
+}
+
+export function requestIdOfLine(line: AuditLine): string {
+  return (JSON.parse(line) as AuditRecord).request_id;
 }
 
 /** The records of a JSON Lines file (a missing file: none). */
@@ -50,8 +61,8 @@ export async function readAuditFile(path: string): Promise<AuditRecord[]> {
 }
 
 /** Ids of the JSON lines of a file (missing file: none). */
-export async function idsInFile(path: string): Promise<string[]> {
-  return (await readAuditFile(path)).map((record) => record.id);
+export async function idsInFile(path: string, field: AuditIdField = 'id'): Promise<string[]> {
+  return (await readAuditFile(path)).map((record) => record[field]);
 }
 
 /** Ids waiting in a spool at rest (after close): the .replaying file first, then the spool. */
@@ -71,8 +82,8 @@ export async function readAuditStream(redis: Redis, streamKey: string): Promise<
   }
 }
 
-export async function idsInStream(redis: Redis, streamKey: string): Promise<string[]> {
-  return (await readAuditStream(redis, streamKey)).map((record) => record.id);
+export async function idsInStream(redis: Redis, streamKey: string, field: AuditIdField = 'id'): Promise<string[]> {
+  return (await readAuditStream(redis, streamKey)).map((record) => record[field]);
 }
 
 /** First occurrence of each id, in order: what a consumer sees after dropping duplicates. */

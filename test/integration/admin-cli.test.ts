@@ -122,6 +122,7 @@ describe('keys CLI: create --limits/--metadata, update, rotate', () => {
 function record(i: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
   return {
     id: `r${i}`,
+    request_id: `client-r${i}`,
     ts: new Date(Date.now() - 3_600_000).toISOString(),
     key_id: `key_${String(i % 2).padStart(16, '0')}`,
     account: 'acme',

@@ -194,7 +194,7 @@ describe('audit log with the Redis stream sink', () => {
         const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => 1000 });
         redis.on('error', () => {});
         const log = openAuditLog(config, { redis, logger: silentLogger, clock: systemClock, retryMinMs: 60000, retryMaxMs: 60000 });
-        const record = (n) => ({ id: 'crash-' + String(n).padStart(6, '0'), ts: new Date().toISOString(), key_id: 'k', account: 'a', plan: 'p', agent: 'support', route: 'chat', status: 200, outcome: 'ok', tokens_used: null, latency_ms: 1, upstream_latency_ms: 1, bytes_in: 1, bytes_out: 1, client_ip: '127.0.0.1', user_id: null, session_id: null });
+        const record = (n) => ({ id: 'crash-' + String(n).padStart(6, '0'), request_id: 'client-' + n, ts: new Date().toISOString(), key_id: 'k', account: 'a', plan: 'p', agent: 'support', route: 'chat', status: 200, outcome: 'ok', tokens_used: null, latency_ms: 1, upstream_latency_ms: 1, bytes_in: 1, bytes_out: 1, client_ip: '127.0.0.1', user_id: null, session_id: null });
         let n = 0;
         for (; n < 200; n++) log.record(record(n));
         for (;;) {

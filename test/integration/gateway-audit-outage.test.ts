@@ -56,18 +56,18 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-const streamIds = (): Promise<string[]> => idsInStream(inspect, STREAM_KEY);
+const streamIds = (): Promise<string[]> => idsInStream(inspect, STREAM_KEY, 'request_id');
 
-const fileIds = (): Promise<string[]> => idsInFile(join(gateway.dir, 'audit.jsonl'));
+const fileIds = (): Promise<string[]> => idsInFile(join(gateway.dir, 'audit.jsonl'), 'request_id');
 
-/** Distinct record ids in both files of the Redis sink's spool (the append file and the one being replayed). */
+/** Distinct request ids in both files of the Redis sink's spool (the append file and the one being replayed). */
 async function spoolIds(): Promise<Set<string>> {
   const path = spoolPathFor(join(gateway.dir, 'audit-spool.jsonl'), 'redis');
   // The append file first: a replay renames it to .replaying, so this order can see a record twice but never miss it.
   const text = (await readFile(path, 'utf8').catch(() => '')) + (await readFile(`${path}.replaying`, 'utf8').catch(() => ''));
   for (const secret of [key.rawKey, SECRET_MESSAGE]) expect(text, 'spool').not.toContain(secret);
   if (text.length > 0) expect(text, 'spool').toContain(key.keyId);
-  return new Set([...text.matchAll(/"id":"(out-[0-9]+-[0-9]+)"/g)].map((m) => m[1]!));
+  return new Set([...text.matchAll(/"request_id":"(out-[0-9]+-[0-9]+)"/g)].map((m) => m[1]!));
 }
 
 describe('Redis stopped for seconds under traffic', () => {

@@ -16,7 +16,7 @@ import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { openSse } from '../helpers/sse-client.js';
 import { sleep } from '../helpers/wait.js';
-import { idOfLine } from '../helpers/audit-records.js';
+import { requestIdOfLine } from '../helpers/audit-records.js';
 
 const STREAM_KEY = `gwaudit:${randomUUID()}`;
 /** Distinctive, so a leak into any sink or log line is unmistakable. */
@@ -25,9 +25,11 @@ const CHAT_TOKENS = 17;
 const STREAM_TOKENS = 9;
 
 const RECORD_FIELDS = [
-  'id', 'ts', 'key_id', 'account', 'plan', 'agent', 'route', 'status', 'outcome', 'tokens_used', 'latency_ms',
+  'id', 'request_id', 'ts', 'key_id', 'account', 'plan', 'agent', 'route', 'status', 'outcome', 'tokens_used', 'latency_ms',
   'upstream_latency_ms', 'bytes_in', 'bytes_out', 'client_ip', 'user_id', 'session_id',
 ].sort();
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** What the test knows about one request, to compare with its record. */
 interface Sent {
@@ -141,8 +143,8 @@ async function fileLines(): Promise<string[]> {
 async function waitForIds(ids: string[], timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const inStream = new Set((await streamEntries()).map((e) => e.record.id));
-    const inFile = new Set((await fileLines()).map(idOfLine));
+    const inStream = new Set((await streamEntries()).map((e) => e.record.request_id));
+    const inFile = new Set((await fileLines()).map(requestIdOfLine));
     const missing = ids.filter((id) => !inStream.has(id) || !inFile.has(id));
     if (missing.length === 0) return;
     if (Date.now() > deadline) throw new Error(`audit records missing after ${timeoutMs} ms: ${missing.join(', ')}`);
@@ -266,8 +268,8 @@ describe('a mixed run through the gateway', () => {
 
   it('writes exactly one record per request id to each sink, and none for a 401', async () => {
     const expectedIds = sent.map((s) => s.id).sort();
-    const streamIds = (await streamEntries()).map((e) => e.record.id).sort();
-    const fileIds = (await fileLines()).map(idOfLine).sort();
+    const streamIds = (await streamEntries()).map((e) => e.record.request_id).sort();
+    const fileIds = (await fileLines()).map(requestIdOfLine).sort();
     expect(streamIds).toEqual(expectedIds);
     expect(fileIds).toEqual(expectedIds);
     for (const id of unauthenticatedIds) {
@@ -277,14 +279,20 @@ describe('a mixed run through the gateway', () => {
   });
 
   it('gives each record every field of the audit record contract with its type and the value this request earned', async () => {
-    const records = new Map((await streamEntries()).map((e) => [e.record.id, e.record]));
-    const fromFile = new Map((await fileLines()).map((line) => { const r = JSON.parse(line) as AuditRecord; return [r.id, r]; }));
+    const records = new Map((await streamEntries()).map((e) => [e.record.request_id, e.record]));
+    const fromFile = new Map((await fileLines()).map((line) => { const r = JSON.parse(line) as AuditRecord; return [r.request_id, r]; }));
     for (const request of sent) {
       const record = records.get(request.id)!;
       const label = request.id;
       // Both sinks carry the same record.
       expect(fromFile.get(request.id), label).toEqual(record);
       expect(Object.keys(record).sort(), label).toEqual(RECORD_FIELDS);
+
+      // The record's own id is the gateway's (a UUIDv7 of the arrival time), never the client's X-Request-Id.
+      expect(record.request_id, label).toBe(request.id);
+      expect(record.id, label).toMatch(UUID_V7);
+      expect(record.id, label).not.toBe(request.id);
+      expect(parseInt(record.id.slice(0, 8) + record.id.slice(9, 13), 16), label).toBe(Date.parse(record.ts));
 
       expect(typeof record.ts, label).toBe('string');
       expect(new Date(record.ts).toISOString(), label).toBe(record.ts);
@@ -318,6 +326,7 @@ describe('a mixed run through the gateway', () => {
         expect(record.upstream_latency_ms, label).toBeNull();
       }
     }
+    expect(new Set([...records.values()].map((r) => r.id)).size).toBe(records.size);
     // The agent's 300 ms headers timeout is what ended that request.
     const timedOut = sent.find((s) => s.outcome === 'timeout')!;
     expect(records.get(timedOut.id)!.upstream_latency_ms!).toBeGreaterThanOrEqual(250);

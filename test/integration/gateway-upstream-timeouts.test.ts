@@ -47,7 +47,7 @@ afterAll(async () => {
 });
 
 interface AuditLine {
-  id: string;
+  request_id: string;
   agent: string;
   status: number;
   outcome: string;
@@ -60,7 +60,7 @@ async function auditLineFor(requestId: string): Promise<AuditLine> {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as AuditLine)
-      .find((r) => r.id === requestId);
+      .find((r) => r.request_id === requestId);
     if (line) return line;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

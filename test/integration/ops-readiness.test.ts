@@ -118,9 +118,9 @@ describe('drain', () => {
     const records = (await readFile(join(gateway.dir, 'audit.jsonl'), 'utf8'))
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line) as { id: string; status: number; outcome: string });
-    expect(records.find((r) => r.id === 'drain-json-1')).toMatchObject({ status: 200, outcome: 'ok' });
-    expect(records.find((r) => r.id === 'drain-stream-1')).toMatchObject({ status: 200 });
+      .map((line) => JSON.parse(line) as { request_id: string; status: number; outcome: string });
+    expect(records.find((r) => r.request_id === 'drain-json-1')).toMatchObject({ status: 200, outcome: 'ok' });
+    expect(records.find((r) => r.request_id === 'drain-stream-1')).toMatchObject({ status: 200 });
     // The admin listener goes last.
     await expect(fetch(`${gateway.adminUrl}/healthz`)).rejects.toThrow();
   });

@@ -41,6 +41,7 @@ function records(count: number): AuditRecord[] {
   const outcomes = ['ok', 'ok', 'ok', 'invalid_request', 'rate_limited', 'upstream_error', 'client_closed', 'timeout', 'error'] as const;
   return Array.from({ length: count }, (_, i) => ({
     id: randomUUID(),
+    request_id: `client-${i}`,
     ts: `2026-03-0${1 + (i % 2)}T${String(10 + (i % 3)).padStart(2, '0')}:15:00.000Z`,
     key_id: `key_${String(i % 4).padStart(16, '0')}`,
     account: i % 4 < 2 ? 'acme:eu' : 'globex',

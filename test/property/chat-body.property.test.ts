@@ -11,6 +11,7 @@ import { GatewayError } from '../../src/errors.js';
 import { parseJsonBody, validateChatRequest } from '../../src/http/validate-chat-request.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { referenceJsonShape } from '../helpers/reference-json-shape.js';
 
 const TOOLS = ['search', 'calculator', 'weather'];
 const MAX_TOKENS = 512;
@@ -114,13 +115,17 @@ describe('chat body validator (property)', () => {
       fc.property(bytes, (body) => {
         let expected: { value: unknown } | 'invalid_json';
         try {
-          expected = { value: JSON.parse(strict.decode(body)) };
+          const text = strict.decode(body);
+          expected = { value: JSON.parse(text) };
+          // Valid JSON is still refused when it nests too deep or repeats a key (docs/security.md).
+          const shape = referenceJsonShape(text);
+          if (shape.depth > 64 || shape.duplicateKey) expected = 'invalid_json';
         } catch {
           expected = 'invalid_json';
         }
         if (body.length === 0) expected = 'invalid_json';
         try {
-          expect({ value: parseJsonBody(body) }).toEqual(expected);
+          expect({ value: parseJsonBody(body, { maxJsonDepth: 64 }) }).toEqual(expected);
         } catch (error) {
           if (!(error instanceof GatewayError)) throw error;
           expect(error.type).toBe('invalid_json');

@@ -15,6 +15,7 @@ const anyNumber = fc.oneof(fc.integer(), fc.double(), fc.constantFrom(-0, Number
 
 const anyRecord: fc.Arbitrary<AuditRecord> = fc.record({
   id: anyString,
+  request_id: anyString,
   ts: anyString,
   key_id: anyString,
   account: anyString,
@@ -89,10 +90,11 @@ describe('JSON text written by hand', () => {
       account: 'acct',
       key_id: 'key_1',
       ts: '2026-11-21T19:31:22.000Z',
+      request_id: 'client-1',
       id: 'req-1',
     };
     const line = toAuditLine(Object.assign({ extra: 'not in the contract' }, record));
-    expect(Object.keys(JSON.parse(line) as object)).toEqual(['id', 'ts', 'key_id', 'account', 'plan', 'agent', 'route', 'status', 'outcome', 'tokens_used', 'latency_ms', 'upstream_latency_ms', 'bytes_in', 'bytes_out', 'client_ip', 'user_id', 'session_id']);
+    expect(Object.keys(JSON.parse(line) as object)).toEqual(['id', 'request_id', 'ts', 'key_id', 'account', 'plan', 'agent', 'route', 'status', 'outcome', 'tokens_used', 'latency_ms', 'upstream_latency_ms', 'bytes_in', 'bytes_out', 'client_ip', 'user_id', 'session_id']);
     expect(JSON.parse(line)).toEqual(record);
   });
 });

@@ -129,7 +129,7 @@ async function waitForAuditRecords(ids: string[]): Promise<Map<string, AuditReco
   const deadline = Date.now() + 5_000;
   for (;;) {
     const text = await readFile(join(gateway.dir, 'audit.jsonl'), 'utf8').catch(() => '');
-    const records = new Map(text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as AuditRecord).map((r) => [r.id, r]));
+    const records = new Map(text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as AuditRecord).map((r) => [r.request_id, r]));
     if (ids.every((id) => records.has(id)) || Date.now() > deadline) return records;
     await sleep(50);
   }

@@ -11,15 +11,15 @@ export function answered(outcomes: readonly Outcome[]): Outcome[] {
 export interface AuditCheck {
   /** Answered requests with no record. */
   missing: string[];
-  /** Request ids with more than one record (the file sink writes each record once). */
+  /** Request ids with more than one record (the file sink writes each record once; the test's request ids are unique). */
   duplicated: string[];
-  /** Records whose id the test never sent. */
+  /** Records whose request id the test never sent. */
   strangers: string[];
 }
 
 export function checkAudit(records: readonly AuditRecord[], outcomes: readonly Outcome[], idPrefixes: readonly string[]): AuditCheck {
   const counts = new Map<string, number>();
-  for (const record of records) counts.set(record.id, (counts.get(record.id) ?? 0) + 1);
+  for (const record of records) counts.set(record.request_id, (counts.get(record.request_id) ?? 0) + 1);
   return {
     missing: answered(outcomes)
       .map((o) => o.id)

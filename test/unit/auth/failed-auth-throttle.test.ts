@@ -37,3 +37,15 @@ describe('FailedAuthThrottle (memory)', () => {
     expect(caught(() => throttle.check('10.0.0.1'))).toBeUndefined();
   });
 });
+
+describe('FailedAuthThrottle: counting is the check', () => {
+  it('of 50 failures in flight together, exactly maxAttempts are failures and the rest are 429s', async () => {
+    const throttle = new FailedAuthThrottle({ maxAttempts: 3, perMs: 60_000, blockForMs: 30_000, clock: new ManualClock(), logger: silentLogger });
+    const results = await Promise.all(Array.from({ length: 50 }, () => throttle.recordFailure('10.0.0.9')));
+    expect(results.filter((r) => r === undefined)).toHaveLength(3);
+    const refusals = results.filter((r) => r !== undefined);
+    expect(refusals).toHaveLength(47);
+    for (const refusal of refusals) expect(refusal).toMatchObject({ type: 'rate_limit_exceeded', status: 429 });
+    expect(caught(() => throttle.check('10.0.0.9'))?.type).toBe('rate_limit_exceeded');
+  });
+});

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { formatDurationMs, parseDurationMs } from '../../../src/config/duration.js';
-import { substituteEnv, MissingEnvironmentVariableError } from '../../../src/config/env-substitution.js';
+import { parseYamlWithEnv, MissingEnvironmentVariableError } from '../../../src/config/env-substitution.js';
 import { ConfigError, parseConfigText } from '../../../src/config/load-config.js';
 import { adminTokenDigest } from '../../../src/config/schema.js';
 
@@ -35,19 +35,58 @@ describe('durations', () => {
 
 describe('env substitution', () => {
   it('replaces ${NAME}, applies ${NAME:-default}, keeps $${ literal, and names missing variables', () => {
-    expect(substituteEnv('a ${X} b ${Y:-dflt} c $${Z}', { X: '1' })).toBe('a 1 b dflt c ${Z}');
-    expect(() => substituteEnv('${MISSING_ONE} ${MISSING_TWO}', {})).toThrow(MissingEnvironmentVariableError);
-    expect(() => substituteEnv('${MISSING_ONE}', {})).toThrow(/MISSING_ONE/);
+    expect(parseYamlWithEnv('v: a ${X} b ${Y:-dflt} c $${Z}', { X: '1' })).toEqual({ v: 'a 1 b dflt c ${Z}' });
+    expect(() => parseYamlWithEnv('a: ${MISSING_ONE}\nb: ${MISSING_TWO}', {})).toThrow(MissingEnvironmentVariableError);
+    expect(() => parseYamlWithEnv('a: ${MISSING_ONE}', {})).toThrow(/MISSING_ONE/);
+    // A reference in a comment is not a value: nothing to substitute, nothing missing.
+    expect(parseYamlWithEnv('a: 1 # was ${OLD_SETTING}', {})).toEqual({ a: 1 });
+  });
+
+  it('puts values into the parsed scalars: "#", ": ", quotes and newlines stay inside the one value', () => {
+    const hostile = 'p#ss: word\n"x": 1\nagents: {} # ${NESTED}';
+    const text = [
+      'plain: ${V}',
+      'quoted: "${V}"',
+      'single: \'pre-${V}\'',
+      'flow: { a: ${V}, b: [${V}] }',
+      'url: redis://:${V}@127.0.0.1:6379/0',
+      'block: |',
+      '  ${V}',
+      'after: kept',
+    ].join('\n');
+    expect(parseYamlWithEnv(text, { V: hostile })).toEqual({
+      plain: hostile,
+      quoted: hostile,
+      single: `pre-${hostile}`,
+      flow: { a: hostile, b: [hostile] },
+      url: `redis://:${hostile}@127.0.0.1:6379/0`,
+      block: `${hostile}\n`,
+      after: 'kept',
+    });
+    // A Redis password with "#" is kept whole (text substitution cut it at " #").
+    expect(parseYamlWithEnv('password: ${PW}', { PW: 'abc #def' })).toEqual({ password: 'abc #def' });
+  });
+
+  it('reads a lone unquoted reference as YAML would read its value (booleans, numbers); quoted stays a string', () => {
+    const env = { T: 'true', N: '8080', F: '1.5', S: 'yes please' };
+    expect(parseYamlWithEnv('{ t: ${T}, n: ${N}, f: ${F}, s: ${S}, q: "${N}", mixed: x${N} }', env)).toEqual({ t: true, n: 8080, f: 1.5, s: 'yes please', q: '8080', mixed: 'x8080' });
+  });
+
+  it('a crafted value cannot add or change keys of the config', () => {
+    const config = parseConfigText(`${MINIMAL}redis:\n  url: \${REDIS}\n`, 'test.yaml', { REDIS: 'redis://127.0.0.1:6379/0\nkeys: { store: redis }' });
+    expect(config.keys.store).toBe('file');
+    const nested = parseConfigText(`${MINIMAL}redis:\n  url: \${REDIS}\n`, 'test.yaml', { REDIS: 'redis://h:1/0\n  prefix: "evil:"' });
+    expect(nested.redis).toMatchObject({ url: 'redis://h:1/0\n  prefix: "evil:"', prefix: 'agentgw:' });
   });
 });
 
 describe('config schema', () => {
   it('fills every default of the configuration file contract (docs/design.md)', () => {
     const config = parseConfigText(MINIMAL, 'test.yaml', {});
-    expect(config.listen).toMatchObject({ host: '0.0.0.0', port: 8080, trustProxy: false });
+    expect(config.listen).toMatchObject({ host: '0.0.0.0', port: 8080, trustProxy: { mode: 'none' } });
     expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090, tokens: [], sessionIdleTimeoutMs: 30 * 60_000, sessionMaxAgeMs: 12 * 3_600_000 });
     expect(config.redis).toBeUndefined();
-    expect(config.limits).toEqual({ maxBodyBytes: 1_048_576, maxMessageChars: 32_000 });
+    expect(config.limits).toEqual({ maxBodyBytes: 1_048_576, maxMessageChars: 32_000, maxJsonDepth: 64 });
     expect(config.rateLimits).toEqual({ scope: 'account', onStoreError: 'allow', lease: true });
     expect(config.plans.get('starter')?.windows).toEqual([
       { name: 'minute', limit: 60, windowMs: 60_000 },
@@ -80,6 +119,12 @@ describe('config schema', () => {
     expect(problems(`${MINIMAL}stream: { heartbeat: 15 }\n`)).toEqual([expect.stringMatching(/^stream\.heartbeat: expected a duration with a unit/)]);
     expect(problems(`${MINIMAL}rate_limits: { scope: user }\n`)[0]).toMatch(/^rate_limits\.scope: .*account.*key/);
     expect(problems(`${MINIMAL}listn: {}\n`)[0]).toMatch(/unknown key\(s\) "listn"/);
+    expect(problems(`${MINIMAL}listen: { trust_proxy: [10.0.0.0/8, 10.0.0.300, "fd00::/200"] }\n`)).toEqual([
+      expect.stringMatching(/^listen\.trust_proxy: "10\.0\.0\.300" is not an IP address or CIDR range/),
+      expect.stringMatching(/^listen\.trust_proxy: "fd00::\/200": the prefix length .* 0 to 128/),
+    ]);
+    expect(problems(`${MINIMAL}listen: { trust_proxy: always }\n`)[0]).toMatch(/^listen\.trust_proxy: got "always"; expected false, true \(one proxy in front\), a number of proxy hops/);
+    expect(problems(`${MINIMAL}limits: { max_json_depth: 0 }\n`)[0]).toMatch(/^limits\.max_json_depth/);
     expect(problems('agents:\n  Bad_Id:\n    upstream: http://x/api/v1\n')[0]).toMatch(/^agents\.Bad_Id: agent ids are lowercase/);
     expect(problems('agents:\n  a:\n    upstream: ftp://x/\n')[0]).toMatch(/^agents\.a\.upstream: must be an http/);
     expect(problems(`${MINIMAL}plans: { p: { windows: [ { requests: 0, per: 1m } ] } }\n`)[0]).toMatch(/^plans\.p\.windows\.0\.requests/);

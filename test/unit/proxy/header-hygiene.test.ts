@@ -47,6 +47,15 @@ describe('upstreamRequestHeaders', () => {
     for (const gone of ['authorization', 'connection', 'x-hop']) expect(lines.has(gone)).toBe(false);
   });
 
+  it('drops every client header whose name holds an underscore (CGI-style stacks read x_key_id as x-key-id)', () => {
+    const lines = linesByName(
+      upstreamRequestHeaders({ x_account_id: 'forged', x_key_id: 'forged', x_agent_id: 'forged', x_forwarded_for: '6.6.6.6', 'x-custom_flag': '1', 'x-custom-flag': '2' }, identity),
+    );
+    expect([...lines.keys()].filter((name) => name.includes('_'))).toEqual([]);
+    expect(lines.get('x-custom-flag')).toEqual(['2']);
+    expect(lines.get('x-account-id')).toEqual(['acct_1']);
+  });
+
   it('sends a header node:http keeps as a list as one line per value', () => {
     const lines = linesByName(upstreamRequestHeaders({ 'set-cookie': ['a=1', 'b=2'] }, { ...identity, forwardedHost: undefined }));
     expect(lines.get('set-cookie')).toEqual(['a=1', 'b=2']);
