@@ -25,11 +25,15 @@ export class FakeRequest extends EventEmitter {
   readonly socket = { remoteAddress: '::ffff:10.0.0.7' };
   paused = false;
 
+  /** The headers as node:http lists them before folding repeats: name, value, name, value… */
+  readonly rawHeaders: string[];
+
   constructor(
     public url: string,
     readonly headers: IncomingHttpHeaders,
   ) {
     super();
+    this.rawHeaders = Object.entries(headers).flatMap(([name, value]) => (Array.isArray(value) ? value.flatMap((v) => [name, v]) : value === undefined ? [] : [name, value]));
   }
 
   pause(): this {

@@ -219,7 +219,9 @@ describe('forward stage', () => {
     expect(exchange.res.header('X-Request-Id')).toBe('req-2');
     expect(setup.auditLog.records).toMatchObject([
       {
-        id: 'req-2',
+        // The record's own id is the gateway's (a UUIDv7); the client's id is request_id.
+        id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+        request_id: 'req-2',
         key_id: 'key_scale',
         account: 'acme',
         plan: 'scale',
