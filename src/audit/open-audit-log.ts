@@ -57,17 +57,7 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
       audit.redisStream ? file : new UsageRollupSink(file, new FileUsageRollup({ dir: audit.usageDir, retentionMs: audit.usageRetentionMs, logger: deps.logger, now: () => deps.clock.now() })),
     );
   }
-  return new BatchingAuditLog({
-    sinks,
-    spoolPath: audit.spool,
-    batchSize: audit.batchSize,
-    flushIntervalMs: audit.flushIntervalMs,
-    maxQueue: audit.maxQueue,
-    logger: deps.logger,
-    clock: deps.clock,
-    retryMinMs: deps.retryMinMs,
-    retryMaxMs: deps.retryMaxMs,
-  });
+  return batchesFor(sinks, audit, deps);
 }
 
 /** Where usage reports read rollups: the same place openAuditLog writes them. */
@@ -99,6 +89,11 @@ export function openAdminAuditBatches(config: Pick<GatewayConfig, 'audit' | 'red
     );
   }
   if (audit.adminFile) sinks.push(new FileAuditSink(audit.adminFile, 'admin-file'));
+  return batchesFor(sinks, audit, deps);
+}
+
+/** The batching, spooling and retry settings both audit logs share (each sink spools apart). */
+function batchesFor(sinks: AuditSink[], audit: GatewayConfig['audit'], deps: OpenAuditLogDeps): BatchingAuditLog {
   return new BatchingAuditLog({
     sinks,
     spoolPath: audit.spool,
