@@ -25,6 +25,18 @@ function ceilSeconds(ms: number): number {
   return Math.ceil(ms / 1000);
 }
 
+/**
+ * Whole seconds for `Reset` / `t=`, never more than the window's own length: the bucketed
+ * count keeps a request counting up to one bucket (1/60 of the window) past the window, which
+ * would otherwise read as "wait longer than the window" (61 s on a 60 s window). Retry-After
+ * is not capped: it stays exact and never early (docs/rate-limits.md "Response headers").
+ */
+export function windowSeconds(ms: number, windowMs: number): number {
+  const seconds = ceilSeconds(ms);
+  const windowLength = ceilSeconds(windowMs);
+  return seconds > windowLength ? windowLength : seconds < 0 ? 0 : seconds;
+}
+
 /** `"minute";q=60;w=60, "day";q=10000;w=86400` — every window of the plan. */
 export function formatRateLimitPolicy(windows: readonly WindowStatus[]): string {
   let policy = '';
@@ -70,13 +82,13 @@ export function appendRateLimitHeaders(decision: RateLimitDecision, out: Array<s
     'X-RateLimit-Remaining',
     remaining,
     'X-RateLimit-Reset',
-    String(ceilSeconds(closest.resetMs)),
+    String(windowSeconds(closest.resetMs, closest.windowMs)),
     'RateLimit-Policy',
     rateLimitPolicy(decision.windows),
     // t follows the draft (when the quota starts to recover), not X-RateLimit-Reset's
     // "until one more request is allowed", which is 0 while requests remain.
     'RateLimit',
-    `"${closest.name}";r=${remaining};t=${ceilSeconds(closest.recoverMs)}`,
+    `"${closest.name}";r=${remaining};t=${windowSeconds(closest.recoverMs, closest.windowMs)}`,
   );
   return true;
 }
