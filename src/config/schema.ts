@@ -65,14 +65,28 @@ const windowSchema = z.strictObject({
 
 const WINDOW_NAMES: Record<number, string> = { 1_000: 'second', 60_000: 'minute', 3_600_000: 'hour', 86_400_000: 'day' };
 
+const tokenWindowSchema = z.strictObject({
+  tokens: z.number().int().min(1),
+  per: positiveDuration,
+  name: z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"').optional(),
+});
+
+/**
+ * A plan's limits as the limiter takes them: one list, request windows first, then token
+ * budgets (`tokens: true`: admission while the budget has tokens left, charged after the
+ * answer; docs/rate-limits.md "Token budgets"). Token windows are named `tokens-<period>`.
+ */
 const planSchema = z
-  .strictObject({ windows: z.array(windowSchema).default([]) })
+  .strictObject({ windows: z.array(windowSchema).default([]), tokens: z.array(tokenWindowSchema).max(16).default([]) })
   .transform((plan, ctx) => {
-    const windows = plan.windows.map((w) => ({
+    const windows: Array<{ name: string; limit: number; windowMs: number; tokens?: true }> = plan.windows.map((w) => ({
       name: w.name ?? WINDOW_NAMES[w.per] ?? `${w.per / 1000}s`,
       limit: w.requests,
       windowMs: w.per,
     }));
+    for (const t of plan.tokens) {
+      windows.push({ name: t.name ?? `tokens-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.tokens, windowMs: t.per, tokens: true });
+    }
     const names = windows.map((w) => w.name);
     const duplicate = names.find((n, i) => names.indexOf(n) !== i);
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });

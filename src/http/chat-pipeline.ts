@@ -25,7 +25,7 @@ import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor, type TraceContext } from '../proxy/traceparent.js';
 import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
-import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter.js';
+import type { RateLimitDecision, RateLimiter, RateWindow } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
@@ -51,6 +51,9 @@ export interface GatewayDependencies {
 export class ChatRequest implements BodyReceiver {
   /** Known from the route stage on. */
   agent: AgentConfig | undefined = undefined;
+  /** Set by the limit stage only for a plan with token budgets: what finish() charges the answer's tokens to. */
+  tokenWindows: readonly RateWindow[] | undefined = undefined;
+  tokenSubject = '';
 
   constructor(
     readonly pipeline: ChatPipeline,
@@ -163,6 +166,11 @@ export class ChatPipeline {
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
+      // Token budgets come last in the list (config/schema.ts): one check tells a plan that has them.
+      if (plan.windows[plan.windows.length - 1]!.tokens === true) {
+        request.tokenWindows = plan.windows;
+        request.tokenSubject = subject;
+      }
       const decision = this.rateLimiter.consumeNow(subject, plan.windows);
       if (decision !== undefined) {
         this.admit(request, decision);
@@ -183,8 +191,13 @@ export class ChatPipeline {
     try {
       state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
       if (!decision.allowed) {
-        metrics.rateLimited.inc({ plan: state.key!.plan });
         state.rateLimited = true;
+        if (request.tokenWindows !== undefined && refusedByTokenBudget(decision)) {
+          metrics.tokenBudgetExceeded.inc({ plan: state.key!.plan });
+          state.tokenBudgetExceeded = true;
+          throw new GatewayError('token_budget_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
+        }
+        metrics.rateLimited.inc({ plan: state.key!.plan });
         throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
       }
       this.body(request);
@@ -237,6 +250,11 @@ export class ChatPipeline {
 
   /** When the response closes, whatever happened: the audit record, metrics and the log line. */
   finish(request: ChatRequest): void {
+    const tokensUsed = request.state.tokensUsed;
+    // The answer's tokens, once known (JSON metadata or the stream's done event); batched by the limiter.
+    if (request.tokenWindows !== undefined && tokensUsed !== null && tokensUsed > 0) {
+      this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokensUsed);
+    }
     finishRequest(request.state, request.res, this.auditLog, this.logRequest);
   }
 
@@ -278,4 +296,10 @@ function sendErrorCounted(res: ServerResponse, error: GatewayError, requestId: s
   if (before) return 0;
   const length = res.getHeader('Content-Length');
   return typeof length === 'number' ? length : Number(length ?? 0);
+}
+
+/** A refusal that no request window made: every full window is a token budget. */
+function refusedByTokenBudget(decision: RateLimitDecision): boolean {
+  for (const window of decision.windows) if (window.tokens !== true && window.remaining === 0) return false;
+  return true;
 }

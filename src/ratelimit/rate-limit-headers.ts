@@ -9,10 +9,11 @@ import type { RateLimitDecision, WindowStatus } from './rate-limiter.js';
  */
 export const RATE_LIMIT_HEADER_NAMES: ReadonlySet<string> = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']);
 
-/** Lowest remaining; ties → longest reset; further ties → the first in config order. */
+/** Among request windows (token budgets are not): lowest remaining; ties → longest reset; further ties → the first in config order. */
 export function closestToExhaustion(windows: readonly WindowStatus[]): WindowStatus | undefined {
   let closest: WindowStatus | undefined;
   for (const window of windows) {
+    if (window.tokens === true) continue;
     if (closest === undefined || window.remaining < closest.remaining || (window.remaining === closest.remaining && window.resetMs > closest.resetMs)) {
       closest = window;
     }
@@ -74,8 +75,11 @@ export function rateLimitPolicy(windows: readonly WindowStatus[]): string {
  */
 export function appendRateLimitHeaders(decision: RateLimitDecision, out: Array<string | string[]>): boolean {
   const closest = closestToExhaustion(decision.windows);
-  if (closest === undefined) return false;
+  if (closest === undefined) return appendTokenOnlyHeaders(decision, out);
   const remaining = String(closest.remaining);
+  let items = `"${closest.name}";r=${remaining};t=${windowSeconds(closest.recoverMs, closest.windowMs)}`;
+  // Token budgets follow as their own items; a plan without them pays for this check only.
+  if (decision.windows[decision.windows.length - 1]!.tokens === true) items += tokenItems(decision.windows);
   out.push(
     'X-RateLimit-Limit',
     String(closest.limit),
@@ -88,8 +92,24 @@ export function appendRateLimitHeaders(decision: RateLimitDecision, out: Array<s
     // t follows the draft (when the quota starts to recover), not X-RateLimit-Reset's
     // "until one more request is allowed", which is 0 while requests remain.
     'RateLimit',
-    `"${closest.name}";r=${remaining};t=${windowSeconds(closest.recoverMs, closest.windowMs)}`,
+    items,
   );
+  return true;
+}
+
+/** `, "tokens-day";r=150000;t=86400` for each token budget, in config order. */
+function tokenItems(windows: readonly WindowStatus[]): string {
+  let items = '';
+  for (const window of windows) {
+    if (window.tokens === true) items += `, "${window.name}";r=${window.remaining};t=${windowSeconds(window.recoverMs, window.windowMs)}`;
+  }
+  return items;
+}
+
+/** A plan with token budgets only: the policies and their items, no X-RateLimit-* trio (that describes request windows). */
+function appendTokenOnlyHeaders(decision: RateLimitDecision, out: Array<string | string[]>): boolean {
+  if (decision.windows.length === 0) return false;
+  out.push('RateLimit-Policy', rateLimitPolicy(decision.windows), 'RateLimit', tokenItems(decision.windows).slice(2));
   return true;
 }
 

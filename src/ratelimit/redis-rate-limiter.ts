@@ -76,6 +76,8 @@ export class RedisRateLimiter implements RateLimiter {
   /** Batches displaced from `pending` by a window change within the turn; sent all the same. */
   private displaced: Batch[] = [];
   private flushScheduled = false;
+  /** Tokens of answers finished in this turn, per subject: one charge call each (docs/rate-limits.md "Token budgets"). */
+  private pendingCharges = new Map<string, { windows: readonly RateWindow[]; units: number }>();
   private readonly leases: LeaseBook | null;
   private readonly sweepTimer: NodeJS.Timeout | null;
   private readonly flush = (): void => {
@@ -86,6 +88,11 @@ export class RedisRateLimiter implements RateLimiter {
     if (displaced.length > 0) this.displaced = [];
     for (const batch of displaced) this.send(batch);
     for (const batch of batches.values()) this.send(batch);
+    if (this.pendingCharges.size > 0) {
+      const charges = this.pendingCharges;
+      this.pendingCharges = new Map();
+      for (const [subject, charge] of charges) this.sendCharge(subject, charge.windows, charge.units);
+    }
   };
 
   constructor(options: RedisRateLimiterOptions) {
@@ -138,6 +145,30 @@ export class RedisRateLimiter implements RateLimiter {
         setImmediate(this.flush);
       }
     });
+  }
+
+  /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
+  charge(subject: string, windows: readonly RateWindow[], tokens: number): void {
+    if (!(tokens > 0) || windows.length === 0 || !isUsableSubject(subject)) return;
+    const queued = this.pendingCharges.get(subject);
+    // A reload that changed the windows within the turn: the earlier charge goes on its own.
+    if (queued !== undefined && queued.windows === windows) queued.units += tokens;
+    else {
+      if (queued !== undefined) this.sendCharge(subject, queued.windows, queued.units);
+      this.pendingCharges.set(subject, { windows, units: tokens });
+    }
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  private sendCharge(subject: string, windows: readonly RateWindow[], units: number): void {
+    // Lost only if Redis fails: the budget then undercounts by these tokens (docs/rate-limits.md).
+    this.call(this.scriptArgs(subject, windows, '', 0, 0, undefined, units), windows.length).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /**
@@ -201,23 +232,26 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** KEYS then ARGV in the script's layout (sliding-window.lua.ts). */
-  private scriptArgs(subject: string, windows: readonly RateWindow[], nowArg: number | '', count: number, wanted: number, refund: LeaseRefund | undefined): Array<string | number> {
+  private scriptArgs(subject: string, windows: readonly RateWindow[], nowArg: number | '', count: number, wanted: number, refund: LeaseRefund | undefined, chargeUnits = 0): Array<string | number> {
     const n = windows.length;
-    const args: Array<string | number> = new Array(n + 4 + 4 * n);
+    const args: Array<string | number> = new Array(n + 5 + 5 * n);
     const keyHead = this.keyHead + subject + '}:';
     for (let i = 0; i < n; i += 1) {
       const window = windows[i] as RateWindow;
       args[i] = keyHead + window.name;
-      const base = n + 4 + 4 * i;
+      const base = n + 5 + 5 * i;
+      const isTokens = window.tokens === true;
       args[base] = window.limit;
       args[base + 1] = window.windowMs;
       args[base + 2] = bucketWidthMs(window.windowMs);
-      args[base + 3] = refund === undefined ? -1 : (refund.buckets[i] as number);
+      args[base + 3] = refund === undefined || isTokens ? -1 : (refund.buckets[i] as number);
+      args[base + 4] = isTokens ? 1 : 0;
     }
     args[n] = nowArg;
     args[n + 1] = count;
     args[n + 2] = wanted;
     args[n + 3] = refund === undefined ? 0 : refund.units;
+    args[n + 4] = chargeUnits;
     return args;
   }
 
@@ -284,7 +318,8 @@ function windowStatuses(reply: unknown[], windows: readonly RateWindow[], extraR
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
     const at = REPLY_HEAD + 3 * i;
-    const remaining = Number(reply[at]) + extraRemaining;
+    // A token window is not counted per request: its remaining is the same for the whole group.
+    const remaining = Number(reply[at]) + (window.tokens === true ? 0 : extraRemaining);
     const resetMs = remaining > 0 ? 0 : Number(reply[at + 1]);
     statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? Number(reply[at + 2]) : resetMs);
   }
