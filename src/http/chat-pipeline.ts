@@ -30,6 +30,7 @@ import { RequestState } from '../request/request-state.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
 import { finishRequest } from './finish-request.js';
+import { keyWindows } from './key-windows.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
 import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
@@ -161,22 +162,24 @@ export class ChatPipeline {
         this.logger.error({ request_id: state.requestId, key_id: key.keyId, plan: key.plan }, 'key refers to a plan that is not configured');
         throw new GatewayError('internal_error', { message: 'The API key refers to a plan the gateway does not know.' });
       }
-      if (plan.windows.length === 0) {
+      // Keys without limits of their own (the common case) pay for this one check.
+      const windows = key.limits == null ? plan.windows : keyWindows(key.limits, plan);
+      if (windows.length === 0) {
         this.body(request);
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
       // Token budgets come last in the list (config/schema.ts): one check tells a plan that has them.
-      if (plan.windows[plan.windows.length - 1]!.tokens === true) {
-        request.tokenWindows = plan.windows;
+      if (windows[windows.length - 1]!.tokens === true) {
+        request.tokenWindows = windows;
         request.tokenSubject = subject;
       }
-      const decision = this.rateLimiter.consumeNow(subject, plan.windows);
+      const decision = this.rateLimiter.consumeNow(subject, windows);
       if (decision !== undefined) {
         this.admit(request, decision);
         return;
       }
-      void this.rateLimiter.consume(subject, plan.windows).then(
+      void this.rateLimiter.consume(subject, windows).then(
         (decided) => this.admit(request, decided),
         (error: unknown) => this.fail(request, error),
       );

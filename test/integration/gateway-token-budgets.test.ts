@@ -143,6 +143,37 @@ describe.each([
   });
 });
 
+describe('per-key limits', () => {
+  it.each([
+    ['on Redis', () => onRedis],
+    ['embedded (memory)', () => embedded],
+  ])('%s: a key with its own budget (50 tokens) is refused after 2 answers; a key of the same plan without one keeps the plan (100)', async (_mode, gatewayOf) => {
+    const gateway = gatewayOf();
+    const tag = gateway === embedded ? 'mem' : 'redis';
+    const own = await gateway.createKey({ account: `override-own-${tag}`, plan: 'budget', limits: { tokens: [{ tokens: 50, per: '1h' }] } });
+    const plain = await gateway.createKey({ account: `override-plain-${tag}`, plan: 'budget' });
+    const ownAnswers: Answer[] = [];
+    for (let i = 0; i < 3; i += 1) ownAnswers.push(await send(gateway, own.rawKey));
+    expect(ownAnswers.map((a) => a.status)).toEqual([200, 200, 429]);
+    expect(errorType(ownAnswers[2]!)).toBe('token_budget_exceeded');
+    // Its request window is still the plan's (limits.windows not given).
+    expect(ownAnswers[0]!.headers.get('ratelimit-policy')).toBe('"minute";q=1000;w=60, "tokens-hour";q=50;w=3600');
+    const plainAnswers: Answer[] = [];
+    for (let i = 0; i < 3; i += 1) plainAnswers.push(await send(gateway, plain.rawKey));
+    expect(plainAnswers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(plainAnswers[0]!.headers.get('ratelimit-policy')).toBe('"minute";q=1000;w=60, "tokens-hour";q=100;w=3600');
+  });
+
+  it('a key whose limits replace the request windows and drop the budget (tokens: [])', async () => {
+    const { rawKey } = await embedded.createKey({ account: 'override-windows', plan: 'budget', limits: { windows: [{ requests: 2, per: '1m' }], tokens: [] } });
+    const answers: Answer[] = [];
+    for (let i = 0; i < 4; i += 1) answers.push(await send(embedded, rawKey));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 429, 429]);
+    expect(errorType(answers[2]!)).toBe('rate_limit_exceeded');
+    expect(answers[0]!.headers.get('ratelimit-policy')).toBe('"minute";q=2;w=60');
+  });
+});
+
 describe('two gateways on one Redis share one budget', () => {
   it('admit every request while the budget had tokens at admission (bounded overshoot), charge exactly, then both refuse', async () => {
     const { rawKey } = await onRedis.createKey({ account: 'shared', plan: 'shared' });
