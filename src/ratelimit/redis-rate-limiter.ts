@@ -184,7 +184,9 @@ export class RedisRateLimiter implements RateLimiter {
   private send(batch: Batch): void {
     const { subject, windows } = batch;
     let { waiters } = batch;
-    const leases = batch.nowArg === '' ? this.leases : null;
+    // No lease beside a token budget (the script grants none either): every request of such a
+    // plan is decided by Redis, where the other instances' charges land (docs/rate-limits.md).
+    const leases = batch.nowArg === '' && windows[windows.length - 1]!.tokens !== true ? this.leases : null;
     let wanted = 0;
     let refund: LeaseRefund | undefined;
     const sentAtMs = performance.now();
