@@ -236,24 +236,27 @@ export class RedisRateLimiter implements RateLimiter {
   /** KEYS then ARGV in the script's layout (sliding-window.lua.ts). */
   private scriptArgs(subject: string, windows: readonly RateWindow[], nowArg: number | '', count: number, wanted: number, refund: LeaseRefund | undefined, chargeUnits = 0): Array<string | number> {
     const n = windows.length;
-    const args: Array<string | number> = new Array(n + 5 + 5 * n);
+    const args: Array<string | number> = new Array(n + 4 + 4 * n);
     const keyHead = this.keyHead + subject + '}:';
     for (let i = 0; i < n; i += 1) {
       const window = windows[i] as RateWindow;
       args[i] = keyHead + window.name;
-      const base = n + 5 + 5 * i;
-      const isTokens = window.tokens === true;
-      args[base] = window.limit;
+      const base = n + 4 + 4 * i;
       args[base + 1] = window.windowMs;
       args[base + 2] = bucketWidthMs(window.windowMs);
-      args[base + 3] = refund === undefined || isTokens ? -1 : (refund.buckets[i] as number);
-      args[base + 4] = isTokens ? 1 : 0;
+      if (window.tokens === true) {
+        // A budget: limit negated, and the tokens to charge in place of a refund bucket (sliding-window.lua.ts).
+        args[base] = -window.limit;
+        args[base + 3] = chargeUnits;
+      } else {
+        args[base] = window.limit;
+        args[base + 3] = refund === undefined ? -1 : (refund.buckets[i] as number);
+      }
     }
     args[n] = nowArg;
     args[n + 1] = count;
     args[n + 2] = wanted;
     args[n + 3] = refund === undefined ? 0 : refund.units;
-    args[n + 4] = chargeUnits;
     return args;
   }
 

@@ -12,12 +12,12 @@
 //          what every window has left, so a nearly spent quota is decided request by request.
 //          Granted units are counted in the current bucket like admitted requests.
 // ARGV[4]  refundUnits: unused units of an earlier lease, given back first
-// ARGV[5]  chargeUnits: tokens of finished answers, added to the token windows' current
-//          bucket (the batched charge; 0 on an admission call)
-// ARGV[6 + 5(i-1) ..]  limit, windowMs, bucketMs, refundBucket (-1: none), isTokens (1: a
-//          token budget: read-only at admission — it admits every request of the group
-//          while it has a token left, none otherwise — and no lease is granted beside it)
-//          of KEYS[i]
+// ARGV[5 + 4(i-1) ..]  limit, windowMs, bucketMs, refundBucket (-1: none) of KEYS[i].
+//          A token budget is sent with its limit negated, and its 4th value is the tokens
+//          to charge (the batched charge after answers; 0 on an admission call). It is
+//          read-only at admission — it admits every request of the group while it has a
+//          token left, none otherwise — and no lease is granted beside it. So a plan
+//          without budgets sends exactly the arguments it always did.
 // Returns  { admitted, retryAfterMs, nowMs, leaseGranted, leaseValidMs,
 //            remaining_1, resetMs_1, oldestMs_1, remaining_2, ... }
 //   leaseValidMs = until the earliest current bucket of the windows ends (a lease may only
@@ -37,24 +37,28 @@ end
 local count = tonumber(ARGV[2])
 local leaseWanted = tonumber(ARGV[3])
 local refundUnits = tonumber(ARGV[4])
-local chargeUnits = tonumber(ARGV[5])
 local LEASE_SHARE = 16
 local hasTokens = false
 local n = #KEYS
-local limits, windowMsList, bucketMsList, tokenFlags = {}, {}, {}, {}
+local limits, windowMsList, bucketMsList, tokenCharges = {}, {}, {}, {}
 local liveIndexes, liveCounts, totals, fresh = {}, {}, {}, {}
 local admitted = count
 
 for w = 1, n do
   local key = KEYS[w]
-  local base = 6 + (w - 1) * 5
+  local base = 5 + (w - 1) * 4
   local limit = tonumber(ARGV[base])
   local windowMs = tonumber(ARGV[base + 1])
   local bucketMs = tonumber(ARGV[base + 2])
   local refundBucket = tonumber(ARGV[base + 3])
-  local isTokens = ARGV[base + 4] == '1'
-  if isTokens then hasTokens = true end
-  limits[w], windowMsList[w], bucketMsList[w], tokenFlags[w] = limit, windowMs, bucketMs, isTokens
+  local isTokens = limit < 0
+  if isTokens then
+    hasTokens = true
+    limit = -limit
+    tokenCharges[w] = refundBucket
+    refundBucket = -1
+  end
+  limits[w], windowMsList[w], bucketMsList[w] = limit, windowMs, bucketMs
 
   -- A window whose length changed (config reload) starts over: old bucket indexes mean other times.
   local storedWidth = redis.call('HGET', key, 'bw')
@@ -127,7 +131,7 @@ for w = 1, n do
   local indexes, counts = liveIndexes[w], liveCounts[w]
   local total = totals[w]
   local counted = counted
-  if tokenFlags[w] then counted = chargeUnits end
+  if tokenCharges[w] then counted = tokenCharges[w] end
 
   if counted > 0 then
     local current = math.floor(nowMs / bucketMs)
