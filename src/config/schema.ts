@@ -130,16 +130,43 @@ const windowSchema = z.strictObject({
 
 const WINDOW_NAMES: Record<number, string> = { 1_000: 'second', 60_000: 'minute', 3_600_000: 'hour', 86_400_000: 'day' };
 
+const tokenWindowSchema = z.strictObject({
+  tokens: z.number().int().min(1),
+  per: positiveDuration,
+  name: z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"').optional(),
+});
+
+/**
+ * A plan's limits as the limiter takes them: one list, request windows first, then token
+ * budgets (`tokens: true`: admission while the budget has tokens left, charged after the
+ * answer; docs/rate-limits.md "Token budgets"). Token windows are named `tokens-<period>`.
+ */
+type WindowInput = z.output<typeof windowSchema>;
+type TokenWindowInput = z.output<typeof tokenWindowSchema>;
+
+/** The limiter's window list for request windows and token budgets (the one place that names them). */
+export function planWindows(requestWindows: readonly WindowInput[], tokenWindows: readonly TokenWindowInput[]): Array<{ name: string; limit: number; windowMs: number; tokens?: true }> {
+  const windows: Array<{ name: string; limit: number; windowMs: number; tokens?: true }> = requestWindows.map((w) => ({
+    name: w.name ?? WINDOW_NAMES[w.per] ?? `${w.per / 1000}s`,
+    limit: w.requests,
+    windowMs: w.per,
+  }));
+  for (const t of tokenWindows) {
+    windows.push({ name: t.name ?? `tokens-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.tokens, windowMs: t.per, tokens: true });
+  }
+  return windows;
+}
+
+function duplicateName(windows: ReadonlyArray<{ name: string }>): string | undefined {
+  const names = windows.map((w) => w.name);
+  return names.find((n, i) => names.indexOf(n) !== i);
+}
+
 const planSchema = z
-  .strictObject({ windows: z.array(windowSchema).default([]) })
+  .strictObject({ windows: z.array(windowSchema).default([]), tokens: z.array(tokenWindowSchema).max(16).default([]) })
   .transform((plan, ctx) => {
-    const windows = plan.windows.map((w) => ({
-      name: w.name ?? WINDOW_NAMES[w.per] ?? `${w.per / 1000}s`,
-      limit: w.requests,
-      windowMs: w.per,
-    }));
-    const names = windows.map((w) => w.name);
-    const duplicate = names.find((n, i) => names.indexOf(n) !== i);
+    const windows = planWindows(plan.windows, plan.tokens);
+    const duplicate = duplicateName(windows);
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
     return { windows };
   });
@@ -149,11 +176,16 @@ const planSchema = z
  * plan. Stored as written; `tokens` and `concurrency` are accepted and kept for the budgets
  * that will read them (docs/admin-api.md says what applies today).
  */
-export const keyLimitsSchema = z.strictObject({
-  windows: z.array(windowSchema).max(16).optional(),
-  tokens: z.array(z.strictObject({ tokens: z.number().int().min(1), per: positiveDuration })).max(16).optional(),
-  concurrency: z.strictObject({ streams: z.number().int().min(1), lease: positiveDuration.optional() }).optional(),
-});
+export const keyLimitsSchema = z
+  .strictObject({
+    windows: z.array(windowSchema).max(16).optional(),
+    tokens: z.array(tokenWindowSchema).max(16).optional(),
+    concurrency: z.strictObject({ streams: z.number().int().min(1), lease: positiveDuration.optional() }).optional(),
+  })
+  .superRefine((limits, ctx) => {
+    const duplicate = duplicateName(planWindows(limits.windows ?? [], limits.tokens ?? []));
+    if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
+  });
 
 const ADMIN_TOKEN_NAME = /^[A-Za-z0-9._@-]{1,64}$/;
 /** Below this a token could be guessed; generate one with `openssl rand -hex 32`. */
@@ -379,3 +411,16 @@ export type KeyLimits = z.input<typeof keyLimitsSchema>;
 export type AgentConfig = GatewayConfig['agents'] extends Map<string, infer A> ? A : never;
 export type PlanConfig = GatewayConfig['plans'] extends Map<string, infer P> ? P : never;
 export type RateWindow = PlanConfig['windows'][number];
+
+/**
+ * A key's own limits over its plan: `windows` and `tokens`, each where given, replace the
+ * plan's (an empty list removes them); what is not given is the plan's.
+ */
+export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConfig {
+  // Stored as written (durations as text): validated when set, read into milliseconds here.
+  const limits = keyLimitsSchema.parse(stored);
+  const own = planWindows(limits.windows ?? [], limits.tokens ?? []);
+  const requestWindows = limits.windows === undefined ? plan.windows.filter((w) => w.tokens !== true) : own.filter((w) => w.tokens !== true);
+  const tokenWindows = limits.tokens === undefined ? plan.windows.filter((w) => w.tokens === true) : own.filter((w) => w.tokens === true);
+  return { ...plan, windows: [...requestWindows, ...tokenWindows] };
+}

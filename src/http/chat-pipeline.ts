@@ -25,11 +25,12 @@ import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor, type TraceContext } from '../proxy/traceparent.js';
 import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
-import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter.js';
+import type { RateLimitDecision, RateLimiter, RateWindow } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
 import { finishRequest } from './finish-request.js';
+import { keyWindows } from './key-windows.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
 import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
@@ -51,6 +52,9 @@ export interface GatewayDependencies {
 export class ChatRequest implements BodyReceiver {
   /** Known from the route stage on. */
   agent: AgentConfig | undefined = undefined;
+  /** Set by the limit stage only for a plan with token budgets: what finish() charges the answer's tokens to. */
+  tokenWindows: readonly RateWindow[] | undefined = undefined;
+  tokenSubject = '';
 
   constructor(
     readonly pipeline: ChatPipeline,
@@ -159,17 +163,24 @@ export class ChatPipeline {
         this.logger.error({ request_id: state.requestId, key_id: key.keyId, plan: key.plan }, 'key refers to a plan that is not configured');
         throw new GatewayError('internal_error', { message: 'The API key refers to a plan the gateway does not know.' });
       }
-      if (plan.windows.length === 0) {
+      // Keys without limits of their own (the common case) pay for this one check.
+      const windows = key.limits == null ? plan.windows : keyWindows(key.limits, plan);
+      if (windows.length === 0) {
         this.body(request);
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
-      const decision = this.rateLimiter.consumeNow(subject, plan.windows);
+      // Token budgets come last in the list (config/schema.ts): one check tells a plan that has them.
+      if (windows[windows.length - 1]!.tokens === true) {
+        request.tokenWindows = windows;
+        request.tokenSubject = subject;
+      }
+      const decision = this.rateLimiter.consumeNow(subject, windows);
       if (decision !== undefined) {
         this.admit(request, decision);
         return;
       }
-      void this.rateLimiter.consume(subject, plan.windows).then(
+      void this.rateLimiter.consume(subject, windows).then(
         (decided) => this.admit(request, decided),
         (error: unknown) => this.fail(request, error),
       );
@@ -184,8 +195,13 @@ export class ChatPipeline {
     try {
       state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
       if (!decision.allowed) {
-        metrics.rateLimited.inc({ plan: state.key!.plan });
         state.rateLimited = true;
+        if (request.tokenWindows !== undefined && refusedByTokenBudget(decision)) {
+          metrics.tokenBudgetExceeded.inc({ plan: state.key!.plan });
+          state.tokenBudgetExceeded = true;
+          throw new GatewayError('token_budget_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
+        }
+        metrics.rateLimited.inc({ plan: state.key!.plan });
         throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
       }
       this.body(request);
@@ -239,6 +255,11 @@ export class ChatPipeline {
 
   /** When the response closes, whatever happened: the audit record, metrics and the log line. */
   finish(request: ChatRequest): void {
+    const tokensUsed = request.state.tokensUsed;
+    // The answer's tokens, once known (JSON metadata or the stream's done event); batched by the limiter.
+    if (request.tokenWindows !== undefined && tokensUsed !== null && tokensUsed > 0) {
+      this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokensUsed);
+    }
     finishRequest(request.state, request.res, this.auditLog, this.logRequest);
   }
 
@@ -280,4 +301,10 @@ function sendErrorCounted(res: ServerResponse, error: GatewayError, requestId: s
   if (before) return 0;
   const length = res.getHeader('Content-Length');
   return typeof length === 'number' ? length : Number(length ?? 0);
+}
+
+/** A refusal that no request window made: every full window is a token budget. */
+function refusedByTokenBudget(decision: RateLimitDecision): boolean {
+  for (const window of decision.windows) if (window.tokens !== true && window.remaining === 0) return false;
+  return true;
 }

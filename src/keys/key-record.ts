@@ -31,4 +31,6 @@ export interface AuthenticatedKey {
   keyId: string;
   account: string;
   plan: string;
+  /** The key's own limits over its plan (null or absent: the plan's); the pipeline resolves them once per key and plan. */
+  limits?: KeyLimits | null;
 }

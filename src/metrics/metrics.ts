@@ -56,6 +56,12 @@ export const metrics = {
   }),
   tokens: new HotCounter({ name: 'agentgw_tokens_total', help: 'Tokens reported by upstreams.', labelNames: ['agent'] as const, registers: [registry] }),
   rateLimited: new Counter({ name: 'agentgw_rate_limited_total', help: 'Requests answered 429 by the limiter, by plan.', labelNames: ['plan'] as const, registers: [registry] }),
+  tokenBudgetExceeded: new Counter({
+    name: 'agentgw_token_budget_exceeded_total',
+    help: 'Requests answered 429 token_budget_exceeded (a token budget spent, no request window full), by plan.',
+    labelNames: ['plan'] as const,
+    registers: [registry],
+  }),
   authFailures: new Counter({ name: 'agentgw_auth_failures_total', help: 'Rejected authentications, by reason.', labelNames: ['reason'] as const, registers: [registry] }),
   upstreamErrors: new Counter({
     name: 'agentgw_upstream_errors_total',

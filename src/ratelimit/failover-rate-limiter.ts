@@ -69,6 +69,16 @@ export class FailoverRateLimiter implements RateLimiter {
     return undefined;
   }
 
+  /**
+   * To Redis while it answers; during an outage to the fallback (in `allow` mode it admits
+   * from those local counts; in `deny` mode nothing is admitted, so they only keep count).
+   * A charge lost with Redis going down is not replayed (docs/rate-limits.md "Token budgets").
+   */
+  charge(subject: string, windows: readonly RateWindow[], tokens: number): void {
+    if (this.outageSinceMs === undefined) this.primary.charge(subject, windows, tokens);
+    else this.fallback.charge(subject, windows, tokens);
+  }
+
   async close(): Promise<void> {
     await Promise.all([this.primary.close(), this.fallback.close()]);
   }

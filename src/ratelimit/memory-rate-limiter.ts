@@ -2,7 +2,7 @@
 // Same window math as the Redis script; memory is bounded by evicting idle subjects.
 import { systemClock, type Clock } from '../clock.js';
 import type { RateLimitDecision, RateLimiter, RateWindow } from './rate-limiter.js';
-import { bucketWidthMs, consumeWindows, idleAfterMs, newBucketCounter, type BucketCounter } from './window-math.js';
+import { bucketWidthMs, chargeWindows, consumeWindows, idleAfterMs, newBucketCounter, type BucketCounter } from './window-math.js';
 
 export interface MemoryRateLimiterOptions {
   clock?: Clock;
@@ -50,13 +50,7 @@ export class MemoryRateLimiter implements RateLimiter {
   consumeAt(subject: string, windows: readonly RateWindow[], nowMs: number): RateLimitDecision {
     if (nowMs >= this.nextSweepMs) this.sweep(nowMs);
     if (windows.length === 0) return NO_WINDOWS;
-    let state = this.subjects.get(subject);
-    if (state === undefined) {
-      state = { names: windows.map((w) => w.name), counters: windows.map((w) => newBucketCounter(bucketWidthMs(w.windowMs))), idleAtMs: 0 };
-      this.subjects.set(subject, state);
-    } else if (!sameNames(state.names, windows)) {
-      realign(state, windows);
-    }
+    const state = this.stateFor(subject, windows);
     const decision = consumeWindows(state.counters, windows, nowMs);
     if (decision.allowed) {
       const idleAtMs = idleAfterMs(windows, nowMs);
@@ -65,8 +59,32 @@ export class MemoryRateLimiter implements RateLimiter {
     return decision;
   }
 
+  charge(subject: string, windows: readonly RateWindow[], tokens: number): void {
+    this.chargeAt(subject, windows, tokens, this.clock.now());
+  }
+
+  /** charge() at an explicit time. A subject swept out meanwhile starts over with this charge. */
+  chargeAt(subject: string, windows: readonly RateWindow[], tokens: number, nowMs: number): void {
+    if (!(tokens > 0) || windows.length === 0) return;
+    const state = this.stateFor(subject, windows);
+    chargeWindows(state.counters, windows, nowMs, tokens);
+    const idleAtMs = idleAfterMs(windows, nowMs);
+    if (idleAtMs > state.idleAtMs) state.idleAtMs = idleAtMs;
+  }
+
   async close(): Promise<void> {
     this.subjects.clear();
+  }
+
+  private stateFor(subject: string, windows: readonly RateWindow[]): SubjectState {
+    let state = this.subjects.get(subject);
+    if (state === undefined) {
+      state = { names: windows.map((w) => w.name), counters: windows.map((w) => newBucketCounter(bucketWidthMs(w.windowMs))), idleAtMs: 0 };
+      this.subjects.set(subject, state);
+    } else if (!sameNames(state.names, windows)) {
+      realign(state, windows);
+    }
+    return state;
   }
 
   private sweep(nowMs: number): void {

@@ -9,10 +9,11 @@ import type { RateLimitDecision, WindowStatus } from './rate-limiter.js';
  */
 export const RATE_LIMIT_HEADER_NAMES: ReadonlySet<string> = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']);
 
-/** Lowest remaining; ties → longest reset; further ties → the first in config order. */
+/** Among request windows (token budgets are not): lowest remaining; ties → longest reset; further ties → the first in config order. */
 export function closestToExhaustion(windows: readonly WindowStatus[]): WindowStatus | undefined {
   let closest: WindowStatus | undefined;
   for (const window of windows) {
+    if (window.tokens === true) continue;
     if (closest === undefined || window.remaining < closest.remaining || (window.remaining === closest.remaining && window.resetMs > closest.resetMs)) {
       closest = window;
     }
@@ -23,6 +24,18 @@ export function closestToExhaustion(windows: readonly WindowStatus[]): WindowSta
 /** Whole seconds, rounded up: a client that waits this long is never early. */
 function ceilSeconds(ms: number): number {
   return Math.ceil(ms / 1000);
+}
+
+/**
+ * Whole seconds for `Reset` / `t=`, never more than the window's own length: the bucketed
+ * count keeps a request counting up to one bucket (1/60 of the window) past the window, which
+ * would otherwise read as "wait longer than the window" (61 s on a 60 s window). Retry-After
+ * is not capped: it stays exact and never early (docs/rate-limits.md "Response headers").
+ */
+export function windowSeconds(ms: number, windowMs: number): number {
+  const seconds = ceilSeconds(ms);
+  const windowLength = ceilSeconds(windowMs);
+  return seconds > windowLength ? windowLength : seconds < 0 ? 0 : seconds;
 }
 
 /** `"minute";q=60;w=60, "day";q=10000;w=86400` — every window of the plan. */
@@ -62,22 +75,41 @@ export function rateLimitPolicy(windows: readonly WindowStatus[]): string {
  */
 export function appendRateLimitHeaders(decision: RateLimitDecision, out: Array<string | string[]>): boolean {
   const closest = closestToExhaustion(decision.windows);
-  if (closest === undefined) return false;
+  if (closest === undefined) return appendTokenOnlyHeaders(decision, out);
   const remaining = String(closest.remaining);
+  let items = `"${closest.name}";r=${remaining};t=${windowSeconds(closest.recoverMs, closest.windowMs)}`;
+  // Token budgets follow as their own items; a plan without them pays for this check only.
+  if (decision.windows[decision.windows.length - 1]!.tokens === true) items += tokenItems(decision.windows);
   out.push(
     'X-RateLimit-Limit',
     String(closest.limit),
     'X-RateLimit-Remaining',
     remaining,
     'X-RateLimit-Reset',
-    String(ceilSeconds(closest.resetMs)),
+    String(windowSeconds(closest.resetMs, closest.windowMs)),
     'RateLimit-Policy',
     rateLimitPolicy(decision.windows),
     // t follows the draft (when the quota starts to recover), not X-RateLimit-Reset's
     // "until one more request is allowed", which is 0 while requests remain.
     'RateLimit',
-    `"${closest.name}";r=${remaining};t=${ceilSeconds(closest.recoverMs)}`,
+    items,
   );
+  return true;
+}
+
+/** `, "tokens-day";r=150000;t=86400` for each token budget, in config order. */
+function tokenItems(windows: readonly WindowStatus[]): string {
+  let items = '';
+  for (const window of windows) {
+    if (window.tokens === true) items += `, "${window.name}";r=${window.remaining};t=${windowSeconds(window.recoverMs, window.windowMs)}`;
+  }
+  return items;
+}
+
+/** A plan with token budgets only: the policies and their items, no X-RateLimit-* trio (that describes request windows). */
+function appendTokenOnlyHeaders(decision: RateLimitDecision, out: Array<string | string[]>): boolean {
+  if (decision.windows.length === 0) return false;
+  out.push('RateLimit-Policy', rateLimitPolicy(decision.windows), 'RateLimit', tokenItems(decision.windows).slice(2));
   return true;
 }
 

@@ -7,7 +7,7 @@ export interface WindowStatus {
   name: string;
   limit: number;
   windowMs: number;
-  /** Requests still allowed in this window after this decision. */
+  /** Requests (tokens, for a token window) still allowed in this window after this decision. */
   remaining: number;
   /** Milliseconds until one more request would be allowed in this window (0 if one is allowed now). */
   resetMs: number;
@@ -17,11 +17,19 @@ export interface WindowStatus {
    * counts none); when remaining is 0, equal to resetMs.
    */
   recoverMs: number;
+  /** Set on a token budget's status (its figures count tokens). */
+  tokens?: true;
 }
 
 /** A window's status from its figures (the one place that lays one out). */
 export function windowStatus(window: RateWindow, remaining: number, resetMs: number, recoverMs: number): WindowStatus {
+  if (window.tokens === true) return { name: window.name, limit: window.limit, windowMs: window.windowMs, remaining, resetMs, recoverMs, tokens: true };
   return { name: window.name, limit: window.limit, windowMs: window.windowMs, remaining, resetMs, recoverMs };
+}
+
+/** Whether a window is a token budget (checked at admission, charged after the answer) rather than a request window. */
+export function isTokenWindow(window: { tokens?: true }): boolean {
+  return window.tokens === true;
 }
 
 export interface RateLimitDecision {
@@ -41,5 +49,10 @@ export interface RateLimiter {
    * consume(). Lets the request pipeline skip a promise and an await per request.
    */
   consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision | undefined;
+  /**
+   * Charges an answer's tokens to the subject's token windows (those with `tokens: true`),
+   * after the answer: never awaited on the request path, batched where the store is remote.
+   */
+  charge(subject: string, windows: readonly RateWindow[], tokens: number): void;
   close(): Promise<void>;
 }

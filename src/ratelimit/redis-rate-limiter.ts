@@ -76,6 +76,8 @@ export class RedisRateLimiter implements RateLimiter {
   /** Batches displaced from `pending` by a window change within the turn; sent all the same. */
   private displaced: Batch[] = [];
   private flushScheduled = false;
+  /** Tokens of answers finished in this turn, per subject: one charge call each (docs/rate-limits.md "Token budgets"). */
+  private pendingCharges = new Map<string, { windows: readonly RateWindow[]; units: number }>();
   private readonly leases: LeaseBook | null;
   private readonly sweepTimer: NodeJS.Timeout | null;
   private readonly flush = (): void => {
@@ -86,6 +88,11 @@ export class RedisRateLimiter implements RateLimiter {
     if (displaced.length > 0) this.displaced = [];
     for (const batch of displaced) this.send(batch);
     for (const batch of batches.values()) this.send(batch);
+    if (this.pendingCharges.size > 0) {
+      const charges = this.pendingCharges;
+      this.pendingCharges = new Map();
+      for (const [subject, charge] of charges) this.sendCharge(subject, charge.windows, charge.units);
+    }
   };
 
   constructor(options: RedisRateLimiterOptions) {
@@ -140,6 +147,30 @@ export class RedisRateLimiter implements RateLimiter {
     });
   }
 
+  /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
+  charge(subject: string, windows: readonly RateWindow[], tokens: number): void {
+    if (!(tokens > 0) || windows.length === 0 || !isUsableSubject(subject)) return;
+    const queued = this.pendingCharges.get(subject);
+    // A reload that changed the windows within the turn: the earlier charge goes on its own.
+    if (queued !== undefined && queued.windows === windows) queued.units += tokens;
+    else {
+      if (queued !== undefined) this.sendCharge(subject, queued.windows, queued.units);
+      this.pendingCharges.set(subject, { windows, units: tokens });
+    }
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  private sendCharge(subject: string, windows: readonly RateWindow[], units: number): void {
+    // Lost only if Redis fails: the budget then undercounts by these tokens (docs/rate-limits.md).
+    this.call(this.scriptArgs(subject, windows, '', 0, 0, undefined, units), windows.length).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
   /**
    * The client belongs to the caller (it is shared with other stores), which closes it after
    * this: unused lease units are given back first, so a restart does not hold them for a window.
@@ -153,7 +184,9 @@ export class RedisRateLimiter implements RateLimiter {
   private send(batch: Batch): void {
     const { subject, windows } = batch;
     let { waiters } = batch;
-    const leases = batch.nowArg === '' ? this.leases : null;
+    // No lease beside a token budget (the script grants none either): every request of such a
+    // plan is decided by Redis, where the other instances' charges land (docs/rate-limits.md).
+    const leases = batch.nowArg === '' && windows[windows.length - 1]!.tokens !== true ? this.leases : null;
     let wanted = 0;
     let refund: LeaseRefund | undefined;
     const sentAtMs = performance.now();
@@ -201,7 +234,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** KEYS then ARGV in the script's layout (sliding-window.lua.ts). */
-  private scriptArgs(subject: string, windows: readonly RateWindow[], nowArg: number | '', count: number, wanted: number, refund: LeaseRefund | undefined): Array<string | number> {
+  private scriptArgs(subject: string, windows: readonly RateWindow[], nowArg: number | '', count: number, wanted: number, refund: LeaseRefund | undefined, chargeUnits = 0): Array<string | number> {
     const n = windows.length;
     const args: Array<string | number> = new Array(n + 4 + 4 * n);
     const keyHead = this.keyHead + subject + '}:';
@@ -209,10 +242,16 @@ export class RedisRateLimiter implements RateLimiter {
       const window = windows[i] as RateWindow;
       args[i] = keyHead + window.name;
       const base = n + 4 + 4 * i;
-      args[base] = window.limit;
       args[base + 1] = window.windowMs;
       args[base + 2] = bucketWidthMs(window.windowMs);
-      args[base + 3] = refund === undefined ? -1 : (refund.buckets[i] as number);
+      if (window.tokens === true) {
+        // A budget: limit negated, and the tokens to charge in place of a refund bucket (sliding-window.lua.ts).
+        args[base] = -window.limit;
+        args[base + 3] = chargeUnits;
+      } else {
+        args[base] = window.limit;
+        args[base + 3] = refund === undefined ? -1 : (refund.buckets[i] as number);
+      }
     }
     args[n] = nowArg;
     args[n + 1] = count;
@@ -284,7 +323,8 @@ function windowStatuses(reply: unknown[], windows: readonly RateWindow[], extraR
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
     const at = REPLY_HEAD + 3 * i;
-    const remaining = Number(reply[at]) + extraRemaining;
+    // A token window is not counted per request: its remaining is the same for the whole group.
+    const remaining = Number(reply[at]) + (window.tokens === true ? 0 : extraRemaining);
     const resetMs = remaining > 0 ? 0 : Number(reply[at + 1]);
     statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? Number(reply[at + 2]) : resetMs);
   }

@@ -12,7 +12,12 @@
 //          what every window has left, so a nearly spent quota is decided request by request.
 //          Granted units are counted in the current bucket like admitted requests.
 // ARGV[4]  refundUnits: unused units of an earlier lease, given back first
-// ARGV[5 + 4(i-1) ..]  limit, windowMs, bucketMs, refundBucket (-1: none) of KEYS[i]
+// ARGV[5 + 4(i-1) ..]  limit, windowMs, bucketMs, refundBucket (-1: none) of KEYS[i].
+//          A token budget is sent with its limit negated, and its 4th value is the tokens
+//          to charge (the batched charge after answers; 0 on an admission call). It is
+//          read-only at admission — it admits every request of the group while it has a
+//          token left, none otherwise — and no lease is granted beside it. So a plan
+//          without budgets sends exactly the arguments it always did.
 // Returns  { admitted, retryAfterMs, nowMs, leaseGranted, leaseValidMs,
 //            remaining_1, resetMs_1, oldestMs_1, remaining_2, ... }
 //   leaseValidMs = until the earliest current bucket of the windows ends (a lease may only
@@ -33,8 +38,9 @@ local count = tonumber(ARGV[2])
 local leaseWanted = tonumber(ARGV[3])
 local refundUnits = tonumber(ARGV[4])
 local LEASE_SHARE = 16
+local hasTokens = false
 local n = #KEYS
-local limits, windowMsList, bucketMsList = {}, {}, {}
+local limits, windowMsList, bucketMsList, tokenCharges = {}, {}, {}, {}
 local liveIndexes, liveCounts, totals, fresh = {}, {}, {}, {}
 local admitted = count
 
@@ -45,6 +51,13 @@ for w = 1, n do
   local windowMs = tonumber(ARGV[base + 1])
   local bucketMs = tonumber(ARGV[base + 2])
   local refundBucket = tonumber(ARGV[base + 3])
+  local isTokens = limit < 0
+  if isTokens then
+    hasTokens = true
+    limit = -limit
+    tokenCharges[w] = refundBucket
+    refundBucket = -1
+  end
   limits[w], windowMsList[w], bucketMsList[w] = limit, windowMs, bucketMs
 
   -- A window whose length changed (config reload) starts over: old bucket indexes mean other times.
@@ -85,13 +98,15 @@ for w = 1, n do
   if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
   table.sort(indexes)
   liveIndexes[w], liveCounts[w], totals[w] = indexes, counts, total
-  if limit - total < admitted then admitted = limit - total end
+  if isTokens then
+    if total >= limit then admitted = 0 end
+  elseif limit - total < admitted then admitted = limit - total end
 end
 if admitted < 0 then admitted = 0 end
 
 local lease = 0
 local leaseValidMs = 0
-if admitted == count and leaseWanted > 0 then
+if admitted == count and leaseWanted > 0 and not hasTokens then
   lease = leaseWanted
   for w = 1, n do
     local share = math.floor((limits[w] - totals[w] - admitted) / LEASE_SHARE)
@@ -115,6 +130,8 @@ for w = 1, n do
   local limit, windowMs, bucketMs = limits[w], windowMsList[w], bucketMsList[w]
   local indexes, counts = liveIndexes[w], liveCounts[w]
   local total = totals[w]
+  local counted = counted
+  if tokenCharges[w] then counted = tokenCharges[w] end
 
   if counted > 0 then
     local current = math.floor(nowMs / bucketMs)

@@ -61,20 +61,20 @@ function dropBucketsBefore(counter: BucketCounter, firstIndex: number): void {
   }
 }
 
-function addToBucket(counter: BucketCounter, index: number): void {
+function addToBucket(counter: BucketCounter, index: number, units = 1): void {
   const { indexes, counts } = counter;
-  counter.total += 1;
+  counter.total += units;
   let at = indexes.length;
   // Time only goes backwards when a clock is stepped; then walk back to keep the order.
   while (at > 0 && (indexes[at - 1] as number) > index) at -= 1;
   if (at > 0 && indexes[at - 1] === index) {
-    counts[at - 1] = (counts[at - 1] as number) + 1;
+    counts[at - 1] = (counts[at - 1] as number) + units;
   } else if (at === indexes.length) {
     indexes.push(index);
-    counts.push(1);
+    counts.push(units);
   } else {
     indexes.splice(at, 0, index);
-    counts.splice(at, 0, 1);
+    counts.splice(at, 0, units);
   }
 }
 
@@ -113,6 +113,7 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
     const bucketMs = bucketWidthMs(window.windowMs);
     if (counter.bucketMs !== bucketMs) resetCounter(counter, bucketMs);
     dropBucketsBefore(counter, firstCountedBucket(nowMs, window.windowMs, bucketMs));
+    // A token budget admits while it has a token left, as a request window does while it has a request left.
     if (counter.total >= window.limit) allowed = false;
   }
   const statuses: WindowStatus[] = new Array(windows.length);
@@ -120,7 +121,8 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
     const counter = counters[i] as BucketCounter;
-    if (allowed) addToBucket(counter, Math.floor(nowMs / counter.bucketMs));
+    // A token window is only checked here: its answer's tokens are charged later (chargeWindows).
+    if (allowed && window.tokens !== true) addToBucket(counter, Math.floor(nowMs / counter.bucketMs));
     const resetMs = msUntilBelowLimit(counter, window.limit, nowMs, window.windowMs);
     // Nothing is consumed on a rejection, so counts only fall until then: the slowest
     // window to free a slot decides when every window admits.
@@ -140,4 +142,20 @@ export function idleAfterMs(windows: readonly RateWindow[], nowMs: number): numb
     if (expiryMs > idleAtMs) idleAtMs = expiryMs;
   }
   return idleAtMs;
+}
+
+/**
+ * Charges `units` tokens at nowMs to the token windows (`tokens: true`) of `windows`;
+ * request windows are left alone. Same counters as consumeWindows.
+ */
+export function chargeWindows(counters: readonly BucketCounter[], windows: readonly RateWindow[], nowMs: number, units: number): void {
+  for (let i = 0; i < windows.length; i += 1) {
+    const window = windows[i] as RateWindow;
+    if (window.tokens !== true) continue;
+    const counter = counters[i] as BucketCounter;
+    const bucketMs = bucketWidthMs(window.windowMs);
+    if (counter.bucketMs !== bucketMs) resetCounter(counter, bucketMs);
+    dropBucketsBefore(counter, firstCountedBucket(nowMs, window.windowMs, bucketMs));
+    addToBucket(counter, Math.floor(nowMs / bucketMs), units);
+  }
 }

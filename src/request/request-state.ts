@@ -27,6 +27,8 @@ export class RequestState {
   // closes (requestOutcome, src/http/request-outcome.ts). Stages record facts, not outcomes.
   /** The rate limiter refused the request. */
   rateLimited = false;
+  /** Refused because a token budget was spent (rateLimited is set too). */
+  tokenBudgetExceeded = false;
   /** The gateway ended the request in error itself: an unexpected exception, or shutdown ending its stream. */
   endedInError = false;
   /** The stream ended after its `done` event. */

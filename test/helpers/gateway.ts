@@ -75,6 +75,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
         agents: input.agents ?? [...config.agents.keys()],
         name: input.name,
         expiresInMs: input.expiresInMs,
+        ...(input.limits === undefined ? {} : { limits: input.limits }),
       });
       return { rawKey: created.rawKey, keyId: created.record.keyId };
     },

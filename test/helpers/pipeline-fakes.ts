@@ -173,6 +173,9 @@ export class WaitingRateLimiter implements RateLimiter {
   consumeNow(): undefined {
     return undefined;
   }
+  charge(subject: string, windows: Parameters<RateLimiter['charge']>[1], tokens: number): void {
+    this.inner.charge(subject, windows, tokens);
+  }
   close(): Promise<void> {
     return this.inner.close();
   }

@@ -324,7 +324,7 @@ describe.each(['file', 'redis'] as const)('admin keys API (%s store)', (store) =
 
   it('lists plans and agents from the config', async () => {
     const plans = (await call(gw, 'GET', '/admin/v1/plans')).body as { data: { name: string; windows: unknown[] }[] };
-    expect(plans.data).toContainEqual({ name: 'starter', windows: [{ name: 'minute', requests: 1000, per: '1m' }] });
+    expect(plans.data).toContainEqual({ name: 'starter', windows: [{ name: 'minute', requests: 1000, per: '1m' }], tokens: [] });
     const agents = (await call(gw, 'GET', '/admin/v1/agents')).body as { data: { id: string }[] };
     expect(agents.data.map((a) => a.id).sort()).toEqual(['sales', 'support']);
   });

@@ -30,6 +30,10 @@ class SwitchablePrimary implements RateLimiter {
     if (this.down) throw this.failure;
     return PRIMARY_DECISION;
   }
+  charged: number[] = [];
+  charge(_subject: string, _windows: unknown, tokens: number): void {
+    this.charged.push(tokens);
+  }
   async close(): Promise<void> {}
 }
 
