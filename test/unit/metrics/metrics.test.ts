@@ -31,6 +31,7 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_upstream_queue_full_total: { type: 'counter', labels: ['agent'] },
   agentgw_upstream_target_up: { type: 'gauge', labels: ['agent', 'target'] },
   agentgw_upstream_outstanding: { type: 'gauge', labels: ['agent', 'target'] },
+  agentgw_token_budget_exceeded_total: { type: 'counter', labels: ['plan'] },
 };
 
 /** Label names a metric accepts: prom-client keeps them on the metric object. */
