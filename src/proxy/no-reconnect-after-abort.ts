@@ -9,15 +9,21 @@
 // follows an "aborted" disconnect, in the same synchronous call (undici connects from inside
 // the socket's close handler, right after emitting 'disconnect'). The refusal is a connect
 // error, so undici drops the aborted request and the Pool discards that Client (it removes a
-// Client on 'connectionError'); the next request gets a new Client. Nothing else is pending on
-// such a Client: with pipelining 1 a Client with a request in its queue is busy, so the
-// Pool dispatches nothing to it. The flag is cleared by the next request dispatched to the
-// Client (a request that is wanted: its connect must go through, even when it comes before
-// the microtask — a request handed over from a process.nextTick callback does), and in a
-// microtask, so when undici stops reconnecting a later, real connect is never refused.
+// Client on 'connectionError'); the next request gets a new Client. The flag is cleared by
+// the next request dispatched to the Client (a request that is wanted: its connect must go
+// through, even when it comes before the microtask — a request handed over from a
+// process.nextTick callback does), and in a microtask, so when undici stops reconnecting a
+// later, real connect is never refused.
+//
+// One case the guard cannot tell apart: a request aborted before undici wrote it (its client
+// left while it waited for the connection) is taken off the queue at once, and its socket is
+// destroyed but closes only in a later phase of the event loop. In between the Client is idle,
+// the Pool may hand it a wanted request, and that request is the one pending when the
+// 'aborted' disconnect comes: it gets the refusal. It was never sent, so whoever dispatched it
+// sends it again (isAbortedReconnectSkipped); upstream-dispatch.ts does.
 import { Client, type buildConnector, type Dispatcher } from 'undici';
 
-/** The connect error that ends undici's pointless reconnect; never reaches a request that is still wanted. */
+/** The connect error that ends undici's pointless reconnect (rarely a wanted request's: see above). */
 export class AbortedReconnectSkipped extends Error {
   readonly code = 'AGW_ABORTED_RECONNECT_SKIPPED';
   constructor() {
@@ -29,6 +35,11 @@ export class AbortedReconnectSkipped extends Error {
 // One instance: a burst of departing clients refuses thousands of connects, and a stack
 // trace each would say nothing.
 const RECONNECT_SKIPPED = new AbortedReconnectSkipped();
+
+/** The guard's refusal reached this request: it was never sent, and the runner is not at fault. */
+export function isAbortedReconnectSkipped(error: unknown): boolean {
+  return error === RECONNECT_SKIPPED;
+}
 
 /** undici's message for the socket it destroys when an in-flight request is aborted. */
 function isAbortDisconnect(error: unknown): boolean {

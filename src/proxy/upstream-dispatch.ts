@@ -11,7 +11,9 @@
 // (connect refused or timed out, a name that does not resolve, the connection lost before
 // the request was handed to it) left the runner without a byte of it. An error after
 // onRequestStart may have reached the runner, and a chat request costs tokens: it is
-// answered, never repeated (docs/upstreams.md, "Retries").
+// answered, never repeated (docs/upstreams.md, "Retries"). A request refused by the guard
+// against reconnects after an abort (no-reconnect-after-abort.ts) was never sent either: it
+// goes again, without counting against the runner.
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.js';
 import { metrics } from '../metrics/metrics.js';
@@ -29,6 +31,7 @@ import {
 import { JsonRelay } from './json-relay.js';
 import { SseRelay } from './sse-relay.js';
 import { AGENT_RETRY_AFTER_SECONDS, classifyUpstreamError } from './upstream-errors.js';
+import { isAbortedReconnectSkipped } from './no-reconnect-after-abort.js';
 
 class ClientClosedError extends Error {
   constructor() {
@@ -143,6 +146,19 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     process.nextTick(retryAttempt, this);
   }
 
+  /**
+   * The Client this attempt landed on refused its connect for another request's abort
+   * (no-reconnect-after-abort.ts): nothing was sent and the runner did nothing wrong, so the
+   * attempt goes again, on any target, without counting a failure or a retry against it. The
+   * Pool has dropped that Client by the time the next tick runs. Each refusal needs another
+   * client's abort in the same narrow window, and the headers deadline still bounds it.
+   */
+  private retryAfterAbortGuard(target: UpstreamTarget): void {
+    this.request.upstreams.release(target);
+    this.target = null;
+    process.nextTick(retryAttempt, this);
+  }
+
   /** For retryAttempt: the client may have left or the deadline passed meanwhile. */
   resend(): void {
     if (!this.settled) this.send();
@@ -191,6 +207,10 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (this.settled) return;
+    if (!this.sent && isAbortedReconnectSkipped(error)) {
+      this.retryAfterAbortGuard(this.target!);
+      return;
+    }
     const { kind } = classifyUpstreamError(error);
     if (!this.sent && (kind === 'connect' || kind === 'reset') && this.request.upstreams.targets.length > (this.tried?.length ?? 0) + 1) {
       this.retryElsewhere(this.target!, kind);
