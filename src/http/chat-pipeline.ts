@@ -9,6 +9,9 @@
 //
 // The stages record what they see on the request's RequestState; the audit outcome is
 // decided from it in one place, when the response closes (request-outcome.ts).
+//
+// Over 300 lines on purpose: the stages read top to bottom in one class, and splitting them
+// across files would hide the order a request takes (docs/design.md, "Layout").
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { Authenticator } from '../auth/authenticator.js';

@@ -5,6 +5,9 @@
 // last_used_at lives in a sidecar file (`keys.last-used.json` beside `keys.json`), written
 // only by gateways: the CLI and a gateway then never rewrite the same file, so neither can
 // lose the other's change, and a last-used flush does not make every gateway reload keys.
+//
+// Over 300 lines on purpose: one store whose writes, lock, watch and index must agree on one
+// file format; the atomic-write and lock helpers already live apart (src/files.ts).
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { watch, type FSWatcher } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';

@@ -1,6 +1,8 @@
 // Key operations shared by the CLI and the admin API: validate, then talk to the store.
 // The raw key exists only in the return value of createKey and rotateKey; nothing here logs
 // or keeps it. Every refusal is a KeyServiceError naming the field (`param`) to fix.
+// Over 300 lines on purpose: the one key library the API and the CLI share, so each
+// operation's validation sits beside the store call it guards.
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { keyLimitsSchema, type GatewayConfig, type KeyLimits } from '../config/schema.js';

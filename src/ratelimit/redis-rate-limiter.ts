@@ -12,6 +12,9 @@
 // With `leases` on, a busy subject's call also reserves its next requests (up to a bucket's
 // worth, never more than 1/16 of what is left); this instance admits those without a round
 // trip and gives unused ones back (rate-limit-leases.ts, docs/rate-limits.md "Leases").
+//
+// Over 300 lines on purpose: coalescing, leases and the script call share one per-subject
+// state on the hot path; apart, each request would pay for the seams (docs/decisions/0002, 0005).
 import type { Cluster, Redis } from 'ioredis';
 import { metrics } from '../metrics/metrics.js';
 import { windowStatus, type RateLimitDecision, type RateLimiter, type RateWindow, type WindowStatus } from './rate-limiter.js';
