@@ -70,7 +70,10 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
       })
     : memoryLimiter;
 
-  const auditLog = openAuditLog(config, { redis, logger, clock });
+  // WAIT holds its connection until the replicas answer: the audit sink then gets a
+  // connection of its own, so the limiter's commands never queue behind it.
+  const auditRedis = redisClients && config.audit.redisStream && config.audit.waitReplicas > 0 ? redisClients.connect('shared', 'agentgw-audit') : redis;
+  const auditLog = openAuditLog(config, { redis: auditRedis, logger, clock });
   const runtime = new GatewayRuntime(config);
   const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock });
 
@@ -123,6 +126,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
       admin.closeAllConnections();
       await adminClosed;
     }
+    if (auditRedis && auditRedis !== redis) await auditRedis.quit().catch(() => auditRedis.disconnect());
     if (redis) await redis.quit().catch(() => redis.disconnect());
   }
 

@@ -34,6 +34,7 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
         streamKey: audit.redisStream,
         maxLen: audit.maxLen,
         commandTimeoutMs: Math.max(config.redis.commandTimeoutMs, MIN_AUDIT_BATCH_TIMEOUT_MS),
+        waitReplicas: audit.waitReplicas,
       }),
     );
   }

@@ -11,7 +11,7 @@ import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
 import { openCliKeyStore } from '../../src/cli/keys.js';
 import { KeyService } from '../../src/keys/key-service.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
@@ -27,7 +27,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 let dir: string;
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let upstream: FakeUpstream;
 let document: Record<string, unknown>;
 let rawKey: string;

@@ -8,7 +8,7 @@ import { Agent, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KeyService } from '../../src/keys/key-service.js';
 import { openCliKeyStore } from '../../src/cli/keys.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
@@ -29,7 +29,7 @@ const PLANS = {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let upstream: FakeUpstream;
 let dir: string;
 let dispatcher: Agent;

@@ -2,7 +2,7 @@
 // record there: the "audit records lost" column of docs/reliability.md.
 import { readFile } from 'node:fs/promises';
 import type { AuditRecord } from '../../../src/audit/audit-record.js';
-import type { Redis } from '../../../src/redis/redis-client.js';
+import type { RedisClient } from '../../../src/redis/redis-client.js';
 import type { Outcome } from './traffic.js';
 
 export async function readAuditFile(path: string): Promise<AuditRecord[]> {
@@ -13,7 +13,7 @@ export async function readAuditFile(path: string): Promise<AuditRecord[]> {
     .map((line) => JSON.parse(line) as AuditRecord);
 }
 
-export async function readAuditStream(redis: Redis, streamKey: string): Promise<AuditRecord[]> {
+export async function readAuditStream(redis: RedisClient, streamKey: string): Promise<AuditRecord[]> {
   const records: AuditRecord[] = [];
   let start = '-';
   for (;;) {
