@@ -118,7 +118,9 @@ export class RedisStreamAuditSink implements AuditSink {
     if (wanted === 0) return added;
     const second = this.redis.pipeline();
     second.exists(this.streamKey);
-    second.wait(wanted, Math.max(1, Math.floor(this.commandTimeoutMs - (performance.now() - startedMs))));
+    // WAIT gives up a little before the batch's deadline, so its answer (how many replicas) is what fails the batch.
+    const remainingMs = this.commandTimeoutMs - (performance.now() - startedMs);
+    second.wait(wanted, Math.max(1, Math.floor(remainingMs - Math.max(50, remainingMs / 5))));
     const [, [waitError, acked] = []] = (await second.exec()) ?? [];
     if (waitError) throw waitError;
     if (Number(acked) < wanted) throw new Error(`audit batch reached ${String(acked)} of the master's ${wanted} replicas in time`);

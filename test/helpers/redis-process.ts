@@ -13,10 +13,16 @@ export interface RedisProcess {
   readonly alive: boolean;
   /** SIGKILL by default: what a crashed machine looks like. Resolves once the process is gone. */
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** SIGSTOP / SIGCONT: a server that holds its connections and answers nothing. */
+  pause(): void;
+  resume(): void;
 }
 
-/** Starts `binary` (redis-server or redis-sentinel) with `args` and waits until it answers PING. */
-export async function startRedisProcess(binary: string, port: number, args: string[]): Promise<RedisProcess> {
+/**
+ * Starts `binary` (redis-server or redis-sentinel) with `args` and waits until it answers
+ * PING (through redis-cli with `cliArgs`, e.g. its --tls options).
+ */
+export async function startRedisProcess(binary: string, port: number, args: string[], cliArgs: string[] = []): Promise<RedisProcess> {
   const child: ChildProcess = spawn(binary, args, { stdio: 'ignore' });
   child.unref();
   const exited = once(child, 'exit');
@@ -31,9 +37,15 @@ export async function startRedisProcess(binary: string, port: number, args: stri
       child.kill(signal);
       await exited;
     },
+    pause() {
+      if (handle.alive) child.kill('SIGSTOP');
+    },
+    resume() {
+      if (handle.alive) child.kill('SIGCONT');
+    },
   };
   try {
-    await waitFor(`${binary} on port ${port} to answer PING`, async () => (await redisCli(port, 'ping')).trim() === 'PONG', 10_000);
+    await waitFor(`${binary} on port ${port} to answer PING`, async () => (await redisCli(port, ...cliArgs, 'ping')).trim() === 'PONG', 10_000);
   } catch (error) {
     await handle.kill();
     throw error;
