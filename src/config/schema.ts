@@ -77,6 +77,12 @@ const planSchema = z
     return { windows };
   });
 
+/**
+ * A Redis key whose slot a hash tag can name (src/redis/redis-key-layout.ts): no braces, or
+ * exactly one non-empty `{tag}` and no other brace.
+ */
+export const TAGGABLE_KEY = /^[^{}]*(\{[^{}]+\}[^{}]*)?$/;
+
 const redisNode = z.strictObject({ host, port: z.coerce.number().int().min(1).max(65535) });
 
 /** What each mode needs, and the keys that belong to another mode (named so the fix is obvious). */
@@ -229,7 +235,12 @@ export const configSchema = z
     audit: z
       .strictObject({
         file: z.string().min(1).optional(),
-        redis_stream: z.string().min(1).optional(),
+        // Keys written with the stream (docs/operations.md, "Key layout") take its hash tag.
+        redis_stream: z
+          .string()
+          .min(1)
+          .regex(TAGGABLE_KEY, 'use braces only for one hash tag, e.g. "agentgw:audit" or "{agentgw}:audit"')
+          .optional(),
         max_len: z.number().int().min(1).default(1_000_000),
         spool: z.string().min(1).default('var/audit-spool.jsonl'),
         batch_size: z.number().int().min(1).default(256),

@@ -2,6 +2,9 @@
 // the replicas the master has connected hold it (so a failover to one of them cannot lose it);
 // a replica that does not confirm in time fails the batch (the audit log then spools and
 // replays it); a master left without replicas does not wait (docs/audit.md).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamAuditSink } from '../../src/audit/redis-stream-audit-sink.js';
 import { silentLogger } from '../../src/logger.js';
@@ -12,10 +15,13 @@ const STREAM = 'gwwait:audit';
 let master: RedisProcess;
 let replica: RedisProcess;
 let client: RedisClient;
+let dir: string;
 
-const serverArgs = (port: number): string[] => ['--port', String(port), '--bind', '127.0.0.1', '--protected-mode', 'no', '--save', '', '--appendonly', 'no'];
+// --dir: a replica's full sync writes an RDB file into the server's directory.
+const serverArgs = (port: number): string[] => ['--port', String(port), '--bind', '127.0.0.1', '--protected-mode', 'no', '--save', '', '--appendonly', 'no', '--dir', dir];
 
 beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'agentgw-audit-replicas-'));
   const [masterPort, replicaPort] = (await distinctFreePorts(2)) as [number, number];
   master = await startRedisProcess('redis-server', masterPort, serverArgs(masterPort));
   replica = await startRedisProcess('redis-server', replicaPort, [...serverArgs(replicaPort), '--replicaof', '127.0.0.1', String(masterPort)]);
@@ -27,6 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   client?.disconnect();
   await killAll([master, replica].filter(Boolean));
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe('audit.wait_replicas', () => {

@@ -132,6 +132,8 @@ describe('config schema', () => {
     expect(problems(`${MINIMAL}redis: { tls: { cert: c.pem } }\n`)).toEqual([expect.stringMatching(/^redis\.tls: a client certificate needs both tls\.cert and tls\.key/)]);
     expect(problems(`${MINIMAL}redis: { url: "redis://:pw@a:1", password: other }\n`)).toEqual([expect.stringMatching(/^redis\.password: the url has a password too/)]);
     expect(problems(`${MINIMAL}redis: { prefix: "{gw}:" }\n`)).toEqual([expect.stringMatching(/^redis\.prefix: must not contain "\{" or "\}"/)]);
+    expect(problems(`${MINIMAL}redis: {}\naudit: { redis_stream: "a{}b" }\n`)).toEqual([expect.stringMatching(/^audit\.redis_stream: use braces only for one hash tag/)]);
+    expect(problems(`${MINIMAL}audit: { wait_replicas: 1 }\n`)).toEqual([expect.stringMatching(/^audit\.wait_replicas: only applies to the Redis stream sink/)]);
   });
 
   it('accepts the shipped config/gateway.yaml', async () => {
