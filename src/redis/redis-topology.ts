@@ -4,7 +4,7 @@
 // what each topology has:
 // - single: `Redis` on the URL.
 // - sentinel: `Redis` that asks the sentinels for the master, at start and after every
-//   reconnect, and drops the connection when they announce a failover.
+//   reconnect (and reconnects when a demoted master answers READONLY).
 // - cluster: `Cluster`; queueing and retry options belong to the cluster, timeouts and
 //   credentials to each node's connection. A subscriber is a plain connection to one node
 //   that moves on at every reconnect (cluster-node-connector.ts).
@@ -50,21 +50,32 @@ export function openConnection(topology: Topology, options: RedisOptions, subscr
         // Ask every sentinel in turn; when none answers, wait as a reconnect would.
         sentinelRetryStrategy: options.retryStrategy ?? ((attempt) => Math.min(attempt * 50, 2_000)),
         sentinelCommandTimeout: options.connectTimeout,
-        // Subscribes to the sentinels' +switch-master, so a failover moves the connection at
-        // once instead of when the old master's socket finally errors.
-        failoverDetector: true,
+        // ioredis' failoverDetector stays off: each sentinel announces +switch-master in its
+        // own time (the one that led the failover last, a second after the others), and
+        // every announcement would drop a connection already made to the new master.
+        // A lost master closes its sockets; a demoted one answers READONLY, handled below.
+        reconnectOnError: reconnectWhenDemoted,
       });
     case 'cluster': {
       if (subscriber) return openClusterSubscriber(topology, options);
       const cluster = new Cluster(config.nodes, clusterOptions(options, credentials, tls));
-      if (options.enableOfflineQueue === false) connectMastersEagerly(cluster);
+      connectMastersEagerly(cluster);
       topology.clusters.add(cluster);
       cluster.once('end', () => topology.clusters.delete(cluster));
       return cluster;
     }
     default:
-      return new Redis(config.url, { ...options, ...credentials, ...(tls ? { tls } : {}) });
+      return new Redis(config.url, { ...options, ...credentials, ...(tls ? { tls } : {}), reconnectOnError: reconnectWhenDemoted });
   }
+}
+
+/**
+ * A server that was master and is now a replica (Sentinel demoted it; a managed Redis behind
+ * one DNS name failed over) keeps the connection and refuses writes with READONLY:
+ * reconnect, which finds the master again (through the sentinels, or the name).
+ */
+function reconnectWhenDemoted(error: Error): boolean {
+  return error.message.startsWith('READONLY');
 }
 
 function clusterOptions(options: RedisOptions, credentials: Pick<RedisOptions, 'username' | 'password'>, tls: ConnectionOptions | undefined): ClusterOptions {
@@ -86,10 +97,11 @@ function clusterOptions(options: RedisOptions, credentials: Pick<RedisOptions, '
 }
 
 /**
- * A cluster opens a node's socket on that node's first command. Without the offline queue,
- * commands sent while that socket is still connecting fail (and a promoted replica's first
- * burst of limiter calls would all fall back), so masters are connected as soon as they
- * join the client's pool: at start, and when a slot map read after a failover names a new one.
+ * A cluster opens a node's socket on that node's first command, which then waits for the
+ * connection (and without the offline queue, commands sent meanwhile fail: a promoted
+ * replica's first burst of limiter calls would all fall back). Masters are connected as soon
+ * as they join the client's pool instead: at start, and when a slot map read after a
+ * failover names a new one.
  */
 function connectMastersEagerly(cluster: Cluster): void {
   cluster.on('+node', (node: Redis) => {

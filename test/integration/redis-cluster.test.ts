@@ -30,7 +30,7 @@ const gateways: TestGateway[] = [];
 const inspectors: RedisClient[] = [];
 
 beforeAll(async () => {
-  [cluster, upstream] = await Promise.all([startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1_000 }), startFakeUpstream()]);
+  [cluster, upstream] = await Promise.all([startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 2_000 }), startFakeUpstream()]);
 });
 
 afterAll(async () => {

@@ -28,7 +28,7 @@ const inspectors: RedisClient[] = [];
 
 beforeAll(async () => {
   // Two replicas: one for each failover below.
-  [sentinel, upstream] = await Promise.all([startRedisSentinel({ replicas: 2, downAfterMs: 1_000, failoverTimeoutMs: 3_000 }), startFakeUpstream()]);
+  [sentinel, upstream] = await Promise.all([startRedisSentinel({ replicas: 2, downAfterMs: 2_000, failoverTimeoutMs: 4_000 }), startFakeUpstream()]);
 });
 
 afterAll(async () => {
