@@ -52,6 +52,8 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
           '--port', String(port), '--cluster-port', String(free[count + i]), '--bind', '127.0.0.1', '--protected-mode', 'no',
           '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`),
           '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 1_000), '--dir', dir, '--save', '', '--appendonly', 'no',
+          // No diskless-sync delay: replicas hold their master's data seconds sooner.
+          '--repl-diskless-sync-delay', '0',
         ];
         processes.set(port, await startRedisProcess('redis-server', port, args));
       }),

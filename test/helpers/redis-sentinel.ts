@@ -44,12 +44,20 @@ export async function startRedisSentinel(options: RedisSentinelOptions = {}): Pr
     const [masterPort, ...rest] = ports as [number, ...number[]];
     const replicaPorts = rest.slice(0, replicas);
     const sentinelPorts = rest.slice(replicas);
-    const serverArgs = (port: number): string[] => ['--port', String(port), '--bind', '127.0.0.1', '--protected-mode', 'no', '--save', '', '--appendonly', 'no', '--dir', dir];
+    // No diskless-sync delay: a replica holds the master's data seconds sooner (by default the
+    // master waits 5 s for more replicas before the first sync).
+    const serverArgs = (port: number): string[] => [
+      '--port', String(port), '--bind', '127.0.0.1', '--protected-mode', 'no', '--save', '', '--appendonly', 'no', '--dir', dir, '--repl-diskless-sync-delay', '0',
+    ];
     servers.set(masterPort, await startRedisProcess('redis-server', masterPort, serverArgs(masterPort)));
     for (const port of replicaPorts) {
       servers.set(port, await startRedisProcess('redis-server', port, [...serverArgs(port), '--replicaof', '127.0.0.1', String(masterPort)]));
     }
-    await waitFor('every replica to be in sync with the master', async () => (await redisCli(masterPort, 'info', 'replication')).includes(`connected_slaves:${replicas}`), 20_000);
+    // A connected replica may still be waiting for its first sync; promoted then, it would be empty.
+    await waitFor('every replica to be in sync with the master', async () => {
+      const infos = await Promise.all(replicaPorts.map((port) => redisCli(port, 'info', 'replication')));
+      return infos.every((info) => info.includes('master_link_status:up'));
+    }, 20_000);
     for (const port of sentinelPorts) {
       // Sentinels rewrite their config file (known replicas, epochs): one writable file each.
       const file = join(dir, `sentinel-${port}.conf`);

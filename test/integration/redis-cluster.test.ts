@@ -40,11 +40,11 @@ afterAll(async () => {
   await cluster?.close();
 });
 
-async function startGateway(config: Record<string, unknown>, streamKey: string): Promise<TestGateway> {
+async function startGateway(config: Record<string, unknown>, streamKey: string, commandTimeout = '1s'): Promise<TestGateway> {
   const gateway = await startTestGateway({
     agents: { support: upstream.baseUrl },
     config: {
-      redis: { mode: 'cluster', nodes: cluster.seeds, prefix: PREFIX, command_timeout: '100ms' },
+      redis: { mode: 'cluster', nodes: cluster.seeds, prefix: PREFIX, command_timeout: commandTimeout },
       listen: { trust_proxy: true },
       keys: { store: 'redis', failed_auth: { max_attempts: MAX_FAILED_ATTEMPTS, per: '1m', block_for: '1m' } },
       plans: PLANS,
@@ -81,6 +81,8 @@ describe('redis.mode: cluster, every feature', () => {
   let client: RedisClient;
 
   beforeAll(async () => {
+    // A generous command timeout: on a busy machine a 100 ms one can fail a limiter call over
+    // to the per-instance fallback, and these tests are about what Redis holds.
     gateway = await startGateway({}, 'gwcl:audit');
     client = inspect(gateway);
   });
@@ -119,7 +121,7 @@ describe.each(['allow', 'deny'] as const)('redis.mode: cluster, a master SIGKILL
     const victim = await masterWithReplica();
     const account = await nameOn(victim, (i) => `failover-${mode}-${i}`, (name) => rateLimitKey(PREFIX, `account:${name}`, 'minute'));
     const streamKey = await nameOn(victim, (i) => `gwcl:failover-audit-${mode}-${i}`, (name) => name);
-    const gateway = await startGateway({ rate_limits: { on_store_error: mode, lease: false } }, streamKey);
+    const gateway = await startGateway({ rate_limits: { on_store_error: mode, lease: false } }, streamKey, '100ms');
     await runMasterFailover({
       gateway,
       inspect: inspect(gateway),

@@ -38,11 +38,11 @@ afterAll(async () => {
   await sentinel?.close();
 });
 
-async function startGateway(config: Record<string, unknown>, streamKey: string): Promise<TestGateway> {
+async function startGateway(config: Record<string, unknown>, streamKey: string, commandTimeout = '1s'): Promise<TestGateway> {
   const gateway = await startTestGateway({
     agents: { support: upstream.baseUrl },
     config: {
-      redis: { mode: 'sentinel', sentinels: sentinel.sentinels, name: sentinel.name, prefix: PREFIX, command_timeout: '100ms' },
+      redis: { mode: 'sentinel', sentinels: sentinel.sentinels, name: sentinel.name, prefix: PREFIX, command_timeout: commandTimeout },
       listen: { trust_proxy: true },
       keys: { store: 'redis', failed_auth: { max_attempts: MAX_FAILED_ATTEMPTS, per: '1m', block_for: '1m' } },
       plans: PLANS,
@@ -77,6 +77,8 @@ describe('redis.mode: sentinel, every feature', () => {
   let client: RedisClient;
 
   beforeAll(async () => {
+    // A generous command timeout: on a busy machine a 100 ms one can fail a limiter call over
+    // to the per-instance fallback, and these tests are about what Redis holds.
     gateway = await startGateway({}, 'gwsn:audit');
     client = inspect(gateway);
   });
@@ -100,7 +102,7 @@ describe('redis.mode: sentinel, every feature', () => {
 
 describe.each(['allow', 'deny'] as const)('redis.mode: sentinel, the master SIGKILLed under load (on_store_error: %s)', (mode) => {
   it('answers as on_store_error says, loses no audit record, and follows the sentinels to the new master', { timeout: 120_000 }, async () => {
-    const gateway = await startGateway({ rate_limits: { on_store_error: mode, lease: false } }, `gwsn:failover-audit-${mode}`);
+    const gateway = await startGateway({ rate_limits: { on_store_error: mode, lease: false } }, `gwsn:failover-audit-${mode}`, '100ms');
     const master = await sentinel.masterPort();
     await runMasterFailover({
       gateway,
