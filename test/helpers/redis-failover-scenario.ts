@@ -13,6 +13,8 @@ import { waitFor } from './redis-process.js';
 import { CHAT, countedInRedis, spoolDrained, startLoad, streamRecords, type LoadResult } from './redis-topology-scenarios.js';
 
 export interface MasterFailoverOptions {
+  /** Names the topology in the printed figures. */
+  topology: 'cluster' | 'sentinel';
   /** Started with rate_limits.lease off, so every admitted request is one count in Redis. */
   gateway: TestGateway;
   inspect: RedisClient;
@@ -119,7 +121,7 @@ export async function runMasterFailover(options: MasterFailoverOptions): Promise
 
   const figures = { answered: results.length, statuses, slowestMs: Math.round(slowestMs), promotedAfterMs: Math.round(promotedAfterMs), countedAgainAfterMs: Math.round(countedAgainAfterMs), exactAfterMs: Math.round(exactAfterMs), auditCompleteAfterMs: Math.round(auditCompleteAfterMs) };
   // The figures docs/reliability.md quotes; printed only when asked for.
-  if (process.env.AGENTGW_FAILOVER_FIGURES) process.stdout.write(`failover figures (${mode}): ${JSON.stringify(figures)}\n`);
+  if (process.env.AGENTGW_FAILOVER_FIGURES) process.stdout.write(`failover figures (${options.topology}, ${mode}): ${JSON.stringify(figures)}\n`);
   return figures;
 }
 

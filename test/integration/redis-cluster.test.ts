@@ -123,6 +123,7 @@ describe.each(['allow', 'deny'] as const)('redis.mode: cluster, a master SIGKILL
     const streamKey = await nameOn(victim, (i) => `gwcl:failover-audit-${mode}-${i}`, (name) => name);
     const gateway = await startGateway({ rate_limits: { on_store_error: mode, lease: false } }, streamKey, '100ms');
     await runMasterFailover({
+      topology: 'cluster',
       gateway,
       inspect: inspect(gateway),
       mode,

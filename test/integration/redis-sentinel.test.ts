@@ -105,6 +105,7 @@ describe.each(['allow', 'deny'] as const)('redis.mode: sentinel, the master SIGK
     const gateway = await startGateway({ rate_limits: { on_store_error: mode, lease: false } }, `gwsn:failover-audit-${mode}`, '100ms');
     const master = await sentinel.masterPort();
     await runMasterFailover({
+      topology: 'sentinel',
       gateway,
       inspect: inspect(gateway),
       mode,
