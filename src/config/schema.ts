@@ -136,16 +136,16 @@ const redisSchema = z
       ctx.addIssue({ code: 'custom', path: ['tls'], message: 'a client certificate needs both tls.cert and tls.key' });
     }
     if (redis.url !== undefined) {
-      let credentials: { username: string; password: string } | undefined;
+      let parsed: URL | undefined;
       try {
-        credentials = new URL(redis.url);
+        parsed = new URL(redis.url);
       } catch {
         ctx.addIssue({ code: 'custom', path: ['url'], message: 'is not a valid URL, e.g. redis://:password@10.0.0.1:6379/0' });
       }
-      if (credentials?.password && redis.password !== undefined) {
+      if (parsed?.password && redis.password !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['password'], message: 'the url has a password too; give it in one place' });
       }
-      if (credentials?.username && redis.username !== undefined) {
+      if (parsed?.username && redis.username !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['username'], message: 'the url has a username too; give it in one place' });
       }
     }

@@ -5,12 +5,13 @@
 //   per-instance fallback), 200 or 503 store_unavailable with `deny`;
 // - every answered request's audit record reaches the stream (spooled while Redis is away,
 //   replayed after), none lost;
-// - once the replica is master, requests are counted in Redis again, exactly, by themselves.
+// - once the replica is master, requests are counted in Redis again, exactly, by themselves,
+//   and a revocation reaches the gateway within 1 s again.
 import { expect } from 'vitest';
 import type { RedisClient } from '../../src/redis/redis-client.js';
 import { postChat, type TestGateway } from './gateway.js';
 import { waitFor } from './redis-process.js';
-import { CHAT, countedInRedis, spoolDrained, startLoad, streamRecords, type LoadResult } from './redis-topology-scenarios.js';
+import { CHAT, checkRevokedWithinOneSecond, countedInRedis, spoolDrained, startLoad, streamRecords, type LoadResult } from './redis-topology-scenarios.js';
 
 export interface MasterFailoverOptions {
   /** Names the topology in the printed figures. */
@@ -50,9 +51,9 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export async function runMasterFailover(options: MasterFailoverOptions): Promise<FailoverFigures> {
   const { gateway, inspect, mode } = options;
   const subject = `account:${options.account}`;
-  const { rawKey } = await createKey(gateway, options.account);
+  const { rawKey, keyId } = await createKey(gateway, options.account);
   // Counted in Redis, exactly, before anything breaks.
-  await fiveCountedExactly(gateway, inspect, rawKey, subject, mode, 10_000);
+  await fiveCountedExactly(gateway, inspect, rawKey, subject, mode, 30_000);
 
   const load = startLoad(gateway, rawKey, WORKERS, 10_000);
   let results: LoadResult[] = [];
@@ -119,6 +120,9 @@ export async function runMasterFailover(options: MasterFailoverOptions): Promise
   });
   const auditCompleteAfterMs = performance.now() - killedAtMs;
 
+  // Invalidations reach the gateway through the new topology too (its subscriber renewed).
+  await checkRevokedWithinOneSecond(gateway, rawKey, keyId);
+
   const figures = { answered: results.length, statuses, slowestMs: Math.round(slowestMs), promotedAfterMs: Math.round(promotedAfterMs), countedAgainAfterMs: Math.round(countedAgainAfterMs), exactAfterMs: Math.round(exactAfterMs), auditCompleteAfterMs: Math.round(auditCompleteAfterMs) };
   // The figures docs/reliability.md quotes; printed only when asked for.
   if (process.env.AGENTGW_FAILOVER_FIGURES) process.stdout.write(`failover figures (${options.topology}, ${mode}): ${JSON.stringify(figures)}\n`);
@@ -151,7 +155,7 @@ async function fiveCountedExactly(gateway: TestGateway, inspect: RedisClient, ra
  * every key-store command; on a machine this busy, and right after an earlier failover
  * moved the store's master, one attempt may not make it. The key is not what is tested.
  */
-async function createKey(gateway: TestGateway, account: string): Promise<{ rawKey: string }> {
+async function createKey(gateway: TestGateway, account: string): Promise<{ rawKey: string; keyId: string }> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await gateway.createKey({ account, plan: 'roomy' });

@@ -8,14 +8,16 @@ import { keyStoreKeyHead } from '../../src/keys/redis-key-store.js';
 import { rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import type { Cluster, RedisClient } from '../../src/redis/redis-client.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
-import { redisCli } from '../helpers/redis-process.js';
+import { redisCli, waitFor } from '../helpers/redis-process.js';
 import {
+  CHAT,
   checkAuditStream,
   checkExactLimits,
   checkFailedAuthThrottle,
   checkKeysAndRevocation,
+  checkRevokedWithinOneSecond,
   inspectionClient,
 } from '../helpers/redis-topology-scenarios.js';
 import { runMasterFailover } from '../helpers/redis-failover-scenario.js';
@@ -114,6 +116,24 @@ describe('redis.mode: cluster, every feature', () => {
   });
 });
 
+describe('redis.mode: cluster, the node of the invalidation subscriber SIGKILLed', () => {
+  it('subscribes again on another node, and a revocation reaches the gateway within 1 s', { timeout: 60_000 }, async () => {
+    // The feature block's gateway has a subscriber too: this one's is the one that appears.
+    const earlier = new Set(await subscribers());
+    const gateway = await startGateway({}, 'gwcl:audit-subscriber');
+    const { rawKey, keyId } = await gateway.createKey({ account: 'subscriber-acct', plan: 'roomy' });
+    const ok = await postChat(gateway.url, CHAT, rawKey, { message: 'hi' });
+    expect(ok.status, await ok.text()).toBe(200);
+    const ours = (await subscribers()).filter((entry) => !earlier.has(entry));
+    expect(ours).toHaveLength(1);
+    const victim = Number(ours[0]!.split('#')[0]);
+    await cluster.kill(victim);
+    await cluster.waitUntilHealthy(30_000);
+    await waitFor('both subscribers to be on running nodes again', async () => (await subscribers()).length === earlier.size + 1, 30_000);
+    await checkRevokedWithinOneSecond(gateway, rawKey, keyId);
+  });
+});
+
 describe.each(['allow', 'deny'] as const)('redis.mode: cluster, a master SIGKILLed under load (on_store_error: %s)', (mode) => {
   it('answers as on_store_error says, loses no audit record, and recovers once the replica is promoted', { timeout: 120_000 }, async () => {
     // A master that still has a replica (the first run leaves one master without); this
@@ -134,6 +154,19 @@ describe.each(['allow', 'deny'] as const)('redis.mode: cluster, a master SIGKILL
     });
   });
 });
+
+/** Key-store subscribers (client name agentgw-keys, subscribed) on running nodes, as `<node port>#<client id>`. */
+async function subscribers(): Promise<string[]> {
+  const found: string[] = [];
+  for (const [port, process] of cluster.processes) {
+    if (!process.alive) continue;
+    const clients = await redisCli(port, 'client', 'list').catch(() => '');
+    for (const line of clients.split('\n')) {
+      if (line.includes('name=agentgw-keys') && /\bsub=[1-9]/.test(line)) found.push(`${port}#${/\bid=(\d+)/.exec(line)![1]}`);
+    }
+  }
+  return found;
+}
 
 async function masterWithReplica(): Promise<number> {
   for (const port of await cluster.masterPorts()) {
