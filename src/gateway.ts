@@ -60,10 +60,18 @@ export interface ControlPlane {
  */
 export function openControlPlane(
   currentConfig: () => GatewayConfig,
-  deps: { keyStore: KeyStore; redis: RedisClient | undefined; logger: Logger; clock: Clock; upstreams?: AdminApiDeps['upstreams'] },
+  deps: {
+    keyStore: KeyStore;
+    redis: RedisClient | undefined;
+    /** The audit sinks' own connection when audit.wait_replicas holds it in WAIT; default `redis`. */
+    auditRedis?: RedisClient | undefined;
+    logger: Logger;
+    clock: Clock;
+    upstreams?: AdminApiDeps['upstreams'];
+  },
 ): ControlPlane {
   const config = currentConfig();
-  const adminAudit = new AdminAuditLog(openAdminAuditBatches(config, { redis: deps.redis, logger: deps.logger, clock: deps.clock }), deps.clock);
+  const adminAudit = new AdminAuditLog(openAdminAuditBatches(config, { redis: deps.auditRedis ?? deps.redis, logger: deps.logger, clock: deps.clock }), deps.clock);
   const api = createAdminApi({
     config: currentConfig,
     keyStore: deps.keyStore,
@@ -104,12 +112,15 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
       })
     : memoryLimiter;
 
-  const auditLog = openAuditLog(config, { redis, logger, clock });
+  // WAIT holds its connection until the replicas answer: the audit sink then gets a
+  // connection of its own, so the limiter's commands never queue behind it.
+  const auditRedis = redisClients && (config.audit.redisStream || config.audit.adminRedisStream) && config.audit.waitReplicas > 0 ? redisClients.connect('shared', 'agentgw-audit') : redis;
+  const auditLog = openAuditLog(config, { redis: auditRedis, logger, clock });
   const runtime = new GatewayRuntime(config, { logger, clock });
   const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock });
 
   let draining = false;
-  const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, { keyStore, redis, logger, clock, upstreams: () => runtime.pools.snapshot() });
+  const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, { keyStore, redis, auditRedis, logger, clock, upstreams: () => runtime.pools.snapshot() });
   const admin = options.admin === false
     ? undefined
     : createAdminServer({
@@ -161,6 +172,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
       admin.closeAllConnections();
       await adminClosed;
     }
+    if (auditRedis && auditRedis !== redis) await auditRedis.quit().catch(() => auditRedis.disconnect());
     if (redis) await redis.quit().catch(() => redis.disconnect());
   }
 

@@ -10,6 +10,7 @@ import { FileAuditSink } from './file-audit-sink.js';
 import { FileUsageRollup, UsageRollupSink } from './file-usage-rollup.js';
 import { FileUsageSource } from './file-usage-source.js';
 import type { RedisClient } from '../redis/redis-client.js';
+import { keyBeside } from '../redis/redis-key-layout.js';
 import { RedisStreamAuditSink } from './redis-stream-audit-sink.js';
 import { RedisUsageSource } from './redis-usage-source.js';
 import type { UsageSource } from './usage-report.js';
@@ -27,9 +28,14 @@ export interface OpenAuditLogDeps {
   retryMaxMs?: number;
 }
 
-/** The Redis keys of usage rollups start with this (the redis prefix + "usage:"). */
-export function usageKeyPrefix(config: Pick<GatewayConfig, 'redis'>): string {
-  return `${config.redis?.prefix ?? 'agentgw:'}usage:`;
+/**
+ * The Redis keys of usage rollups start with this: `{<stream's tag>}:usage:` (e.g.
+ * "{agentgw:audit}:usage:"). The stream's batch script writes them, so on a cluster they
+ * must hash to the stream's slot (docs/operations.md, "Key layout"); audit.redis_stream is
+ * validated to be a key a tag can name.
+ */
+export function usageKeyPrefix(streamKey: string): string {
+  return keyBeside(streamKey, 'usage:');
 }
 
 /**
@@ -47,7 +53,8 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
         streamKey: audit.redisStream,
         maxLen: audit.maxLen,
         commandTimeoutMs: Math.max(config.redis.commandTimeoutMs, MIN_AUDIT_BATCH_TIMEOUT_MS),
-        usage: { keyPrefix: usageKeyPrefix(config), retentionSeconds: audit.usageRetentionMs / 1000 },
+        usage: { keyPrefix: usageKeyPrefix(audit.redisStream), retentionSeconds: audit.usageRetentionMs / 1000 },
+        waitReplicas: audit.waitReplicas,
       }),
     );
   }
@@ -62,9 +69,10 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
 
 /** Where usage reports read rollups: the same place openAuditLog writes them. */
 export function openUsageSource(config: Pick<GatewayConfig, 'audit' | 'redis'>, redis: RedisClient | undefined): UsageSource {
-  if (config.audit.redisStream) {
+  const streamKey = config.audit.redisStream;
+  if (streamKey) {
     if (!redis) throw new Error('usage rollups are in Redis but no Redis client was given');
-    return new RedisUsageSource(redis, usageKeyPrefix(config));
+    return new RedisUsageSource(redis, usageKeyPrefix(streamKey));
   }
   return new FileUsageSource(config.audit.usageDir);
 }
@@ -85,6 +93,7 @@ export function openAdminAuditBatches(config: Pick<GatewayConfig, 'audit' | 'red
         streamKey: audit.adminRedisStream,
         maxLen: audit.maxLen,
         commandTimeoutMs: Math.max(config.redis.commandTimeoutMs, MIN_AUDIT_BATCH_TIMEOUT_MS),
+        waitReplicas: audit.waitReplicas,
       }),
     );
   }

@@ -1,7 +1,7 @@
 // `audit tail` behind the CLI: picks the configured sink to read (the Redis stream when
 // one is configured, else the JSON Lines file), filters by key_id, and prints JSON Lines.
 import type { GatewayConfig } from '../config/schema.js';
-import type { RedisClientFactory } from '../redis/redis-client.js';
+import { describeRedis, type RedisClientFactory } from '../redis/redis-client.js';
 import { followFile, readLastLines, type LineFilter } from './file-audit-reader.js';
 import { tailRedisStream } from './redis-stream-audit-reader.js';
 
@@ -21,14 +21,14 @@ export interface TailAuditOptions {
   redis: RedisClientFactory | undefined;
 }
 
-export type AuditSource = { kind: 'redis'; url: string; streamKey: string } | { kind: 'file'; path: string };
+export type AuditSource = { kind: 'redis'; address: string; streamKey: string } | { kind: 'file'; path: string };
 
 export function auditSourceOf(config: Pick<GatewayConfig, 'audit' | 'redis'>, admin = false): AuditSource {
   if (admin) {
-    if (config.audit.adminRedisStream && config.redis) return { kind: 'redis', url: config.redis.url, streamKey: config.audit.adminRedisStream };
+    if (config.audit.adminRedisStream && config.redis) return { kind: 'redis', address: describeRedis(config.redis), streamKey: config.audit.adminRedisStream };
     return { kind: 'file', path: config.audit.adminFile ?? 'var/admin-audit.jsonl' };
   }
-  if (config.audit.redisStream && config.redis) return { kind: 'redis', url: config.redis.url, streamKey: config.audit.redisStream };
+  if (config.audit.redisStream && config.redis) return { kind: 'redis', address: describeRedis(config.redis), streamKey: config.audit.redisStream };
   return { kind: 'file', path: config.audit.file ?? 'var/audit.jsonl' };
 }
 

@@ -1,7 +1,7 @@
 // Reads usage rollups from Redis (usage-rollup.lua.ts wrote them) for a report: SMEMBERS of
 // each day's index, then the buckets, added up inside Redis by a script (a day's 24 hourly
 // buckets come back as one row), in calls of at most ~2,000 buckets.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/redis-client.js';
 import type { BucketFields } from './usage-buckets.js';
 import type { UsageBucketRef, UsageSource } from './usage-report.js';
 
@@ -39,11 +39,11 @@ return out
 type ReadMerged = (numKeys: number, ...args: string[]) => Promise<string[][]>;
 
 export class RedisUsageSource implements UsageSource {
-  /** `keyPrefix`: e.g. "agentgw:usage:" (the redis prefix + "usage:"). */
+  /** `keyPrefix`: e.g. "{agentgw:audit}:usage:" (beside the audit stream, in its slot). */
   private readonly readMergedScript: ReadMerged;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keyPrefix: string,
   ) {
     redis.defineCommand('agentgwUsageReadMerged', { lua: READ_MERGED_LUA });

@@ -4,7 +4,7 @@
 // each bucket once: per batch, N XADD + one HINCRBY per distinct (bucket, field) + one
 // EXPIRE per bucket the batch created + one SADD and one EXPIRE per day. The fields and the
 // latency buckets are those of usage-buckets.ts.
-// KEYS[1] the stream; ARGV[1] MAXLEN, ARGV[2] the usage key prefix ("agentgw:usage:"),
+// KEYS[1] the stream; ARGV[1] MAXLEN, ARGV[2] the usage key prefix ("{agentgw:audit}:usage:", in the stream's slot),
 // ARGV[3] the retention in seconds, ARGV[4..] one record each. Returns how many it added.
 import { MAX_LATENCY_BUCKET } from './usage-buckets.js';
 

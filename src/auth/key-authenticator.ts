@@ -89,7 +89,11 @@ export class KeyAuthenticator implements Authenticator {
       authFailures: metrics.authFailures,
     };
     this.unsubscribe = options.store.onInvalidate((hash) => {
-      if (hash === INVALIDATE_ALL) this.cache.clear();
+      // Everything: the subscriber reconnected (messages may have been missed) or many keys
+      // changed at once. Each key is asked for again, and served stale if the store does
+      // not answer yet: on a failover the subscriber may find the new master before the
+      // data connection does.
+      if (hash === INVALIDATE_ALL) this.cache.expireAll();
       else this.cache.invalidate(hash);
       this.inflight.delete(hash);
       if (hash === INVALIDATE_ALL) this.inflight.clear();

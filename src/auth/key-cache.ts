@@ -117,6 +117,18 @@ export class KeyCache {
     this.negative.clear();
   }
 
+  /**
+   * Every known key is asked for again at its next use, and no unknown one is assumed:
+   * what an invalidation subscriber that may have missed messages (it reconnected) calls
+   * for. Unlike clear(), an entry whose lookup then fails (the store not back yet on the
+   * data connection) is served stale, as in any outage, instead of failing the request.
+   */
+  expireAll(): void {
+    this.generation++;
+    for (const entry of this.positive.values()) entry.freshUntilMs = 0;
+    this.negative.clear();
+  }
+
   /** CLOCK: entries hit since the last sweep get a second chance at the back of the queue. */
   private evictOne(): void {
     for (let scanned = 0; scanned <= this.positive.size; scanned++) {

@@ -7,7 +7,7 @@ import { usageReport, type UsageGranularity, type UsageGroupBy, type UsageRow } 
 import { parseDurationMs } from '../config/duration.js';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { silentLogger } from '../logger.js';
-import { createRedisClient, waitForRedis, type Redis } from '../redis/redis-client.js';
+import { createRedisClient, describeRedis, waitForRedis, type RedisClient } from '../redis/redis-client.js';
 
 interface UsageOptions {
   config?: string;
@@ -60,12 +60,12 @@ export function registerUsageCommand(program: Command, io: UsageCommandIo = proc
     .option('--json', 'print the rows as a JSON array')
     .action(async (options: UsageOptions, command: Command) => {
       const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
-      let redis: Redis | undefined;
+      let redis: RedisClient | undefined;
       try {
         const config = await loadConfig(configPath);
         if (config.audit.redisStream && config.redis) {
           redis = createRedisClient(config.redis, silentLogger, 'agentgw-cli');
-          if (!(await waitForRedis(redis, 5_000))) throw new Error(`cannot reach redis (${config.redis.url.replace(/\/\/[^@]*@/, '//***@')}) within 5 s`);
+          if (!(await waitForRedis(redis, 5_000))) throw new Error(`cannot reach redis (${describeRedis(config.redis)}) within 5 s`);
         }
         const toMs = (io.now ?? Date.now)();
         const rows = await usageReport(openUsageSource(config, redis), {

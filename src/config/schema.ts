@@ -207,6 +207,97 @@ const adminTokenSchema = z
   // Hashed here, at load: the raw token is never held past parsing.
   .transform((t) => ({ name: t.name, role: t.role, sha256: t.token !== undefined ? adminTokenDigest(t.token) : Buffer.from(t.token_sha256!, 'hex') }));
 
+/**
+ * A Redis key whose slot a hash tag can name (src/redis/redis-key-layout.ts): no braces, or
+ * exactly one non-empty `{tag}` and no other brace.
+ */
+export const TAGGABLE_KEY = /^[^{}]*(\{[^{}]+\}[^{}]*)?$/;
+
+const redisNode = z.strictObject({ host, port: z.coerce.number().int().min(1).max(65535) });
+
+/** What each mode needs, and the keys that belong to another mode (named so the fix is obvious). */
+const REDIS_MODE_KEYS = {
+  single: { needs: [], foreign: ['nodes', 'sentinels', 'name', 'sentinel_password'] },
+  cluster: { needs: ['nodes'], foreign: ['url', 'sentinels', 'name', 'sentinel_password'] },
+  sentinel: { needs: ['sentinels', 'name'], foreign: ['url', 'nodes'] },
+} as const;
+
+const REDIS_KEY_HINTS: Record<string, string> = {
+  nodes: 'list the seed nodes, e.g. nodes: [{ host: 10.0.0.1, port: 6379 }] (any reachable node of the cluster will do; list several)',
+  sentinels: 'list the sentinels, e.g. sentinels: [{ host: 10.0.0.1, port: 26379 }]',
+  name: 'give the master\'s name as the sentinels know it (the name in "sentinel monitor <name> ...")',
+  url: 'the url (or REDIS_URL) addresses one server, for mode single only; credentials go in redis.username/redis.password, TLS in redis.tls',
+};
+
+const redisSchema = z
+  .strictObject({
+    mode: z.enum(['single', 'cluster', 'sentinel']).default('single'),
+    url: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
+    nodes: z.array(redisNode).min(1, 'list at least one node').optional(),
+    sentinels: z.array(redisNode).min(1, 'list at least one sentinel').optional(),
+    name: z.string().min(1).optional(),
+    username: z.string().min(1).optional(),
+    password: z.string().min(1).optional(),
+    sentinel_password: z.string().min(1).optional(),
+    // PEM file paths; an empty block turns TLS on with the system's CAs.
+    tls: z
+      .strictObject({
+        ca: z.string().min(1).optional(),
+        cert: z.string().min(1).optional(),
+        key: z.string().min(1).optional(),
+        servername: z.string().min(1).optional(),
+      })
+      .optional(),
+    // The gateway puts its own hash tags ({...}) into key names; braces in the prefix would move them.
+    prefix: z.string().regex(/^[^{}]*$/, 'must not contain "{" or "}" (the gateway adds its own Redis Cluster hash tags)').default('agentgw:'),
+    command_timeout: positiveDuration.default(100),
+  })
+  .superRefine((redis, ctx) => {
+    const rules = REDIS_MODE_KEYS[redis.mode];
+    for (const key of rules.needs) {
+      if (redis[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: `mode ${redis.mode} needs redis.${key}: ${REDIS_KEY_HINTS[key]}` });
+    }
+    for (const key of rules.foreign) {
+      if (redis[key] === undefined) continue;
+      const hint = key === 'url' ? `: ${REDIS_KEY_HINTS.url}` : '';
+      ctx.addIssue({ code: 'custom', path: [key], message: `not used with mode ${redis.mode}; remove it or set redis.mode${hint}` });
+    }
+    if (redis.tls && (redis.tls.cert === undefined) !== (redis.tls.key === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['tls'], message: 'a client certificate needs both tls.cert and tls.key' });
+    }
+    if (redis.url !== undefined) {
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(redis.url);
+      } catch {
+        ctx.addIssue({ code: 'custom', path: ['url'], message: 'is not a valid URL, e.g. redis://:password@10.0.0.1:6379/0' });
+      }
+      if (parsed?.password && redis.password !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['password'], message: 'the url has a password too; give it in one place' });
+      }
+      if (parsed?.username && redis.username !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['username'], message: 'the url has a username too; give it in one place' });
+      }
+    }
+  })
+  .transform((redis) => {
+    const common = {
+      prefix: redis.prefix,
+      commandTimeoutMs: redis.command_timeout,
+      ...(redis.username === undefined ? {} : { username: redis.username }),
+      ...(redis.password === undefined ? {} : { password: redis.password }),
+      ...(redis.tls === undefined ? {} : { tls: redis.tls }),
+    };
+    switch (redis.mode) {
+      case 'single':
+        return { mode: 'single' as const, url: redis.url ?? 'redis://127.0.0.1:6379/0', ...common };
+      case 'cluster':
+        return { mode: 'cluster' as const, nodes: redis.nodes!, ...common };
+      case 'sentinel':
+        return { mode: 'sentinel' as const, sentinels: redis.sentinels!, name: redis.name!, ...(redis.sentinel_password === undefined ? {} : { sentinelPassword: redis.sentinel_password }), ...common };
+    }
+  });
+
 const DEFAULT_PLANS = {
   starter: { windows: [{ requests: 60, per: '1m' }, { requests: 10000, per: '1d' }] },
   pro: { windows: [{ requests: 300, per: '1m' }, { requests: 100000, per: '1d' }] },
@@ -251,13 +342,7 @@ export const configSchema = z
         session_max_age: positiveDuration.default(12 * 3_600_000),
       })
       .prefault({}),
-    redis: z
-      .strictObject({
-        url: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').default('redis://127.0.0.1:6379/0'),
-        prefix: z.string().default('agentgw:'),
-        command_timeout: positiveDuration.default(100),
-      })
-      .optional(),
+    redis: redisSchema.optional(),
     limits: z
       .strictObject({
         max_body_bytes: z.number().int().min(64).default(1_048_576),
@@ -305,7 +390,12 @@ export const configSchema = z
     audit: z
       .strictObject({
         file: z.string().min(1).optional(),
-        redis_stream: z.string().min(1).optional(),
+        // Keys written with the stream (docs/operations.md, "Key layout") take its hash tag.
+        redis_stream: z
+          .string()
+          .min(1)
+          .regex(TAGGABLE_KEY, 'use braces only for one hash tag, e.g. "agentgw:audit" or "{agentgw}:audit"')
+          .optional(),
         max_len: z.number().int().min(1).default(1_000_000),
         spool: z.string().min(1).default('var/audit-spool.jsonl'),
         batch_size: z.number().int().min(1).default(256),
@@ -318,6 +408,9 @@ export const configSchema = z
         // The admin audit trail; with neither set it follows the usage audit (see the transform).
         admin_file: z.string().min(1).optional(),
         admin_redis_stream: z.string().min(1).optional(),
+        // Redis stream sinks (usage and admin trail): a batch counts as written once up to this many of the master's
+        // connected replicas have it (WAIT), so a failover cannot lose it; 0: once the master has it.
+        wait_replicas: z.number().int().min(0).max(16).default(0),
       })
       .prefault({}),
     log: z
@@ -338,6 +431,9 @@ export const configSchema = z
     if (config.audit.redis_stream && !config.redis) {
       ctx.addIssue({ code: 'custom', path: ['audit', 'redis_stream'], message: 'the Redis stream sink needs a redis block (or REDIS_URL)' });
     }
+    if (config.audit.wait_replicas > 0 && !config.audit.redis_stream) {
+      ctx.addIssue({ code: 'custom', path: ['audit', 'wait_replicas'], message: 'only applies to the Redis stream sink; set audit.redis_stream or remove it' });
+    }
     const hosts = new Map<string, string>();
     for (const [id, agent] of Object.entries(config.agents)) {
       if (!agent.host) continue;
@@ -357,7 +453,7 @@ export const configSchema = z
       maxHeaderBytes: c.listen.max_header_bytes,
     },
     admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age },
-    redis: c.redis ? { url: c.redis.url, prefix: c.redis.prefix, commandTimeoutMs: c.redis.command_timeout } : undefined,
+    redis: c.redis,
     limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars, maxJsonDepth: c.limits.max_json_depth },
     rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error, lease: c.rate_limits.lease },
     plans: new Map(Object.entries(c.plans)),
@@ -382,6 +478,7 @@ export const configSchema = z
       usageRetentionMs: c.audit.usage_retention,
       usageDir: c.audit.usage_dir ?? join(dirname(c.audit.file ?? DEFAULT_AUDIT_FILE), 'usage'),
       ...adminAuditSinks(c.audit),
+      waitReplicas: c.audit.wait_replicas,
     },
     log: { level: c.log.level, file: c.log.file },
     shutdownGraceMs: c.shutdown_grace,

@@ -1,12 +1,16 @@
-// The shared key store (docs/keys.md). Layout under the configured prefix:
-//   ${prefix}key:${hash}           HASH  key_id account plan agents(JSON) name created_at
-//                                        [expires_at] [revoked_at] [last_used_at]
-//                                        [metadata(JSON)] [limits(JSON)] [replaces] [replaced_by]
-//                                        [rev]: bumped by every update and revocation
-//   ${prefix}keyid:${keyId}        STRING → hash
-//   ${prefix}keys:all              SET of key ids (listing)
-//   ${prefix}keys:account:${acct}  SET of key ids (listing by account)
-//   ${prefix}keys:invalidate       pub/sub channel; message = hash of a changed key
+// The shared key store (docs/keys.md). Every key of the store carries one hash tag, so the
+// store lives in one Redis Cluster slot and its scripts and pipelines run on a cluster too
+// (docs/operations.md, "Key layout"). Layout, with T = `{${prefix}keys}`:
+//   T:key:${hash}           HASH  key_id account plan agents(JSON) name created_at
+//                                 [expires_at] [revoked_at] [last_used_at]
+//                                 [metadata(JSON)] [limits(JSON)] [replaces] [replaced_by]
+//                                 [rev]: bumped by every update and revocation
+//   T:keyid:${keyId}        STRING → hash
+//   T:all                   SET of key ids (listing)
+//   T:account:${acct}       SET of key ids (listing by account)
+//   ${prefix}keys:invalidate  pub/sub channel; message = hash of a changed key. Classic
+//                           PUBLISH: a cluster carries it to every node, so a subscriber
+//                           on any node hears it (invalidations are rare; no sharding needed).
 // Create, revoke and update are Lua scripts, so uniqueness checks, writes and the
 // invalidation PUBLISH happen atomically; an update is computed from a read and written only
 // if `rev` is still what was read (else read again), so concurrent writers never lose one.
@@ -103,12 +107,15 @@ function pairsToObject(pairs: string[]): Record<string, string> {
 export class RedisKeyStore implements KeyStore {
   readonly kind = 'redis' as const;
   readonly channel: string;
+  /** `{${prefix}keys}:`, the start of every key name of the store. */
+  private readonly keyHead: string;
   private readonly listeners: InvalidationListeners;
   private subscriber: RedisClient | undefined;
   private closed = false;
 
   constructor(private readonly redis: KeyRedis, private readonly options: RedisKeyStoreOptions) {
     this.channel = `${options.prefix}keys:invalidate`;
+    this.keyHead = keyStoreKeyHead(options.prefix);
     this.listeners = new InvalidationListeners(options.logger);
   }
 
@@ -118,19 +125,19 @@ export class RedisKeyStore implements KeyStore {
   }
 
   keyName(hash: string): string {
-    return `${this.options.prefix}key:${hash}`;
+    return `${this.keyHead}key:${hash}`;
   }
 
   private idName(keyId: string): string {
-    return `${this.options.prefix}keyid:${keyId}`;
+    return `${this.keyHead}keyid:${keyId}`;
   }
 
   private allSetName(): string {
-    return `${this.options.prefix}keys:all`;
+    return `${this.keyHead}all`;
   }
 
   private accountSetName(account: string): string {
-    return `${this.options.prefix}keys:account:${account}`;
+    return `${this.keyHead}account:${account}`;
   }
 
   /** Runs one Redis operation; any failure becomes StoreUnavailableError and is counted. */
@@ -316,6 +323,11 @@ async function quietly(client: RedisClient | undefined): Promise<void> {
   } catch {
     client.disconnect();
   }
+}
+
+/** The hash tag and separator every key of the store starts with (docs/keys.md). */
+export function keyStoreKeyHead(prefix: string): string {
+  return `{${prefix}keys}:`;
 }
 
 export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promise<RedisKeyStore> {

@@ -2,22 +2,24 @@
 // ioredis). Everything else is handed a client, or this factory, by the composition root
 // (src/gateway.ts) or a CLI command. Every connection gets the same error policy
 // (redis-connection-policy.ts); what differs between them is what they are for, which
-// decides how commands queue and retry while Redis is away.
-import { Redis, type RedisOptions } from 'ioredis';
+// decides how commands queue and retry while Redis is away, and `redis.mode` (single,
+// cluster, sentinel), which decides the ioredis class (redis-topology.ts).
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { backstopTimeoutMs } from '../deadline.js';
-import type { GatewayConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
-import { redactRedisUrl, watchConnection } from './redis-connection-policy.js';
+import { redisErrorMessage, watchConnection } from './redis-connection-policy.js';
+import { readRedisTls } from './redis-tls.js';
+import { describeRedis, openConnection, type RedisConfig, type Topology } from './redis-topology.js';
 
-export type { Redis };
+export type { Cluster, Redis, RedisConfig };
+export { describeRedis };
 
 /**
- * A connection the factory hands out. Today always a single node; with `redis.mode:
- * cluster` this widens to `Redis | Cluster`, so code that only names this type follows.
+ * A connection the factory hands out: a single server's (`single`, `sentinel`, and a
+ * cluster's subscriber) or a whole cluster's. Both take the same commands; keys a command
+ * or script uses together must share a hash tag (docs/operations.md, "Key layout").
  */
-export type RedisClient = Redis;
-
-export type RedisConfig = NonNullable<GatewayConfig['redis']>;
+export type RedisClient = Redis | Cluster;
 
 /**
  * What a connection is for:
@@ -46,18 +48,20 @@ export interface RedisClientFactory {
   whenReady(client: RedisClient, waitMs: number): Promise<void>;
 }
 
+/** Reads `redis.tls`'s PEM files now: an unreadable one throws here, naming the key and the file. */
 export function createRedisClientFactory(config: RedisConfig, logger: Logger): RedisClientFactory {
-  const address = redactRedisUrl(config.url);
+  const address = describeRedis(config);
+  const topology: Topology = { config, tls: readRedisTls(config.tls, config.mode === 'cluster' || config.mode === 'sentinel' ? undefined : config.url), clusters: new Set() };
   return {
     address,
     connect(use, name) {
-      const client = openConnection(config, { ...connectionOptions(use, config.commandTimeoutMs), connectionName: name });
+      const client = openConnection(topology, { ...connectionOptions(use, config.commandTimeoutMs), connectionName: name }, use === 'subscriber');
       watchConnection(client, logger, { name, use, address });
       return client;
     },
     async whenReady(client, waitMs) {
       const failure = await readyWithin(client, waitMs, true);
-      if (failure !== undefined) throw new Error(`cannot reach redis at ${address}: ${failure.message}`, { cause: failure });
+      if (failure !== undefined) throw new Error(`cannot reach redis at ${address}: ${redisErrorMessage(failure)}`, { cause: failure });
     },
   };
 }
@@ -65,11 +69,6 @@ export function createRedisClientFactory(config: RedisConfig, logger: Logger): R
 /** The gateway's shared connection (`shared` use), for code that needs just that one. */
 export function createRedisClient(config: RedisConfig, logger: Logger, name = 'agentgw'): RedisClient {
   return createRedisClientFactory(config, logger).connect('shared', name);
-}
-
-/** Where `redis.mode` (single | cluster | sentinel) will choose the ioredis class; single only for now. */
-function openConnection(config: RedisConfig, options: RedisOptions): RedisClient {
-  return new Redis(config.url, options);
 }
 
 function connectionOptions(use: RedisConnectionUse, commandTimeoutMs: number): RedisOptions {

@@ -5,10 +5,11 @@
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
 
-/** The events of an ioredis connection this policy listens to (a single node or, later, a cluster). */
+/** The events of an ioredis connection this policy listens to (a single server's or a cluster's). */
 interface ConnectionEvents {
   on(event: 'error', listener: (error: Error) => void): unknown;
-  on(event: 'ready', listener: () => void): unknown;
+  on(event: 'ready' | 'refresh', listener: () => void): unknown;
+  on(event: 'node error', listener: (error: Error, node: string) => void): unknown;
 }
 
 export interface WatchedConnection {
@@ -22,19 +23,31 @@ export interface WatchedConnection {
 export function watchConnection(client: ConnectionEvents, logger: Logger, connection: WatchedConnection): void {
   const fields = { redis: connection.address, connection: connection.name, use: connection.use };
   let down = false;
-  client.on('error', (error: Error) => {
+  const failed = (error: Error, node?: string): void => {
     metrics.redisErrors.inc({ op: 'connection' });
     if (down) return;
     down = true;
     // The message tells refused from timed out or refused credentials; a reconnect attempt's
-    // stack says nothing more.
-    logger.warn({ ...fields, err: { message: error.message } }, 'redis connection error');
-  });
-  client.on('ready', () => {
+    // stack says nothing more. A cluster names the node too.
+    logger.warn({ ...fields, ...(node === undefined ? {} : { node }), err: { message: redisErrorMessage(error) } }, 'redis connection error');
+  };
+  const answered = (): void => {
     if (!down) return;
     down = false;
     logger.info(fields, 'redis connection restored');
-  });
+  };
+  client.on('error', (error: Error) => failed(error));
+  client.on('ready', answered);
+  // A cluster stays `ready` while one node is lost: its errors come per node, and a slot map
+  // read again afterwards (after a failover, without the lost node) is the recovery.
+  client.on('node error', failed);
+  client.on('refresh', answered);
+}
+
+/** A cluster's "Failed to refresh slots cache" says why only in its last node's error. */
+export function redisErrorMessage(error: Error): string {
+  const last = (error as Error & { lastNodeError?: Error }).lastNodeError;
+  return last ? `${error.message} (${last.message})` : error.message;
 }
 
 /** A redis:// URL for messages and logs: the password (if any) replaced by `***`. */

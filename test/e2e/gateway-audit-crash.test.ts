@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
 import { openCliKeyStore } from '../../src/cli/keys.js';
 import { KeyService } from '../../src/keys/key-service.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
@@ -26,7 +26,7 @@ const FLUSH_INTERVAL_MS = 50;
 
 let dir: string;
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let upstream: FakeUpstream;
 let document: Record<string, unknown>;
 let rawKey: string;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { parseSseReference } from '../helpers/reference-sse.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -29,7 +29,7 @@ const FIREHOSE_BYTES = 64 * MB;
 
 let dir: string;
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let runner: FaultRunner;
 /** Default timeouts: holds idle connections while 10,000 of them are opened. */
 let gateway: FaultGateway;

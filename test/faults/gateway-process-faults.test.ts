@@ -12,7 +12,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { MB, startFaultGateway, type FaultGateway } from '../helpers/faults/fault-gateway.js';
@@ -29,7 +29,7 @@ const UNFLUSHED_WINDOW_MS = FLUSH_INTERVAL_MS * 10;
 
 let dir: string;
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let runner: FaultRunner;
 const processes: FaultGateway[] = [];
 

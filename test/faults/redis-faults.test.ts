@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { answered, checkAudit } from '../helpers/faults/audit-check.js';
@@ -36,7 +36,7 @@ while true do local n = redis.call('TIME') if (n[1] * 1000000 + n[2]) - start >=
 
 let dir: string;
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let runner: FaultRunner;
 const gateways = new Map<Mode, FaultGateway>();
 let key: string;

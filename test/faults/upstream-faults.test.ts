@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { refusingPort } from '../helpers/free-port.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -30,7 +30,7 @@ const CONCURRENCY = 24;
 
 let dir: string;
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let runner: FaultRunner;
 let gateway: FaultGateway;
 let key: string;

@@ -2,7 +2,7 @@
 // JSON Lines file, a spool, a Redis stream).
 import { readFile } from 'node:fs/promises';
 import { toAuditLine, type AuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
-import type { Redis } from '../../src/redis/redis-client.js';
+import type { RedisClient } from '../../src/redis/redis-client.js';
 
 export function makeRecord(n: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
   return {
@@ -71,7 +71,7 @@ export async function spooledIds(spoolPath: string): Promise<string[]> {
 }
 
 /** Every record of a Redis stream the stream sink wrote, oldest first (read in pages). */
-export async function readAuditStream(redis: Redis, streamKey: string): Promise<AuditRecord[]> {
+export async function readAuditStream(redis: RedisClient, streamKey: string): Promise<AuditRecord[]> {
   const records: AuditRecord[] = [];
   let start = '-';
   for (;;) {
@@ -82,7 +82,7 @@ export async function readAuditStream(redis: Redis, streamKey: string): Promise<
   }
 }
 
-export async function idsInStream(redis: Redis, streamKey: string, field: AuditIdField = 'id'): Promise<string[]> {
+export async function idsInStream(redis: RedisClient, streamKey: string, field: AuditIdField = 'id'): Promise<string[]> {
   return (await readAuditStream(redis, streamKey)).map((record) => record[field]);
 }
 

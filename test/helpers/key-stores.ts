@@ -63,8 +63,18 @@ export class SpyStore implements KeyStore {
     this.check();
     return this.inner.touchLastUsed(entries);
   }
+  private readonly listeners = new Set<InvalidationListener>();
   onInvalidate(listener: InvalidationListener): () => void {
-    return this.inner.onInvalidate(listener);
+    this.listeners.add(listener);
+    const detach = this.inner.onInvalidate(listener);
+    return () => {
+      this.listeners.delete(listener);
+      detach();
+    };
+  }
+  /** What a store's subscriber does: tells every listener that `hash` (or everything) changed. */
+  emitInvalidation(hash: string): void {
+    for (const listener of this.listeners) listener(hash);
   }
   close(): Promise<void> {
     return this.inner.close();

@@ -1,11 +1,11 @@
 // Everything a test Redis holds, as text, for sweeps that a secret appears nowhere in it.
-import type { Redis } from '../../src/redis/redis-client.js';
+import type { RedisClient } from '../../src/redis/redis-client.js';
 
 /**
  * Every key with its type and value, one line each (SCAN, then each key read by its type).
  * A key that expired between SCAN and TYPE is left out; a type this cannot read throws.
  */
-export async function dumpRedis(redis: Redis): Promise<{ names: string[]; text: string }> {
+export async function dumpRedis(redis: RedisClient): Promise<{ names: string[]; text: string }> {
   const names: string[] = [];
   let cursor = '0';
   do {

@@ -78,9 +78,10 @@ describe('RedisKeyStore', () => {
     expect(await s.list({ account: 'acme' })).toEqual([a.record]);
     expect(await s.list({ account: 'nobody' })).toEqual([]);
 
-    expect(await admin.type(`${PREFIX}key:${a.record.hash}`)).toBe('hash');
-    expect(await admin.get(`${PREFIX}keyid:${a.record.keyId}`)).toBe(a.record.hash);
-    expect(await admin.smembers(`${PREFIX}keys:account:acme`)).toEqual([a.record.keyId]);
+    expect(await admin.type(`{${PREFIX}keys}:key:${a.record.hash}`)).toBe('hash');
+    expect(await admin.get(`{${PREFIX}keys}:keyid:${a.record.keyId}`)).toBe(a.record.hash);
+    expect(await admin.smembers(`{${PREFIX}keys}:account:acme`)).toEqual([a.record.keyId]);
+    expect(await admin.smembers(`{${PREFIX}keys}:all`)).toHaveLength(2);
 
     await expect(s.create(a.record)).rejects.toBeInstanceOf(KeyConflictError);
     await expect(s.create({ ...a.record, hash: generateApiKey().hash })).rejects.toBeInstanceOf(KeyConflictError);
@@ -97,7 +98,7 @@ describe('RedisKeyStore', () => {
     ]);
     await s.touchLastUsed([{ hash: b.record.hash, atIso: '2024-06-01T02:00:00.000Z' }]);
     expect((await s.findById(b.record.keyId))?.lastUsedAt).toBe('2024-06-01T03:00:00.000Z');
-    expect(await admin.exists(`${PREFIX}key:${ghost}`)).toBe(0);
+    expect(await admin.exists(`{${PREFIX}keys}:key:${ghost}`)).toBe(0);
   });
 
   it('revocation reaches a second gateway instance within 1 s through pub/sub', async () => {

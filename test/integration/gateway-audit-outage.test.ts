@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -21,7 +21,7 @@ const OUTAGE_MS = 3_000;
 
 let dataDir: string;
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let upstream: FakeUpstream;
 let gateway: TestGateway;
 let key: { rawKey: string; keyId: string };

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { chatResponse, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { refusingPort } from '../helpers/free-port.js';
@@ -65,7 +65,7 @@ function scenarioOf(body: Buffer): string {
 }
 
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let upstream: FakeUpstream;
 let gateway: TestGateway;
 let mainKey: { rawKey: string; keyId: string };

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY_PATTERN, BASE62_ALPHABET, generateApiKey, hashApiKey, parseApiKey } from '../../src/keys/key-format.js';
 import { KeyService } from '../../src/keys/key-service.js';
 import type { KeyStore } from '../../src/keys/key-store.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { ManualClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
@@ -63,9 +63,9 @@ function waitUntilReady(gateway: TestGateway): Promise<true> {
 
 let upstream: FakeUpstream;
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 
-async function inspectReady(): Promise<Redis> {
+async function inspectReady(): Promise<RedisClient> {
   await waitFor('the inspection client to connect', async () => (inspect.status === 'ready' ? true : undefined), 10_000, 25);
   return inspect;
 }
@@ -306,7 +306,7 @@ describe.each(['file', 'redis'] as const)('keys.store %s, over HTTP', (store) =>
     let text: string;
     if (store === 'redis') {
       const dump = await dumpRedis(await inspectReady());
-      expect(dump.names).toContain(`${PREFIX}key:${hash}`);
+      expect(dump.names).toContain(`{${PREFIX}keys}:key:${hash}`);
       text = dump.text;
     } else {
       const files = (await readdir(gateway.dir)).filter((name) => name.startsWith('keys'));

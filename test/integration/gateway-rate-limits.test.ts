@@ -2,7 +2,7 @@
 // gateway in process on a real Redis, and in embedded mode. Short windows keep the real-time
 // waits to a few seconds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { defaultHandler, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -23,7 +23,7 @@ const PLANS = {
 };
 
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let upstream: FakeUpstream;
 let failing: FakeUpstream;
 /** scope: account (the default), on Redis. */

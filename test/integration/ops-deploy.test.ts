@@ -169,7 +169,9 @@ describe('docker-compose.yml', () => {
   it('points the container config at the compose services: Redis, the demo agent, a shared key store and audit stream', () => {
     expect(dockerConfig.listen.host).toBe('0.0.0.0');
     expect(dockerConfig.admin.host).toBe('0.0.0.0');
-    const redisUrl = new URL(dockerConfig.redis!.url);
+    const redis = dockerConfig.redis!;
+    if (redis.mode !== 'single') throw new Error(`expected redis.mode single, got ${redis.mode}`);
+    const redisUrl = new URL(redis.url);
     expect(services[redisUrl.hostname]?.image).toMatch(/^redis:/);
     expect(redisUrl.port || '6379').toBe('6379');
     // Several instances share one set of keys and one audit stream.

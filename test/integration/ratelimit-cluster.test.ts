@@ -1,77 +1,31 @@
 // The limiter on a real 3-master Redis Cluster: the script's keys share the hash tag
 // {subject}, so every call lands on one slot and works wherever that slot lives.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
 import type { RateWindow } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
-import { freePort } from '../helpers/free-port.js';
-import { waitFor } from '../helpers/wait.js';
+import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
+import { waitFor } from '../helpers/redis-process.js';
 
-const run = promisify(execFile);
 const PREFIX = 'agentgw:';
 const WINDOWS: RateWindow[] = [
   { name: 'minute', limit: 3, windowMs: 60_000 },
   { name: 'day', limit: 10, windowMs: 86_400_000 },
 ];
 
-let dir: string;
-const nodes: ChildProcess[] = [];
-let ports: number[] = [];
+let redisCluster: TestRedisCluster;
 let cluster: Cluster;
 
-async function distinctFreePorts(count: number): Promise<number[]> {
-  const found = new Set<number>();
-  while (found.size < count) found.add(await freePort());
-  return [...found];
-}
-
-async function redisCli(port: number, ...args: string[]): Promise<string> {
-  const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 });
-  return stdout;
-}
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'agentgw-cluster-'));
-  // Data and cluster-bus ports picked explicitly: port + 10000 may be taken or out of range.
-  const free = await distinctFreePorts(6);
-  ports = free.slice(0, 3);
-  for (let i = 0; i < 3; i += 1) {
-    const port = ports[i] as number;
-    const child = spawn(
-      'redis-server',
-      [
-        '--port', String(port), '--cluster-port', String(free[3 + i]), '--bind', '127.0.0.1', '--protected-mode', 'no',
-        '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000',
-        '--dir', dir, '--save', '', '--appendonly', 'no',
-      ],
-      { stdio: 'ignore' },
-    );
-    nodes.push(child);
-  }
-  for (const port of ports) await waitFor(`redis on ${port}`, async () => (await redisCli(port, 'ping')).trim() === 'PONG', 20_000, 100);
-  await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
-  for (const port of ports) await waitFor(`cluster_state:ok on ${port}`, async () => (await redisCli(port, 'cluster', 'info')).includes('cluster_state:ok'), 20_000, 100);
-  cluster = new Cluster([{ host: '127.0.0.1', port: ports[0] as number }], { redisOptions: { maxRetriesPerRequest: 1 } });
-  await waitFor('the ioredis cluster client', async () => (await cluster.ping()) === 'PONG', 20_000, 100);
+  redisCluster = await startRedisCluster({ masters: 3 });
+  cluster = new Cluster([redisCluster.seeds[0]!], { redisOptions: { maxRetriesPerRequest: 1 } });
+  await waitFor('the ioredis cluster client', async () => (await cluster.ping()) === 'PONG');
 });
 
 afterAll(async () => {
   cluster?.disconnect();
-  await Promise.all(
-    nodes.map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = once(child, 'exit');
-      child.kill('SIGKILL');
-      await exited;
-    }),
-  );
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await redisCluster?.close();
 });
 
 describe('RedisRateLimiter on Redis Cluster', () => {

@@ -5,6 +5,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRedisKeyStore } from '../../src/keys/redis-key-store.js';
+import { silentLogger } from '../../src/logger.js';
 import { createRedisClientFactory, type RedisClient, type RedisClientFactory, type RedisConnectionUse } from '../../src/redis/redis-client.js';
 import { redactRedisUrl } from '../../src/redis/redis-connection-policy.js';
 import { refusingPort } from '../helpers/free-port.js';
@@ -95,6 +96,21 @@ describe('Redis client factory', () => {
     expect(factory.handedOut[0]!.errors).toBe(1);
     expect((await redisErrorCount('connection')) - countedBefore).toBe(1);
     expect(lines.map((l) => [l.level, l.msg, l.connection, l.use])).toEqual([['warn', 'redis connection error', 'agentgw-cli', 'cli-read']]);
+  });
+
+  it('fails a CLI connection to an unreachable cluster or set of sentinels fast, naming the nodes', async () => {
+    const port = await refusingPort();
+    const cluster = createRedisClientFactory({ mode: 'cluster', nodes: [{ host: '127.0.0.1', port }], prefix: 'factory:', commandTimeoutMs: 100 }, silentLogger);
+    expect(cluster.address).toBe(`cluster 127.0.0.1:${port}`);
+    const clusterClient = cluster.connect('cli-read', 'agentgw-cli');
+    await expect(cluster.whenReady(clusterClient, 5_000)).rejects.toThrow(new RegExp(`^cannot reach redis at cluster 127\\.0\\.0\\.1:${port}: Failed to refresh slots cache`));
+    clusterClient.disconnect();
+
+    const sentinel = createRedisClientFactory({ mode: 'sentinel', sentinels: [{ host: '127.0.0.1', port }], name: 'gw', prefix: 'factory:', commandTimeoutMs: 100 }, silentLogger);
+    expect(sentinel.address).toBe(`master "gw" via sentinels 127.0.0.1:${port}`);
+    const sentinelClient = sentinel.connect('cli-read', 'agentgw-cli');
+    await expect(sentinel.whenReady(sentinelClient, 5_000)).rejects.toThrow(/^cannot reach redis at master "gw" via sentinels .*: All sentinels are unreachable/);
+    sentinelClient.disconnect();
   });
 
   describe('with a password in the URL', () => {

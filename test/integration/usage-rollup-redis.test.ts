@@ -14,12 +14,12 @@ import { RedisStreamAuditSink } from '../../src/audit/redis-stream-audit-sink.js
 import { RedisUsageSource } from '../../src/audit/redis-usage-source.js';
 import { USAGE_FAMILIES, type UsageFamily } from '../../src/audit/usage-buckets.js';
 import { silentLogger } from '../../src/logger.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { lcg } from '../helpers/lcg.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 let redis: TestRedis;
-let client: Redis;
+let client: RedisClient;
 let dir: string;
 
 beforeAll(async () => {

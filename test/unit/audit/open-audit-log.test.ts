@@ -34,7 +34,7 @@ describe('openAuditLog', () => {
     expect(auditSourceOf(parseConfig({ agents }, 'test', {}))).toEqual({ kind: 'file', path: 'var/audit.jsonl' });
     expect(auditSourceOf(parseConfig({ agents, redis: { url: 'redis://h:1/0' }, audit: { redis_stream: 's', file: 'f.jsonl' } }, 'test', {}))).toEqual({
       kind: 'redis',
-      url: 'redis://h:1/0',
+      address: 'redis://h:1/0',
       streamKey: 's',
     });
   });

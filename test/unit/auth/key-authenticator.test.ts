@@ -210,6 +210,23 @@ describe('KeyAuthenticator', () => {
     expect(store.findByHashCalls).toBe(calls + 1);
   });
 
+  it('after an invalidation of everything asks the store for each key again, and serves it stale while the store does not answer', async () => {
+    const { rawKey, record } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
+    const input = { authorization: bearer(rawKey), agentId: 'support', clientIp: IP };
+    await auth.authenticate(input);
+    const calls = store.findByHashCalls;
+    // A subscriber that reconnected: messages may have been missed.
+    store.emitInvalidation('*');
+    store.down = true;
+    await expect(auth.authenticate(input)).resolves.toMatchObject({ keyId: record.keyId });
+    expect(store.findByHashCalls).toBe(calls + 1);
+    // The store answers again: what it says now counts (here, a revocation missed meanwhile).
+    store.down = false;
+    await fileStore.revoke(record.keyId, new Date(clock.now()).toISOString());
+    clock.advance(1_000);
+    expect((await gatewayErrorOf(auth.authenticate(input))).type).toBe('revoked_api_key');
+  });
+
   it('coalesces concurrent lookups of one key into one store call', async () => {
     const { rawKey } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
     await Promise.all(Array.from({ length: 10 }, () => auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP })));

@@ -59,6 +59,18 @@ describe('KeyCache', () => {
     expect(cache.generation).toBe(g + 2);
   });
 
+  it('expireAll keeps known entries but makes each one due, drops unknown ones, and bumps the generation', () => {
+    const cache = new KeyCache({ ttlMs: 1000, negativeTtlMs: 100 });
+    const entry = cache.setPositive(record(1), 0);
+    cache.setNegative('n', 0);
+    const g = cache.generation;
+    cache.expireAll();
+    expect(cache.peek(record(1).hash)).toBe(entry);
+    expect(entry.freshUntilMs).toBe(0);
+    expect(cache.getNegative('n')).toBeUndefined();
+    expect(cache.generation).toBe(g + 1);
+  });
+
   it('stays within its bounds; recently hit entries survive eviction (second chance)', () => {
     const cache = new KeyCache({ ttlMs: 1000, negativeTtlMs: 100, maxEntries: 3, maxNegativeEntries: 2 });
     for (const n of [1, 2, 3]) cache.setPositive(record(n), 0);

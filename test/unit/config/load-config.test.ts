@@ -104,14 +104,14 @@ describe('config schema', () => {
   it('turns the file sink off when only the Redis stream is set, and needs redis for it', () => {
     const config = parseConfigText(`${MINIMAL}redis: {}\naudit: { redis_stream: agentgw:audit }\n`, 'test.yaml', {});
     expect(config.audit.file).toBeUndefined();
-    expect(config.redis).toEqual({ url: 'redis://127.0.0.1:6379/0', prefix: 'agentgw:', commandTimeoutMs: 100 });
+    expect(config.redis).toEqual({ mode: 'single', url: 'redis://127.0.0.1:6379/0', prefix: 'agentgw:', commandTimeoutMs: 100 });
     expect(problems(`${MINIMAL}audit: { redis_stream: agentgw:audit }\n`)).toEqual([expect.stringContaining('audit.redis_stream')]);
   });
 
   it('applies PORT and REDIS_URL overrides', () => {
     const config = parseConfigText(MINIMAL, 'test.yaml', { PORT: '9999', REDIS_URL: 'redis://10.0.0.1:6380/2' });
     expect(config.listen.port).toBe(9999);
-    expect(config.redis?.url).toBe('redis://10.0.0.1:6380/2');
+    expect(config.redis).toMatchObject({ mode: 'single', url: 'redis://10.0.0.1:6380/2' });
   });
 
   it('names the bad key and what is allowed', () => {
@@ -130,6 +130,57 @@ describe('config schema', () => {
     expect(problems(`${MINIMAL}plans: { p: { windows: [ { requests: 0, per: 1m } ] } }\n`)[0]).toMatch(/^plans\.p\.windows\.0\.requests/);
     expect(problems('agents: [\n')[0]).toMatch(/^YAML syntax/);
     expect(problems(`${MINIMAL}keys: { store: redis }\n`)[0]).toMatch(/^keys\.store: "redis" needs a redis block/);
+  });
+
+  it('reads the three Redis modes (docs/configuration.md)', () => {
+    const cluster = parseConfigText(
+      `${MINIMAL}redis:\n  mode: cluster\n  nodes: [{ host: 10.0.0.1, port: 7000 }, { host: redis-b, port: "7001" }]\n  password: s3cret\n  tls: {}\n`,
+      'test.yaml',
+      {},
+    );
+    expect(cluster.redis).toEqual({
+      mode: 'cluster',
+      nodes: [{ host: '10.0.0.1', port: 7000 }, { host: 'redis-b', port: 7001 }],
+      password: 's3cret',
+      tls: {},
+      prefix: 'agentgw:',
+      commandTimeoutMs: 100,
+    });
+    const sentinel = parseConfigText(
+      `${MINIMAL}redis:\n  mode: sentinel\n  sentinels: [{ host: s1, port: 26379 }]\n  name: gw-master\n  tls: { ca: ca.pem, cert: c.pem, key: k.pem, servername: redis.internal }\n`,
+      'test.yaml',
+      {},
+    );
+    expect(sentinel.redis).toMatchObject({
+      mode: 'sentinel',
+      sentinels: [{ host: 's1', port: 26379 }],
+      name: 'gw-master',
+      tls: { ca: 'ca.pem', cert: 'c.pem', key: 'k.pem', servername: 'redis.internal' },
+    });
+    const single = parseConfigText(`${MINIMAL}redis: { url: "rediss://cache.internal:6380/1", username: gw, password: pw }\n`, 'test.yaml', {});
+    expect(single.redis).toMatchObject({ mode: 'single', url: 'rediss://cache.internal:6380/1', username: 'gw', password: 'pw' });
+  });
+
+  it('says what each Redis mode is missing or does not use', () => {
+    expect(problems(`${MINIMAL}redis: { mode: cluster }\n`)).toEqual([expect.stringMatching(/^redis\.nodes: mode cluster needs redis\.nodes: list the seed nodes/)]);
+    expect(problems(`${MINIMAL}redis: { mode: cluster, nodes: [] }\n`)).toEqual([expect.stringMatching(/^redis\.nodes: list at least one node/)]);
+    expect(problems(`${MINIMAL}redis: { mode: sentinel }\n`)).toEqual([
+      expect.stringMatching(/^redis\.sentinels: mode sentinel needs redis\.sentinels/),
+      expect.stringMatching(/^redis\.name: mode sentinel needs redis\.name: give the master's name/),
+    ]);
+    expect(problems(`${MINIMAL}redis: { mode: cluster, nodes: [{ host: a, port: 1 }], url: "redis://a:1" }\n`)).toEqual([
+      expect.stringMatching(/^redis\.url: not used with mode cluster; .*REDIS_URL.*redis\.password/),
+    ]);
+    // REDIS_URL is a single-server override: with a cluster it is refused, not silently ignored.
+    expect(problems(`${MINIMAL}redis: { mode: cluster, nodes: [{ host: a, port: 1 }] }\n`, { REDIS_URL: 'redis://a:1' })).toEqual([expect.stringMatching(/^redis\.url: not used with mode cluster/)]);
+    expect(problems(`${MINIMAL}redis: { nodes: [{ host: a, port: 1 }] }\n`)).toEqual([expect.stringMatching(/^redis\.nodes: not used with mode single; remove it or set redis\.mode/)]);
+    expect(problems(`${MINIMAL}redis: { mode: cluster, nodes: [{ host: a, port: 0 }] }\n`)[0]).toMatch(/^redis\.nodes\.0\.port/);
+    expect(problems(`${MINIMAL}redis: { mode: mesh }\n`)[0]).toMatch(/^redis\.mode: .*single.*cluster.*sentinel/);
+    expect(problems(`${MINIMAL}redis: { tls: { cert: c.pem } }\n`)).toEqual([expect.stringMatching(/^redis\.tls: a client certificate needs both tls\.cert and tls\.key/)]);
+    expect(problems(`${MINIMAL}redis: { url: "redis://:pw@a:1", password: other }\n`)).toEqual([expect.stringMatching(/^redis\.password: the url has a password too/)]);
+    expect(problems(`${MINIMAL}redis: { prefix: "{gw}:" }\n`)).toEqual([expect.stringMatching(/^redis\.prefix: must not contain "\{" or "\}"/)]);
+    expect(problems(`${MINIMAL}redis: {}\naudit: { redis_stream: "a{}b" }\n`)).toEqual([expect.stringMatching(/^audit\.redis_stream: use braces only for one hash tag/)]);
+    expect(problems(`${MINIMAL}audit: { wait_replicas: 1 }\n`)).toEqual([expect.stringMatching(/^audit\.wait_replicas: only applies to the Redis stream sink/)]);
   });
 
   it('accepts the shipped config/gateway.yaml', async () => {
