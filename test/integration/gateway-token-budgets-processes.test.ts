@@ -9,7 +9,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyService } from '../../src/keys/key-service.js';
 import { openCliKeyStore } from '../../src/cli/keys.js';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { chatResponse, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
@@ -25,7 +25,7 @@ const REQUESTS = 200;
 const PLANS = { metered: { tokens: [{ tokens: BUDGET, per: '1h' }] } };
 
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let upstream: FakeUpstream;
 let dir: string;
 let dispatcher: Agent;

@@ -1,7 +1,7 @@
 // Token budgets through HTTP (docs/rate-limits.md "Token budgets"): on a real Redis and in
 // embedded mode, for JSON answers and streams; two gateways on one Redis share one budget.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, type Redis } from '../../src/redis/redis-client.js';
+import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { chatResponse, startFakeUpstream, type FakeUpstream, type UpstreamHandler } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -43,7 +43,7 @@ const runner: UpstreamHandler = (req, res) => {
 };
 
 let redis: TestRedis;
-let inspect: Redis;
+let inspect: RedisClient;
 let upstream: FakeUpstream;
 let onRedis: TestGateway;
 let secondOnRedis: TestGateway;
