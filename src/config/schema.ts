@@ -1,6 +1,9 @@
 // The one config schema (docs/design.md, "Configuration file"). YAML keys are the contract; the
 // parsed result is normalised to camelCase with durations in milliseconds so code never
 // re-parses units.
+//
+// Over 300 lines on purpose: it is the one schema every config key is validated by, so a
+// reader finds each key, its default and its error message in one file.
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';

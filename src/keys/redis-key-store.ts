@@ -15,6 +15,8 @@
 // invalidation PUBLISH happen atomically; an update is computed from a read and written only
 // if `rev` is still what was read (else read again), so concurrent writers never lose one.
 // Every command is bounded by redis.command_timeout.
+// Over 300 lines on purpose: one store whose layout, scripts and invalidation must agree;
+// its Lua scripts already live apart (redis-key-scripts.ts).
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { DeadlineExceededError, withDeadline } from '../deadline.js';
 import type { Logger } from '../logger.js';
