@@ -137,6 +137,8 @@ export async function streamRecords(inspect: RedisClient, stream: string): Promi
 export interface LoadResult {
   status: number;
   type: string | undefined;
+  /** performance.now() when the request was sent. */
+  startedMs: number;
   latencyMs: number;
   requestId: string | null;
 }
@@ -160,9 +162,9 @@ export function startLoad(gateway: TestGateway, rawKey: string, workers: number,
         });
         const text = await response.text();
         const type = response.status === 200 ? undefined : (JSON.parse(text) as { error?: { type?: string } }).error?.type;
-        results.push({ status: response.status, type, latencyMs: performance.now() - startedMs, requestId: response.headers.get('x-request-id') });
+        results.push({ status: response.status, type, startedMs, latencyMs: performance.now() - startedMs, requestId: response.headers.get('x-request-id') });
       } catch {
-        results.push({ status: 0, type: 'no answer', latencyMs: performance.now() - startedMs, requestId: null });
+        results.push({ status: 0, type: 'no answer', startedMs, latencyMs: performance.now() - startedMs, requestId: null });
       }
     }
   };
