@@ -234,6 +234,35 @@ describe('HTTP/2 off (listen.tls.http2: false)', () => {
   });
 });
 
+describe('graceful stop over HTTP/2', () => {
+  it('drains an idle session, and ends an open stream with the shutting_down event', async () => {
+    const { gateway, port, apiKey } = await tlsGateway({});
+    upstream.handle((req, res) => {
+      if (!req.url?.endsWith('/chat/stream')) return defaultHandler(req, res, undefined as never);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: token\ndata: {"content":"held"}\n\n');
+    });
+    try {
+      const idle = await openHttp2(port, trustBoth);
+      expect((await http2Post(idle, CHAT, apiKey, { message: 'hi' })).headers[':status']).toBe(200);
+      const busy = await openHttp2(port, trustBoth);
+      let firstEvent!: () => void;
+      const gotFirst = new Promise<void>((resolve) => (firstEvent = resolve));
+      const streaming = http2Post(busy, STREAM, apiKey, { message: 'hi' }, () => firstEvent());
+      await gotFirst;
+      const idleClosed = once(idle, 'close');
+      await gateway.running.close(1_000);
+      await idleClosed;
+      const answer = await streaming;
+      expect(answer.body).toContain('event: error');
+      expect(answer.body).toContain('shutting_down');
+    } finally {
+      upstream.handle(defaultHandler);
+      await gateway.close();
+    }
+  });
+});
+
 describe('mutual TLS (listen.tls.ca)', () => {
   let gateway: TestGateway;
   let port: number;
