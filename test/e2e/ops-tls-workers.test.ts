@@ -3,9 +3,7 @@
 // every worker read the files again, and SIGTERM still ends the instance cleanly.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { copyFile, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import { X509Certificate } from 'node:crypto';
+import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -19,7 +17,7 @@ import { freePort } from '../helpers/free-port.js';
 import { CLI_PATH } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { makeTestCertificates, type TestCertificates } from '../helpers/tls-certs.js';
-import { clientTls, http2Post, httpsPost, openHttp2, servedFingerprint, type ClientTls } from '../helpers/tls-clients.js';
+import { clientTls, http2Post, httpsPost, openHttp2, servedFingerprint, fingerprintOf, replaceFile, type ClientTls } from '../helpers/tls-clients.js';
 import { waitFor } from '../helpers/wait.js';
 
 const CHAT = '/agents/support/api/v1/chat';
@@ -37,7 +35,6 @@ let output = '';
 let certFile: string;
 let keyFile: string;
 
-const fingerprintOf = (file: string): string => new X509Certificate(readFileSync(file)).fingerprint256;
 
 /** Fingerprints served to `count` new connections (the cluster spreads them over the workers). */
 async function servedToNewConnections(count: number): Promise<Set<string>> {
@@ -46,10 +43,6 @@ async function servedToNewConnections(count: number): Promise<Set<string>> {
   return seen;
 }
 
-async function replaceFile(target: string, source: string): Promise<void> {
-  await copyFile(source, `${target}.new`);
-  await rename(`${target}.new`, target);
-}
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'agentgw-tls-workers-'));

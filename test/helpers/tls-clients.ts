@@ -1,6 +1,8 @@
 // Clients for the gateway's TLS listener in tests: HTTPS (HTTP/1.1) requests on a connection the
 // test controls, the certificate a new connection is served, and HTTP/2 requests on a session.
-import { readFile } from 'node:fs/promises';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { copyFile, readFile, rename } from 'node:fs/promises';
 import { connect as connectHttp2, type ClientHttp2Session, type IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { connect as connectTls, type TLSSocket } from 'node:tls';
@@ -114,4 +116,15 @@ export function http2Post(session: ClientHttp2Session, path: string, apiKey: str
     stream.on('error', reject);
     stream.end(JSON.stringify(body));
   });
+}
+
+/** The SHA-256 fingerprint of a PEM certificate file, as getPeerCertificate() gives it. */
+export function fingerprintOf(file: string): string {
+  return new X509Certificate(readFileSync(file)).fingerprint256;
+}
+
+/** Replaces a file the way certificate managers do: written beside it, then renamed over it. */
+export async function replaceFile(target: string, source: string): Promise<void> {
+  await copyFile(source, `${target}.new`);
+  await rename(`${target}.new`, target);
 }

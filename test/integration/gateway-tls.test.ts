@@ -7,13 +7,11 @@ import { once } from 'node:events';
 import { copyFile, rename, writeFile } from 'node:fs/promises';
 import { connect as connectTcp } from 'node:net';
 import { join } from 'node:path';
-import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultHandler, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { makeTestCertificates, type TestCertificates } from '../helpers/tls-certs.js';
-import { clientTls, http2Post, httpsPost, oneConnectionAgent, openHttp2, servedFingerprint, type ClientTls } from '../helpers/tls-clients.js';
+import { clientTls, http2Post, httpsPost, oneConnectionAgent, openHttp2, servedFingerprint, fingerprintOf, replaceFile, type ClientTls } from '../helpers/tls-clients.js';
 import { waitFor } from '../helpers/wait.js';
 
 const CHAT = '/agents/support/api/v1/chat';
@@ -25,7 +23,6 @@ let upstream: FakeUpstream;
 /** Trusts both test CAs, so it connects whichever certificate is served. */
 let trustBoth: ClientTls;
 
-const fingerprintOf = (file: string): string => new X509Certificate(readFileSync(file)).fingerprint256;
 
 beforeAll(async () => {
   [first, second] = await Promise.all([makeTestCertificates('localhost'), makeTestCertificates('localhost')]);
@@ -50,11 +47,6 @@ async function tlsGateway(tls: Record<string, unknown>): Promise<{ gateway: Test
   return { gateway, port: gateway.running.port, apiKey: rawKey, certFile, keyFile };
 }
 
-/** Replaces a file the way certificate managers do: write beside it, then rename over it. */
-async function replaceFile(target: string, source: string): Promise<void> {
-  await copyFile(source, `${target}.new`);
-  await rename(`${target}.new`, target);
-}
 
 describe('TLS listener (HTTP/1.1 and HTTP/2 on one port)', () => {
   let gateway: TestGateway;
