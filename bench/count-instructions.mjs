@@ -26,7 +26,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { startBenchRedis } from './lib/bench-redis.mjs';
-import { applyConfigVariations, parseBuildSpec } from './lib/build-specs.mjs';
+import { applyConfigVariations, benchCertificate, parseBuildSpec, usesTls } from './lib/build-specs.mjs';
 import { BENCH_AGENT, createBenchKey, gatewayEnvironment, GATEWAY_READY_PATTERN, writeGatewayConfig } from './lib/gateway.mjs';
 import { REQUEST_BODY } from './lib/load-tools.mjs';
 import { spawnProcess, stopAll } from './lib/processes.mjs';
@@ -65,6 +65,9 @@ const stub = await spawnProcess({
   logFile: join(tmpDir, 'stub.out'),
 });
 const stubUrl = `http://127.0.0.1:${stub.match[1]}`;
+// Builds with a tls- variation: one dev certificate for all of them.
+const tlsDir = join(tmpDir, 'tls');
+const tlsCa = builds.some(usesTls) ? benchCertificate(tlsDir) : undefined;
 const body = Buffer.from(REQUEST_BODY);
 
 /** Closed loop: `count` requests, `connections` at a time; returns how many were not 200. */
@@ -101,7 +104,7 @@ function readDump(dir, prefix) {
 async function countOnce(build, run) {
   const dir = mkdtempSync(join(tmpDir, `${build.name}-${run}-`));
   const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `instructions-${build.name}-${run}:`, stubUrl, heartbeat: '5s' });
-  applyConfigVariations(configPath, build.variations);
+  applyConfigVariations(configPath, build.variations, { tlsDir });
   const key = await createBenchKey({ repoRoot: build.root, configPath });
   const outFile = join(dir, 'callgrind.out');
   const gateway = await spawnProcess({
@@ -123,10 +126,13 @@ async function countOnce(build, run) {
     env: gatewayEnvironment(redis.url),
     readyPattern: GATEWAY_READY_PATTERN,
     logFile: join(dir, 'gateway.out'),
-    startTimeoutMs: 300_000,
+    // Starting under callgrind on a shared, loaded machine can take minutes.
+    startTimeoutMs: 900_000,
     stopGraceMs: 120_000,
   });
-  const pool = new Pool(`http://127.0.0.1:${gateway.match[1]}`, { connections, pipelining: 1 });
+  const pool = usesTls(build)
+    ? new Pool(`https://127.0.0.1:${gateway.match[1]}`, { connections, pipelining: 1, connect: { ca: tlsCa, servername: 'localhost' } })
+    : new Pool(`http://127.0.0.1:${gateway.match[1]}`, { connections, pipelining: 1 });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${key.rawKey}` };
   try {
     let failed = await send(pool, headers, warmup);

@@ -16,6 +16,7 @@ import type { Logger } from './logger.js';
 import { createAdminServer, registryMetrics } from './admin/admin-server.js';
 import { createGatewayServer, type GatewayServer } from './http/gateway-server.js';
 import { GatewayRuntime } from './http/gateway-runtime.js';
+import { CertificateReloader, readListenTls, type SecureContextTarget } from './http/tls-certificates.js';
 import { registry } from './metrics/metrics.js';
 import { FailoverRateLimiter } from './ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
@@ -39,7 +40,11 @@ export interface RunningGateway {
   keyStore: KeyStore;
   gateway: GatewayServer;
   runtime: GatewayRuntime;
-  /** Applies a new config's agents, plans and limits without dropping connections. */
+  /**
+   * Applies a new config's agents, plans and limits without dropping connections, and reads
+   * the listener's certificate files again; throws (changing nothing) when an agent's TLS
+   * files cannot be read.
+   */
   reload(config: GatewayConfig): void;
   /** Stops accepting, lets requests and streams finish up to the grace period, flushes audit. */
   close(graceMs?: number): Promise<void>;
@@ -87,6 +92,9 @@ export function openControlPlane(
 export async function startGateway(config: GatewayConfig, options: StartGatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
   const clock = options.clock ?? systemClock;
+  // First: a certificate that cannot be read stops the start before anything is opened.
+  const listenTls = config.listen.tls;
+  const certificate = listenTls && (await readListenTls(listenTls));
   const redisClients = config.redis ? createRedisClientFactory(config.redis, logger) : undefined;
   const redis = redisClients?.connect('shared', 'agentgw');
   if (redis && !(await waitForRedis(redis, REDIS_START_WAIT_MS))) {
@@ -117,7 +125,10 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const auditRedis = redisClients && (config.audit.redisStream || config.audit.adminRedisStream) && config.audit.waitReplicas > 0 ? redisClients.connect('shared', 'agentgw-audit') : redis;
   const auditLog = openAuditLog(config, { redis: auditRedis, logger, clock });
   const runtime = new GatewayRuntime(config, { logger, clock });
-  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock });
+  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock }, certificate);
+  // The certificate files as they change (or on SIGHUP); the paths are the ones started with
+  // (listen is a restart-only section).
+  const certificates = listenTls && new CertificateReloader(listenTls, gateway.server as SecureContextTarget, logger);
 
   let draining = false;
   const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, { keyStore, redis, auditRedis, logger, clock, upstreams: () => runtime.pools.snapshot() });
@@ -148,18 +159,19 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     server.on('request', (_req, res) => {
       res.shouldKeepAlive = false;
     });
-    server.closeIdleConnections();
-    const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+    gateway.closeIdle();
+    const idleSweep = setInterval(() => gateway.closeIdle(), 100);
     // Requests and streams in flight get the grace period; streams still open then end with
     // a final `event: error` (shutting_down) rather than a cut connection.
     const graceTimer = setTimeout(() => {
       gateway.activeStreams.endAll('shutting_down');
-      setTimeout(() => server.closeAllConnections(), 1_000).unref();
+      setTimeout(() => gateway.closeAll(), 1_000).unref();
     }, graceMs);
     graceTimer.unref();
     await stopped;
     clearTimeout(graceTimer);
     clearInterval(idleSweep);
+    certificates?.close();
     await authenticator.close();
     await auditLog.close();
     await controlPlane?.close();
@@ -182,7 +194,10 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     keyStore,
     gateway,
     runtime,
-    reload: (next) => runtime.reload(next),
+    reload: (next) => {
+      runtime.reload(next);
+      void certificates?.reload();
+    },
     close: (graceMs) => (closing ??= close(graceMs)),
   };
 }

@@ -1,8 +1,11 @@
 // Gateway builds as the A/B tools name them: `name=root[:variation...]`, a checkout with its
 // own dist/, run in the bench's production config with some of it changed (a variation) or
 // with extra node flags (a variation that starts with `--`).
-import { readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const repoRoot = resolve(import.meta.dirname, '../..');
 
 /** Config edits per variation (the bench's YAML is written by bench/lib/gateway.mjs). */
 export const CONFIG_VARIATIONS = {
@@ -12,7 +15,30 @@ export const CONFIG_VARIATIONS = {
   'log-devnull': (yaml) => yaml.replace(/ {2}file: .*gateway\.log"\n/, '  file: "/dev/null"\n'),
   'pool-128': (yaml) => yaml.replace('    timeout: 30s\n', '    timeout: 30s\n    max_connections: 128\n'),
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
+  // TLS on the listener (decision 0021): node:https, or node:http2 with HTTP/1.1 allowed. The
+  // bench's clients still speak HTTP/1.1: what either server costs that path.
+  'tls-h1': (yaml, context) => withListenTls(yaml, context, false),
+  'tls-h2': (yaml, context) => withListenTls(yaml, context, true),
 };
+
+function withListenTls(yaml, context, http2) {
+  const dir = context.tlsDir;
+  return yaml.replace(
+    'listen: { host: 127.0.0.1, port: 0 }',
+    `listen: { host: 127.0.0.1, port: 0, tls: { cert: ${JSON.stringify(join(dir, 'server.pem'))}, key: ${JSON.stringify(join(dir, 'server.key'))}, http2: ${http2} } }`,
+  );
+}
+
+/** Whether the build's listener speaks TLS (its clients then connect with https://). */
+export function usesTls(build) {
+  return build.variations.some((v) => v.startsWith('tls-'));
+}
+
+/** A dev certificate for `localhost` in `dir` (scripts/dev-cert.sh); returns the CA's PEM text. */
+export function benchCertificate(dir) {
+  if (!existsSync(join(dir, 'server.pem'))) execFileSync('sh', [join(repoRoot, 'scripts/dev-cert.sh'), dir, 'localhost', '127.0.0.1'], { stdio: 'ignore' });
+  return readFileSync(join(dir, 'ca.pem'), 'utf8');
+}
 
 /** `name=root[:variation...]` → { name, root, variations, nodeArgs }. */
 export function parseBuildSpec(spec) {
@@ -27,9 +53,9 @@ export function parseBuildSpec(spec) {
   return { name, root: resolve(root), variations, nodeArgs: parts.filter((p) => p.startsWith('--')) };
 }
 
-/** Applies a build's config variations to the config file written for it. */
-export function applyConfigVariations(configPath, variations) {
+/** Applies a build's config variations to the config file written for it; `context.tlsDir` for the tls- ones. */
+export function applyConfigVariations(configPath, variations, context = {}) {
   let yaml = readFileSync(configPath, 'utf8');
-  for (const variation of variations) yaml = CONFIG_VARIATIONS[variation](yaml);
+  for (const variation of variations) yaml = CONFIG_VARIATIONS[variation](yaml, context);
   writeFileSync(configPath, yaml);
 }

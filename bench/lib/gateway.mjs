@@ -96,7 +96,7 @@ export async function createBenchKey({ repoRoot, configPath }) {
  * @returns {Promise<{ handle, pid: number, url: string, adminUrl: string, stop: () => Promise<void> }>}
  */
 /** What the gateway prints once it takes traffic: its port, then the admin port. */
-export const GATEWAY_READY_PATTERN = /agent-gateway listening on http:\/\/[^\s:]+:(\d+) \(admin :(\d+)/;
+export const GATEWAY_READY_PATTERN = /agent-gateway listening on https?:\/\/[^\s:]+:(\d+) \(admin :(\d+)/;
 
 /** The environment a bench gateway runs with. */
 export function gatewayEnvironment(redisUrl) {

@@ -126,7 +126,7 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
   }
   logger.info({ port: started.port, admin_port: adminPort, mode: 'redis', workers: options.workers }, 'gateway listening');
   process.stderr.write(
-    `agent-gateway listening on http://${config.listen.host}:${started.port} (admin :${adminPort}, redis mode, ${options.workers} workers)\n`,
+    `agent-gateway listening on ${config.listen.tls ? 'https' : 'http'}://${config.listen.host}:${started.port} (admin :${adminPort}, redis mode, ${options.workers} workers)\n`,
   );
   if (demoAgent) process.stderr.write(`demo agent listening on ${config.agents.get('demo')?.upstream}\n`);
 }

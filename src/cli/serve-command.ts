@@ -1,5 +1,6 @@
 // `agent-gateway serve`: run the gateway and its admin listener until SIGTERM/SIGINT;
-// SIGHUP reloads agents, plans and limits (an invalid file is refused, the old config kept).
+// SIGHUP reloads agents, plans and limits (an invalid file is refused, the old config kept),
+// and the TLS certificate files of the listener and of HTTPS upstreams.
 // With `--workers N` (N > 1) this process becomes the cluster primary (cluster-primary.ts)
 // and each forked worker runs the gateway below without an admin listener.
 import type { Command } from 'commander';
@@ -105,7 +106,7 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
   const mode = config.redis ? 'redis' : 'embedded';
   if (workerIndex === undefined) {
     logger.info({ port: running.port, admin_port: running.adminPort, mode, agents: [...config.agents.keys()], v8_flags: v8Flags }, 'gateway listening');
-    process.stderr.write(`agent-gateway listening on http://${config.listen.host}:${running.port} (admin :${running.adminPort}, ${mode} mode)\n`);
+    process.stderr.write(`agent-gateway listening on ${config.listen.tls ? 'https' : 'http'}://${config.listen.host}:${running.port} (admin :${running.adminPort}, ${mode} mode)\n`);
     if (demoAgent) process.stderr.write(`demo agent listening on ${config.agents.get('demo')?.upstream}\n`);
   } else {
     logger.info({ port: running.port, mode, agents: [...config.agents.keys()], v8_flags: v8Flags }, 'worker listening');
@@ -142,7 +143,13 @@ async function reloadConfig(
     JSON.stringify(section === 'admin' ? { host: config.admin.host, port: config.admin.port } : config[section]);
   const needRestart: string[] = RESTART_ONLY_SECTIONS.filter((section) => restartPart(current, section) !== restartPart(next, section));
   if (current.log.file !== next.log.file) needRestart.push('log.file');
-  gateway.reload(next);
+  try {
+    gateway.reload(next);
+  } catch (error) {
+    // An agent's TLS files that cannot be read: nothing was swapped.
+    logger.error({ config: path, problems: [error instanceof Error ? error.message : String(error)] }, 'config reload refused; keeping the running config');
+    return;
+  }
   logger.level = next.log.level;
   logger.info(
     { config: path, agents: [...next.agents.keys()], plans: [...next.plans.keys()], ...(needRestart.length > 0 ? { restart_needed_for: needRestart } : {}) },

@@ -74,6 +74,37 @@ const healthCheckSchema = z
   })
   .transform((h) => ({ path: h.path, intervalMs: h.interval, timeoutMs: h.timeout, healthy: h.healthy, unhealthy: h.unhealthy }));
 
+// TLS to an agent's https:// runners (docs/upstreams.md "HTTPS runners"): PEM file paths, read
+// when the pools are built (start and every reload), so a renewed file applies on SIGHUP.
+const upstreamTlsSchema = z
+  .strictObject({
+    ca: z.string().min(1).optional(),
+    cert: z.string().min(1).optional(),
+    key: z.string().min(1).optional(),
+    servername: z.string().min(1).optional(),
+    // false only for a runner whose certificate cannot be verified at all (a lab setup).
+    reject_unauthorized: z.boolean().default(true),
+  })
+  .refine((tls) => (tls.cert === undefined) === (tls.key === undefined), { message: 'a client certificate needs both cert and key' })
+  .transform((tls) => ({
+    ...(tls.ca === undefined ? {} : { caFile: tls.ca }),
+    ...(tls.cert === undefined ? {} : { certFile: tls.cert, keyFile: tls.key! }),
+    ...(tls.servername === undefined ? {} : { servername: tls.servername }),
+    rejectUnauthorized: tls.reject_unauthorized,
+  }));
+
+// TLS on the public listener (docs/operations.md "TLS"): PEM file paths, watched and reloaded
+// without a restart (src/http/tls-certificates.ts). `ca` turns on mutual TLS.
+const listenTlsSchema = z
+  .strictObject({
+    cert: z.string().min(1),
+    key: z.string().min(1),
+    ca: z.string().min(1).optional(),
+    min_version: z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'),
+    http2: z.boolean().default(true),
+  })
+  .transform((tls) => ({ certFile: tls.cert, keyFile: tls.key, caFile: tls.ca, minVersion: tls.min_version, http2: tls.http2 }));
+
 const agentSchema = z
   .strictObject({
     upstream: upstreamUrl.optional(),
@@ -90,6 +121,7 @@ const agentSchema = z
     queue: z.number().int().min(0).optional(),
     outlier: outlierSchema,
     health_check: healthCheckSchema.optional(),
+    tls: upstreamTlsSchema.optional(),
   })
   .superRefine((agent, ctx) => {
     if (agent.upstream !== undefined && agent.upstreams !== undefined) {
@@ -103,6 +135,9 @@ const agentSchema = z
       const origin = new URL(target.url).origin;
       if (origins.has(origin)) ctx.addIssue({ code: 'custom', path: ['upstreams', index, 'url'], message: `origin ${origin} is listed twice` });
       origins.add(origin);
+    }
+    if (agent.tls !== undefined && ![agent.upstream, ...(agent.upstreams ?? []).map((t) => t.url)].some((url) => url?.startsWith('https:'))) {
+      ctx.addIssue({ code: 'custom', path: ['tls'], message: 'applies to https:// runners only; no upstream of this agent is https://' });
     }
     if (agent.queue !== undefined && agent.max_connections === undefined) {
       ctx.addIssue({ code: 'custom', path: ['queue'], message: '"queue" bounds the wait for a connection beyond "max_connections"; set max_connections too' });
@@ -122,6 +157,7 @@ const agentSchema = z
       ...(agent.queue === undefined ? {} : { queue: agent.queue }),
       outlier: agent.outlier,
       healthCheck: agent.health_check,
+      ...(agent.tls === undefined ? {} : { tls: agent.tls }),
     };
   });
 
@@ -328,6 +364,7 @@ export const configSchema = z
         request_timeout: positiveDuration.default(30_000),
         keep_alive_timeout: positiveDuration.default(65_000),
         max_header_bytes: z.number().int().min(1024).default(16_384),
+        tls: listenTlsSchema.optional(),
       })
       .prefault({}),
     admin: z
@@ -454,6 +491,7 @@ export const configSchema = z
       requestTimeoutMs: c.listen.request_timeout,
       keepAliveTimeoutMs: c.listen.keep_alive_timeout,
       maxHeaderBytes: c.listen.max_header_bytes,
+      tls: c.listen.tls,
     },
     admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age },
     redis: c.redis,

@@ -33,6 +33,7 @@ import { RequestState } from '../request/request-state.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
 import { finishRequest } from './finish-request.js';
+import { closesConnection, requestConnection, requestHost, resetStreamAfterAnswer } from './http2-requests.js';
 import { keyWindows } from './key-windows.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
@@ -134,7 +135,7 @@ export class ChatPipeline {
   route(request: ChatRequest, routes: RouteTable): void {
     const { req, state } = request;
     refuseRepeatedHost(req);
-    const { agent, route } = matchRoute(routes, req.method, req.url, req.headers.host);
+    const { agent, route } = matchRoute(routes, req.method, req.url, requestHost(req));
     request.agent = agent;
     state.agentId = agent.id;
     state.route = route;
@@ -144,7 +145,7 @@ export class ChatPipeline {
   /** Who is calling: at once from the key cache, or after a lookup. */
   key(request: ChatRequest): void {
     const { req, address } = request;
-    const input = { authorization: req.headers.authorization, agentId: request.agent!.id, clientIp: address.clientIp, connection: req.socket };
+    const input = { authorization: req.headers.authorization, agentId: request.agent!.id, clientIp: address.clientIp, connection: requestConnection(req) };
     const key = this.authenticator.authenticateNow(input);
     if (key !== undefined) {
       this.limit(request, key);
@@ -242,8 +243,8 @@ export class ChatPipeline {
             requestId: state.requestId,
             agentId: agent.id,
             forwardedFor: address.forwardedFor,
-            forwardedProto: 'http',
-            forwardedHost: req.headers.host,
+            forwardedProto: config.listen.tls === undefined ? 'http' : 'https',
+            forwardedHost: requestHost(req),
             keyId: key.keyId,
             accountId: key.account,
             traceparent: trace.traceparent,
@@ -293,8 +294,11 @@ function answerError(error: unknown, req: IncomingMessage, res: ServerResponse, 
   state.errorStatus = gatewayError.status;
   if (!res.headersSent) state.applyGatewayHeaders(res);
   // A body we refused to read must not be read to its end to keep the connection.
-  if (gatewayError.type === 'payload_too_large' || !req.complete) res.shouldKeepAlive = false;
-  if (gatewayError.type === 'payload_too_large') res.setHeader('Connection', 'close');
+  if (gatewayError.type === 'payload_too_large' || !req.complete) {
+    if (!closesConnection(req)) resetStreamAfterAnswer(req);
+    else res.shouldKeepAlive = false;
+  }
+  if (gatewayError.type === 'payload_too_large' && closesConnection(req)) res.setHeader('Connection', 'close');
   state.bytesOut += sendErrorCounted(res, gatewayError, state.requestId);
 }
 

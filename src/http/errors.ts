@@ -2,6 +2,7 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorBody, type GatewayError } from '../errors.js';
+import { closesConnection } from './http2-requests.js';
 
 /**
  * Writes a gateway error. Headers already set on the response (X-Request-Id, rate-limit
@@ -15,7 +16,9 @@ export function sendError(res: ServerResponse, error: GatewayError, requestId: s
   const body = errorBody(error, requestId);
   if (error.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
   if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(Math.max(0, Math.ceil(error.retryAfterSeconds))));
-  if (error.headers) for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+  if (error.headers) {
+    for (const [name, value] of Object.entries(error.headers)) if (name !== 'Connection' || closesConnection(res.req)) res.setHeader(name, value);
+  }
   res.statusCode = error.status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(body));

@@ -1,44 +1,33 @@
 // The gateway's HTTP server: node:http's options, and answers to what never becomes a request
 // of the pipeline (unparsable HTTP, oversized headers, timeouts, CONNECT, an unmet Expect).
 // Every request goes to the chat pipeline (chat-pipeline.ts).
-import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { GatewayConfig } from '../config/schema.js';
+import type { SecureContextOptions } from 'node:tls';
 import { GatewayError } from '../errors.js';
 import type { ActiveStreams } from '../proxy/active-streams.js';
 import { ChatPipeline, type GatewayDependencies } from './chat-pipeline.js';
 import { hasResponseInFlight, sendError, writeRawError } from './errors.js';
+import { createPublicServer, type PublicServer } from './public-server.js';
 import { chooseRequestId } from './request-id.js';
 
 export type { GatewayDependencies };
 
-export interface GatewayServer {
-  server: Server;
+export interface GatewayServer extends PublicServer {
   activeStreams: ActiveStreams;
   handle(req: IncomingMessage, res: ServerResponse): void;
 }
 
-export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
+/** `tls`: the listener's certificate when listen.tls is set (tls-certificates.ts reads it). */
+export function createGatewayServer(deps: GatewayDependencies, tls?: SecureContextOptions): GatewayServer {
   const pipeline = new ChatPipeline(deps);
-  const server = createServer(serverOptions(deps.runtime.current.config.listen), pipeline.handle);
+  const listener = createPublicServer(deps.runtime.current.config.listen, pipeline.handle, tls);
+  const server = listener.server;
   server.on('clientError', answerClientError);
   // Without these listeners Node would close a CONNECT without an answer and send a bare 417.
   server.on('connect', refuseConnect);
   server.on('checkExpectation', refuseExpectation);
-  return { server, activeStreams: pipeline.activeStreams, handle: pipeline.handle };
-}
-
-function serverOptions(listen: GatewayConfig['listen']): ServerOptions {
-  return {
-    headersTimeout: listen.headersTimeoutMs,
-    requestTimeout: listen.requestTimeoutMs,
-    keepAliveTimeout: listen.keepAliveTimeoutMs,
-    maxHeaderSize: listen.maxHeaderBytes,
-    // How often the two timeouts above are enforced; Node's default (30 s) would let a
-    // slowloris client keep a connection 30 s past headers_timeout.
-    connectionsCheckingInterval: 1_000,
-    noDelay: true,
-  };
+  return { ...listener, activeStreams: pipeline.activeStreams, handle: pipeline.handle };
 }
 
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {

@@ -1,6 +1,5 @@
 // Starts a server listening and resolves with the port it got (port 0 picks a free one).
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 
 export function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -14,8 +14,9 @@ export function requestOutcome(state: RequestState, res: ServerResponse): AuditO
   const refused = state.errorStatus;
   if (refused === 400 || refused === 413 || refused === 415) return 'invalid_request';
   if (state.upstreamStatus >= 500) return 'upstream_error';
-  // Nothing above: the status says it, once the client has the whole answer.
-  if (!res.headersSent || !res.writableFinished) return 'client_closed';
+  // Nothing above: the status says it, once the client has the whole answer. (Over HTTP/2
+  // a stream the client cancelled also reports writableFinished; only writableEnded tells.)
+  if (!res.headersSent || !res.writableFinished || !res.writableEnded) return 'client_closed';
   return outcomeFromStatus(res.statusCode);
 }
 

@@ -79,7 +79,8 @@ export function upstreamRequestHeaders(client: IncomingHttpHeaders, identity: Up
   const named = connectionTokens(client.connection);
   const headers: string[] = [];
   for (const name in client) {
-    if (NOT_FORWARDED_UPSTREAM.has(name) || named?.has(name) || name.includes('_')) continue;
+    // HTTP/2's pseudo-headers (":path", ":authority", …) are that hop's request line, not headers.
+    if (NOT_FORWARDED_UPSTREAM.has(name) || named?.has(name) || name.includes('_') || name.charCodeAt(0) === 0x3a) continue;
     const value = client[name];
     if (typeof value === 'string') headers.push(name, value);
     // A header node:http keeps as a list (set-cookie) goes out as one line per value, as

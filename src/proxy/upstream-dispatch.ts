@@ -274,7 +274,9 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
    * is recorded here.
    */
   private readonly onClientClose = (): void => {
-    if (this.settled || this.request.res.writableFinished) return;
+    // writableEnded too: an HTTP/2 stream the client cancelled reports writableFinished.
+    const res = this.request.res;
+    if (this.settled || (res.writableFinished && res.writableEnded)) return;
     this.settle();
     this.controller?.abort(CLIENT_CLOSED);
   };

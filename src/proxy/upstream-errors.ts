@@ -8,6 +8,10 @@ export interface UpstreamFailure {
 }
 
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'EADDRNOTAVAIL']);
+/** A TLS handshake the gateway refused (untrusted or mismatched certificate) or the runner refused (our client certificate). */
+function isTlsHandshakeCode(code: string): boolean {
+  return code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || code.includes('CERT') || code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE';
+}
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNABORTED']);
 const HEADERS_TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT']);
 const IDLE_TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT']);
@@ -30,7 +34,7 @@ function errorCode(error: unknown): string | undefined {
 export function classifyUpstreamError(error: unknown): UpstreamFailure {
   const code = errorCode(error) ?? '';
   const detail = code || (error instanceof Error ? error.name : 'unknown');
-  if (CONNECT_CODES.has(code)) return { kind: 'connect', detail };
+  if (CONNECT_CODES.has(code) || isTlsHandshakeCode(code)) return { kind: 'connect', detail };
   if (HEADERS_TIMEOUT_CODES.has(code)) return { kind: 'headers_timeout', detail };
   if (IDLE_TIMEOUT_CODES.has(code)) return { kind: 'idle_timeout', detail };
   if (RESET_CODES.has(code)) return { kind: 'reset', detail };

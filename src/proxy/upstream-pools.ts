@@ -12,7 +12,9 @@ import { setUpstreamStateSource, type UpstreamTargetGaugeValues } from '../metri
 import { AgentUpstreams, nodeTimers, type EjectionTimers, type UpstreamsEnvironment } from './agent-upstreams.js';
 import { HealthChecker } from './health-checks.js';
 import type { Pool } from 'undici';
+import type { ConnectionOptions } from 'node:tls';
 import { createTargetPool, UpstreamTarget, type TargetState } from './upstream-target.js';
+import { readUpstreamTls, type UpstreamTls } from './upstream-tls.js';
 
 export type { UpstreamTarget } from './upstream-target.js';
 export type { AgentUpstreams } from './agent-upstreams.js';
@@ -23,7 +25,7 @@ export interface UpstreamPoolsOptions {
   random?: () => number;
   timers?: EjectionTimers;
   /** How a target's pool is made (tests hand in a stand-in). */
-  createPool?: (origin: string, maxConnections: number | undefined) => Pool;
+  createPool?: (origin: string, maxConnections: number | undefined, tls?: ConnectionOptions) => Pool;
 }
 
 /** One target as GET /upstreamz (and the admin API) shows it. */
@@ -44,12 +46,14 @@ export interface AgentUpstreamsSnapshot {
   waiting: number;
 }
 
-function poolKey(url: string, maxConnections: number | undefined): string {
-  return `${new URL(url).origin} ${maxConnections ?? 'unlimited'}`;
+// TLS material is part of both keys: a runner reached with another CA or client certificate
+// (or a renewed one) is another pool.
+function poolKey(url: string, maxConnections: number | undefined, tls: UpstreamTls | undefined): string {
+  return `${new URL(url).origin} ${maxConnections ?? 'unlimited'} ${tls?.digest ?? ''}`;
 }
 
-function targetKey(agentId: string, url: string, maxConnections: number | undefined): string {
-  return `${agentId} ${url} ${maxConnections ?? 'unlimited'}`;
+function targetKey(agentId: string, url: string, maxConnections: number | undefined, tls: UpstreamTls | undefined): string {
+  return `${agentId} ${url} ${maxConnections ?? 'unlimited'} ${tls?.digest ?? ''}`;
 }
 
 export class UpstreamPools {
@@ -58,7 +62,7 @@ export class UpstreamPools {
   private pools = new Map<string, Pool>();
   private checkers: HealthChecker[] = [];
   private readonly env: UpstreamsEnvironment;
-  private readonly createPool: (origin: string, maxConnections: number | undefined) => Pool;
+  private readonly createPool: (origin: string, maxConnections: number | undefined, tls?: ConnectionOptions) => Pool;
 
   constructor(agents: ReadonlyMap<string, AgentConfig>, options: UpstreamPoolsOptions = {}) {
     this.env = { clock: options.clock ?? systemClock, random: options.random ?? Math.random, timers: options.timers ?? nodeTimers, logger: options.logger };
@@ -67,22 +71,31 @@ export class UpstreamPools {
     setUpstreamStateSource(() => this.gaugeValues());
   }
 
-  /** Points agents at their (possibly new) targets; removed targets drain, then their pools close. */
+  /**
+   * Points agents at their (possibly new) targets; removed targets drain, then their pools
+   * close. Throws, changing nothing, when an agent's TLS files cannot be read.
+   */
   update(agents: ReadonlyMap<string, AgentConfig>): void {
+    // Read first, so a missing file refuses the whole update before any pool moves.
+    const tlsByAgent = new Map<string, UpstreamTls | undefined>();
+    for (const agent of agents.values()) tlsByAgent.set(agent.id, readUpstreamTls(agent));
     const nextTargets = new Map<string, UpstreamTarget>();
     const nextPools = new Map<string, Pool>();
     const nextAgents = new Map<string, AgentUpstreams>();
     for (const agent of agents.values()) {
       const targets: UpstreamTarget[] = [];
+      const tls = tlsByAgent.get(agent.id);
       for (const { url, weight } of agent.upstreams) {
-        const key = targetKey(agent.id, url, agent.maxConnections);
-        const sharedKey = poolKey(url, agent.maxConnections);
+        // An http:// target of an agent with tls (a mixed list) takes no TLS options.
+        const targetTls = url.startsWith('https:') ? tls : undefined;
+        const key = targetKey(agent.id, url, agent.maxConnections, targetTls);
+        const sharedKey = poolKey(url, agent.maxConnections, targetTls);
         let target = this.targets.get(key);
         // Same runner and cap: same pool and state; a new weight applies at once.
         if (target) {
           target.weight = weight;
         } else {
-          const pool = nextPools.get(sharedKey) ?? this.pools.get(sharedKey) ?? this.createPool(new URL(url).origin, agent.maxConnections);
+          const pool = nextPools.get(sharedKey) ?? this.pools.get(sharedKey) ?? this.createPool(new URL(url).origin, agent.maxConnections, targetTls?.connect);
           target = new UpstreamTarget(agent.id, url, weight, pool);
         }
         nextPools.set(sharedKey, target.pool);

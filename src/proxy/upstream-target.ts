@@ -1,6 +1,7 @@
 // One runner of an agent: its undici Pool and what the balancer, outlier detection and
 // health checks know about it. The counters are plain integers the request path moves by
 // one; nothing here reads undici's internals.
+import type { ConnectionOptions } from 'node:tls';
 import { Pool } from 'undici';
 import type { BoundCounter } from '../metrics/hot-path-metrics.js';
 import { metrics } from '../metrics/metrics.js';
@@ -16,10 +17,10 @@ const POOL_OPTIONS = {
   factory: clientWithoutAbortReconnect,
 } as const;
 
-/** A keep-alive pool to one runner's origin; `maxConnections` unset is no cap. */
-export function createTargetPool(origin: string, maxConnections: number | undefined): Pool {
+/** A keep-alive pool to one runner's origin; `maxConnections` unset is no cap; `tls` for an https:// runner with agents.<id>.tls. */
+export function createTargetPool(origin: string, maxConnections: number | undefined, tls?: ConnectionOptions): Pool {
   // connections: null is undici's "no cap" (agents.<id>.max_connections sets one).
-  return new Pool(origin, { ...POOL_OPTIONS, connections: maxConnections ?? null });
+  return new Pool(origin, { ...POOL_OPTIONS, connections: maxConnections ?? null, ...(tls === undefined ? {} : { connect: tls }) });
 }
 
 export type TargetState = 'up' | 'ejected' | 'down';

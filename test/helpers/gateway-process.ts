@@ -8,7 +8,7 @@ import { stringify } from 'yaml';
 
 export const CLI_PATH = join(process.cwd(), 'dist/cli/main.js');
 /** The line `serve` prints once both listeners are bound (one process or a cluster's primary). */
-const LISTENING = /agent-gateway listening on http:\/\/[^\s]+:(\d+) \(admin :(\d+)/;
+const LISTENING = /agent-gateway listening on https?:\/\/[^\s]+:(\d+) \(admin :(\d+)/;
 
 export interface GatewayProcess {
   url: string;

@@ -53,6 +53,7 @@ export class FakeResponse extends EventEmitter {
   statusCode = 200;
   headersSent = false;
   writableFinished = false;
+  writableEnded = false;
   destroyed = false;
   shouldKeepAlive = true;
   readonly socket = null;
@@ -95,6 +96,7 @@ export class FakeResponse extends EventEmitter {
   end(chunk?: Buffer | string): this {
     if (chunk !== undefined) this.written.push(Buffer.from(chunk));
     this.headersSent = true;
+    this.writableEnded = true;
     this.writableFinished = true;
     this.closeLater();
     return this;

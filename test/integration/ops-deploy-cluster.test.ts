@@ -65,6 +65,22 @@ describe('docker-compose.cluster.yml', () => {
     }
     expect(gateways.map(([, s]) => s.ports![0]!.split(':')[0])).toEqual(['8080', '8082']);
   });
+
+  it('serves HTTPS with a development certificate made at start by scripts/dev-cert.sh, none committed', () => {
+    const cert = services['gateway-cert']!;
+    expect(cert.command!.join(' ')).toContain('sh /scripts/dev-cert.sh /tls');
+    expect(cert.volumes).toContain('./scripts/dev-cert.sh:/scripts/dev-cert.sh:ro');
+    const tlsVolume = cert.volumes!.find((v) => v.endsWith(':/tls'))!.split(':')[0]!;
+    const tls = config.listen.tls!;
+    for (const [name, service] of gateways) {
+      expect(service.depends_on?.['gateway-cert']?.condition, name).toBe('service_completed_successfully');
+      const mount = service.volumes!.find((v) => v.startsWith(`${tlsVolume}:`))!;
+      const dir = mount.split(':')[1]!;
+      expect(tls.certFile.startsWith(`${dir}/`) && tls.keyFile.startsWith(`${dir}/`), name).toBe(true);
+    }
+    // The script writes server.pem / server.key, the names the config reads.
+    expect([tls.certFile.split('/').at(-1), tls.keyFile.split('/').at(-1)]).toEqual(['server.pem', 'server.key']);
+  });
 });
 
 describe('config/docker-cluster.yaml', () => {

@@ -7,12 +7,15 @@ import { RequestState } from '../../../src/request/request-state.js';
 interface Answer {
   headersSent: boolean;
   writableFinished: boolean;
+  writableEnded: boolean;
   statusCode: number;
 }
 
-const NOTHING_SENT: Answer = { headersSent: false, writableFinished: false, statusCode: 200 };
-const finished = (statusCode: number): Answer => ({ headersSent: true, writableFinished: true, statusCode });
-const cutShort = (statusCode: number): Answer => ({ headersSent: true, writableFinished: false, statusCode });
+const NOTHING_SENT: Answer = { headersSent: false, writableFinished: false, writableEnded: false, statusCode: 200 };
+const finished = (statusCode: number): Answer => ({ headersSent: true, writableFinished: true, writableEnded: true, statusCode });
+const cutShort = (statusCode: number): Answer => ({ headersSent: true, writableFinished: false, writableEnded: false, statusCode });
+/** node:http2's compatibility response when the client cancels the stream: "finished", never ended. */
+const cancelledHttp2Stream = (statusCode: number): Answer => ({ headersSent: true, writableFinished: true, writableEnded: false, statusCode });
 
 function outcome(record: (state: RequestState) => void, answer: Answer): string {
   const state = new RequestState('req', '10.0.0.1', 0, 0);
@@ -23,6 +26,10 @@ function outcome(record: (state: RequestState) => void, answer: Answer): string 
 const nothing = (): void => {};
 
 describe('requestOutcome', () => {
+  it('says client_closed for an HTTP/2 stream the client cancelled mid-answer', () => {
+    expect(outcome(nothing, cancelledHttp2Stream(200))).toBe('client_closed');
+  });
+
   it('reads the status of an answer the client got whole', () => {
     expect(outcome(nothing, finished(200))).toBe('ok');
     expect(outcome(nothing, finished(304))).toBe('ok');
