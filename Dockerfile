@@ -5,7 +5,7 @@
 # the same way: `docker run … agent-gateway keys list --config /etc/agent-gateway/gateway.yaml`.
 
 # --- build: compile TypeScript with the dev dependencies --------------------------------
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Exactly the lockfile: `npm ci` fails rather than resolve anything afresh.
@@ -17,7 +17,7 @@ COPY web ./web
 RUN npx tsc -p tsconfig.build.json && npx vite build --config web/vite.config.ts
 
 # --- runtime: production dependencies only, non-root -------------------------------------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
