@@ -5,13 +5,11 @@
 # the same way: `docker run … agent-gateway keys list --config /etc/agent-gateway/gateway.yaml`.
 
 # --- build: compile TypeScript with the dev dependencies --------------------------------
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# The lockfile was made against a registry mirror that lacks some platform-only optional
-# packages (rollup's), so `npm ci` may call it out of sync; `npm install` then honours the
-# locked versions and fills in just those.
-RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
+# Exactly the lockfile: `npm ci` fails rather than resolve anything afresh.
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY web ./web
@@ -19,11 +17,11 @@ COPY web ./web
 RUN npx tsc -p tsconfig.build.json && npx vite build --config web/vite.config.ts
 
 # --- runtime: production dependencies only, non-root -------------------------------------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund) && npm cache clean --force
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config
 # The OpenAPI documents the admin listener serves at /openapi/*.json.

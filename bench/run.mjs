@@ -6,6 +6,7 @@
 //
 //   npm run bench                 full run (~12–15 min on 2 cores)
 //   npm run bench -- --quick      smoke test of every scenario (~2–3 min)
+//   npm run bench -- --node 22,24,26   the gateway under each Node line too, side by side
 //   npm run bench -- --help       flags
 //
 // The machine is shared and noisy: runs are short and repeated (medians), targets are
@@ -20,6 +21,7 @@ import { findWrk } from './lib/load-tools.mjs';
 import { describeMachine, hardFdLimit } from './lib/machine.mjs';
 import { findNginx } from './lib/nginx.mjs';
 import { parseOptions, USAGE } from './lib/options.mjs';
+import { resolveNodeRuntimes } from './lib/node-runtimes.mjs';
 import { installExitHandlers, stopAll } from './lib/processes.mjs';
 import { round } from './lib/stats.mjs';
 import { renderTable } from './lib/table.mjs';
@@ -29,6 +31,7 @@ import { failoverTable, runFailoverScenario } from './scenarios/failover.mjs';
 import { fixedRateTable, runFixedRateScenario } from './scenarios/fixed-rate.mjs';
 import { idleStreamsTable, runIdleStreamsScenario } from './scenarios/idle-streams.mjs';
 import { redisCommandsTable, scriptCommandNames, summariseRedisCommands } from './scenarios/redis-commands.mjs';
+import { nodeRuntimesTable, summariseNodeRuntimes } from './scenarios/node-runtimes.mjs';
 import { runStreamDelayScenario, streamDelayTable } from './scenarios/stream-delay.mjs';
 import { runThroughputScenario, throughputTables } from './scenarios/throughput.mjs';
 
@@ -83,7 +86,17 @@ async function main() {
   let env;
   try {
     log(`agent-gateway bench — ${options.quick ? 'quick' : 'full'} run, ${options.runs} run(s) per measurement, temp dir ${tmpDir}`);
-    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log });
+    let runtimes = [];
+    if (options.nodes.length > 0) {
+      log(`node runtimes (--node ${options.nodes.join(',')}):`);
+      const resolved = await resolveNodeRuntimes(options.nodes, { log });
+      runtimes = resolved.runtimes;
+      notes.push(...resolved.notes);
+      // Their last-used writes (every 5 s) can land while the default gateway is measured.
+      notes.push(`--node: ${runtimes.length} more gateway(s) ran beside the default one; scenario 5 reads Redis over all of them.`);
+      results.nodeRuntimes = runtimes;
+    }
+    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log, runtimes });
     notes.push(...env.notes);
     results.machine = describeMachine({ repoRoot, startedAt, wrkVersion, nginx, redisVersion: env.redis.version, hardFdLimit: fdHard });
     const m = results.machine;
@@ -133,6 +146,7 @@ async function main() {
   results.machine.loadAvgAtEnd = os.loadavg().map((x) => round(x, 2));
   results.machine.durationS = round((Date.now() - startedAt.getTime()) / 1000);
   results.targets = checkTargets(results);
+  if (results.nodeRuntimes) results.nodeRuntimeSummary = summariseNodeRuntimes(results, results.nodeRuntimes);
   report(results, options);
 
   const outPath = options.out ?? freshResultPath(startedAt);
@@ -156,6 +170,7 @@ function report(results, options) {
   if (results.failover) tables.push(failoverTable(results.failover));
   if (results.redisCommands) tables.push(redisCommandsTable(results.redisCommands));
   if (results.cpuProfile) tables.push(...cpuProfileTables(results.cpuProfile));
+  if (results.nodeRuntimeSummary) tables.push(nodeRuntimesTable(results.nodeRuntimeSummary));
   const targets = renderTable(['scenario', 'target', 'measured', 'result'], results.targets.map((c) => [String(c.scenario), c.target, c.measured, c.result]));
   tables.push({ title: 'Targets (issue 7)', ...targets });
 

@@ -2,6 +2,7 @@
 // (production config, key created beforehand), and the references (nginx when installed,
 // bare node:http + http-proxy, bare node:http + undici). Each is its own process, started
 // the same way, so they compete for the two cores on equal terms.
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startBenchRedis } from './bench-redis.mjs';
 import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './gateway.mjs';
@@ -11,6 +12,11 @@ import { spawnProcess } from './processes.mjs';
 import { CHAT_RESPONSE } from '../reference/stub-runner.mjs';
 
 export const TARGET_ORDER = ['stub-direct', 'nginx', 'bare-undici', 'bare-http-proxy', 'gateway'];
+/** The `--node` gateways (gateway-node22 …) come after the default one, in the order given. */
+const orderOf = (name, runtimes) => {
+  const i = TARGET_ORDER.indexOf(name);
+  return i >= 0 ? i : TARGET_ORDER.length + runtimes.findIndex((r) => r.name === name);
+};
 
 const STUB_CHAT_PATH = '/api/v1/chat';
 const STUB_STREAM_PATH = '/api/v1/chat/stream';
@@ -31,9 +37,12 @@ function nodeProgram(name, script, args, { tmpDir, fdLimit }) {
 }
 
 /**
+ * @param {object} args
+ * @param {{ name: string, version: string, path: string }[]} [args.runtimes] `--node`: one more
+ *   gateway per runtime, same Redis, key and stub, its own config dir (log, spool)
  * @returns {Promise<{ redis, stub, gateway, targets: object[], notes: string[], startGateway: (opts?) => Promise<object> }>}
  */
-export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log }) {
+export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log, runtimes = [] }) {
   const notes = [];
   const ref = (name) => join(repoRoot, 'bench', 'reference', name);
 
@@ -52,6 +61,16 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
   const startGateway = (opts = {}) => startGatewayProcess({ repoRoot, configPath, redisUrl: redis.url, tmpDir, fdLimit, ...opts });
   const gateway = await startGateway();
   log(`gateway: pid ${gateway.pid} at ${gateway.url} (admin ${gateway.adminUrl}), key ${key.keyId}`);
+
+  const runtimeGateways = [];
+  for (const runtime of runtimes) {
+    const dir = join(tmpDir, runtime.name);
+    mkdirSync(dir, { recursive: true });
+    const runtimeConfig = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix, stubUrl, heartbeat });
+    const started = await startGatewayProcess({ repoRoot, configPath: runtimeConfig, redisUrl: redis.url, tmpDir: dir, fdLimit, name: runtime.name, nodePath: runtime.path });
+    runtimeGateways.push({ runtime, gateway: started });
+    log(`${runtime.name}: node ${runtime.version} (${runtime.path}), pid ${started.pid} at ${started.url}`);
+  }
 
   const plain = (name, url, pids) => ({ name, url, chatPath: STUB_CHAT_PATH, streamPath: STUB_STREAM_PATH, headers: {}, pids });
   const targets = [plain('stub-direct', stubUrl, () => [])];
@@ -80,7 +99,10 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
     adminUrl: gateway.adminUrl,
   };
   targets.push(gatewayTarget);
-  targets.sort((a, b) => TARGET_ORDER.indexOf(a.name) - TARGET_ORDER.indexOf(b.name));
+  for (const { runtime, gateway: g } of runtimeGateways) {
+    targets.push({ ...gatewayTarget, name: runtime.name, url: g.url, pids: () => [g.pid], adminUrl: g.adminUrl, nodeVersion: runtime.version });
+  }
+  targets.sort((a, b) => orderOf(a.name, runtimes) - orderOf(b.name, runtimes));
 
   for (const target of targets) await checkTarget(target);
 
@@ -93,14 +115,14 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
     startGateway,
     targets,
     notes,
-    /** Stops the references (scenario 4 wants the cores and memory to itself). */
-    stopReferences: () => Promise.all(references.map((handle) => handle.stop())),
+    /** Stops the references and the `--node` gateways (scenario 4 wants the cores and memory to itself). */
+    stopReferences: () => Promise.all([...runtimeGateways.map(({ gateway: g }) => g.stop()), ...references.map((handle) => handle.stop())]),
     /**
      * In dependency order: the gateway first (it flushes audit records and last-used times
      * to Redis as it stops), then the proxies, the stub, and Redis last.
      */
     stop: async () => {
-      await gateway.stop();
+      await Promise.all([gateway, ...runtimeGateways.map((r) => r.gateway)].map((g) => g.stop()));
       await Promise.all(references.map((handle) => handle.stop()));
       await stubHandle.stop();
       await redis.close();

@@ -106,12 +106,13 @@ export function gatewayEnvironment(redisUrl) {
   return env;
 }
 
-export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [] }) {
+/** `nodePath`: the runtime to run it on (`--node`); the bench's own by default. */
+export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [], nodePath = process.execPath }) {
   const env = gatewayEnvironment(redisUrl);
   const nodeArgs = [...(cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : []), ...extraNodeArgs];
   const handle = await spawnProcess({
     name,
-    command: process.execPath,
+    command: nodePath,
     args: [...nodeArgs, join(repoRoot, 'dist/cli/main.js'), 'serve', '--config', configPath],
     env,
     fdLimit,

@@ -13,6 +13,11 @@ export const USAGE = `npm run bench -- [flags]
   --rate N                scenario 2 requests per second (default 2000)
   --streams N             scenario 3 streams per run (default 256), --stream-concurrency N (32)
   --idle-streams N        scenario 4 concurrent streams (default 10000), --idle-hold-s S (30)
+  --node 22,24,26         also run the gateway under each of these Node runtimes, side by side
+                          with the default one (same rounds, same load generator and stub on
+                          the default runtime): a major line is fetched from the npm registry
+                          into var/runtimes/ (scripts/node-runtime.mjs); a path is a node binary.
+                          Adds the "Node runtimes" table: CPU per request and p99 of each
   --profile               also run the gateway once under --cpu-prof (scenario 1 load) and
                           summarise where its CPU time goes
   --no-wrk, --no-nginx    skip wrk / the nginx reference even when installed
@@ -51,7 +56,7 @@ function fail(message) {
 }
 
 const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'markdown', 'keep-tmp', 'help']);
-const VALUED = new Set(['scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s']);
+const VALUED = new Set(['scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s', 'node']);
 
 export function parseOptions(argv) {
   const flags = new Map();
@@ -83,8 +88,14 @@ export function parseOptions(argv) {
   const scenarios = new Set(list('scenarios', [1, 2, 3, 4, 5]));
   for (const s of scenarios) if (s > 6) fail(`there is no scenario ${s}`);
 
+  // --node: major lines (fetched) or paths of node binaries, in the order given.
+  const nodes = flags.has('node') ? String(flags.get('node')).split(',').map((x) => x.trim()).filter(Boolean) : [];
+  for (const n of nodes) if (!/^\d+$/.test(n) && !n.includes('/')) fail(`--node takes major lines (22) or paths to node binaries, not ${JSON.stringify(n)}`);
+  if (flags.has('node') && nodes.length === 0) fail('--node needs at least one line or path');
+
   return {
     help: flags.has('help'),
+    nodes,
     quick: flags.has('quick'),
     scenarios,
     runs: Math.round(number('runs', base.runs, 1)),

@@ -16,9 +16,14 @@ interface BenchResult {
   idleStreams: { direct: { open: number }; attempts: { count: number; peakOpen: number; errors: number; gatewayVmHwmKb: number | null }[] };
   redisCommands: { perRequest: { command: string; perRequest: number; sentAs: string }[] };
   targets: { scenario: number; target: string; result: string }[];
+  nodeRuntimes: { name: string; version: string; path: string }[];
+  nodeRuntimeSummary: { rows: { target: string; node: string; throughput: { cpuUsPerReq: number | null; p99Ms: number | null }[]; fixedRate: { p99Ms: number } | null }[] };
 }
 
-const TARGETS = ['stub-direct', 'bare-undici', 'bare-http-proxy', 'gateway'];
+// --node with a path (this runtime) runs one more gateway beside the default one, as
+// `--node 22,24,26` does with fetched runtimes, without needing the registry here.
+const RUNTIME_GATEWAY = `gateway-node${/^v(\d+)/.exec(process.version)![1]}`;
+const TARGETS = ['stub-direct', 'bare-undici', 'bare-http-proxy', 'gateway', RUNTIME_GATEWAY];
 
 let redis: TestRedis;
 let dir: string;
@@ -62,7 +67,8 @@ describe('npm run bench (smoke)', () => {
       '--stream-concurrency', '4',
       '--idle-streams', '50',
       '--idle-hold-s', '2',
-      '--timeout-s', '240',
+      '--timeout-s', '360',
+      '--node', process.execPath,
       '--out', out,
     ]);
     expect(code, output.slice(-3000)).toBe(0);
@@ -89,9 +95,17 @@ describe('npm run bench (smoke)', () => {
     const sent = (command: string) => result.redisCommands.perRequest.find((c) => c.command === command && c.sentAs === 'client')?.perRequest ?? 0;
     expect(sent('evalsha')).toBeGreaterThan(0);
     expect(sent('xadd')).toBe(0);
+    // The runtime table: the default gateway, then the --node one, each with CPU per request and p99.
+    expect(result.nodeRuntimes).toEqual([{ name: RUNTIME_GATEWAY, version: process.version, path: process.execPath }]);
+    expect(result.nodeRuntimeSummary.rows.map((r) => [r.target, r.node])).toEqual([['gateway', process.version], [RUNTIME_GATEWAY, process.version]]);
+    for (const row of result.nodeRuntimeSummary.rows) {
+      for (const t of row.throughput) expect([t.cpuUsPerReq! > 0, t.p99Ms! >= 0], row.target).toEqual([true, true]);
+      expect(row.fixedRate!.p99Ms, row.target).toBeGreaterThan(0);
+    }
+    expect(output).toContain('Node runtimes');
     // Every target of the issue was checked and given a verdict.
     expect(new Set(result.targets.map((t) => t.scenario))).toEqual(new Set([1, 2, 3, 4, 5]));
     // nginx was left out (--no-nginx), so only the comparisons with it have no verdict.
     for (const t of result.targets) expect(t.result, t.target).toBe(t.target.includes('nginx') ? 'n/a' : t.result === 'PASS' ? 'PASS' : 'FAIL');
-  }, 300_000);
+  }, 420_000);
 });

@@ -63,9 +63,24 @@ describe('Dockerfile', () => {
     const runtimeRuns = inStage(lastStage, 'RUN').map((i) => i.args);
     expect(runtimeRuns.some((run) => /\bnpm ci --omit=dev\b/.test(run))).toBe(true);
     expect(inStage(lastStage, 'COPY').map((i) => i.args)).toContain('--from=build /app/dist ./dist');
-    // The base image's Node satisfies package.json's engines.
+    // Every stage's base image is on one Node line, and it is one of the LTS lines package.json's engines names.
     const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node;
-    for (const from of froms) expect(Number(/node:(\d+)/.exec(from.args)![1])).toBeGreaterThanOrEqual(Number(/(\d+)/.exec(engines)![1]));
+    const lines = [...engines.matchAll(/\^(\d+)/g)].map((m) => Number(m[1]));
+    const imageLines = new Set(froms.map((from) => Number(/\bnode:(\d+)[-.]/.exec(from.args)?.[1])));
+    expect(imageLines.size, froms.map((f) => f.args).join(' / ')).toBe(1);
+    expect(lines).toContain([...imageLines][0]);
+  });
+
+  it('installs from the lockfile with `npm ci` only, in the image and in .ci/run: no `npm install` fallback', () => {
+    const installs = dockerfile.filter((i) => i.op === 'RUN' && /\bnpm (ci|install|i)\b/.test(i.args)).map((i) => i.args);
+    expect(installs.length).toBeGreaterThanOrEqual(2);
+    for (const run of installs) expect(run).not.toMatch(/\bnpm (install|i)\b/);
+    const ci = read('.ci/run')
+      .split('\n')
+      .filter((l) => !l.trim().startsWith('#'))
+      .join('\n');
+    expect(ci).toMatch(/\bnpm ci\b/);
+    expect(ci).not.toMatch(/\bnpm (install|i)\b/);
   });
 
   it('copies only files that exist and that .dockerignore lets through', () => {
