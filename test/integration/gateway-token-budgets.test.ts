@@ -53,8 +53,10 @@ beforeAll(async () => {
   [redis, upstream] = await Promise.all([startRedis(), startFakeUpstream(runner)]);
   inspect = createRedisClient({ url: redis.url, prefix: PREFIX, commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
   const agents = { support: upstream.baseUrl };
-  // Keys in Redis: a key created through one gateway is known to the other.
-  const config = { plans: PLANS, redis: { prefix: PREFIX }, keys: { store: 'redis' } };
+  // Keys in Redis: a key created through one gateway is known to the other. A generous
+  // command timeout: on a loaded machine a 100 ms one fails the limiter over to per-instance
+  // counts (on_store_error: allow), which admit what the shared budget would refuse.
+  const config = { plans: PLANS, redis: { prefix: PREFIX, command_timeout: '5s' }, keys: { store: 'redis' } };
   [onRedis, secondOnRedis, embedded] = await Promise.all([
     startTestGateway({ agents, config, redisUrl: redis.url }),
     startTestGateway({ agents, config, redisUrl: redis.url }),
