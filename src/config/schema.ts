@@ -168,7 +168,12 @@ function duplicateName(windows: ReadonlyArray<{ name: string }>): string | undef
 /** How long a stream slot lasts without its holder's refresh (docs/rate-limits.md "Concurrency caps"). */
 export const DEFAULT_STREAM_LEASE_MS = 30_000;
 
-const concurrencySchema = z.strictObject({ streams: z.number().int().min(1).max(1_000_000), lease: positiveDuration.optional() });
+// A lease under 1 s would have its holder refresh (every lease/3) faster than a busy event
+// loop can promise, and lose slots it still holds.
+const concurrencySchema = z.strictObject({
+  streams: z.number().int().min(1).max(1_000_000),
+  lease: duration.refine((ms) => ms >= 1_000, { message: 'must be at least 1s' }).optional(),
+});
 
 /**
  * A concurrency cap as the limiter takes it: at most `streams` open /chat/stream responses
