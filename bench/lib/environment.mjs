@@ -2,8 +2,10 @@
 // (production config, key created beforehand), and the references (nginx when installed,
 // bare node:http + http-proxy, bare node:http + undici). Each is its own process, started
 // the same way, so they compete for the two cores on equal terms.
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startBenchRedis } from './bench-redis.mjs';
+import { applyConfigVariations } from './build-specs.mjs';
 import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './gateway.mjs';
 import { REQUEST_BODY } from './load-tools.mjs';
 import { startNginx } from './nginx.mjs';
@@ -33,7 +35,7 @@ function nodeProgram(name, script, args, { tmpDir, fdLimit }) {
 /**
  * @returns {Promise<{ redis, stub, gateway, targets: object[], notes: string[], startGateway: (opts?) => Promise<object> }>}
  */
-export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log }) {
+export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log, limitVariants = [] }) {
   const notes = [];
   const ref = (name) => join(repoRoot, 'bench', 'reference', name);
 
@@ -82,7 +84,23 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
   targets.push(gatewayTarget);
   targets.sort((a, b) => TARGET_ORDER.indexOf(a.name) - TARGET_ORDER.indexOf(b.name));
 
-  for (const target of targets) await checkTarget(target);
+  // --limit-variants: the same gateway with one config variation each (its own directory,
+  // Redis prefix and key), for scenarios 1 and 5 only.
+  const limitTargets = [];
+  const limitGateways = [];
+  for (const variant of limitVariants) {
+    const dir = join(tmpDir, `gateway-${variant}`);
+    mkdirSync(dir, { recursive: true });
+    const variantConfig = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `${prefix}${variant}:`, stubUrl, heartbeat });
+    applyConfigVariations(variantConfig, [variant]);
+    const variantKey = await createBenchKey({ repoRoot, configPath: variantConfig });
+    const variantGateway = await startGatewayProcess({ repoRoot, configPath: variantConfig, redisUrl: redis.url, tmpDir: dir, fdLimit, name: `gateway-${variant}` });
+    limitGateways.push(variantGateway);
+    log(`gateway-${variant}: pid ${variantGateway.pid} at ${variantGateway.url}`);
+    limitTargets.push({ ...gatewayTarget, name: `gateway-${variant}`, url: variantGateway.url, headers: { authorization: `Bearer ${variantKey.rawKey}` }, pids: () => [variantGateway.pid], adminUrl: variantGateway.adminUrl });
+  }
+
+  for (const target of [...targets, ...limitTargets]) await checkTarget(target);
 
   return {
     redis,
@@ -92,16 +110,17 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
     gatewayHeaders,
     startGateway,
     targets,
+    limitTargets,
     notes,
     /** Stops the references (scenario 4 wants the cores and memory to itself). */
-    stopReferences: () => Promise.all(references.map((handle) => handle.stop())),
+    stopReferences: () => Promise.all([...references, ...limitGateways].map((handle) => handle.stop())),
     /**
      * In dependency order: the gateway first (it flushes audit records and last-used times
      * to Redis as it stops), then the proxies, the stub, and Redis last.
      */
     stop: async () => {
       await gateway.stop();
-      await Promise.all(references.map((handle) => handle.stop()));
+      await Promise.all([...references, ...limitGateways].map((handle) => handle.stop()));
       await stubHandle.stop();
       await redis.close();
     },
