@@ -16,6 +16,7 @@ interface BenchResult {
   idleStreams: { direct: { open: number }; attempts: { count: number; peakOpen: number; errors: number; gatewayVmHwmKb: number | null }[] };
   redisCommands: { perRequest: { command: string; perRequest: number; sentAs: string }[] };
   targets: { scenario: number; target: string; result: string }[];
+  redisCommandsByVariant: Record<string, { sentPerRequest: number } | null>;
 }
 
 const TARGETS = ['stub-direct', 'bare-undici', 'bare-http-proxy', 'gateway'];
@@ -70,7 +71,9 @@ describe('npm run bench (smoke)', () => {
     expect(result.options.scenarios).toEqual([1, 2, 3, 4, 5]);
 
     const answered = (rows: { target: string }[]) => [...new Set(rows.map((r) => r.target))].sort();
-    expect(answered(result.throughput.rows)).toEqual([...TARGETS].sort());
+    // Scenario 1 also drives the default --limit-variants gateway (a token budget and a stream cap).
+    expect(answered(result.throughput.rows)).toEqual([...TARGETS, 'gateway-budgets-cap'].sort());
+    expect(result.redisCommandsByVariant['gateway-budgets-cap']?.sentPerRequest).toBeGreaterThan(0);
     for (const row of result.throughput.rows) {
       expect(row.requests, row.target).toBeGreaterThan(0);
       expect(row.errors + row.non2xx, row.target).toBe(0);
