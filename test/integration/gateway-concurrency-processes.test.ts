@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
-import { CLI_PATH, startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
+import { CLI_PATH, sharedRedisGatewayConfig, startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { sleep } from '../helpers/wait.js';
 
@@ -39,15 +39,7 @@ const gateways: GatewayProcess[] = [];
 const open: ServerResponse[] = [];
 
 function processConfig(name: string): Record<string, unknown> {
-  return {
-    redis: { url: redis.url, prefix: PREFIX, command_timeout: '2s' },
-    plans: PLANS,
-    agents: { support: { upstream: upstream.baseUrl } },
-    keys: { store: 'redis', cache_ttl: '10m' },
-    audit: { file: join(dir, `${name}-audit.jsonl`), spool: join(dir, `${name}-spool.jsonl`) },
-    log: { level: 'warn' },
-    shutdown_grace: '1s',
-  };
+  return sharedRedisGatewayConfig({ redisUrl: redis.url, prefix: PREFIX, plans: PLANS, upstreamBaseUrl: upstream.baseUrl, dir, name });
 }
 
 beforeAll(async () => {
