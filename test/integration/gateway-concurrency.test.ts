@@ -68,7 +68,9 @@ beforeAll(async () => {
   // `slow`: the same runner behind a 1 s headers deadline.
   const agents = { support: upstream.baseUrl, slow: { upstream: upstream.baseUrl, timeout: '1s' } };
   [onRedis, embedded] = await Promise.all([
-    startTestGateway({ agents, config: { plans: PLANS, redis: { prefix: PREFIX }, keys: { store: 'redis' } }, redisUrl: redis.url }),
+    // A roomy command timeout: on a loaded machine a 100 ms one fails calls over to the
+    // memory limiter (on_store_error: allow), whose slots the Redis checks here cannot see.
+    startTestGateway({ agents, config: { plans: PLANS, redis: { prefix: PREFIX, command_timeout: '2s' }, keys: { store: 'redis' } }, redisUrl: redis.url }),
     startTestGateway({ agents, config: { plans: PLANS } }),
   ]);
 });
