@@ -3,6 +3,9 @@
 // request from `INFO commandstats` deltas (expected: one EVALSHA round trip; the commands
 // the script runs inside Redis are listed too). The in-memory limiter is timed alongside
 // for scale. Imports the built code: run `npx tsc -p tsconfig.build.json` first.
+// Then the same for streams under a concurrency cap (docs/decisions/0020): each call takes a
+// slot in the script and gives it back when its "stream" ends (at once), so the figures are
+// a capped stream's whole cost: admission, release, and the refreshes of the run.
 //
 //   node bench/ratelimit-cost.mjs [--calls 20000] [--concurrency 32] [--subjects 100]
 //
@@ -88,12 +91,16 @@ function percentile(sortedMs, p) {
 
 const subjectName = (i) => `account:bench-${i % subjects}`;
 
-async function sequential(limiter, count, offset) {
+/** A cap no run reaches: every stream is admitted, takes a slot and releases it. */
+const CAP = { streams: 1_000_000, leaseMs: 30_000 };
+
+async function sequential(limiter, count, offset, cap) {
   const latencies = new Float64Array(count);
   const startedMs = performance.now();
   for (let i = 0; i < count; i += 1) {
     const t0 = performance.now();
-    await limiter.consume(subjectName(offset + i), WINDOWS);
+    const decision = await limiter.consume(subjectName(offset + i), WINDOWS, cap);
+    decision.slot?.release();
     latencies[i] = performance.now() - t0;
   }
   const elapsedMs = performance.now() - startedMs;
@@ -101,14 +108,15 @@ async function sequential(limiter, count, offset) {
   return { median: percentile(latencies, 50), p99: percentile(latencies, 99), perSecond: (count / elapsedMs) * 1000 };
 }
 
-async function concurrent(limiter, count, inFlight, offset) {
+async function concurrent(limiter, count, inFlight, offset, cap) {
   const latencies = new Float64Array(count);
   let next = 0;
   const startedMs = performance.now();
   const worker = async () => {
     for (let i = next++; i < count; i = next++) {
       const t0 = performance.now();
-      await limiter.consume(subjectName(offset + i), WINDOWS);
+      const decision = await limiter.consume(subjectName(offset + i), WINDOWS, cap);
+      decision.slot?.release();
       latencies[i] = performance.now() - t0;
     }
   };
@@ -140,6 +148,14 @@ try {
   const afterConc = await commandStats(client);
   const mem = await sequential(memory, calls, 1_000);
   const memConc = await concurrent(memory, calls, concurrency, 1_000 + calls);
+  // Capped streams: the releases of the last calls go out in the next turn; wait for them.
+  const beforeCap = await commandStats(client);
+  const capSeq = await sequential(limiter, calls, 1_000 + 2 * calls, CAP);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const afterCapSeq = await commandStats(client);
+  const capConc = await concurrent(limiter, calls, concurrency, 1_000 + 3 * calls, CAP);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const afterCapConc = await commandStats(client);
 
   const rows = [
     ['limiter', 'mode', 'median', 'p99', 'throughput'],
@@ -147,6 +163,8 @@ try {
     ['RedisRateLimiter', `${concurrency} in flight`, fmtMs(conc.median), fmtMs(conc.p99), fmtRate(conc.perSecond)],
     ['MemoryRateLimiter', 'sequential', fmtMs(mem.median), fmtMs(mem.p99), fmtRate(mem.perSecond)],
     ['MemoryRateLimiter', `${concurrency} in flight`, fmtMs(memConc.median), fmtMs(memConc.p99), fmtRate(memConc.perSecond)],
+    ['RedisRateLimiter, capped stream', 'sequential', fmtMs(capSeq.median), fmtMs(capSeq.p99), fmtRate(capSeq.perSecond)],
+    ['RedisRateLimiter, capped stream', `${concurrency} in flight`, fmtMs(capConc.median), fmtMs(capConc.p99), fmtRate(capConc.perSecond)],
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
   const line = (r) => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
@@ -163,9 +181,13 @@ try {
   for (const [label, { calls: stats, scriptUsec }, count] of [
     ['sequential', delta(before, afterSeq), calls],
     [`${concurrency} in flight`, delta(afterSeq, afterConc), calls],
+    ['capped, seq.', delta(beforeCap, afterCapSeq), calls],
+    [`capped, ${concurrency}`, delta(afterCapSeq, afterCapConc), calls],
   ]) {
     const roundTrips = (stats.get('evalsha') ?? 0) + (stats.get('eval') ?? 0);
-    const inside = [...stats].filter(([command]) => command !== 'evalsha' && command !== 'eval');
+    // ZREM (the batched release) is sent by the limiter, not run by a script.
+    if (stats.has('zrem')) out.push(`  ${label.padEnd(14)} release: zrem ${((stats.get('zrem') ?? 0) / count).toFixed(3)} per stream`);
+    const inside = [...stats].filter(([command]) => command !== 'evalsha' && command !== 'eval' && command !== 'zrem');
     out.push(
       `  ${label.padEnd(14)} round trips ${(roundTrips / count).toFixed(3)} (evalsha ${((stats.get('evalsha') ?? 0) / count).toFixed(3)}, eval ${((stats.get('eval') ?? 0) / count).toFixed(3)})` +
         `; Redis time ${(scriptUsec / count).toFixed(1)} µs/request` +

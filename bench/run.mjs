@@ -96,7 +96,7 @@ async function main() {
       notes.push(`--node: ${runtimes.length} more gateway(s) ran beside the default one; scenario 5 reads Redis over all of them.`);
       results.nodeRuntimes = runtimes;
     }
-    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log, runtimes });
+    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log, runtimes, limitVariants: options.scenarios.has(1) || options.scenarios.has(5) ? options.limitVariants : [] });
     notes.push(...env.notes);
     results.machine = describeMachine({ repoRoot, startedAt, wrkVersion, nginx, redisVersion: env.redis.version, hardFdLimit: fdHard });
     const m = results.machine;
@@ -107,8 +107,10 @@ async function main() {
     if (options.scenarios.has(1) || options.scenarios.has(5)) {
       const tools = ['autocannon', ...(wrkVersion ? ['wrk'] : [])];
       log(`\nscenario 1: POST /chat max throughput (${tools.join(' + ')}, ${options.connections.join(' and ')} connections, ${options.durationS} s × ${options.runs})`);
-      results.throughput = await runThroughputScenario({ ...ctx, tools });
+      results.throughput = await runThroughputScenario({ ...ctx, targets: [...env.targets, ...env.limitTargets], tools });
       results.redisCommands = summariseRedisCommands(results.throughput.rows, scriptCommandNames(repoRoot));
+      // The same figures for each --limit-variants gateway, measured in the same rounds.
+      results.redisCommandsByVariant = Object.fromEntries(env.limitTargets.map((t) => [t.name, summariseRedisCommands(results.throughput.rows, scriptCommandNames(repoRoot), t.name)]));
     }
     if (options.scenarios.has(2)) {
       log(`\nscenario 2: POST /chat at ${options.ratePerSec} req/s (${options.durationS} s × ${options.runs})`);
@@ -169,6 +171,7 @@ function report(results, options) {
   if (results.idleStreams) tables.push(idleStreamsTable(results.idleStreams));
   if (results.failover) tables.push(failoverTable(results.failover));
   if (results.redisCommands) tables.push(redisCommandsTable(results.redisCommands));
+  for (const [target, summary] of Object.entries(results.redisCommandsByVariant ?? {})) if (summary) tables.push(redisCommandsTable(summary, target));
   if (results.cpuProfile) tables.push(...cpuProfileTables(results.cpuProfile));
   if (results.nodeRuntimeSummary) tables.push(nodeRuntimesTable(results.nodeRuntimeSummary));
   const targets = renderTable(['scenario', 'target', 'measured', 'result'], results.targets.map((c) => [String(c.scenario), c.target, c.measured, c.result]));

@@ -24,6 +24,7 @@ export const ERROR_TYPES = {
   request_header_fields_too_large: { status: 431, message: 'The request headers are too large.' },
   rate_limit_exceeded: { status: 429, message: 'Rate limit exceeded; retry after the time in the Retry-After header.' },
   token_budget_exceeded: { status: 429, message: "The plan's token budget is spent; retry after the time in the Retry-After header." },
+  concurrency_limit_exceeded: { status: 429, message: "The plan's open streams are all in use; retry after the time in the Retry-After header." },
   internal_error: { status: 500, message: 'The gateway failed to handle the request.' },
   agent_unavailable: { status: 503, message: 'The agent is temporarily unavailable; retry after a few seconds.' },
   store_unavailable: { status: 503, message: 'The gateway cannot reach its store right now; retry after a few seconds.' },

@@ -14,6 +14,10 @@ export const CONFIG_VARIATIONS = {
   'no-audit-stream': (yaml) => yaml.replace(/ {2}redis_stream: .*\n/, ''),
   'log-devnull': (yaml) => yaml.replace(/ {2}file: .*gateway\.log"\n/, '  file: "/dev/null"\n'),
   'pool-128': (yaml) => yaml.replace('    timeout: 30s\n', '    timeout: 30s\n    max_connections: 128\n'),
+  // Issue 23's cost check: the bench plan plus a token budget, and a stream cap beside it,
+  // at limits no run reaches (docs/decisions/0020). Requests stay JSON: the cap takes no slot.
+  budgets: (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, tokens: [ { tokens: 1000000000000, per: 1d } ] }'),
+  'budgets-cap': (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, tokens: [ { tokens: 1000000000000, per: 1d } ], concurrency: { streams: 1000000 } }'),
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
   // TLS on the listener (decision 0021): node:https, or node:http2 with HTTP/1.1 allowed. The
   // bench's clients still speak HTTP/1.1: what either server costs that path.

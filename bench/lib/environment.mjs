@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startBenchRedis } from './bench-redis.mjs';
+import { applyConfigVariations } from './build-specs.mjs';
 import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './gateway.mjs';
 import { REQUEST_BODY } from './load-tools.mjs';
 import { startNginx } from './nginx.mjs';
@@ -42,7 +43,7 @@ function nodeProgram(name, script, args, { tmpDir, fdLimit }) {
  *   gateway per runtime, same Redis, key and stub, its own config dir (log, spool)
  * @returns {Promise<{ redis, stub, gateway, targets: object[], notes: string[], startGateway: (opts?) => Promise<object> }>}
  */
-export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log, runtimes = [] }) {
+export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log, runtimes = [], limitVariants = [] }) {
   const notes = [];
   const ref = (name) => join(repoRoot, 'bench', 'reference', name);
 
@@ -104,7 +105,23 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
   }
   targets.sort((a, b) => orderOf(a.name, runtimes) - orderOf(b.name, runtimes));
 
-  for (const target of targets) await checkTarget(target);
+  // --limit-variants: the same gateway with one config variation each (its own directory,
+  // Redis prefix and key), for scenarios 1 and 5 only.
+  const limitTargets = [];
+  const limitGateways = [];
+  for (const variant of limitVariants) {
+    const dir = join(tmpDir, `gateway-${variant}`);
+    mkdirSync(dir, { recursive: true });
+    const variantConfig = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `${prefix}${variant}:`, stubUrl, heartbeat });
+    applyConfigVariations(variantConfig, [variant]);
+    const variantKey = await createBenchKey({ repoRoot, configPath: variantConfig });
+    const variantGateway = await startGatewayProcess({ repoRoot, configPath: variantConfig, redisUrl: redis.url, tmpDir: dir, fdLimit, name: `gateway-${variant}` });
+    limitGateways.push(variantGateway);
+    log(`gateway-${variant}: pid ${variantGateway.pid} at ${variantGateway.url}`);
+    limitTargets.push({ ...gatewayTarget, name: `gateway-${variant}`, url: variantGateway.url, headers: { authorization: `Bearer ${variantKey.rawKey}` }, pids: () => [variantGateway.pid], adminUrl: variantGateway.adminUrl });
+  }
+
+  for (const target of [...targets, ...limitTargets]) await checkTarget(target);
 
   return {
     redis,
@@ -114,16 +131,17 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
     gatewayHeaders,
     startGateway,
     targets,
+    limitTargets,
     notes,
-    /** Stops the references and the `--node` gateways (scenario 4 wants the cores and memory to itself). */
-    stopReferences: () => Promise.all([...runtimeGateways.map(({ gateway: g }) => g.stop()), ...references.map((handle) => handle.stop())]),
+    /** Stops the references, the `--node` gateways and the limit variants (scenario 4 wants the cores and memory to itself). */
+    stopReferences: () => Promise.all([...runtimeGateways.map(({ gateway: g }) => g.stop()), ...references.map((handle) => handle.stop()), ...limitGateways.map((handle) => handle.stop())]),
     /**
      * In dependency order: the gateway first (it flushes audit records and last-used times
      * to Redis as it stops), then the proxies, the stub, and Redis last.
      */
     stop: async () => {
       await Promise.all([gateway, ...runtimeGateways.map((r) => r.gateway)].map((g) => g.stop()));
-      await Promise.all(references.map((handle) => handle.stop()));
+      await Promise.all([...references, ...limitGateways].map((handle) => handle.stop()));
       await stubHandle.stop();
       await redis.close();
     },

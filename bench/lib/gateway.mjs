@@ -107,7 +107,7 @@ export function gatewayEnvironment(redisUrl) {
 }
 
 /** `nodePath`: the runtime to run it on (`--node`); the bench's own by default. */
-export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [], nodePath = process.execPath }) {
+export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [], nodePath = process.execPath, startTimeoutMs = undefined }) {
   const env = gatewayEnvironment(redisUrl);
   const nodeArgs = [...(cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : []), ...extraNodeArgs];
   const handle = await spawnProcess({
@@ -121,6 +121,7 @@ export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpD
     // The gateway drains in-flight work on SIGTERM; the bench stops it between scenarios
     // with nothing in flight, so a long wait means something is wrong.
     stopGraceMs: 10_000,
+    ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
   });
   const port = Number(handle.match[1]);
   const adminPort = Number(handle.match[2]);

@@ -20,6 +20,10 @@ export const USAGE = `npm run bench -- [flags]
                           Adds the "Node runtimes" table: CPU per request and p99 of each
   --profile               also run the gateway once under --cpu-prof (scenario 1 load) and
                           summarise where its CPU time goes
+  --limit-variants LIST   extra gateway targets for scenarios 1 and 5, each the bench gateway
+                          with one config variation (bench/lib/build-specs.mjs), measured in the
+                          same rounds (default budgets-cap: a token budget and a stream cap;
+                          "none" for no extra target)
   --no-wrk, --no-nginx    skip wrk / the nginx reference even when installed
   --out PATH              result file (default bench/results/<date>.json, -2, -3… if taken)
   --markdown              also print the tables as Markdown (for docs/performance.md)
@@ -56,7 +60,17 @@ function fail(message) {
 }
 
 const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'markdown', 'keep-tmp', 'help']);
-const VALUED = new Set(['scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s', 'node']);
+const VALUED = new Set(['limit-variants', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s', 'node']);
+
+const LIMIT_VARIANTS = new Set(['budgets', 'budgets-cap', 'no-lease', 'no-limits']);
+
+function limitVariants(value) {
+  if (value === undefined) return ['budgets-cap'];
+  if (value === 'none') return [];
+  const names = String(value).split(',');
+  for (const name of names) if (!LIMIT_VARIANTS.has(name)) fail(`--limit-variants: unknown variant ${name} (${[...LIMIT_VARIANTS].join(', ')}, none)`);
+  return names;
+}
 
 export function parseOptions(argv) {
   const flags = new Map();
@@ -107,6 +121,7 @@ export function parseOptions(argv) {
     streamConcurrency: Math.round(number('stream-concurrency', base.streamConcurrency, 1)),
     idleStreams: Math.round(number('idle-streams', base.idleStreams, 1)),
     idleHoldS: number('idle-hold-s', base.idleHoldS, 1),
+    limitVariants: limitVariants(flags.get('limit-variants')),
     profile: flags.has('profile'),
     wrk: !flags.has('no-wrk'),
     nginx: !flags.has('no-nginx'),

@@ -14,7 +14,7 @@ import { commandStatsDelta } from '../lib/bench-redis.mjs';
 import { median, round } from '../lib/stats.mjs';
 import { renderTable } from '../lib/table.mjs';
 
-const SCRIPT_SOURCES = ['dist/ratelimit/sliding-window.lua.js', 'dist/audit/redis-stream-audit-sink.js', 'dist/keys/redis-key-store.js'];
+const SCRIPT_SOURCES = ['dist/ratelimit/sliding-window.lua.js', 'dist/ratelimit/redis-stream-slots.js', 'dist/audit/redis-stream-audit-sink.js', 'dist/keys/redis-key-store.js'];
 
 /** Lower-case names of every command the gateway's Lua scripts run (`redis.call('x'`). */
 export function scriptCommandNames(repoRoot) {
@@ -31,9 +31,9 @@ export function scriptCommandNames(repoRoot) {
   return names;
 }
 
-export function summariseRedisCommands(throughputRows, scriptCommands) {
+export function summariseRedisCommands(throughputRows, scriptCommands, target = 'gateway') {
   const runs = throughputRows
-    .filter((r) => r.target === 'gateway' && r.redisBefore && r.redisAfter && r.requests > 0)
+    .filter((r) => r.target === target && r.redisBefore && r.redisAfter && r.requests > 0)
     .map((r) => ({ tool: r.tool, connections: r.connections, requests: r.requests, delta: commandStatsDelta(r.redisBefore, r.redisAfter) }));
   if (runs.length === 0) return null;
   const names = [...new Set(runs.flatMap((r) => Object.keys(r.delta)))];
@@ -54,12 +54,12 @@ export function summariseRedisCommands(throughputRows, scriptCommands) {
   };
 }
 
-export function redisCommandsTable(summary) {
+export function redisCommandsTable(summary, target = 'gateway') {
   const rows = summary.perRequest.map((c) => [c.command, c.perRequest.toFixed(4), c.sentAs === 'client' ? 'sent by the gateway' : 'run inside a Lua script']);
   rows.push(['all sent by the gateway', summary.sentPerRequest.toFixed(3), '']);
   rows.push(['all run inside scripts', summary.scriptCommandsPerRequest.toFixed(3), '']);
   return {
-    title: `Scenario 5 — Redis commands per request (INFO commandstats deltas over ${summary.runs} gateway runs of scenario 1, median per command)`,
+    title: `Scenario 5 — Redis commands per request, ${target} (INFO commandstats deltas over ${summary.runs} ${target} runs of scenario 1, median per command)`,
     ...renderTable(['command', 'per request', 'how'], rows),
   };
 }

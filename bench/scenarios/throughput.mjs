@@ -26,7 +26,8 @@ export async function runThroughputScenario({ targets, tools, options, tmpDir, r
           const loadAvg = os.loadavg()[0];
           const cpuBefore = cpuMsOf(target.pids());
           const stubCpuBefore = cpuMsOf([stubPid]);
-          const redisBefore = target.name === 'gateway' ? await redis.commandStats() : null;
+          // Every gateway target (the bench's, and --limit-variants'): scenario 5 per target.
+          const redisBefore = target.name.startsWith('gateway') ? await redis.commandStats() : null;
           const r = await TOOLS[tool](target, { connections, durationS: options.durationS, tmpDir });
           const cpu = target.pids().length ? cpuMsOf(target.pids()) - cpuBefore : null;
           const stubCpu = cpuMsOf([stubPid]) - stubCpuBefore;

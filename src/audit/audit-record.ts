@@ -2,7 +2,7 @@
 // dashboards read.
 import { jsonNumberLiteral, jsonStringLiteral } from '../json-text.js';
 
-export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
+export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'concurrency_limit_exceeded' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
 
 export interface AuditRecord {
   /** Made by the gateway, unique per request: the dedupe key. */

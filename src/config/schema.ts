@@ -201,25 +201,53 @@ function duplicateName(windows: ReadonlyArray<{ name: string }>): string | undef
   return names.find((n, i) => names.indexOf(n) !== i);
 }
 
+/** How long a stream slot lasts without its holder's refresh (docs/rate-limits.md "Concurrency caps"). */
+export const DEFAULT_STREAM_LEASE_MS = 30_000;
+
+// A lease under 1 s would have its holder refresh (every lease/3) faster than a busy event
+// loop can promise, and lose slots it still holds.
+const concurrencySchema = z.strictObject({
+  streams: z.number().int().min(1).max(1_000_000),
+  lease: duration.refine((ms) => ms >= 1_000, { message: 'must be at least 1s' }).optional(),
+});
+
+/**
+ * A concurrency cap as the limiter takes it: at most `streams` open /chat/stream responses
+ * per subject; a slot its holder stops refreshing is freed `leaseMs` after its last refresh.
+ */
+export interface StreamCap {
+  streams: number;
+  leaseMs: number;
+}
+
+function streamCap(input: z.output<typeof concurrencySchema> | undefined): StreamCap | undefined {
+  return input === undefined ? undefined : { streams: input.streams, leaseMs: input.lease ?? DEFAULT_STREAM_LEASE_MS };
+}
+
 const planSchema = z
-  .strictObject({ windows: z.array(windowSchema).default([]), tokens: z.array(tokenWindowSchema).max(16).default([]) })
-  .transform((plan, ctx) => {
+  .strictObject({
+    windows: z.array(windowSchema).default([]),
+    tokens: z.array(tokenWindowSchema).max(16).default([]),
+    concurrency: concurrencySchema.optional(),
+  })
+  // `concurrency` is optional in the type (plans built in code need not name it) but always
+  // set here, undefined without a cap, so every parsed plan object has one shape.
+  .transform((plan, ctx): { windows: ReturnType<typeof planWindows>; concurrency?: StreamCap | undefined } => {
     const windows = planWindows(plan.windows, plan.tokens);
     const duplicate = duplicateName(windows);
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
-    return { windows };
+    return { windows, concurrency: streamCap(plan.concurrency) };
   });
 
 /**
  * A key's own `limits` (set with the admin API or `keys create --limits`): the shape of a
- * plan. Stored as written; `tokens` and `concurrency` are accepted and kept for the budgets
- * that will read them (docs/admin-api.md says what applies today).
+ * plan. Stored as written; each part given replaces the plan's (planWithKeyLimits).
  */
 export const keyLimitsSchema = z
   .strictObject({
     windows: z.array(windowSchema).max(16).optional(),
     tokens: z.array(tokenWindowSchema).max(16).optional(),
-    concurrency: z.strictObject({ streams: z.number().int().min(1), lease: positiveDuration.optional() }).optional(),
+    concurrency: concurrencySchema.optional(),
   })
   .superRefine((limits, ctx) => {
     const duplicate = duplicateName(planWindows(limits.windows ?? [], limits.tokens ?? []));
@@ -551,8 +579,8 @@ export type PlanConfig = GatewayConfig['plans'] extends Map<string, infer P> ? P
 export type RateWindow = PlanConfig['windows'][number];
 
 /**
- * A key's own limits over its plan: `windows` and `tokens`, each where given, replace the
- * plan's (an empty list removes them); what is not given is the plan's.
+ * A key's own limits over its plan: `windows`, `tokens` and `concurrency`, each where given,
+ * replace the plan's (an empty list removes windows or budgets); what is not given is the plan's.
  */
 export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConfig {
   // Stored as written (durations as text): validated when set, read into milliseconds here.
@@ -560,5 +588,5 @@ export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConf
   const own = planWindows(limits.windows ?? [], limits.tokens ?? []);
   const requestWindows = limits.windows === undefined ? plan.windows.filter((w) => w.tokens !== true) : own.filter((w) => w.tokens !== true);
   const tokenWindows = limits.tokens === undefined ? plan.windows.filter((w) => w.tokens === true) : own.filter((w) => w.tokens === true);
-  return { ...plan, windows: [...requestWindows, ...tokenWindows] };
+  return { ...plan, windows: [...requestWindows, ...tokenWindows], concurrency: limits.concurrency === undefined ? plan.concurrency : streamCap(limits.concurrency) };
 }

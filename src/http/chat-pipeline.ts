@@ -28,13 +28,13 @@ import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor, type TraceContext } from '../proxy/traceparent.js';
 import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
-import type { RateLimitDecision, RateLimiter, RateWindow } from '../ratelimit/rate-limiter.js';
+import type { RateLimitDecision, RateLimiter, RateWindow, StreamSlot } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
 import { finishRequest } from './finish-request.js';
 import { closesConnection, requestConnection, requestHost, resetStreamAfterAnswer } from './http2-requests.js';
-import { keyWindows } from './key-windows.js';
+import { keyPlanLimits } from './key-limits.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
 import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
@@ -59,6 +59,10 @@ export class ChatRequest implements BodyReceiver {
   /** Set by the limit stage only for a plan with token budgets: what finish() charges the answer's tokens to. */
   tokenWindows: readonly RateWindow[] | undefined = undefined;
   tokenSubject = '';
+  /** The concurrency-cap slot this stream holds, released by finish() whatever ended it. */
+  slot: StreamSlot | undefined = undefined;
+  /** Set by finish(): a slot granted after the response closed is released at once. */
+  finished = false;
 
   constructor(
     readonly pipeline: ChatPipeline,
@@ -168,23 +172,27 @@ export class ChatPipeline {
         throw new GatewayError('internal_error', { message: 'The API key refers to a plan the gateway does not know.' });
       }
       // Keys without limits of their own (the common case) pay for this one check.
-      const windows = key.limits == null ? plan.windows : keyWindows(key.limits, plan);
-      if (windows.length === 0) {
+      const limits = key.limits == null ? plan : keyPlanLimits(key.limits, plan);
+      const windows = limits.windows;
+      // Only a stream holds a slot; a plan without a cap pays for this one property read.
+      const cap = limits.concurrency !== undefined && state.route === 'chat/stream' ? limits.concurrency : undefined;
+      if (windows.length === 0 && cap === undefined) {
         this.body(request);
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
       // Token budgets come last in the list (config/schema.ts): one check tells a plan that has them.
-      if (windows[windows.length - 1]!.tokens === true) {
+      // (A stream on a plan with a concurrency cap and no windows gets here with none.)
+      if (windows.length > 0 && windows[windows.length - 1]!.tokens === true) {
         request.tokenWindows = windows;
         request.tokenSubject = subject;
       }
-      const decision = this.rateLimiter.consumeNow(subject, windows);
+      const decision = this.rateLimiter.consumeNow(subject, windows, cap);
       if (decision !== undefined) {
         this.admit(request, decision);
         return;
       }
-      void this.rateLimiter.consume(subject, windows).then(
+      void this.rateLimiter.consume(subject, windows, cap).then(
         (decided) => this.admit(request, decided),
         (error: unknown) => this.fail(request, error),
       );
@@ -197,9 +205,22 @@ export class ChatPipeline {
   admit(request: ChatRequest, decision: RateLimitDecision): void {
     const { state } = request;
     try {
+      if (decision.slot !== undefined) {
+        // The client left while the limiter decided: nothing will release the slot later.
+        if (request.finished) {
+          decision.slot.release();
+          return;
+        }
+        request.slot = decision.slot;
+      }
       state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
       if (!decision.allowed) {
         state.rateLimited = true;
+        if (decision.concurrencyLimited === true) {
+          metrics.concurrencyLimited.inc({ plan: state.key!.plan });
+          state.concurrencyLimited = true;
+          throw new GatewayError('concurrency_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
+        }
         if (request.tokenWindows !== undefined && refusedByTokenBudget(decision)) {
           metrics.tokenBudgetExceeded.inc({ plan: state.key!.plan });
           state.tokenBudgetExceeded = true;
@@ -259,6 +280,9 @@ export class ChatPipeline {
 
   /** When the response closes, whatever happened: the audit record, metrics and the log line. */
   finish(request: ChatRequest): void {
+    request.finished = true;
+    // Whatever ended the stream (its end, the client, the runner, a deadline): the slot is free.
+    if (request.slot !== undefined) request.slot.release();
     const tokensUsed = request.state.tokensUsed;
     // The answer's tokens, once known (JSON metadata or the stream's done event); batched by the limiter.
     if (request.tokenWindows !== undefined && tokensUsed !== null && tokensUsed > 0) {

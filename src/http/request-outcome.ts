@@ -10,7 +10,7 @@ export function requestOutcome(state: RequestState, res: ServerResponse): AuditO
   if (state.failureKind !== undefined) return outcomeForFailure(state.failureKind);
   if (state.endedInError) return 'error';
   if (state.streamDone) return 'ok';
-  if (state.rateLimited) return state.tokenBudgetExceeded ? 'token_budget_exceeded' : 'rate_limited';
+  if (state.rateLimited) return state.tokenBudgetExceeded ? 'token_budget_exceeded' : state.concurrencyLimited ? 'concurrency_limit_exceeded' : 'rate_limited';
   const refused = state.errorStatus;
   if (refused === 400 || refused === 413 || refused === 415) return 'invalid_request';
   if (state.upstreamStatus >= 500) return 'upstream_error';

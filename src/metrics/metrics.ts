@@ -62,6 +62,17 @@ export const metrics = {
     labelNames: ['plan'] as const,
     registers: [registry],
   }),
+  concurrencyLimited: new Counter({
+    name: 'agentgw_concurrency_limited_total',
+    help: 'Stream requests answered 429 concurrency_limit_exceeded (every slot of the concurrency cap held, no request window full), by plan.',
+    labelNames: ['plan'] as const,
+    registers: [registry],
+  }),
+  streamSlotsHeld: new Gauge({
+    name: 'agentgw_stream_slots_held',
+    help: 'Concurrency-cap stream slots this instance holds right now (in Redis, or in memory in embedded mode or during a Redis outage).',
+    registers: [registry],
+  }),
   authFailures: new Counter({ name: 'agentgw_auth_failures_total', help: 'Rejected authentications, by reason.', labelNames: ['reason'] as const, registers: [registry] }),
   upstreamErrors: new Counter({
     name: 'agentgw_upstream_errors_total',

@@ -7,7 +7,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
-import type { RateLimitDecision, RateLimiter, RateWindow } from './rate-limiter.js';
+import type { RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { RateLimitStoreError } from './rate-limit-store-error.js';
 
 export type StoreErrorMode = 'allow' | 'deny';
@@ -53,18 +53,20 @@ export class FailoverRateLimiter implements RateLimiter {
 
   // Not async: the common case hands back tryPrimary's promise as it is, without wrapping it
   // in another (one promise and three microtask hops fewer per request).
-  consume(subject: string, windows: readonly RateWindow[]): Promise<RateLimitDecision> {
-    if (this.outageSinceMs === undefined) return this.tryPrimary(subject, windows, false);
+  // A stream's slot comes from whichever limiter decided: its release() goes back to that one
+  // (a slot taken in memory during an outage is released in memory after it).
+  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap): Promise<RateLimitDecision> {
+    if (this.outageSinceMs === undefined) return this.tryPrimary(subject, windows, false, cap);
     // During an outage: skip Redis while the breaker is open, and let only one request probe.
-    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.withoutPrimary(subject, windows);
+    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.withoutPrimary(subject, windows, cap);
     this.probing = true;
-    return this.tryPrimary(subject, windows, true);
+    return this.tryPrimary(subject, windows, true, cap);
   }
 
   /** As consume() would decide, where that needs no wait: the primary's own answer, or the fallback's while the breaker is open in `allow` mode. */
-  consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision | undefined {
-    if (this.outageSinceMs === undefined) return this.primary.consumeNow(subject, windows);
-    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.mode === 'allow' ? this.fallback.consumeNow(subject, windows) : undefined;
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap): RateLimitDecision | undefined {
+    if (this.outageSinceMs === undefined) return this.primary.consumeNow(subject, windows, cap);
+    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.mode === 'allow' ? this.fallback.consumeNow(subject, windows, cap) : undefined;
     // The probe that may end the outage has to ask Redis.
     return undefined;
   }
@@ -83,15 +85,15 @@ export class FailoverRateLimiter implements RateLimiter {
     await Promise.all([this.primary.close(), this.fallback.close()]);
   }
 
-  private async tryPrimary(subject: string, windows: readonly RateWindow[], probe: boolean): Promise<RateLimitDecision> {
+  private async tryPrimary(subject: string, windows: readonly RateWindow[], probe: boolean, cap: StreamCap | undefined): Promise<RateLimitDecision> {
     let decision: RateLimitDecision;
     try {
-      decision = await this.primary.consume(subject, windows);
+      decision = await this.primary.consume(subject, windows, cap);
     } catch (error) {
       if (probe) this.probing = false;
       if (!(error instanceof RateLimitStoreError)) throw error;
       this.recordFailure(error);
-      return this.withoutPrimary(subject, windows);
+      return this.withoutPrimary(subject, windows, cap);
     }
     if (probe) this.probing = false;
     if (this.outageSinceMs !== undefined) {
@@ -115,8 +117,8 @@ export class FailoverRateLimiter implements RateLimiter {
     );
   }
 
-  private withoutPrimary(subject: string, windows: readonly RateWindow[]): Promise<RateLimitDecision> {
+  private withoutPrimary(subject: string, windows: readonly RateWindow[], cap: StreamCap | undefined): Promise<RateLimitDecision> {
     if (this.mode === 'deny') return Promise.reject(new GatewayError('store_unavailable', { retryAfterSeconds: 1 }));
-    return this.fallback.consume(subject, windows);
+    return this.fallback.consume(subject, windows, cap);
   }
 }

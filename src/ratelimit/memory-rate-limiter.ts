@@ -1,7 +1,10 @@
 // In-process limiter: embedded mode, and the per-instance fallback when Redis is down.
 // Same window math as the Redis script; memory is bounded by evicting idle subjects.
+// Concurrency caps: an in-process count of held stream slots per subject (this instance's
+// streams only: exact in embedded mode, per instance during a Redis outage).
 import { systemClock, type Clock } from '../clock.js';
-import type { RateLimitDecision, RateLimiter, RateWindow } from './rate-limiter.js';
+import { metrics } from '../metrics/metrics.js';
+import { CONCURRENCY_RETRY_AFTER_MS, type RateLimitDecision, type RateLimiter, type RateWindow, type StreamCap, type StreamSlot } from './rate-limiter.js';
 import { bucketWidthMs, chargeWindows, consumeWindows, idleAfterMs, newBucketCounter, type BucketCounter } from './window-math.js';
 
 export interface MemoryRateLimiterOptions {
@@ -20,10 +23,30 @@ interface SubjectState {
 
 const NO_WINDOWS: RateLimitDecision = Object.freeze({ allowed: true, windows: [], retryAfterMs: 0 }) as RateLimitDecision;
 
+class MemorySlot implements StreamSlot {
+  private released = false;
+
+  constructor(
+    private readonly slots: Map<string, number>,
+    private readonly subject: string,
+  ) {}
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    const held = (this.slots.get(this.subject) ?? 1) - 1;
+    if (held <= 0) this.slots.delete(this.subject);
+    else this.slots.set(this.subject, held);
+    metrics.streamSlotsHeld.dec();
+  }
+}
+
 export class MemoryRateLimiter implements RateLimiter {
   private readonly clock: Clock;
   private readonly sweepIntervalMs: number;
   private readonly subjects = new Map<string, SubjectState>();
+  /** Stream slots held per subject; an entry leaves when its last slot is released. */
+  private readonly slots = new Map<string, number>();
   private nextSweepMs: number;
 
   constructor(options: MemoryRateLimiterOptions = {}) {
@@ -37,22 +60,47 @@ export class MemoryRateLimiter implements RateLimiter {
     return this.subjects.size;
   }
 
-  async consume(subject: string, windows: readonly RateWindow[]): Promise<RateLimitDecision> {
-    return this.consumeAt(subject, windows, this.clock.now());
+  async consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap): Promise<RateLimitDecision> {
+    return this.consumeAt(subject, windows, this.clock.now(), cap);
   }
 
   /** Always decides: the counts are in memory. */
-  consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision {
-    return this.consumeAt(subject, windows, this.clock.now());
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap): RateLimitDecision {
+    return this.consumeAt(subject, windows, this.clock.now(), cap);
   }
 
-  /** Synchronous core of consume(), at an explicit time. */
-  consumeAt(subject: string, windows: readonly RateWindow[], nowMs: number): RateLimitDecision {
+  /** Slots held for a subject now (tests, diagnostics). */
+  slotsHeld(subject: string): number {
+    return this.slots.get(subject) ?? 0;
+  }
+
+  /**
+   * Synchronous core of consume(), at an explicit time. With a cap, a full cap refuses
+   * without counting; a full window outranks it, as in the Redis script.
+   */
+  consumeAt(subject: string, windows: readonly RateWindow[], nowMs: number, cap?: StreamCap): RateLimitDecision {
     if (nowMs >= this.nextSweepMs) this.sweep(nowMs);
+    if (cap !== undefined) return this.consumeWithSlot(subject, windows, nowMs, cap);
     if (windows.length === 0) return NO_WINDOWS;
+    return this.consumeWindowsAt(subject, windows, nowMs, true);
+  }
+
+  private consumeWithSlot(subject: string, windows: readonly RateWindow[], nowMs: number, cap: StreamCap): RateLimitDecision {
+    const held = this.slots.get(subject) ?? 0;
+    const full = held >= cap.streams;
+    const decision = windows.length === 0 ? { allowed: true, windows: [], retryAfterMs: 0 } : this.consumeWindowsAt(subject, windows, nowMs, !full);
+    if (!decision.allowed) return decision;
+    if (full) return { allowed: false, windows: decision.windows, retryAfterMs: CONCURRENCY_RETRY_AFTER_MS, concurrencyLimited: true };
+    this.slots.set(subject, held + 1);
+    metrics.streamSlotsHeld.inc();
+    decision.slot = new MemorySlot(this.slots, subject);
+    return decision;
+  }
+
+  private consumeWindowsAt(subject: string, windows: readonly RateWindow[], nowMs: number, count: boolean): RateLimitDecision {
     const state = this.stateFor(subject, windows);
-    const decision = consumeWindows(state.counters, windows, nowMs);
-    if (decision.allowed) {
+    const decision = consumeWindows(state.counters, windows, nowMs, count);
+    if (decision.allowed && count) {
       const idleAtMs = idleAfterMs(windows, nowMs);
       if (idleAtMs > state.idleAtMs) state.idleAtMs = idleAtMs;
     }

@@ -1,7 +1,7 @@
 // The request pipeline's view of rate limiting: one call per request, all windows at once.
-import type { RateWindow } from '../config/schema.js';
+import type { RateWindow, StreamCap } from '../config/schema.js';
 
-export type { RateWindow };
+export type { RateWindow, StreamCap };
 
 export interface WindowStatus {
   name: string;
@@ -32,23 +32,42 @@ export function isTokenWindow(window: { tokens?: true }): boolean {
   return window.tokens === true;
 }
 
+/**
+ * A stream slot held under a concurrency cap (docs/rate-limits.md "Concurrency caps"): kept
+ * by the limiter that granted it until release() is called once, when the stream ends.
+ */
+export interface StreamSlot {
+  release(): void;
+}
+
 export interface RateLimitDecision {
   allowed: boolean;
   /** One entry per configured window, in config order. */
   windows: WindowStatus[];
   /** When rejected: milliseconds until a request would be admitted in every window. */
   retryAfterMs: number;
+  /** Admitted under a concurrency cap: the slot this request holds. */
+  slot?: StreamSlot;
+  /** Refused because the cap's slots were all held (the request windows had room). */
+  concurrencyLimited?: true;
 }
 
+/** Retry-After for a concurrency refusal: a slot frees when some stream ends, which no window predicts. */
+export const CONCURRENCY_RETRY_AFTER_MS = 1_000;
+
 export interface RateLimiter {
-  /** Checks every window and, only if all allow, counts the request in all of them. */
-  consume(subject: string, windows: readonly RateWindow[]): Promise<RateLimitDecision>;
+  /**
+   * Checks every window and, only if all allow, counts the request in all of them. With a
+   * `cap` (a stream on a plan with a concurrency cap) it also needs a free slot, taken in
+   * the same decision; the admitted decision carries it.
+   */
+  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap): Promise<RateLimitDecision>;
   /**
    * The decision when it can be made without waiting (in memory, or from a lease), counted
    * exactly as consume() would count it; otherwise undefined, and nothing was counted: call
    * consume(). Lets the request pipeline skip a promise and an await per request.
    */
-  consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision | undefined;
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap): RateLimitDecision | undefined;
   /**
    * Charges an answer's tokens to the subject's token windows (those with `tokens: true`),
    * after the answer: never awaited on the request path, batched where the store is remote.

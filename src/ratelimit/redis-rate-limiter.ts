@@ -13,14 +13,27 @@
 // worth, never more than 1/16 of what is left); this instance admits those without a round
 // trip and gives unused ones back (rate-limit-leases.ts, docs/rate-limits.md "Leases").
 //
+// A stream on a plan with a concurrency cap takes its slot in the same script call
+// (redis-stream-slots.ts keeps it alive and gives it back); such requests are coalesced
+// apart from the subject's other requests, and never admitted from a lease.
+//
 // Over 300 lines on purpose: coalescing, leases and the script call share one per-subject
 // state on the hot path; apart, each request would pay for the seams (docs/decisions/0002, 0005).
 import type { Cluster, Redis } from 'ioredis';
 import { metrics } from '../metrics/metrics.js';
-import { windowStatus, type RateLimitDecision, type RateLimiter, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import {
+  CONCURRENCY_RETRY_AFTER_MS,
+  windowStatus,
+  type RateLimitDecision,
+  type RateLimiter,
+  type RateWindow,
+  type StreamCap,
+  type WindowStatus,
+} from './rate-limiter.js';
 import { RateLimitStoreError, RateLimitStoreTimeoutError } from './rate-limit-store-error.js';
 import { withDeadline } from '../deadline.js';
 import { LeaseBook, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund } from './rate-limit-leases.js';
+import { RedisStreamSlots, streamSlotsKey } from './redis-stream-slots.js';
 import { SLIDING_WINDOW_LUA } from './sliding-window.lua.js';
 import { bucketWidthMs } from './window-math.js';
 
@@ -47,6 +60,8 @@ type ScriptCall = (numKeys: number, ...args: Array<string | number>) => Promise<
 
 /** Fixed reply fields before the per-window triples: admitted, retryAfterMs, nowMs, lease, leaseValidMs. */
 const REPLY_HEAD = 5;
+/** After the triples, with a concurrency slot: windowAdmitted, slotsFree. */
+const SLOT_TAIL = 2;
 
 /** `${prefix}rl:{${subject}}:${windowName}` — the layout docs/rate-limits.md describes. */
 export function rateLimitKey(prefix: string, subject: string, windowName: string): string {
@@ -58,10 +73,11 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-/** The requests of one subject (and one window list, one time override) in this turn. */
+/** The requests of one subject (and one window list, one time override, one cap or none) in this turn. */
 interface Batch {
   subject: string;
   windows: readonly RateWindow[];
+  cap: StreamCap | undefined;
   nowArg: number | '';
   waiters: Waiter[];
 }
@@ -83,6 +99,9 @@ export class RedisRateLimiter implements RateLimiter {
   private pendingCharges = new Map<string, { windows: readonly RateWindow[]; units: number }>();
   private readonly leases: LeaseBook | null;
   private readonly sweepTimer: NodeJS.Timeout | null;
+  private readonly prefix: string;
+  /** Stream slots this instance holds (docs/rate-limits.md "Concurrency caps"). */
+  readonly slots: RedisStreamSlots;
   private readonly flush = (): void => {
     this.flushScheduled = false;
     const batches = this.pending;
@@ -104,6 +123,8 @@ export class RedisRateLimiter implements RateLimiter {
     const call = (client as unknown as Record<string, ScriptCall>)[COMMAND] as ScriptCall;
     this.script = call.bind(client);
     this.keyHead = `${options.prefix}rl:{`;
+    this.prefix = options.prefix;
+    this.slots = new RedisStreamSlots(client);
     this.commandTimeoutMs = options.commandTimeoutMs;
     this.leases = options.leases ? new LeaseBook() : null;
     // Gives back what ended leases did not use, and forgets them, about once per lease life.
@@ -111,35 +132,38 @@ export class RedisRateLimiter implements RateLimiter {
     this.sweepTimer?.unref();
   }
 
-  /** Decides without Redis only for a plan without windows, or from this subject's lease. */
-  consumeNow(subject: string, windows: readonly RateWindow[]): RateLimitDecision | undefined {
+  /** Decides without Redis only for a plan without windows, or from this subject's lease; never for a slot. */
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap): RateLimitDecision | undefined {
+    if (cap !== undefined) return undefined;
     if (windows.length === 0) return NO_WINDOWS;
     // An unusable subject is left to consume(), which rejects it.
     return isUsableSubject(subject) ? this.leases?.take(subject, windows, performance.now()) : undefined;
   }
 
-  consume(subject: string, windows: readonly RateWindow[], options?: RedisConsumeOptions): Promise<RateLimitDecision> {
-    if (windows.length === 0) return Promise.resolve(NO_WINDOWS);
+  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, options?: RedisConsumeOptions): Promise<RateLimitDecision> {
+    if (windows.length === 0 && cap === undefined) return Promise.resolve(NO_WINDOWS);
     // An empty tag ("{}" or "{}...") would hash the whole key and split a subject across slots.
     if (!isUsableSubject(subject)) {
       return Promise.reject(new TypeError(`rate-limit subject ${JSON.stringify(subject)} cannot be used as a Redis hash tag`));
     }
     const nowArg = options?.nowMs === undefined ? '' : Math.floor(options.nowMs);
-    if (nowArg === '') {
+    if (nowArg === '' && cap === undefined) {
       const leased = this.leases?.take(subject, windows, performance.now());
       if (leased !== undefined) return Promise.resolve(leased);
     }
-    const batchKey = nowArg === '' ? subject : `${subject}\n${nowArg}`;
+    // Slot requests go in a batch of their own: the subject's other requests keep their leases.
+    let batchKey = nowArg === '' ? subject : `${subject}\n${nowArg}`;
+    if (cap !== undefined) batchKey += '\ns';
     return new Promise<RateLimitDecision>((resolve, reject) => {
       let batch = this.pending.get(batchKey);
       // A config reload between two requests of one turn may change the windows: the
       // earlier batch keeps its own and is sent apart.
-      if (batch !== undefined && batch.windows !== windows) {
+      if (batch !== undefined && (batch.windows !== windows || batch.cap !== cap)) {
         this.displaced.push(batch);
         batch = undefined;
       }
       if (batch === undefined) {
-        batch = { subject, windows, nowArg, waiters: [] };
+        batch = { subject, windows, cap, nowArg, waiters: [] };
         this.pending.set(batchKey, batch);
       }
       batch.waiters.push({ resolve, reject });
@@ -180,11 +204,16 @@ export class RedisRateLimiter implements RateLimiter {
    */
   async close(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.slots.close();
     if (!this.leases) return;
     await Promise.all(this.leases.drain().map((refund) => this.giveBack(refund)));
   }
 
   private send(batch: Batch): void {
+    if (batch.cap !== undefined) {
+      this.sendWithSlots(batch, batch.cap);
+      return;
+    }
     const { subject, windows } = batch;
     let { waiters } = batch;
     // No lease beside a token budget (the script grants none either): every request of such a
@@ -231,6 +260,40 @@ export class RedisRateLimiter implements RateLimiter {
       },
       (error: unknown) => {
         if (wanted > 0) leases?.failed(subject);
+        for (const waiter of waiters) waiter.reject(error);
+      },
+    );
+  }
+
+  /**
+   * Stream requests on a capped plan: windows and slots in one call; each admitted request
+   * holds slot `${head}:${i}` from then on, until its stream ends (StreamSlot.release).
+   */
+  private sendWithSlots(batch: Batch, cap: StreamCap): void {
+    const { subject, windows, waiters } = batch;
+    const key = streamSlotsKey(this.prefix, subject);
+    const head = this.slots.nextMemberHead();
+    const args = this.scriptArgs(subject, windows, batch.nowArg, waiters.length, 0, undefined);
+    const n = windows.length;
+    // KEYS gain the slot set after the windows' keys; ARGV gains streams, leaseMs, memberHead.
+    args.splice(n, 0, key);
+    args.push(cap.streams, cap.leaseMs, head);
+    this.call(args, n + 1).then(
+      (reply) => {
+        let decisions: RateLimitDecision[];
+        try {
+          decisions = toDecisions(reply, windows, waiters.length, true);
+        } catch (error) {
+          for (const waiter of waiters) waiter.reject(error);
+          return;
+        }
+        for (let i = 0; i < waiters.length; i += 1) {
+          const decision = decisions[i]!;
+          if (decision.allowed) decision.slot = this.slots.hold(key, cap.leaseMs, `${head}:${i}`);
+          waiters[i]!.resolve(decision);
+        }
+      },
+      (error: unknown) => {
         for (const waiter of waiters) waiter.reject(error);
       },
     );
@@ -300,20 +363,26 @@ export class RedisRateLimiter implements RateLimiter {
  * when `admitted - 1 - i` of its batch were still to come, so it sees that many more
  * remaining than the final state; the rest see the final state and are refused.
  */
-export function toDecisions(reply: unknown, windows: readonly RateWindow[], count: number): RateLimitDecision[] {
-  if (!Array.isArray(reply) || reply.length !== REPLY_HEAD + 3 * windows.length) {
+export function toDecisions(reply: unknown, windows: readonly RateWindow[], count: number, withSlot = false): RateLimitDecision[] {
+  if (!Array.isArray(reply) || reply.length !== REPLY_HEAD + 3 * windows.length + (withSlot ? SLOT_TAIL : 0)) {
     throw new RateLimitStoreError(`rate-limit script returned an unexpected reply: ${JSON.stringify(reply)}`);
   }
   const admitted = Number(reply[0]);
   const retryAfterMs = Number(reply[1]);
   // A lease was counted after this batch's requests: they all saw it as still remaining.
   const leased = Number(reply[3]);
+  // Requests the windows would have admitted but no slot was free for (none without a slot).
+  const windowAdmitted = withSlot ? Number(reply[REPLY_HEAD + 3 * windows.length]) : admitted;
   const decisions: RateLimitDecision[] = new Array(count);
   let refused: RateLimitDecision | undefined;
+  let capped: RateLimitDecision | undefined;
   for (let i = 0; i < count; i += 1) {
-    if (i >= admitted) {
+    if (i >= windowAdmitted) {
       refused ??= { allowed: false, windows: windowStatuses(reply, windows, 0), retryAfterMs };
       decisions[i] = refused;
+    } else if (i >= admitted) {
+      capped ??= { allowed: false, windows: windowStatuses(reply, windows, 0), retryAfterMs: CONCURRENCY_RETRY_AFTER_MS, concurrencyLimited: true };
+      decisions[i] = capped;
     } else {
       decisions[i] = { allowed: true, windows: windowStatuses(reply, windows, leased + admitted - 1 - i), retryAfterMs: 0 };
     }

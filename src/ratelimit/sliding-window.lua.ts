@@ -18,6 +18,15 @@
 //          read-only at admission — it admits every request of the group while it has a
 //          token left, none otherwise — and no lease is granted beside it. So a plan
 //          without budgets sends exactly the arguments it always did.
+// Concurrency slot (docs/rate-limits.md "Concurrency caps"), only for a stream on a plan
+// with a cap, so every other call sends exactly what it did before: one more key, the slot
+// set KEYS[n+1] (score = expiry, member = holder), and three more arguments after the
+// windows': streams, leaseMs, memberHead. #ARGV = 4 + 4n + 3 tells it apart (4 + 4n without).
+// Expired slots are removed first; the requests the windows admit are then admitted only
+// while a slot is free, and each admitted one takes slot memberHead..':'..i (i from 0). No
+// lease beside a slot. The reply then ends with { windowAdmitted, slotsFree }:
+// windowAdmitted = how many the windows alone would have admitted (the others were refused
+// by a window; those between admitted and windowAdmitted by the cap).
 // Returns  { admitted, retryAfterMs, nowMs, leaseGranted, leaseValidMs,
 //            remaining_1, resetMs_1, oldestMs_1, remaining_2, ... }
 //   leaseValidMs = until the earliest current bucket of the windows ends (a lease may only
@@ -40,6 +49,15 @@ local refundUnits = tonumber(ARGV[4])
 local LEASE_SHARE = 16
 local hasTokens = false
 local n = #KEYS
+local slotKey = false
+local slotStreams, slotLeaseMs, slotHead
+if #ARGV == 4 * n + 3 then
+  slotKey = KEYS[n]
+  n = n - 1
+  slotStreams = tonumber(ARGV[5 + 4 * n])
+  slotLeaseMs = tonumber(ARGV[6 + 4 * n])
+  slotHead = ARGV[7 + 4 * n]
+end
 local limits, windowMsList, bucketMsList, tokenCharges = {}, {}, {}, {}
 local liveIndexes, liveCounts, totals, fresh = {}, {}, {}, {}
 local admitted = count
@@ -103,10 +121,18 @@ for w = 1, n do
   elseif limit - total < admitted then admitted = limit - total end
 end
 if admitted < 0 then admitted = 0 end
+local windowAdmitted = admitted
+local slotsFree = 0
+if slotKey then
+  redis.call('ZREMRANGEBYSCORE', slotKey, '-inf', nowMs)
+  slotsFree = slotStreams - redis.call('ZCARD', slotKey)
+  if slotsFree < admitted then admitted = slotsFree end
+  if admitted < 0 then admitted = 0 end
+end
 
 local lease = 0
 local leaseValidMs = 0
-if admitted == count and leaseWanted > 0 and not hasTokens then
+if admitted == count and leaseWanted > 0 and not hasTokens and not slotKey then
   lease = leaseWanted
   for w = 1, n do
     local share = math.floor((limits[w] - totals[w] - admitted) / LEASE_SHARE)
@@ -174,5 +200,25 @@ for w = 1, n do
 end
 
 result[2] = retryAfterMs
+if slotKey then
+  if admitted > 0 then
+    local expiry = nowMs + slotLeaseMs
+    local args = {}
+    -- In chunks: unpack() is bounded by Lua's stack.
+    for i = 0, admitted - 1 do
+      args[#args + 1] = expiry
+      args[#args + 1] = slotHead .. ':' .. i
+      if #args >= 1000 or i == admitted - 1 then
+        redis.call('ZADD', slotKey, unpack(args))
+        args = {}
+      end
+    end
+    -- Refreshed with the slots (redis-stream-slots.ts): idle subjects' sets then cost nothing.
+    redis.call('PEXPIRE', slotKey, slotLeaseMs)
+    slotsFree = slotsFree - admitted
+  end
+  result[#result + 1] = windowAdmitted
+  result[#result + 1] = slotsFree
+end
 return result
 `;

@@ -101,11 +101,12 @@ export function msUntilOldestExpires(counter: BucketCounter, windowMs: number, n
 }
 
 /**
- * Checks every window at nowMs and, only if all have room, counts one request in each.
- * `counters[i]` belongs to `windows[i]` and is updated in place (a counter whose bucket
- * width no longer matches its window, after a config reload, starts over).
+ * Checks every window at nowMs and, only if all have room (and `count` is not false), counts
+ * one request in each. `counters[i]` belongs to `windows[i]` and is updated in place (a
+ * counter whose bucket width no longer matches its window, after a config reload, starts over).
+ * With `count` false the decision is only read (a stream refused for want of a slot).
  */
-export function consumeWindows(counters: readonly BucketCounter[], windows: readonly RateWindow[], nowMs: number): RateLimitDecision {
+export function consumeWindows(counters: readonly BucketCounter[], windows: readonly RateWindow[], nowMs: number, count = true): RateLimitDecision {
   let allowed = true;
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
@@ -122,7 +123,7 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
     const window = windows[i] as RateWindow;
     const counter = counters[i] as BucketCounter;
     // A token window is only checked here: its answer's tokens are charged later (chargeWindows).
-    if (allowed && window.tokens !== true) addToBucket(counter, Math.floor(nowMs / counter.bucketMs));
+    if (allowed && count && window.tokens !== true) addToBucket(counter, Math.floor(nowMs / counter.bucketMs));
     const resetMs = msUntilBelowLimit(counter, window.limit, nowMs, window.windowMs);
     // Nothing is consumed on a rejection, so counts only fall until then: the slowest
     // window to free a slot decides when every window admits.

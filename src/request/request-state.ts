@@ -29,6 +29,8 @@ export class RequestState {
   rateLimited = false;
   /** Refused because a token budget was spent (rateLimited is set too). */
   tokenBudgetExceeded = false;
+  /** Refused because the concurrency cap's stream slots were all held (rateLimited is set too). */
+  concurrencyLimited = false;
   /** The gateway ended the request in error itself: an unexpected exception, or shutdown ending its stream. */
   endedInError = false;
   /** The stream ended after its `done` event. */

@@ -18,6 +18,7 @@ interface BenchResult {
   targets: { scenario: number; target: string; result: string }[];
   nodeRuntimes: { name: string; version: string; path: string }[];
   nodeRuntimeSummary: { rows: { target: string; node: string; throughput: { cpuUsPerReq: number | null; p99Ms: number | null }[]; fixedRate: { p99Ms: number } | null }[] };
+  redisCommandsByVariant: Record<string, { sentPerRequest: number } | null>;
 }
 
 // --node with a path (this runtime) runs one more gateway beside the default one, as
@@ -76,7 +77,9 @@ describe('npm run bench (smoke)', () => {
     expect(result.options.scenarios).toEqual([1, 2, 3, 4, 5]);
 
     const answered = (rows: { target: string }[]) => [...new Set(rows.map((r) => r.target))].sort();
-    expect(answered(result.throughput.rows)).toEqual([...TARGETS].sort());
+    // Scenario 1 also drives the default --limit-variants gateway (a token budget and a stream cap).
+    expect(answered(result.throughput.rows)).toEqual([...TARGETS, 'gateway-budgets-cap'].sort());
+    expect(result.redisCommandsByVariant['gateway-budgets-cap']?.sentPerRequest).toBeGreaterThan(0);
     for (const row of result.throughput.rows) {
       expect(row.requests, row.target).toBeGreaterThan(0);
       expect(row.errors + row.non2xx, row.target).toBe(0);

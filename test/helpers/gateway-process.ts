@@ -93,3 +93,20 @@ export async function startGatewayProcess(
     },
   };
 }
+
+/**
+ * The config of one of several gateway processes sharing a Redis (keys in Redis, its own
+ * audit files in `dir`), with agent `support` on `upstreamBaseUrl`.
+ */
+export function sharedRedisGatewayConfig(options: { redisUrl: string; prefix: string; plans: Record<string, unknown>; upstreamBaseUrl: string; dir: string; name: string }): Record<string, unknown> {
+  const { redisUrl, prefix, plans, upstreamBaseUrl, dir, name } = options;
+  return {
+    redis: { url: redisUrl, prefix, command_timeout: '2s' },
+    plans,
+    agents: { support: { upstream: upstreamBaseUrl } },
+    keys: { store: 'redis', cache_ttl: '10m' },
+    audit: { file: join(dir, `${name}-audit.jsonl`), spool: join(dir, `${name}-spool.jsonl`) },
+    log: { level: 'warn' },
+    shutdown_grace: '1s',
+  };
+}

@@ -81,6 +81,11 @@ describe('keys CLI: create --limits/--metadata, update, rotate', () => {
     const bad = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--limits', '{"windows":[{"requests":0,"per":"1m"}]}']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/limits\.windows\[0\]\.requests/);
+    const capped = await createJson('--limits', '{"concurrency":{"streams":2,"lease":"10s"}}');
+    expect(capped).toMatchObject({ limits: { concurrency: { streams: 2, lease: '10s' } } });
+    const shortLease = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--limits', '{"concurrency":{"streams":2,"lease":"100ms"}}']);
+    expect(shortLease.code).toBe(1);
+    expect(shortLease.stderr).toMatch(/limits\.concurrency\.lease/);
     const notJson = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--limits', 'lots']);
     expect([notJson.code, notJson.stderr]).toEqual([1, expect.stringMatching(/--limits "lots": expected a JSON object/)]);
   });

@@ -13,7 +13,7 @@ import { createRedisClient, type RedisClient } from '../../src/redis/redis-clien
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { chatResponse, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
-import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
+import { sharedRedisGatewayConfig, startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { countedInRedis } from '../helpers/rate-limit-counts.js';
 
@@ -32,15 +32,7 @@ let dispatcher: Agent;
 const gateways: GatewayProcess[] = [];
 
 function processConfig(name: string): Record<string, unknown> {
-  return {
-    redis: { url: redis.url, prefix: PREFIX, command_timeout: '2s' },
-    plans: PLANS,
-    agents: { support: { upstream: upstream.baseUrl } },
-    keys: { store: 'redis', cache_ttl: '10m' },
-    audit: { file: join(dir, `${name}-audit.jsonl`), spool: join(dir, `${name}-spool.jsonl`) },
-    log: { level: 'warn' },
-    shutdown_grace: '1s',
-  };
+  return sharedRedisGatewayConfig({ redisUrl: redis.url, prefix: PREFIX, plans: PLANS, upstreamBaseUrl: upstream.baseUrl, dir, name });
 }
 
 beforeAll(async () => {

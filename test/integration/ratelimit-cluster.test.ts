@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
 import type { RateWindow } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
+import { streamSlotsKey } from '../../src/ratelimit/redis-stream-slots.js';
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/redis-process.js';
 
@@ -40,7 +41,7 @@ describe('RedisRateLimiter on Redis Cluster', () => {
       nowMs += round % 4 === 3 ? 61_000 : 700;
       for (const subject of subjects) {
         const expected = memory.consumeAt(subject, WINDOWS, nowMs);
-        expect(await limiter.consume(subject, WINDOWS, { nowMs })).toEqual(expected);
+        expect(await limiter.consume(subject, WINDOWS, undefined, { nowMs })).toEqual(expected);
         if (expected.allowed) allowed += 1;
         else rejected += 1;
       }
@@ -55,6 +56,26 @@ describe('RedisRateLimiter on Redis Cluster', () => {
     expect(masters).toHaveLength(3);
     const sizes = await Promise.all(masters.map((node) => node.dbsize()));
     expect(sizes.every((size) => size > 0)).toBe(true);
+  });
+
+  it('takes, refreshes and releases stream slots in the subject\'s slot, for subjects on every master', async () => {
+    const limiter = new RedisRateLimiter({ client: cluster, prefix: PREFIX, commandTimeoutMs: 2_000 });
+    const cap = { streams: 2, leaseMs: 30_000 };
+    const subjects = Array.from({ length: 12 }, (_, i) => `account:streams-${i}`);
+    const decisions = await Promise.all(subjects.flatMap((subject) => [0, 1, 2].map(() => limiter.consume(subject, WINDOWS, cap))));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(24);
+    expect(decisions.filter((d) => d.concurrencyLimited)).toHaveLength(12);
+    const key = streamSlotsKey(PREFIX, subjects[0]!);
+    expect(await cluster.cluster('KEYSLOT', key)).toBe(await cluster.cluster('KEYSLOT', rateLimitKey(PREFIX, subjects[0]!, 'minute')));
+    // One refresh call per subject, each on its own master: every subject's expiries move on.
+    const newestExpiry = async (subject: string) => Math.max(...(await cluster.zrange(streamSlotsKey(PREFIX, subject), 0, -1, 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number));
+    const before = await Promise.all(subjects.map(newestExpiry));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    limiter.slots.refresh();
+    await waitFor('every subject refreshed', async () => (await Promise.all(subjects.map(newestExpiry))).every((expiry, i) => expiry > before[i]!));
+    for (const decision of decisions) decision.slot?.release();
+    await waitFor('every slot released', async () => (await Promise.all(subjects.map((s) => cluster.zcard(streamSlotsKey(PREFIX, s))))).every((n) => n === 0));
+    await limiter.close();
   });
 
   it("uses the cluster node's own time when no nowMs is given", async () => {

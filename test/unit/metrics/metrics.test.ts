@@ -32,6 +32,8 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_upstream_target_up: { type: 'gauge', labels: ['agent', 'target'] },
   agentgw_upstream_outstanding: { type: 'gauge', labels: ['agent', 'target'] },
   agentgw_token_budget_exceeded_total: { type: 'counter', labels: ['plan'] },
+  agentgw_concurrency_limited_total: { type: 'counter', labels: ['plan'] },
+  agentgw_stream_slots_held: { type: 'gauge', labels: [] },
 };
 
 /** Label names a metric accepts: prom-client keeps them on the metric object. */

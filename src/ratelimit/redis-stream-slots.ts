@@ -1,0 +1,165 @@
+// The stream slots this instance holds under concurrency caps, in Redis (docs/rate-limits.md
+// "Concurrency caps"). A subject's slots are one sorted set, `${prefix}streams:{subject}`
+// (the subject's hash tag, like its window keys: one slot of a Redis Cluster), member =
+// this instance's id + a sequence number, score = when the slot expires. The request
+// windows' script takes slots (sliding-window.lua.ts); this module keeps them alive and
+// gives them back:
+// - refresh: every lease/3, one call per subject holding slots, all sent in the same turn
+//   (auto-pipelined: one socket write per Redis node), never one per request;
+// - release: queued when a stream ends, and sent once per subject per event-loop turn;
+// - a holder that dies stops refreshing: its slots expire `lease` after the last refresh,
+//   and the next admission on that subject removes them (ZREMRANGEBYSCORE) before counting.
+import { randomBytes } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+import { metrics } from '../metrics/metrics.js';
+import type { StreamSlot } from './rate-limiter.js';
+
+/** `${prefix}streams:{${subject}}` — the layout docs/operations.md "Key layout" describes. */
+export function streamSlotsKey(prefix: string, subject: string): string {
+  return `${prefix}streams:{${subject}}`;
+}
+
+// Uses the server's TIME, as the admission script does, so every instance dates slots alike.
+// ARGV[1] leaseMs, ARGV[2..] members. XX: a slot already expired (or released) stays gone.
+const REFRESH_LUA = `
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+local args = { 'XX' }
+for i = 2, #ARGV do
+  args[#args + 1] = expiry
+  args[#args + 1] = ARGV[i]
+  if #args >= 1001 or i == #ARGV then
+    redis.call('ZADD', KEYS[1], unpack(args))
+    args = { 'XX' }
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+`;
+
+const REFRESH_COMMAND = 'agentgwStreamSlotsRefresh';
+
+type RefreshCall = (key: string, leaseMs: number, ...members: string[]) => Promise<unknown>;
+
+/** Below this a lease/3 refresh would be a busy loop; the config's minimum lease is 1 s. */
+const MIN_REFRESH_MS = 300;
+
+interface HeldKey {
+  leaseMs: number;
+  members: Set<string>;
+}
+
+class RedisSlot implements StreamSlot {
+  private released = false;
+
+  constructor(
+    private readonly book: RedisStreamSlots,
+    readonly key: string,
+    readonly member: string,
+  ) {}
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.book.release(this.key, this.member);
+  }
+}
+
+export class RedisStreamSlots {
+  /** Names this process's slots; a restarted instance never refreshes its predecessor's. */
+  private readonly instanceId = randomBytes(9).toString('base64url');
+  private sequence = 0;
+  private readonly refreshCall: RefreshCall;
+  private readonly client: Redis | Cluster;
+  private readonly held = new Map<string, HeldKey>();
+  private releases = new Map<string, string[]>();
+  private releaseScheduled = false;
+  private timer: NodeJS.Timeout | null = null;
+  private timerMs = 0;
+  private readonly flushReleases = (): void => {
+    this.releaseScheduled = false;
+    const releases = this.releases;
+    this.releases = new Map();
+    // Lost only if Redis fails: the slots then expire within their lease.
+    for (const [key, members] of releases) this.client.zrem(key, ...members).catch(() => undefined);
+  };
+
+  constructor(client: Redis | Cluster) {
+    this.client = client;
+    client.defineCommand(REFRESH_COMMAND, { numberOfKeys: 1, lua: REFRESH_LUA });
+    this.refreshCall = ((client as unknown as Record<string, RefreshCall>)[REFRESH_COMMAND] as RefreshCall).bind(client);
+  }
+
+  /** The members of one admission call: `${head}:${i}` for its i-th admitted request. */
+  nextMemberHead(): string {
+    this.sequence += 1;
+    return `${this.instanceId}:${this.sequence.toString(36)}`;
+  }
+
+  /** Records a slot the admission script took for this instance. */
+  hold(key: string, leaseMs: number, member: string): StreamSlot {
+    let entry = this.held.get(key);
+    if (entry === undefined) {
+      entry = { leaseMs, members: new Set() };
+      this.held.set(key, entry);
+    } else if (leaseMs < entry.leaseMs) {
+      entry.leaseMs = leaseMs;
+    }
+    entry.members.add(member);
+    metrics.streamSlotsHeld.inc();
+    this.scheduleRefresh(leaseMs);
+    return new RedisSlot(this, key, member);
+  }
+
+  /** Slots held by this instance now (tests, diagnostics). */
+  get heldCount(): number {
+    let count = 0;
+    for (const entry of this.held.values()) count += entry.members.size;
+    return count;
+  }
+
+  release(key: string, member: string): void {
+    const entry = this.held.get(key);
+    if (entry === undefined || !entry.members.delete(member)) return;
+    metrics.streamSlotsHeld.dec();
+    if (entry.members.size === 0) this.held.delete(key);
+    const queued = this.releases.get(key);
+    if (queued === undefined) this.releases.set(key, [member]);
+    else queued.push(member);
+    if (!this.releaseScheduled) {
+      this.releaseScheduled = true;
+      setImmediate(this.flushReleases);
+    }
+    if (this.held.size === 0) this.stopRefresh();
+  }
+
+  /** One call per subject holding slots, all in this turn. */
+  refresh(): void {
+    for (const [key, entry] of this.held) {
+      this.refreshCall(key, entry.leaseMs, ...entry.members).catch(() => undefined);
+    }
+  }
+
+  /** Stops refreshing; the slots still held expire within their lease (a stopping instance releases them first). */
+  close(): void {
+    this.stopRefresh();
+    if (this.releaseScheduled) this.flushReleases();
+  }
+
+  private scheduleRefresh(leaseMs: number): void {
+    const everyMs = Math.max(MIN_REFRESH_MS, Math.floor(leaseMs / 3));
+    if (this.timer !== null && this.timerMs <= everyMs) return;
+    this.stopRefresh();
+    this.timerMs = everyMs;
+    this.timer = setInterval(() => this.refresh(), everyMs);
+    this.timer.unref();
+  }
+
+  private stopRefresh(): void {
+    if (this.timer === null) return;
+    clearInterval(this.timer);
+    this.timer = null;
+    this.timerMs = 0;
+  }
+}
