@@ -1,38 +1,30 @@
-// Reads the embedded mode's usage day files (file-usage-rollup.ts) for a report.
+// Reads the embedded mode's usage files (usage-files.ts) for a report: the day files of the
+// range for which groups exist, then the day or hour files of the days read, each file once,
+// only the page's groups' lines split.
 import { readTextIfExists } from '../files.js';
-import { parseUsageDay, usageDayFile, type UsageDay } from './file-usage-rollup.js';
-import type { BucketFields } from './usage-buckets.js';
-import type { UsageBucketRef, UsageSource } from './usage-report.js';
+import type { UsageFamily, UsageSpan } from './usage-buckets.js';
+import { parseUsageFile, usageFileGroups, usageFilePath } from './usage-files.js';
+import type { UsageSource } from './usage-report.js';
 
 export class FileUsageSource implements UsageSource {
   constructor(private readonly dir: string) {}
 
-  private async readDay(day: string): Promise<UsageDay | undefined> {
-    const text = await readTextIfExists(usageDayFile(this.dir, day));
-    return text === undefined ? undefined : parseUsageDay(text);
+  async groupNames(family: UsageFamily, days: readonly string[]): Promise<Set<string>> {
+    const texts = await Promise.all(days.map((day) => readTextIfExists(usageFilePath(this.dir, day, family, 'd'))));
+    const names = new Set<string>();
+    for (const text of texts) usageFileGroups(text, names);
+    return names;
   }
 
-  async indexMembers(days: readonly string[]): Promise<Map<string, Set<string>>> {
-    const out = new Map<string, Set<string>>();
-    for (const day of days) {
-      const parsed = await this.readDay(day);
-      if (parsed) out.set(day, parsed.index);
-    }
-    return out;
-  }
-
-  async readMerged(groups: readonly (readonly UsageBucketRef[])[]): Promise<BucketFields[]> {
-    const days = new Map<string, UsageDay | undefined>();
-    const out: BucketFields[] = [];
-    for (const refs of groups) {
-      const sum: BucketFields = new Map();
-      for (const ref of refs) {
-        const day = ref.hour.slice(0, 10);
-        if (!days.has(day)) days.set(day, await this.readDay(day));
-        for (const [field, n] of days.get(day)?.buckets.get(`${ref.family}:${ref.group}:${ref.hour}`) ?? []) sum.set(field, (sum.get(field) ?? 0) + n);
-      }
-      out.push(sum);
-    }
-    return out;
+  async readGroups(family: UsageFamily, span: UsageSpan, periods: readonly string[], groups: readonly string[]): Promise<(string | null)[][]> {
+    const wanted = new Set(groups);
+    const days = [...new Set(periods.map((period) => period.slice(0, 10)))];
+    const texts = await Promise.all(days.map((day) => readTextIfExists(usageFilePath(this.dir, day, family, span))));
+    const files = new Map(days.map((day, i) => [day, parseUsageFile(texts[i], wanted)]));
+    return periods.map((period) => {
+      const lines = files.get(period.slice(0, 10))!;
+      const column = span === 'd' ? 0 : Number(period.slice(11, 13));
+      return groups.map((group) => lines.get(group)?.[column] || null);
+    });
   }
 }
