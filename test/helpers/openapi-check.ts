@@ -64,6 +64,34 @@ export class OpenApiCheck {
     if (!validate(value)) throw new Error(`${what} does not match ${this.name}.yaml ${pointer}: ${this.ajv.errorsText(validate.errors)}\n${JSON.stringify(value)}`);
   }
 
+  /** One checker per document and process: its ajv validators are compiled once, on first use. */
+  static for(name: OpenApiName): OpenApiCheck {
+    const cache = ((globalThis as { __agentgwOpenApiChecks?: Map<OpenApiName, OpenApiCheck> }).__agentgwOpenApiChecks ??= new Map());
+    let check = cache.get(name);
+    if (check === undefined) cache.set(name, (check = new OpenApiCheck(name)));
+    return check;
+  }
+
+  /** Whether the document has an operation for this path (any method). */
+  documents(path: string): boolean {
+    try {
+      this.template(path);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * An answer on a path the document does not describe (a probe of an unknown route, the
+   * listener's other endpoints): when it is a JSON error it must still be the gateway's error
+   * envelope, as the document's Error schema says.
+   */
+  checkUndocumented(method: string, path: string, answer: CheckedAnswer): void {
+    const mediaType = (answer.headers.get('content-type') ?? '').split(';')[0]!.trim();
+    if (answer.status >= 400 && mediaType === 'application/json') this.validateAt('/components/schemas/Error', answer.body, `${method} ${path} ${answer.status} body`);
+  }
+
   /** Throws unless the answer is documented and valid. */
   check(method: string, path: string, answer: CheckedAnswer): void {
     const template = this.template(path);
@@ -80,8 +108,11 @@ export class OpenApiCheck {
     const [response, responsePointer] = this.resolve(responses[key] as Json, `${operationPointer}/responses/${key}`);
     for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
       const value = answer.headers.get(name);
-      if (value === null) continue;
       const [resolved, headerPointer] = this.resolve(header as Json, `${responsePointer}/headers/${pointerPart(name)}`);
+      if (value === null) {
+        if (resolved.required === true) throw new Error(`${method} ${template} ${answer.status}: the required header ${name} is missing`);
+        continue;
+      }
       if (resolved.schema) this.validateAt(`${headerPointer}/schema`, value, `header ${name}`);
     }
     const content = response.content as Json | undefined;

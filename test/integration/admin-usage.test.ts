@@ -128,11 +128,17 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
     }
   }
 
-  async function usage(query: string): Promise<Row[]> {
+  async function usagePage(query: string): Promise<{ data: Row[]; next_cursor: string | null }> {
     const from = new Date(Date.now() - 3_600_000).toISOString();
     const answer = await admin.fetch(`${gw.adminUrl}/admin/v1/usage?from=${from}&${query}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(answer.status, answer.text).toBe(200);
-    return (answer.body as { data: Row[] }).data;
+    return answer.body as { data: Row[]; next_cursor: string | null };
+  }
+
+  async function usage(query: string): Promise<Row[]> {
+    const page = await usagePage(query);
+    expect(page.next_cursor, query).toBeNull();
+    return page.data;
   }
 
   it('equals the audit records for a known workload of JSON chats, streams, 400s and 429s', async () => {
@@ -202,6 +208,20 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
         expect(row.latency_ms.p99!, query).toBeGreaterThanOrEqual(row.latency_ms.p50!);
       }
     }
+    // Pages of one group each, followed by next_cursor, hold the whole report's rows in order.
+    const whole = await usage('group_by=key&granularity=hour');
+    const paged: Row[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const answer = await usagePage(`group_by=key&granularity=hour&limit=1${cursor === null ? '' : `&cursor=${cursor}`}`);
+      expect(new Set(answer.data.map((row) => row.group)).size).toBeLessThanOrEqual(1);
+      paged.push(...answer.data);
+      cursor = answer.next_cursor;
+      pages++;
+    } while (cursor !== null && pages < 100);
+    expect(paged).toEqual(whole);
+    expect(pages).toBe(new Set(whole.map((row) => row.group)).size);
     // Hour rows are whole hours; day rows whole days.
     for (const row of await usage('group_by=agent&granularity=hour')) expect(row.period).toMatch(/T\d\d:00:00Z$/);
     for (const row of await usage('group_by=agent&granularity=day')) expect(row.period).toMatch(/T00:00:00Z$/);
@@ -216,6 +236,9 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
       ['from=2030-01-02T00:00:00Z&to=2030-01-01T00:00:00Z', 'from'],
       ['from=2000-01-01T00:00:00Z', 'from'],
       ['group=key', 'group'],
+      ['limit=0', 'limit'],
+      ['limit=1001', 'limit'],
+      ['cursor=%2F%2F', 'cursor'],
     ] as const) {
       const answer = await admin.fetch(`${gw.adminUrl}/admin/v1/usage?${query}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       expect([answer.status, (answer.body as { error: { param?: string } }).error.param], query).toEqual([400, param]);
