@@ -95,12 +95,20 @@ export function packFields(fields: BucketFields): string {
   return out;
 }
 
-/** Adds a packed bucket's fields into `into` (nothing for an empty or absent one). */
+/**
+ * Adds a packed bucket's fields into `into` (nothing for an empty or absent one). Pairs are
+ * separated by " ", or by ";" where the Redis script appended a batch's counts to a stored
+ * bucket; a field found twice adds up.
+ */
 export function addPacked(into: BucketFields, packed: string | null | undefined): void {
   if (!packed) return;
   let at = 0;
+  // The next ";" is looked up again only once passed, so a bucket is scanned once.
+  let semicolon = packed.indexOf(';');
   while (at < packed.length) {
+    if (semicolon >= 0 && semicolon < at) semicolon = packed.indexOf(';', at);
     let end = packed.indexOf(' ', at);
+    if (end < 0 || (semicolon >= 0 && semicolon < end)) end = semicolon;
     if (end < 0) end = packed.length;
     const eq = packed.indexOf('=', at);
     if (eq > at && eq < end) {

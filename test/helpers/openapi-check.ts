@@ -11,6 +11,12 @@ import { parse as parseYaml } from 'yaml';
 
 type Json = Record<string, unknown>;
 
+/**
+ * The header the test runners (fake-upstream.ts) put on every answer: the gateway passes a
+ * runner's answer through with it, so the check knows the status and body are the runner's.
+ */
+export const RUNNER_MARKER = 'x-test-runner';
+
 export type OpenApiName = 'admin' | 'agent-chat';
 
 export interface CheckedAnswer {
@@ -103,7 +109,10 @@ export class OpenApiCheck {
     const operation = item[operationMethod] as Json | undefined;
     if (!operation) throw new Error(`${this.name}.yaml documents no ${method} ${template}`);
     const responses = operation.responses as Json;
-    const key = String(answer.status);
+    // A runner's answer passed through (the fake runners mark theirs): a 200 is the documented
+    // 200, any other status the `default` (RunnerAnswer); its headers are checked, its body is the runner's.
+    const fromRunner = this.name === 'agent-chat' && answer.headers.get(RUNNER_MARKER) !== null;
+    const key = fromRunner && answer.status !== 200 ? 'default' : String(answer.status);
     if (!(key in responses)) throw new Error(`${this.name}.yaml: ${method} ${template} does not document status ${answer.status}: ${answer.text.slice(0, 300)}`);
     const [response, responsePointer] = this.resolve(responses[key] as Json, `${operationPointer}/responses/${key}`);
     for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
@@ -116,10 +125,10 @@ export class OpenApiCheck {
       if (resolved.schema) this.validateAt(`${headerPointer}/schema`, value, `header ${name}`);
     }
     const content = response.content as Json | undefined;
-    if (content) {
+    if (content && !(fromRunner && key === 'default')) {
       const mediaType = (answer.headers.get('content-type') ?? '').split(';')[0]!.trim();
       if (!(mediaType in content)) throw new Error(`${method} ${template} ${answer.status}: content type ${mediaType} is not documented (${Object.keys(content).join(', ')})`);
-      if (mediaType === 'application/json') this.validateAt(`${responsePointer}/content/${pointerPart(mediaType)}/schema`, answer.body, `${method} ${path} ${answer.status} body`);
+      if (mediaType === 'application/json' && !fromRunner) this.validateAt(`${responsePointer}/content/${pointerPart(mediaType)}/schema`, answer.body, `${method} ${path} ${answer.status} body`);
     }
     this.seen.add(`${method} ${template} ${answer.status}`);
   }

@@ -172,8 +172,19 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
     for (;;) {
       all = (await records()).filter((r) => mine.has(r.key_id));
       if (all.length === sent) {
+        // Embedded mode writes each family's files in turn within a flush: wait for all three.
         const report = totalsOfRows(await usage('group_by=key'));
-        if ([...mine].every((id) => JSON.stringify(report.get(id)) === JSON.stringify(byKey().get(id)))) break;
+        const accounts = totalsOfRows(await usage('group_by=account'));
+        const agents = totalsOfRows(await usage('group_by=agent'));
+        const expectedAccounts = totalsOf(all, (r) => r.account);
+        const expectedAgents = totalsOf(all, (r) => r.agent);
+        if (
+          [...mine].every((id) => JSON.stringify(report.get(id)) === JSON.stringify(byKey().get(id))) &&
+          [...expectedAccounts].every(([account, t]) => (accounts.get(account)?.requests ?? 0) >= t.requests) &&
+          [...expectedAgents].every(([agent, t]) => (agents.get(agent)?.requests ?? 0) >= t.requests)
+        ) {
+          break;
+        }
       }
       if (Date.now() > deadline) break;
       await sleep(100);

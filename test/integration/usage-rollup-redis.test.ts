@@ -94,7 +94,7 @@ describe('usage rollups', () => {
             if (packed) {
               // Compacted once past 400 bytes: never longer than that plus one batch's counts.
               expect(packed.length).toBeLessThan(800);
-              const names = packed.split(' ').map((pair) => pair.split('=')[0]);
+              const names = packed.split(/[ ;]/).map((pair) => pair.split('=')[0]);
               if (new Set(names).size < names.length) appended++;
             }
           }
