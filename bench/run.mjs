@@ -83,7 +83,7 @@ async function main() {
   let env;
   try {
     log(`agent-gateway bench — ${options.quick ? 'quick' : 'full'} run, ${options.runs} run(s) per measurement, temp dir ${tmpDir}`);
-    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log });
+    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log, usageRollups: options.usageRollups });
     notes.push(...env.notes);
     results.machine = describeMachine({ repoRoot, startedAt, wrkVersion, nginx, redisVersion: env.redis.version, hardFdLimit: fdHard });
     const m = results.machine;

@@ -111,27 +111,41 @@ for (const groupBy of ['key', 'account', 'agent']) {
   }
 }
 console.log(`\n${DAYS}-day reports, first page (limit=${MAX_USAGE_LIMIT}, the largest the API allows), median of ${RUNS} runs:`);
-console.log(`  ${'shape'.padEnd(36)} ${'redis'.padStart(9)} ${'file'.padStart(9)}   rows   more pages`);
+console.log("  wall: the report's elapsed time; cpu: this process's CPU time (all threads) plus, for Redis, Redis's own time in its commands");
+console.log(`  ${'shape'.padEnd(36)} ${'redis wall'.padStart(10)} ${'cpu'.padStart(9)} ${'file wall'.padStart(10)} ${'cpu'.padStart(9)}   rows   more pages`);
 let worst = { redis: 0, file: 0 };
+const worstCpu = { redis: 0, file: 0 };
+/** Redis's own time so far in the commands a report sends (INFO commandstats), µs. */
+async function redisCommandUsec() {
+  let usec = 0;
+  for (const [, command, n] of (await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=\d+,usec=(\d+)/g)) if (command === 'hmget' || command === 'hkeys') usec += Number(n);
+  return usec;
+}
 for (const [label, query] of shapes) {
   const cells = [];
   let page;
   for (const [name, source] of Object.entries(sources)) {
     const times = [];
+    const cpu = [];
     for (let run = 0; run < RUNS; run++) {
+      const redisBefore = name === 'redis' ? await redisCommandUsec() : 0;
+      const cpuBefore = process.cpuUsage();
       started = performance.now();
       page = await usageReportPage(source, { ...query, fromMs: startMs, toMs: endMs, limit: MAX_USAGE_LIMIT });
       times.push(performance.now() - started);
+      const used = process.cpuUsage(cpuBefore);
+      cpu.push((used.user + used.system) / 1000 + (name === 'redis' ? ((await redisCommandUsec()) - redisBefore) / 1000 : 0));
     }
     const m = median(times);
     worst[name] = Math.max(worst[name], m);
-    cells.push(`${m.toFixed(1).padStart(6)} ms`);
+    worstCpu[name] = Math.max(worstCpu[name], median(cpu));
+    cells.push(`${m.toFixed(1).padStart(6)} ms ${median(cpu).toFixed(1).padStart(6)} ms`);
     if (name === 'redis') var redisRows = JSON.stringify(page.rows);
     else if (JSON.stringify(page.rows) !== redisRows) throw new Error(`${label}: the file source rows differ from Redis`);
   }
   console.log(`  ${label.padEnd(36)} ${cells.join(' ')} ${String(page.rows.length).padStart(6)}   ${page.lastGroup === null ? 'no' : 'yes'}`);
 }
-console.log(`  worst: redis ${worst.redis.toFixed(1)} ms, file ${worst.file.toFixed(1)} ms`);
+console.log(`  worst: redis ${worst.redis.toFixed(1)} ms wall, ${worstCpu.redis.toFixed(1)} ms cpu; file ${worst.file.toFixed(1)} ms wall, ${worstCpu.file.toFixed(1)} ms cpu; load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 
 // The rollup script's cost inside Redis per audit batch of 256 records, by how many keys
 // the batch holds (each key's account distinct, one agent): Redis's own time per call

@@ -4,6 +4,7 @@
 // the same way, so they compete for the two cores on equal terms.
 import { join } from 'node:path';
 import { startBenchRedis } from './bench-redis.mjs';
+import { applyConfigVariations } from './build-specs.mjs';
 import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './gateway.mjs';
 import { REQUEST_BODY } from './load-tools.mjs';
 import { startNginx } from './nginx.mjs';
@@ -33,7 +34,7 @@ function nodeProgram(name, script, args, { tmpDir, fdLimit }) {
 /**
  * @returns {Promise<{ redis, stub, gateway, targets: object[], notes: string[], startGateway: (opts?) => Promise<object> }>}
  */
-export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log }) {
+export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log, usageRollups = true }) {
   const notes = [];
   const ref = (name) => join(repoRoot, 'bench', 'reference', name);
 
@@ -47,6 +48,7 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
 
   const prefix = `agentgw-bench-${process.pid}:`;
   const configPath = writeGatewayConfig({ tmpDir, redisUrl: redis.url, prefix, stubUrl, heartbeat });
+  if (usageRollups === false) applyConfigVariations(configPath, ['no-usage-rollups']);
   const key = await createBenchKey({ repoRoot, configPath });
   const gatewayHeaders = { authorization: `Bearer ${key.rawKey}` };
   const startGateway = (opts = {}) => startGatewayProcess({ repoRoot, configPath, redisUrl: redis.url, tmpDir, fdLimit, ...opts });

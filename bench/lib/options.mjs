@@ -16,6 +16,7 @@ export const USAGE = `npm run bench -- [flags]
   --profile               also run the gateway once under --cpu-prof (scenario 1 load) and
                           summarise where its CPU time goes
   --no-wrk, --no-nginx    skip wrk / the nginx reference even when installed
+  --no-usage-rollups      run the gateway with audit.usage_rollups: false (an A/B of the rollup's cost)
   --out PATH              result file (default bench/results/<date>.json, -2, -3… if taken)
   --markdown              also print the tables as Markdown (for docs/performance.md)
   --keep-tmp              keep the temp dir (configs, gateway log, profiles) after the run
@@ -50,7 +51,7 @@ function fail(message) {
   throw new Error(`${message}\n\n${USAGE}`);
 }
 
-const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'markdown', 'keep-tmp', 'help']);
+const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'no-usage-rollups', 'markdown', 'keep-tmp', 'help']);
 const VALUED = new Set(['scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s']);
 
 export function parseOptions(argv) {
@@ -98,6 +99,7 @@ export function parseOptions(argv) {
     idleHoldS: number('idle-hold-s', base.idleHoldS, 1),
     profile: flags.has('profile'),
     wrk: !flags.has('no-wrk'),
+    usageRollups: !flags.has('no-usage-rollups'),
     nginx: !flags.has('no-nginx'),
     out: flags.get('out') ?? null,
     markdown: flags.has('markdown'),

@@ -3,8 +3,8 @@
 // `audit.usage_dir`:
 //   usage-2026-01-31.key.d.tsv    a line per group: "<group>\t<packed day bucket>"
 //   usage-2026-01-31.key.h.tsv    a line per group: "<group>\t<hour 00>\t…\t<hour 23>" (empty: none)
-// Lines, not JSON: a report that wants a few groups finds their lines without parsing the
-// others (group names hold no whitespace: usableRecord).
+// Lines, not JSON: a report that wants a few groups reads only their lines (the reader
+// indexes where each line is; group names hold no whitespace: usableRecord).
 import { join } from 'node:path';
 import type { UsageFamily, UsageSpan } from './usage-buckets.js';
 
@@ -20,11 +20,8 @@ export function usageFileColumns(span: UsageSpan): number {
   return span === 'd' ? 1 : 24;
 }
 
-/**
- * A file's lines as group → columns, only for `wanted` groups when given (the other lines
- * are stepped over, not split).
- */
-export function parseUsageFile(text: string | undefined, wanted?: ReadonlySet<string>): Map<string, string[]> {
+/** A file's lines as group → columns. */
+export function parseUsageFile(text: string | undefined): Map<string, string[]> {
   const out = new Map<string, string[]>();
   if (text === undefined) return out;
   let at = 0;
@@ -32,26 +29,10 @@ export function parseUsageFile(text: string | undefined, wanted?: ReadonlySet<st
     let end = text.indexOf('\n', at);
     if (end < 0) end = text.length;
     const tab = text.indexOf('\t', at);
-    if (tab > at && tab < end) {
-      const group = text.slice(at, tab);
-      if (wanted === undefined || wanted.has(group)) out.set(group, text.slice(tab + 1, end).split('\t'));
-    }
+    if (tab > at && tab < end) out.set(text.slice(at, tab), text.slice(tab + 1, end).split('\t'));
     at = end + 1;
   }
   return out;
-}
-
-/** The group names of a file (its lines' first column). */
-export function usageFileGroups(text: string | undefined, into: Set<string>): void {
-  if (text === undefined) return;
-  let at = 0;
-  while (at < text.length) {
-    let end = text.indexOf('\n', at);
-    if (end < 0) end = text.length;
-    const tab = text.indexOf('\t', at);
-    if (tab > at && tab < end) into.add(text.slice(at, tab));
-    at = end + 1;
-  }
 }
 
 export function serializeUsageFile(lines: ReadonlyMap<string, readonly string[]>): string {
