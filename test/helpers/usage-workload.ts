@@ -56,3 +56,16 @@ export function workloadTotals(records: readonly AuditRecord[], by: 'key' | 'acc
   }
   return out;
 }
+
+/** A report's rows added up per group (over their periods). */
+export function totalsOfRows(rows: readonly { group: string; requests: number; tokens: number; errors: Record<string, number> }[]): Map<string, WorkloadTotals> {
+  const out = new Map<string, WorkloadTotals>();
+  for (const row of rows) {
+    const t = out.get(row.group) ?? { requests: 0, tokens: 0, errors: {} };
+    t.requests += row.requests;
+    t.tokens += row.tokens;
+    for (const [outcome, n] of Object.entries(row.errors)) t.errors[outcome] = (t.errors[outcome] ?? 0) + n;
+    out.set(row.group, t);
+  }
+  return out;
+}

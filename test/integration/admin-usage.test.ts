@@ -14,6 +14,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { OpenApiCheck } from '../helpers/openapi-check.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { totalsOfRows } from '../helpers/usage-workload.js';
 
 const ADMIN_TOKEN = `adm-${randomUUID()}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -78,18 +79,6 @@ interface Row extends Totals {
   group: string;
   period: string;
   latency_ms: { p50: number | null; p99: number | null };
-}
-
-function totalsOfRows(rows: readonly Row[]): Map<string, Totals> {
-  const out = new Map<string, Totals>();
-  for (const row of rows) {
-    const t = out.get(row.group) ?? { requests: 0, tokens: 0, errors: {} };
-    t.requests += row.requests;
-    t.tokens += row.tokens;
-    for (const [outcome, n] of Object.entries(row.errors)) t.errors[outcome] = (t.errors[outcome] ?? 0) + n;
-    out.set(row.group, t);
-  }
-  return out;
 }
 
 describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) => {

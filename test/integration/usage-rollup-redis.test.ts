@@ -19,7 +19,7 @@ import { usageReport, type UsageQuery } from '../../src/audit/usage-report.js';
 import { silentLogger } from '../../src/logger.js';
 import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { WORKLOAD_DAYS, workloadRecords, workloadTotals } from '../helpers/usage-workload.js';
+import { totalsOfRows, WORKLOAD_DAYS, workloadRecords, workloadTotals } from '../helpers/usage-workload.js';
 
 let redis: TestRedis;
 let client: RedisClient;
@@ -112,14 +112,7 @@ describe('usage rollups', () => {
           const q: UsageQuery = { groupBy, granularity, ...from, ...filter };
           const rows = await usageReport(redisSource, q);
           expect(rows, JSON.stringify(q)).toEqual(await usageReport(fileSource, q));
-          const totals = new Map<string, { requests: number; tokens: number; errors: Record<string, number> }>();
-          for (const row of rows) {
-            const t = totals.get(row.group) ?? { requests: 0, tokens: 0, errors: {} };
-            t.requests += row.requests;
-            t.tokens += row.tokens;
-            for (const [outcome, n] of Object.entries(row.errors)) t.errors[outcome] = (t.errors[outcome] ?? 0) + n;
-            totals.set(row.group, t);
-          }
+          const totals = totalsOfRows(rows);
           const f = filter as { keyId?: string; account?: string; agent?: string };
           const expected = workloadTotals(records, groupBy, (r) => (f.keyId === undefined || r.key_id === f.keyId) && (f.account === undefined || r.account === f.account) && (f.agent === undefined || r.agent === f.agent));
           expect(totals, JSON.stringify(q)).toEqual(expected);
