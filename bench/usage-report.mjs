@@ -10,7 +10,9 @@
 // Not part of `npm run bench`.
 //
 //   npm run build && node bench/usage-report.mjs [--keys 1000] [--accounts 100] [--days 30]
-//     [--per-hour 3] [--runs 5] [--compare /work/base/dist]
+//     [--per-hour 3] [--runs 5] [--compare /work/base/dist] [--writers]
+// Without --writers the buckets are written directly in both layouts (the same counts, in
+// seconds instead of many minutes); with it, through the real writers as described above.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +29,7 @@ const { values } = parseArgs({
     'per-hour': { type: 'string', default: '3' },
     runs: { type: 'string', default: '5' },
     compare: { type: 'string' },
+    writers: { type: 'boolean', default: false },
   },
 });
 const KEYS = Number(values.keys);
@@ -47,6 +50,9 @@ const { RedisStreamAuditSink } = await import(dist('audit/redis-stream-audit-sin
 const { auditAppendWithUsageLua } = await import(dist('audit/usage-rollup.lua.js'));
 const { toAuditLine } = await import(dist('audit/audit-record.js'));
 const { MAX_USAGE_LIMIT } = await import(dist('admin/admin-usage.js'));
+const { packFields, USAGE_HASH_MARKER } = await import(dist('audit/usage-buckets.js'));
+const { serializeUsageFile, usageFilePath } = await import(dist('audit/usage-files.js'));
+const { usageHashKey } = await import(dist('audit/redis-usage-source.js'));
 
 // Always a server of its own: this writes millions of fields.
 delete process.env.REDIS_URL;
@@ -72,23 +78,91 @@ function record(k, t, i, n) {
 }
 
 let started = performance.now();
-const sink = new RedisStreamAuditSink({ redis, streamKey: STREAM, maxLen: 1_000, commandTimeoutMs: 60_000, usage: { keyPrefix: PREFIX, retentionSeconds: 90 * 86_400 } });
-const rollup = new FileUsageRollup({ dir: usageDir, retentionMs: 90 * 86_400_000, logger: silent, flushIntervalMs: 3_600_000, now: () => endMs });
-await import('node:fs/promises').then(({ mkdir }) => mkdir(usageDir, { recursive: true }));
 let n = 0;
 let fileMs = 0;
-for (let t = startMs; t < endMs; t += 3_600_000) {
-  const lines = [];
-  for (let i = 0; i < PER_HOUR; i++) for (let k = 0; k < KEYS; k++) lines.push(toAuditLine(record(k, t, i, n++)));
-  const writes = [];
-  for (let from = 0; from < lines.length; from += 256) writes.push(sink.write(lines.slice(from, from + 256)));
-  await Promise.all(writes);
-  const fileStarted = performance.now();
-  for (let from = 0; from < lines.length; from += 256) rollup.add(lines.slice(from, from + 256));
-  if ((t + 3_600_000) % 86_400_000 === 0 || t + 3_600_000 >= endMs) await rollup.flush();
-  fileMs += performance.now() - fileStarted;
+if (values.writers) {
+  const sink = new RedisStreamAuditSink({ redis, streamKey: STREAM, maxLen: 1_000, commandTimeoutMs: 60_000, usage: { keyPrefix: PREFIX, retentionSeconds: 90 * 86_400 } });
+  const rollup = new FileUsageRollup({ dir: usageDir, retentionMs: 90 * 86_400_000, logger: silent, flushIntervalMs: 3_600_000, now: () => endMs });
+  await import('node:fs/promises').then(({ mkdir }) => mkdir(usageDir, { recursive: true }));
+  for (let t = startMs; t < endMs; t += 3_600_000) {
+    const lines = [];
+    for (let i = 0; i < PER_HOUR; i++) for (let k = 0; k < KEYS; k++) lines.push(toAuditLine(record(k, t, i, n++)));
+    const writes = [];
+    for (let from = 0; from < lines.length; from += 256) writes.push(sink.write(lines.slice(from, from + 256)));
+    await Promise.all(writes);
+    const fileStarted = performance.now();
+    for (let from = 0; from < lines.length; from += 256) rollup.add(lines.slice(from, from + 256));
+    if ((t + 3_600_000) % 86_400_000 === 0 || t + 3_600_000 >= endMs) await rollup.flush();
+    fileMs += performance.now() - fileStarted;
+  }
+  await rollup.close();
+} else {
+  // Synthetic buckets in both layouts, the same counts the writers would make for PER_HOUR
+  // records a key an hour (the writers' agreement is tested in usage-rollup-redis.test.ts).
+  const { mkdir, writeFile } = await import('node:fs/promises');
+  await mkdir(usageDir, { recursive: true });
+  const families = { key: keyId, account: accountOf, agent: agentOf, tuple: (k) => `${keyId(k)} ${accountOf(k)} ${agentOf(k)}` };
+  const dayBuckets = new Map(); // family → group → fields, for the current day
+  const hourLines = new Map(); // family → group → 24 packed
+  let pipeline = redis.pipeline();
+  for (let t = startMs; t < endMs; t += 3_600_000) {
+    const hour = new Date(t).toISOString().slice(0, 13);
+    const day = hour.slice(0, 10);
+    const hourBuckets = new Map();
+    for (let k = 0; k < KEYS; k++) {
+      const fields = new Map();
+      for (let i = 0; i < PER_HOUR; i++) {
+        const r = record(k, t, i, n++);
+        fields.set('requests', (fields.get('requests') ?? 0) + 1);
+        fields.set('tokens', (fields.get('tokens') ?? 0) + r.tokens_used);
+        if (r.outcome !== 'ok') fields.set(`e:${r.outcome}`, (fields.get(`e:${r.outcome}`) ?? 0) + 1);
+        const li = Math.min(80, Math.ceil((4 * Math.log(r.latency_ms)) / Math.log(2) - 1e-9));
+        fields.set(`l:${li}`, (fields.get(`l:${li}`) ?? 0) + 1);
+      }
+      for (const [family, groupOf] of Object.entries(families)) {
+        for (const into of [hourBuckets, dayBuckets]) {
+          let groups = into.get(family);
+          if (groups === undefined) into.set(family, (groups = new Map()));
+          const group = groupOf(k);
+          const sum = groups.get(group) ?? new Map();
+          for (const [f, c] of fields) sum.set(f, (sum.get(f) ?? 0) + c);
+          groups.set(group, sum);
+        }
+      }
+    }
+    for (const [family, groups] of hourBuckets) {
+      const args = ['#', USAGE_HASH_MARKER];
+      let lines = hourLines.get(family);
+      if (lines === undefined) hourLines.set(family, (lines = new Map()));
+      for (const [group, fields] of groups) {
+        args.push(group, packFields(fields));
+        const columns = lines.get(group) ?? new Array(24).fill('');
+        columns[Number(hour.slice(11, 13))] = packFields(fields);
+        lines.set(group, columns);
+      }
+      pipeline.hset(usageHashKey(PREFIX, 'h', family, hour), ...args);
+    }
+    await pipeline.exec();
+    pipeline = redis.pipeline();
+    if (hour.endsWith('T23') || t + 3_600_000 >= endMs) {
+      for (const [family, groups] of dayBuckets) {
+        const args = ['#', USAGE_HASH_MARKER];
+        const lines = new Map();
+        for (const [group, fields] of groups) {
+          args.push(group, packFields(fields));
+          lines.set(group, [packFields(fields)]);
+        }
+        pipeline.hset(usageHashKey(PREFIX, 'd', family, day), ...args);
+        await writeFile(usageFilePath(usageDir, day, family, 'd'), serializeUsageFile(lines));
+        await writeFile(usageFilePath(usageDir, day, family, 'h'), serializeUsageFile(hourLines.get(family)));
+      }
+      await pipeline.exec();
+      pipeline = redis.pipeline();
+      dayBuckets.clear();
+      hourLines.clear();
+    }
+  }
 }
-await rollup.close();
 const memory = /used_memory_human:(\S+)/.exec(await redis.info('memory'))?.[1];
 const redisKeys = await redis.dbsize();
 const { readdirSync, statSync } = await import('node:fs');
@@ -111,15 +185,14 @@ for (const groupBy of ['key', 'account', 'agent']) {
   }
 }
 console.log(`\n${DAYS}-day reports, first page (limit=${MAX_USAGE_LIMIT}, the largest the API allows), median of ${RUNS} runs:`);
-console.log("  wall: the report's elapsed time; cpu: this process's CPU time (all threads) plus, for Redis, Redis's own time in its commands");
+console.log("  wall: the report's elapsed time; cpu: this process's CPU time (all threads) plus, for Redis, the Redis process's CPU time");
 console.log(`  ${'shape'.padEnd(36)} ${'redis wall'.padStart(10)} ${'cpu'.padStart(9)} ${'file wall'.padStart(10)} ${'cpu'.padStart(9)}   rows   more pages`);
 let worst = { redis: 0, file: 0 };
 const worstCpu = { redis: 0, file: 0 };
-/** Redis's own time so far in the commands a report sends (INFO commandstats), µs. */
-async function redisCommandUsec() {
-  let usec = 0;
-  for (const [, command, n] of (await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=\d+,usec=(\d+)/g)) if (command === 'hmget' || command === 'hkeys') usec += Number(n);
-  return usec;
+/** The Redis process's CPU time so far (INFO cpu, user + system), µs: unlike commandstats' usec it does not grow while the process waits for a core. */
+async function redisCpuUsec() {
+  const info = await redis.info('cpu');
+  return Math.round((Number(/used_cpu_user:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)[1])) * 1e6);
 }
 for (const [label, query] of shapes) {
   const cells = [];
@@ -128,13 +201,13 @@ for (const [label, query] of shapes) {
     const times = [];
     const cpu = [];
     for (let run = 0; run < RUNS; run++) {
-      const redisBefore = name === 'redis' ? await redisCommandUsec() : 0;
+      const redisBefore = name === 'redis' ? await redisCpuUsec() : 0;
       const cpuBefore = process.cpuUsage();
       started = performance.now();
       page = await usageReportPage(source, { ...query, fromMs: startMs, toMs: endMs, limit: MAX_USAGE_LIMIT });
       times.push(performance.now() - started);
       const used = process.cpuUsage(cpuBefore);
-      cpu.push((used.user + used.system) / 1000 + (name === 'redis' ? ((await redisCommandUsec()) - redisBefore) / 1000 : 0));
+      cpu.push((used.user + used.system) / 1000 + (name === 'redis' ? ((await redisCpuUsec()) - redisBefore) / 1000 : 0));
     }
     const m = median(times);
     worst[name] = Math.max(worst[name], m);
@@ -156,14 +229,16 @@ redis.defineCommand('appendPlain', { lua: 'for i = 2, #ARGV do redis.call("XADD"
 for (const [name, lua] of scripts) redis.defineCommand(`append_${name}`, { lua });
 const timeKind = async (call) => {
   await redis.config('RESETSTAT');
+  const cpuBefore = await redisCpuUsec();
   for (let i = 0; i < 200; i++) await call();
+  const cpuUs = ((await redisCpuUsec()) - cpuBefore) / 200;
   const stats = await redis.info('commandstats');
   const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(stats);
   let commands = 0;
   for (const [, command, calls] of stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) if (!['evalsha', 'config', 'info'].includes(command)) commands += Number(calls);
-  return { us: Number(m[2]) / Number(m[1]), commandsPerBatch: commands / Number(m[1]) };
+  return { us: cpuUs, wallUs: Number(m[2]) / Number(m[1]), commandsPerBatch: commands / Number(m[1]) };
 };
-console.log('\naudit batch of 256 records within one hour, inside Redis per batch (µs; commands the script ran):');
+console.log('\naudit batch of 256 records within one hour, Redis CPU time per batch (µs, INFO cpu over 200 batches; commands the script ran):');
 for (const keysInBatch of [1, 10, 50, 256]) {
   const lines = Array.from({ length: 256 }, (_, i) => toAuditLine({ ...record(i % keysInBatch, endMs, 0, i), account: `batch-account-${i % keysInBatch}`, ts: new Date(endMs + 1000 + i).toISOString() }));
   const plain = await timeKind(() => redis.appendPlain(1, 'bench:stream:plain', 100000, ...lines));
