@@ -45,7 +45,7 @@ export interface UsagePage {
 }
 
 /** A page holds at most this many rows' worth of groups (groups × periods of the range). */
-export const MAX_PAGE_ROWS = 10_000;
+export const MAX_PAGE_ROWS = 2_000;
 
 /**
  * Where rollups are read from: Redis hashes, or the embedded mode's files. A period is

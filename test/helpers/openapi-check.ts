@@ -90,12 +90,12 @@ export class OpenApiCheck {
 
   /**
    * An answer on a path the document does not describe (a probe of an unknown route, the
-   * listener's other endpoints): when it is a JSON error it must still be the gateway's error
-   * envelope, as the document's Error schema says.
+   * listener's own endpoints such as /readyz): a 404 or 405 in JSON is the gateway saying
+   * "no such route", so it must be its error envelope, as the document's Error schema says.
    */
   checkUndocumented(method: string, path: string, answer: CheckedAnswer): void {
     const mediaType = (answer.headers.get('content-type') ?? '').split(';')[0]!.trim();
-    if (answer.status >= 400 && mediaType === 'application/json') this.validateAt('/components/schemas/Error', answer.body, `${method} ${path} ${answer.status} body`);
+    if ((answer.status === 404 || answer.status === 405) && mediaType === 'application/json') this.validateAt('/components/schemas/Error', answer.body, `${method} ${path} ${answer.status} body`);
   }
 
   /** Throws unless the answer is documented and valid. */
