@@ -20,6 +20,7 @@ const state = globalThis as { __agentgwOpenApiAnswers?: Registry };
 /** Checks every answer from `baseUrl`'s origin against the named document until `unregister`. */
 export function checkAnswersFrom(baseUrl: string, name: OpenApiName): () => void {
   const registry = install();
+  OpenApiCheck.for(name); // compiles its validators now, not during the test's first request
   const origin = new URL(baseUrl).origin;
   const entry = { name };
   registry.listeners.set(origin, entry);

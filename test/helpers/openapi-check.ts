@@ -70,12 +70,37 @@ export class OpenApiCheck {
     if (!validate(value)) throw new Error(`${what} does not match ${this.name}.yaml ${pointer}: ${this.ajv.errorsText(validate.errors)}\n${JSON.stringify(value)}`);
   }
 
-  /** One checker per document and process: its ajv validators are compiled once, on first use. */
+  /**
+   * One checker per document and process, its ajv validators all compiled up front: compiling
+   * on first use would stall a test's first request by the compile time (under load, long
+   * enough to push a timed sequence of requests across a rate-limit window).
+   */
   static for(name: OpenApiName): OpenApiCheck {
     const cache = ((globalThis as { __agentgwOpenApiChecks?: Map<OpenApiName, OpenApiCheck> }).__agentgwOpenApiChecks ??= new Map());
     let check = cache.get(name);
-    if (check === undefined) cache.set(name, (check = new OpenApiCheck(name)));
+    if (check === undefined) {
+      cache.set(name, (check = new OpenApiCheck(name)));
+      check.compileAll();
+    }
     return check;
+  }
+
+  /** Compiles the validator of every response body and header the document describes. */
+  compileAll(): void {
+    this.ajv.getSchema(`${this.id}#/components/schemas/Error`);
+    for (const [template, item] of Object.entries(this.document.paths as Record<string, Json>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (method === 'parameters') continue;
+        for (const [status, ref] of Object.entries(((operation as Json).responses ?? {}) as Json)) {
+          const [response, pointer] = this.resolve(ref as Json, `/paths/${pointerPart(template)}/${method}/responses/${status}`);
+          if ((response.content as Json | undefined)?.['application/json']) this.ajv.getSchema(`${this.id}#${pointer}/content/application~1json/schema`);
+          for (const [header, headerRef] of Object.entries((response.headers ?? {}) as Json)) {
+            const [resolved, headerPointer] = this.resolve(headerRef as Json, `${pointer}/headers/${pointerPart(header)}`);
+            if (resolved.schema) this.ajv.getSchema(`${this.id}#${headerPointer}/schema`);
+          }
+        }
+      }
+    }
   }
 
   /** Whether the document has an operation for this path (any method). */
