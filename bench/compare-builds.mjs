@@ -10,7 +10,7 @@
 //
 // A build is name=root[:variation...]; variations change its config only: no-limits (plan
 // without windows), no-request-log (log.level warn), log-devnull (log lines to /dev/null),
-// no-audit-stream, no-lease, pool-128 (agents.bench.max_connections: 128); a variation
+// no-audit-stream, no-usage-rollups (audit.usage_rollups: false), no-lease, pool-128 (agents.bench.max_connections: 128); a variation
 // starting with `--` is a node flag for that build's process instead.
 // Flags: --rounds N (6), --duration-s N (4), --connections N (32, wrk -t1),
 // --rate N (fixed-rate latency instead of wrk throughput), --streams (scenario 3's per-event

@@ -96,7 +96,7 @@ async function main() {
       notes.push(`--node: ${runtimes.length} more gateway(s) ran beside the default one; scenario 5 reads Redis over all of them.`);
       results.nodeRuntimes = runtimes;
     }
-    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log, runtimes, limitVariants: options.scenarios.has(1) || options.scenarios.has(5) ? options.limitVariants : [] });
+    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log, runtimes, usageRollups: options.usageRollups, limitVariants: options.scenarios.has(1) || options.scenarios.has(5) ? options.limitVariants : [] });
     notes.push(...env.notes);
     results.machine = describeMachine({ repoRoot, startedAt, wrkVersion, nginx, redisVersion: env.redis.version, hardFdLimit: fdHard });
     const m = results.machine;

@@ -43,7 +43,7 @@ function nodeProgram(name, script, args, { tmpDir, fdLimit }) {
  *   gateway per runtime, same Redis, key and stub, its own config dir (log, spool)
  * @returns {Promise<{ redis, stub, gateway, targets: object[], notes: string[], startGateway: (opts?) => Promise<object> }>}
  */
-export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log, runtimes = [], limitVariants = [] }) {
+export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log, runtimes = [], limitVariants = [], usageRollups = true }) {
   const notes = [];
   const ref = (name) => join(repoRoot, 'bench', 'reference', name);
 
@@ -57,6 +57,7 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
 
   const prefix = `agentgw-bench-${process.pid}:`;
   const configPath = writeGatewayConfig({ tmpDir, redisUrl: redis.url, prefix, stubUrl, heartbeat });
+  if (usageRollups === false) applyConfigVariations(configPath, ['no-usage-rollups']);
   const key = await createBenchKey({ repoRoot, configPath });
   const gatewayHeaders = { authorization: `Bearer ${key.rawKey}` };
   const startGateway = (opts = {}) => startGatewayProcess({ repoRoot, configPath, redisUrl: redis.url, tmpDir, fdLimit, ...opts });

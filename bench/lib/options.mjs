@@ -25,6 +25,7 @@ export const USAGE = `npm run bench -- [flags]
                           same rounds (default budgets-cap: a token budget and a stream cap;
                           "none" for no extra target)
   --no-wrk, --no-nginx    skip wrk / the nginx reference even when installed
+  --no-usage-rollups      run the gateway with audit.usage_rollups: false (an A/B of the rollup's cost)
   --out PATH              result file (default bench/results/<date>.json, -2, -3… if taken)
   --markdown              also print the tables as Markdown (for docs/performance.md)
   --keep-tmp              keep the temp dir (configs, gateway log, profiles) after the run
@@ -59,7 +60,7 @@ function fail(message) {
   throw new Error(`${message}\n\n${USAGE}`);
 }
 
-const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'markdown', 'keep-tmp', 'help']);
+const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'no-usage-rollups', 'markdown', 'keep-tmp', 'help']);
 const VALUED = new Set(['limit-variants', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s', 'node']);
 
 const LIMIT_VARIANTS = new Set(['budgets', 'budgets-cap', 'no-lease', 'no-limits']);
@@ -124,6 +125,7 @@ export function parseOptions(argv) {
     limitVariants: limitVariants(flags.get('limit-variants')),
     profile: flags.has('profile'),
     wrk: !flags.has('no-wrk'),
+    usageRollups: !flags.has('no-usage-rollups'),
     nginx: !flags.has('no-nginx'),
     out: flags.get('out') ?? null,
     markdown: flags.has('markdown'),

@@ -1,6 +1,7 @@
-// GET /admin/v1/usage (docs/admin-api.md "Usage"): a report over the hourly rollups.
+// GET /admin/v1/usage (docs/admin-api.md "Usage"): a report over the rollups, a page of
+// groups at a time (usage-report.ts says how big a page is).
 import { z } from 'zod';
-import { usageReport } from '../audit/usage-report.js';
+import { usageReportPage } from '../audit/usage-report.js';
 import { GatewayError } from '../errors.js';
 import type { AdminExchange } from './admin-context.js';
 import { sendJson } from './admin-context.js';
@@ -9,6 +10,9 @@ import { queryObject, validate } from './admin-request-body.js';
 const DAY_MS = 86_400_000;
 /** Without `from`, a report covers this long before `to`. */
 export const DEFAULT_USAGE_RANGE_MS = 7 * DAY_MS;
+/** Groups per page unless `limit` says otherwise, and the most `limit` may ask. */
+export const DEFAULT_USAGE_LIMIT = 100;
+export const MAX_USAGE_LIMIT = 1_000;
 
 const isoTime = z.string().refine((text) => /^\d{4}-\d\d-\d\dT/.test(text) && !Number.isNaN(Date.parse(text)), { message: 'expected an ISO 8601 time such as 2026-01-31T00:00:00Z' });
 
@@ -20,7 +24,25 @@ export const usageQuery = z.strictObject({
   key_id: z.string().optional(),
   account: z.string().optional(),
   agent: z.string().optional(),
+  limit: z
+    .string()
+    .regex(/^\d{1,4}$/, 'a whole number')
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= MAX_USAGE_LIMIT, { message: `between 1 and ${MAX_USAGE_LIMIT}` })
+    .optional(),
+  cursor: z.string().optional(),
 });
+
+/** The cursor is the page's last group, base64url: opaque to clients, any group name survives a URL. */
+function encodeCursor(group: string): string {
+  return Buffer.from(group, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  const group = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (group === '' || encodeCursor(group) !== cursor) throw new GatewayError('invalid_request', { param: 'cursor', message: 'cursor: not a next_cursor this API returned' });
+  return group;
+}
 
 export async function getUsage(x: AdminExchange): Promise<void> {
   const q = validate(usageQuery, queryObject(x.url.searchParams));
@@ -32,7 +54,8 @@ export async function getUsage(x: AdminExchange): Promise<void> {
   if (toMs - fromMs > retentionMs + DAY_MS) {
     throw new GatewayError('invalid_request', { param: 'from', message: `from: the range may span at most the usage retention (${Math.round(retentionMs / DAY_MS)} days)` });
   }
-  const rows = await usageReport(x.deps.usage, {
+  const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+  const page = await usageReportPage(x.deps.usage, {
     groupBy: q.group_by,
     granularity: q.granularity,
     fromMs,
@@ -40,12 +63,15 @@ export async function getUsage(x: AdminExchange): Promise<void> {
     keyId: q.key_id,
     account: q.account,
     agent: q.agent,
+    limit: q.limit ?? DEFAULT_USAGE_LIMIT,
+    after,
   });
   sendJson(x.res, 200, {
     group_by: q.group_by,
     granularity: q.granularity,
     from: new Date(Math.floor(fromMs / 3_600_000) * 3_600_000).toISOString(),
     to: new Date(Math.ceil(toMs / 3_600_000) * 3_600_000).toISOString(),
-    data: rows,
+    data: page.rows,
+    next_cursor: page.lastGroup === null ? null : encodeCursor(page.lastGroup),
   });
 }

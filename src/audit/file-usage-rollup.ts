@@ -1,52 +1,26 @@
-// Usage rollups in embedded mode (no Redis stream): the same hourly buckets as the Redis
-// script (usage-buckets.ts), kept in one JSON file per day, `usage-YYYY-MM-DD.json` under
-// `audit.usage_dir`:
-//   {"version": 1, "buckets": {"<family>:<group>:<hour>": {"<field>": n, ...}}, "index": ["key\taccount\tagent", ...]}
-// It rides the audit file sink (UsageRollupSink): a batch the sink has written is counted
-// into memory, and every flushIntervalMs the counts are added to the day files under the
-// file lock (several processes may share the directory). Off the request path; a crash
-// loses at most the counts of the last interval (the audit file itself keeps every record).
+// Usage rollups in embedded mode (no Redis stream): the same period buckets as the Redis
+// script (usage-buckets.ts), kept in line files per day, family and span under
+// `audit.usage_dir` (usage-files.ts). It rides the audit file sink (UsageRollupSink): a
+// batch the sink has written is counted into memory, and every flushIntervalMs the counts
+// are added to the files under the file lock (several processes may share the directory).
+// Off the request path; a crash loses at most the counts of the last interval (the audit
+// file itself keeps every record).
 import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
 import type { Logger } from '../logger.js';
 import type { AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
-import { addTo, groupsOf, hourOf, indexMember, latencyBucket, parseRollupRecord, type BucketFields, type RollupRecord } from './usage-buckets.js';
+import { addPacked, addTo, groupsOf, hourOf, latencyBucket, packFields, parseRollupRecord, tupleGroup, usableRecord, USAGE_SPANS, type BucketFields, type RollupRecord } from './usage-buckets.js';
+import { parseUsageFile, serializeUsageFile, USAGE_FILE, usageFileColumns, usageFilePath } from './usage-files.js';
 
-const DAY_FILE = /^usage-(\d{4}-\d\d-\d\d)\.json$/;
 const DAY_MS = 86_400_000;
-
-export function usageDayFile(dir: string, day: string): string {
-  return join(dir, `usage-${day}.json`);
-}
-
-export interface UsageDay {
-  buckets: Map<string, BucketFields>;
-  index: Set<string>;
-}
-
-export function parseUsageDay(text: string | undefined): UsageDay {
-  const day: UsageDay = { buckets: new Map(), index: new Set() };
-  if (text === undefined || text.trim() === '') return day;
-  const document = JSON.parse(text) as { version?: unknown; buckets?: Record<string, Record<string, number>>; index?: string[] };
-  if (document.version !== 1) throw new Error(`unsupported usage file version ${JSON.stringify(document.version)}`);
-  for (const [id, fields] of Object.entries(document.buckets ?? {})) day.buckets.set(id, new Map(Object.entries(fields)));
-  for (const member of document.index ?? []) day.index.add(member);
-  return day;
-}
-
-function serializeUsageDay(day: UsageDay): string {
-  const buckets: Record<string, Record<string, number>> = {};
-  for (const [id, fields] of day.buckets) buckets[id] = Object.fromEntries(fields);
-  return `${JSON.stringify({ version: 1, buckets, index: [...day.index] })}\n`;
-}
 
 export interface FileUsageRollupOptions {
   dir: string;
   retentionMs: number;
   logger: Logger;
-  /** How often counted batches are added to the day files (default 1 s). */
+  /** How often counted batches are added to the files (default 1 s). */
   flushIntervalMs?: number;
   now?: () => number;
 }
@@ -57,22 +31,30 @@ interface TupleCounts {
   fields: BucketFields;
 }
 
+/** Counts waiting for one file: group → per column (hour, or the day's one) its fields. */
+type PendingFile = Map<string, (BucketFields | undefined)[]>;
+
+function addFields(into: BucketFields, from: BucketFields): void {
+  for (const [field, n] of from) into.set(field, (into.get(field) ?? 0) + n);
+}
+
 export class FileUsageRollup {
-  /** By "hour \t key \t account \t agent": each record costs one lookup; the four families are filled at flush. */
+  /** By "hour key account agent": each record costs one lookup; families and spans are filled at flush. */
   private tuples = new Map<string, TupleCounts>();
-  private pending = new Map<string, UsageDay>();
+  /** By file path. */
+  private pending = new Map<string, PendingFile>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private lastPruneMs = 0;
 
   constructor(private readonly options: FileUsageRollupOptions) {}
 
-  /** Counts a written batch; the day files get it at the next flush. */
+  /** Counts a written batch; the files get it at the next flush. */
   add(lines: readonly AuditLine[]): void {
     for (const line of lines) {
       const record = parseRollupRecord(line);
-      if (record === undefined) continue;
-      const id = `${hourOf(record.ts)}\t${indexMember(record)}`;
+      if (record === undefined || !usableRecord(record)) continue;
+      const id = `${hourOf(record.ts)} ${tupleGroup(record.key_id, record.account, record.agent)}`;
       let counts = this.tuples.get(id);
       if (counts === undefined) this.tuples.set(id, (counts = { record, fields: new Map() }));
       const fields = counts.fields;
@@ -90,25 +72,27 @@ export class FileUsageRollup {
     }
   }
 
-  /** Spreads the counted tuples over their day's buckets (four families each) and index. */
+  /** Spreads the counted tuples over their files: four families, an hour and a day bucket each. */
   private spreadTuples(): void {
     for (const { record, fields } of this.tuples.values()) {
-      const dayName = record.ts.slice(0, 10);
-      let day = this.pending.get(dayName);
-      if (day === undefined) this.pending.set(dayName, (day = { buckets: new Map(), index: new Set() }));
       const hour = hourOf(record.ts);
+      const day = hour.slice(0, 10);
       for (const [family, group] of groupsOf(record)) {
-        const id = `${family}:${group}:${hour}`;
-        let bucket = day.buckets.get(id);
-        if (bucket === undefined) day.buckets.set(id, (bucket = new Map()));
-        for (const [field, n] of fields) addTo(bucket, field, n);
+        for (const span of USAGE_SPANS) {
+          const path = usageFilePath(this.options.dir, day, family, span);
+          let file = this.pending.get(path);
+          if (file === undefined) this.pending.set(path, (file = new Map()));
+          let columns = file.get(group);
+          if (columns === undefined) file.set(group, (columns = []));
+          const column = span === 'd' ? 0 : Number(hour.slice(11, 13));
+          addFields((columns[column] ??= new Map()), fields);
+        }
       }
-      day.index.add(indexMember(record));
     }
     this.tuples = new Map();
   }
 
-  /** Adds everything counted so far to the day files (one flush at a time, in order). */
+  /** Adds everything counted so far to the files (one flush at a time, in order). */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(() => this.flushOnce());
     return this.flushing;
@@ -124,45 +108,53 @@ export class FileUsageRollup {
     this.spreadTuples();
     const pending = this.pending;
     this.pending = new Map();
-    for (const [dayName, counted] of pending) {
-      const path = usageDayFile(this.options.dir, dayName);
+    for (const [path, counted] of pending) {
       try {
         await withFileLock(path, async () => {
-          const day = parseUsageDay(await readTextIfExists(path));
-          for (const [id, fields] of counted.buckets) {
-            const stored = day.buckets.get(id) ?? new Map<string, number>();
-            for (const [field, n] of fields) stored.set(field, (stored.get(field) ?? 0) + n);
-            day.buckets.set(id, stored);
+          const lines = parseUsageFile(await readTextIfExists(path));
+          const width = usageFileColumns(path.endsWith('.d.tsv') ? 'd' : 'h');
+          for (const [group, columns] of counted) {
+            const stored = lines.get(group) ?? [];
+            const merged: string[] = new Array<string>(width).fill('');
+            for (let c = 0; c < width; c++) {
+              const add = columns[c];
+              if (add === undefined) merged[c] = stored[c] ?? '';
+              else {
+                const fields: BucketFields = new Map();
+                addPacked(fields, stored[c]);
+                addFields(fields, add);
+                merged[c] = packFields(fields);
+              }
+            }
+            lines.set(group, merged);
           }
-          for (const member of counted.index) day.index.add(member);
-          await writeFileAtomic(path, serializeUsageDay(day));
+          await writeFileAtomic(path, serializeUsageFile(lines));
         });
       } catch (err) {
         // Kept for the next flush rather than lost: counts are only added once written.
         this.options.logger.error({ err, file: path }, 'cannot write the usage rollup file; retrying at the next flush');
-        const again = this.pending.get(dayName);
-        if (again === undefined) this.pending.set(dayName, counted);
+        const again = this.pending.get(path);
+        if (again === undefined) this.pending.set(path, counted);
         else {
-          for (const [id, fields] of counted.buckets) {
-            const merged = again.buckets.get(id) ?? new Map<string, number>();
-            for (const [field, n] of fields) merged.set(field, (merged.get(field) ?? 0) + n);
-            again.buckets.set(id, merged);
+          for (const [group, columns] of counted) {
+            const into = again.get(group) ?? [];
+            columns.forEach((fields, c) => fields && addFields((into[c] ??= new Map()), fields));
+            again.set(group, into);
           }
-          for (const member of counted.index) again.index.add(member);
         }
       }
     }
     await this.prune();
   }
 
-  /** Removes day files past the retention, at most once an hour. */
+  /** Removes files of days past the retention, at most once an hour. */
   private async prune(): Promise<void> {
     const nowMs = (this.options.now ?? Date.now)();
     if (nowMs - this.lastPruneMs < 3_600_000) return;
     this.lastPruneMs = nowMs;
     const names = await readdir(this.options.dir).catch(() => [] as string[]);
     for (const name of names) {
-      const match = DAY_FILE.exec(name);
+      const match = USAGE_FILE.exec(name);
       if (match && Date.parse(`${match[1]}T00:00:00Z`) + DAY_MS + this.options.retentionMs < nowMs) {
         await unlink(join(this.options.dir, name)).catch(() => {});
       }

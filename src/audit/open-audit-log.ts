@@ -53,7 +53,7 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
         streamKey: audit.redisStream,
         maxLen: audit.maxLen,
         commandTimeoutMs: Math.max(config.redis.commandTimeoutMs, MIN_AUDIT_BATCH_TIMEOUT_MS),
-        usage: { keyPrefix: usageKeyPrefix(audit.redisStream), retentionSeconds: audit.usageRetentionMs / 1000 },
+        ...(audit.usageRollups ? { usage: { keyPrefix: usageKeyPrefix(audit.redisStream), retentionSeconds: audit.usageRetentionMs / 1000 } } : {}),
         waitReplicas: audit.waitReplicas,
       }),
     );
@@ -61,7 +61,7 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
   if (audit.file) {
     const file = new FileAuditSink(audit.file);
     sinks.push(
-      audit.redisStream ? file : new UsageRollupSink(file, new FileUsageRollup({ dir: audit.usageDir, retentionMs: audit.usageRetentionMs, logger: deps.logger, now: () => deps.clock.now() })),
+      audit.redisStream || !audit.usageRollups ? file : new UsageRollupSink(file, new FileUsageRollup({ dir: audit.usageDir, retentionMs: audit.usageRetentionMs, logger: deps.logger, now: () => deps.clock.now() })),
     );
   }
   return batchesFor(sinks, audit, deps);

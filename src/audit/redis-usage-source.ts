@@ -1,87 +1,56 @@
-// Reads usage rollups from Redis (usage-rollup.lua.ts wrote them) for a report: SMEMBERS of
-// each day's index, then the buckets, added up inside Redis by a script (a day's 24 hourly
-// buckets come back as one row), in calls of at most ~2,000 buckets.
+// Reads usage rollups from Redis (usage-rollup.lua.ts wrote them) for a report: one hash
+// per family and period, `<prefix><h|d>:<family>:<period>`, a field per group holding its
+// packed bucket. A report is two pipelines: HKEYS of the range's day hashes (which groups
+// exist; skipped when the query names its group), then one HMGET per period of the page's
+// groups. Every key carries the stream's hash tag, so a pipeline stays on one cluster node.
 import type { RedisClient } from '../redis/redis-client.js';
-import type { BucketFields } from './usage-buckets.js';
-import type { UsageBucketRef, UsageSource } from './usage-report.js';
+import type { UsageFamily, UsageSpan } from './usage-buckets.js';
+import type { UsageSource } from './usage-report.js';
 
-const CHUNK = 2_000;
+/** Groups per HMGET: keeps one reply (and Redis's time on it) bounded. */
+const GROUPS_PER_CALL = 1_000;
 
-/** KEYS: bucket keys, group after group; ARGV: how many keys each group has. Returns each group's summed fields. */
-const READ_MERGED_LUA = `
-local out = {}
-local k = 1
-for g = 1, #ARGV do
-  local sums, order = {}, {}
-  for _ = 1, tonumber(ARGV[g]) do
-    local pairs_ = redis.call('HGETALL', KEYS[k])
-    k = k + 1
-    for j = 1, #pairs_, 2 do
-      local f = pairs_[j]
-      if sums[f] == nil then
-        order[#order + 1] = f
-        sums[f] = tonumber(pairs_[j + 1])
-      else
-        sums[f] = sums[f] + tonumber(pairs_[j + 1])
-      end
-    end
-  end
-  local flat = {}
-  for _, f in ipairs(order) do
-    flat[#flat + 1] = f
-    flat[#flat + 1] = string.format('%.0f', sums[f])
-  end
-  out[g] = flat
-end
-return out
-`;
-
-type ReadMerged = (numKeys: number, ...args: string[]) => Promise<string[][]>;
+export function usageHashKey(prefix: string, span: UsageSpan, family: UsageFamily, period: string): string {
+  return `${prefix}${span}:${family}:${period}`;
+}
 
 export class RedisUsageSource implements UsageSource {
   /** `keyPrefix`: e.g. "{agentgw:audit}:usage:" (beside the audit stream, in its slot). */
-  private readonly readMergedScript: ReadMerged;
-
   constructor(
     private readonly redis: RedisClient,
     private readonly keyPrefix: string,
-  ) {
-    redis.defineCommand('agentgwUsageReadMerged', { lua: READ_MERGED_LUA });
-    this.readMergedScript = (redis as unknown as { agentgwUsageReadMerged: ReadMerged }).agentgwUsageReadMerged.bind(redis);
-  }
+  ) {}
 
-  async indexMembers(days: readonly string[]): Promise<Map<string, Set<string>>> {
+  async groupNames(family: UsageFamily, days: readonly string[]): Promise<Set<string>> {
     const pipeline = this.redis.pipeline();
-    for (const day of days) pipeline.smembers(`${this.keyPrefix}index:${day}`);
-    const results = (await pipeline.exec()) ?? [];
-    const out = new Map<string, Set<string>>();
-    results.forEach(([error, members], i) => {
+    for (const day of days) pipeline.hkeys(usageHashKey(this.keyPrefix, 'd', family, day));
+    const names = new Set<string>();
+    for (const [error, fields] of (await pipeline.exec()) ?? []) {
       if (error) throw error;
-      if ((members as string[]).length > 0) out.set(days[i]!, new Set(members as string[]));
-    });
-    return out;
+      for (const field of fields as string[]) if (field !== '#') names.add(field);
+    }
+    return names;
   }
 
-  async readMerged(groups: readonly (readonly UsageBucketRef[])[]): Promise<BucketFields[]> {
-    const out: BucketFields[] = [];
-    let keys: string[] = [];
-    let sizes: string[] = [];
-    const call = async () => {
-      if (sizes.length === 0) return;
-      for (const flat of await this.readMergedScript(keys.length, ...keys, ...sizes)) {
-        const fields: BucketFields = new Map();
-        for (let i = 0; i + 1 < flat.length; i += 2) fields.set(flat[i]!, Number(flat[i + 1]));
-        out.push(fields);
-      }
-      keys = [];
-      sizes = [];
-    };
-    for (const refs of groups) {
-      if (keys.length + refs.length > CHUNK) await call();
-      for (const ref of refs) keys.push(`${this.keyPrefix}${ref.family}:${ref.group}:${ref.hour}`);
-      sizes.push(String(refs.length));
+  async readGroups(family: UsageFamily, span: UsageSpan, periods: readonly string[], groups: readonly string[]): Promise<(string | null)[][]> {
+    if (groups.length === 0) return periods.map(() => []);
+    const pipeline = this.redis.pipeline();
+    for (const period of periods) {
+      const key = usageHashKey(this.keyPrefix, span, family, period);
+      for (let from = 0; from < groups.length; from += GROUPS_PER_CALL) pipeline.hmget(key, ...groups.slice(from, from + GROUPS_PER_CALL));
     }
-    await call();
+    const replies = (await pipeline.exec()) ?? [];
+    const out: (string | null)[][] = [];
+    let r = 0;
+    for (let p = 0; p < periods.length; p++) {
+      let values: (string | null)[] = [];
+      for (let from = 0; from < groups.length; from += GROUPS_PER_CALL) {
+        const [error, part] = replies[r++]!;
+        if (error) throw error;
+        values = values.length === 0 ? (part as (string | null)[]) : values.concat(part as (string | null)[]);
+      }
+      out.push(values);
+    }
     return out;
   }
 }

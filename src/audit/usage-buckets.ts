@@ -1,16 +1,23 @@
-// Usage rollups (docs/admin-api.md "Usage"): every audit record is counted into hourly
-// buckets, one per group it belongs to — its key, its account, its agent, and its key
-// with its agent (for reports that filter across dimensions). A bucket holds flat integer
-// fields, so buckets of any hours merge by adding:
+// Usage rollups (docs/admin-api.md "Usage"): every audit record is counted into buckets,
+// one per group it belongs to and per period — its key, its account, its agent, and its
+// tuple (key, account and agent together, for reports that filter across dimensions) —
+// for its hour and for its day. A bucket holds flat integer fields, so buckets merge by adding:
 //   requests, tokens, e:<outcome> (every outcome but ok), l:<i> (latency histogram).
+// All groups of one family and period live together (a Redis hash, a file's lines), each
+// group's fields packed into one string, "requests=40 tokens=4997 e:rate_limited=2 l:30=10"
+// (decision 0024: a report reads one value per group and period, not one per field).
 // The latency histogram has fixed log-spaced buckets: bucket 0 holds ≤ 1 ms, bucket i ≥ 1
 // holds (2^((i-1)/4), 2^(i/4)] ms, the last one everything above. A percentile is reported
 // as its bucket's geometric midpoint: within 9.1 % (2^(1/8) − 1) of the true value above
 // 1 ms, within 0.5 ms below. The Redis rollup script computes the same index in Lua.
 
 /** Bucket families, named as in the Redis keys and the rollup files. */
-export const USAGE_FAMILIES = ['key', 'account', 'agent', 'key-agent'] as const;
+export const USAGE_FAMILIES = ['key', 'account', 'agent', 'tuple'] as const;
 export type UsageFamily = (typeof USAGE_FAMILIES)[number];
+
+/** Period lengths a bucket covers: "h" buckets are named "2026-01-31T13", "d" buckets "2026-01-31". */
+export const USAGE_SPANS = ['h', 'd'] as const;
+export type UsageSpan = (typeof USAGE_SPANS)[number];
 
 /** Index of the last latency bucket: 2^(79/4) ms ≈ 14 min and above. */
 export const MAX_LATENCY_BUCKET = 80;
@@ -48,18 +55,78 @@ export function hourOf(ts: string): string {
   return ts.slice(0, 13);
 }
 
+/** A tuple group: "key_id account agent" (none of the three holds a space: usableRecord). */
+export function tupleGroup(keyId: string, account: string, agent: string): string {
+  return `${keyId} ${account} ${agent}`;
+}
+
 export function groupsOf(r: RollupRecord): [UsageFamily, string][] {
   return [
     ['key', r.key_id],
     ['account', r.account],
     ['agent', r.agent],
-    ['key-agent', `${r.key_id}/${r.agent}`],
+    ['tuple', tupleGroup(r.key_id, r.account, r.agent)],
   ];
 }
 
-/** The `key_id \t account \t agent` member of a day's index: which groups had usage that day. */
-export function indexMember(r: RollupRecord): string {
-  return `${r.key_id}\t${r.account}\t${r.agent}`;
+/**
+ * Whether a record can be rolled up: its group names are non-empty, hold no whitespace or
+ * control character (they are joined by spaces and stored as lines) and do not start with
+ * "#" (the Redis hashes' marker field). Every record this
+ * gateway writes qualifies (key ids, account and agent names are validated where they are
+ * made); a foreign line that does not is appended to the audit and not counted.
+ */
+export function usableRecord(r: RollupRecord): boolean {
+  return GROUP_NAME.test(r.key_id) && GROUP_NAME.test(r.account) && GROUP_NAME.test(r.agent) && /^\d{4}-\d\d-\d\dT\d\d/.test(r.ts);
+}
+const GROUP_NAME = /^[^#\s\x00-\x1f\x7f][^\s\x00-\x1f\x7f]*$/;
+
+/**
+ * Every Redis period hash holds this value in its field "#" (no group starts with "#"): it
+ * names the layout, and being longer than hash-max-listpack-value (64) it keeps the hash a
+ * hashtable, where a group's update costs O(1) instead of moving the listpack (decision 0024).
+ */
+export const USAGE_HASH_MARKER = 'agentgw usage layout 2: a field per group, its bucket packed as field=n pairs';
+
+/** A packed bucket, "requests=40 tokens=4997 e:rate_limited=2 l:30=10" (fields never hold "=" or a space). */
+export function packFields(fields: BucketFields): string {
+  let out = '';
+  for (const [field, n] of fields) out += out === '' ? `${field}=${n}` : ` ${field}=${n}`;
+  return out;
+}
+
+/**
+ * Adds a packed bucket's fields into `into` (nothing for an empty or absent one). Pairs are
+ * separated by " ", or by ";" where the Redis script appended a batch's counts to a stored
+ * bucket; a field found twice adds up.
+ */
+export function addPacked(into: BucketFields, packed: string | null | undefined): void {
+  if (!packed) return;
+  let at = 0;
+  // The next ";" is looked up again only once passed, so a bucket is scanned once.
+  let semicolon = packed.indexOf(';');
+  while (at < packed.length) {
+    if (semicolon >= 0 && semicolon < at) semicolon = packed.indexOf(';', at);
+    let end = packed.indexOf(' ', at);
+    if (end < 0 || (semicolon >= 0 && semicolon < end)) end = semicolon;
+    if (end < 0) end = packed.length;
+    const eq = packed.indexOf('=', at);
+    if (eq > at && eq < end) {
+      const field = packed.slice(at, eq);
+      const n = Number(packed.slice(eq + 1, end));
+      if (Number.isFinite(n)) into.set(field, (into.get(field) ?? 0) + n);
+    }
+    at = end + 1;
+  }
+}
+
+/** Two packed buckets added up. */
+export function mergePacked(a: string | undefined, b: string): string {
+  if (!a) return b;
+  const fields: BucketFields = new Map();
+  addPacked(fields, a);
+  addPacked(fields, b);
+  return packFields(fields);
 }
 
 export function addTo(fields: BucketFields, field: string, n: number): void {
@@ -149,12 +216,15 @@ export interface UsageTotals {
 }
 
 export function summarize(fields: BucketFields): UsageTotals {
-  const errors: Record<string, number> = {};
+  const errorList: [string, number][] = [];
   const histogram: number[] = [];
   for (const [field, n] of fields) {
-    if (field.startsWith('e:')) errors[field.slice(2)] = n;
+    if (field.startsWith('e:')) errorList.push([field.slice(2), n]);
     else if (field.startsWith('l:')) histogram[Number(field.slice(2))] = n;
   }
+  // Outcomes in name order: the same report reads the same whichever order buckets were merged in.
+  const errors: Record<string, number> = {};
+  for (const [outcome, n] of errorList.length > 1 ? errorList.sort((a, b) => (a[0] < b[0] ? -1 : 1)) : errorList) errors[outcome] = n;
   return {
     requests: fields.get('requests') ?? 0,
     tokens: fields.get('tokens') ?? 0,

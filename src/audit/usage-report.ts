@@ -1,10 +1,17 @@
-// GET /admin/v1/usage and `agent-gateway usage` (docs/admin-api.md "Usage"): reads the
-// hourly buckets of the groups asked for, never raw records, and merges them into one row
-// per group and hour or day. Which groups exist comes from the daily index (who had usage
-// that day); only the hours of days a group was active are read, so a 30-day report reads
-// at most 720 buckets per group. A query that names its one group (one key, account or
-// agent) skips the index and reads that group's buckets directly.
-import { summarize, USAGE_FAMILIES, type BucketFields, type UsageFamily, type UsageTotals } from './usage-buckets.js';
+// GET /admin/v1/usage and `agent-gateway usage` (docs/admin-api.md "Usage", decision 0024):
+// reads the period buckets of the groups asked for, never raw records, and merges them into
+// one row per group and hour or day. A day row reads the day's bucket (one value), except
+// for a day the range only partly covers, which adds up its hours in the range.
+//
+// Which family answers: the group_by dimension's own (key, account, agent) when no filter
+// names another dimension; the tuple family (key, account and agent together) when one does
+// (e.g. one key's usage per agent), its tuples filtered and relabelled. Which groups exist:
+// the names in the range's day buckets, unless the query names its one group.
+//
+// Pages: rows come in group order; a page holds whole groups, at most `limit` of them and
+// at most MAX_PAGE_ROWS rows' worth (groups × periods), so any page reads a bounded number
+// of buckets whatever the range and the number of groups.
+import { addPacked, summarize, type BucketFields, type UsageFamily, type UsageSpan, type UsageTotals } from './usage-buckets.js';
 
 export type UsageGroupBy = 'key' | 'account' | 'agent';
 export type UsageGranularity = 'hour' | 'day';
@@ -19,6 +26,10 @@ export interface UsageQuery {
   keyId?: string | undefined;
   account?: string | undefined;
   agent?: string | undefined;
+  /** Groups per page (further bounded by MAX_PAGE_ROWS); undefined: every group, one page. */
+  limit?: number | undefined;
+  /** The group after which this page starts (a page's last group); undefined: the first. */
+  after?: string | undefined;
 }
 
 export interface UsageRow extends UsageTotals {
@@ -27,19 +38,24 @@ export interface UsageRow extends UsageTotals {
   period: string;
 }
 
-export interface UsageBucketRef {
-  family: UsageFamily;
-  group: string;
-  /** "2026-01-31T13" */
-  hour: string;
+export interface UsagePage {
+  rows: UsageRow[];
+  /** The last group of this page when more groups follow, else null. */
+  lastGroup: string | null;
 }
 
-/** Where rollups are read from: Redis hashes, or the embedded mode's day files. */
+/** A page holds at most this many rows' worth of groups (groups × periods of the range). */
+export const MAX_PAGE_ROWS = 2_000;
+
+/**
+ * Where rollups are read from: Redis hashes, or the embedded mode's files. A period is
+ * "2026-01-31T13" (span h) or "2026-01-31" (span d); a bucket is packed (usage-buckets.ts).
+ */
 export interface UsageSource {
-  /** Per day ("2026-01-31"): its index members `key_id \t account \t agent`. */
-  indexMembers(days: readonly string[]): Promise<Map<string, Set<string>>>;
-  /** For each group of buckets, their fields added up (empty when none has any). */
-  readMerged(groups: readonly (readonly UsageBucketRef[])[]): Promise<BucketFields[]>;
+  /** The groups of `family` with usage on any of these days. */
+  groupNames(family: UsageFamily, days: readonly string[]): Promise<Set<string>>;
+  /** Per period, the packed buckets of `groups` in their order (null where a group had none). */
+  readGroups(family: UsageFamily, span: UsageSpan, periods: readonly string[], groups: readonly string[]): Promise<(string | null)[][]>;
 }
 
 const HOUR_MS = 3_600_000;
@@ -51,86 +67,144 @@ export function hoursOf(fromMs: number, toMs: number): string[] {
   return hours;
 }
 
-interface Target {
-  family: UsageFamily;
-  bucketGroup: string;
-  label: string;
-  days: Set<string>;
+/** The buckets a report reads, by span, each with the row period it adds to. */
+interface Reads {
+  h: { periods: string[]; rowPeriods: string[] };
+  d: { periods: string[]; rowPeriods: string[] };
+  /** Row periods in order: how many rows a group can have. */
+  rowPeriodCount: number;
+  days: string[];
 }
 
-/** The bucket family that answers the query exactly with the fewest reads. */
-/**
- * The one bucket group a query names outright (one key, account or agent, no filter on
- * another dimension): its buckets are read directly, without the day index.
- */
-function directGroup(q: UsageQuery): string | undefined {
-  if (q.groupBy === 'key' && q.keyId !== undefined && q.agent === undefined && q.account === undefined) return q.keyId;
-  if (q.groupBy === 'account' && q.account !== undefined && q.keyId === undefined && q.agent === undefined) return q.account;
-  if (q.groupBy === 'agent' && q.agent !== undefined && q.keyId === undefined && q.account === undefined) return q.agent;
-  return undefined;
-}
-
-function familyFor(q: UsageQuery): UsageFamily {
-  if (q.groupBy === 'key') return q.agent !== undefined ? 'key-agent' : 'key';
-  if (q.groupBy === 'account') return q.agent !== undefined ? 'key-agent' : q.keyId !== undefined ? 'key' : 'account';
-  return q.keyId !== undefined || q.account !== undefined ? 'key-agent' : 'agent';
-}
-
-export async function usageReport(source: UsageSource, q: UsageQuery): Promise<UsageRow[]> {
-  const hours = hoursOf(q.fromMs, q.toMs);
-  if (hours.length === 0) return [];
-  const days = [...new Set(hours.map((h) => h.slice(0, 10)))];
-  const family = familyFor(q);
-  if (!USAGE_FAMILIES.includes(family)) throw new Error(`unknown usage family ${family}`);
-  const targets = new Map<string, Target>();
-  const direct = directGroup(q);
-  if (direct !== undefined) targets.set(direct, { family, bucketGroup: direct, label: direct, days: new Set(days) });
-  for (const [day, members] of direct === undefined ? await source.indexMembers(days) : []) {
-    for (const member of members) {
-      const [keyId, account, agent] = member.split('\t') as [string, string, string];
-      if (agent === undefined) continue;
-      if ((q.keyId !== undefined && keyId !== q.keyId) || (q.account !== undefined && account !== q.account) || (q.agent !== undefined && agent !== q.agent)) continue;
-      const bucketGroup = family === 'key' ? keyId : family === 'account' ? account : family === 'agent' ? agent : `${keyId}/${agent}`;
-      const label = q.groupBy === 'key' ? keyId : q.groupBy === 'account' ? account : agent;
-      let target = targets.get(bucketGroup);
-      if (target === undefined) targets.set(bucketGroup, (target = { family, bucketGroup, label, days: new Set() }));
-      target.days.add(day);
-    }
+function readsOf(hours: readonly string[], granularity: UsageGranularity): Reads {
+  const reads: Reads = { h: { periods: [], rowPeriods: [] }, d: { periods: [], rowPeriods: [] }, rowPeriodCount: 0, days: [] };
+  const hoursByDay = new Map<string, string[]>();
+  for (const hour of hours) {
+    const day = hour.slice(0, 10);
+    let list = hoursByDay.get(day);
+    if (list === undefined) hoursByDay.set(day, (list = []));
+    list.push(hour);
   }
-  // One read group per target and period: a day's 24 hours are added up where they are read.
-  const groups: UsageBucketRef[][] = [];
-  const owners: { label: string; period: string }[] = [];
-  for (const target of targets.values()) {
-    let current: UsageBucketRef[] | undefined;
-    let currentPeriod = '';
-    for (const hour of hours) {
-      if (!target.days.has(hour.slice(0, 10))) continue;
-      const period = q.granularity === 'hour' ? `${hour}:00:00Z` : `${hour.slice(0, 10)}T00:00:00Z`;
-      if (current === undefined || period !== currentPeriod) {
-        current = [];
-        currentPeriod = period;
-        groups.push(current);
-        owners.push({ label: target.label, period });
+  reads.days = [...hoursByDay.keys()];
+  if (granularity === 'hour') {
+    reads.h.periods = [...hours];
+    reads.h.rowPeriods = hours.map((hour) => `${hour}:00:00Z`);
+    reads.rowPeriodCount = hours.length;
+    return reads;
+  }
+  for (const [day, dayHours] of hoursByDay) {
+    const rowPeriod = `${day}T00:00:00Z`;
+    // A whole day is its one day bucket; a day cut by the range adds up its hours in it.
+    if (dayHours.length === 24) {
+      reads.d.periods.push(day);
+      reads.d.rowPeriods.push(rowPeriod);
+    } else {
+      for (const hour of dayHours) {
+        reads.h.periods.push(hour);
+        reads.h.rowPeriods.push(rowPeriod);
       }
-      current.push({ family, group: target.bucketGroup, hour });
     }
   }
-  const sums = await source.readMerged(groups);
-  // label → period → merged fields (several bucket groups may share a label)
-  const merged = new Map<string, Map<string, BucketFields>>();
-  sums.forEach((fields, i) => {
-    if (fields.size === 0) return;
-    const { label, period } = owners[i]!;
-    let periods = merged.get(label);
-    if (periods === undefined) merged.set(label, (periods = new Map()));
-    const into = periods.get(period);
-    if (into === undefined) periods.set(period, fields);
-    else for (const [field, n] of fields) into.set(field, (into.get(field) ?? 0) + n);
-  });
-  const rows: UsageRow[] = [];
-  for (const label of [...merged.keys()].sort()) {
-    const periods = merged.get(label)!;
-    for (const period of [...periods.keys()].sort()) rows.push({ group: label, period, ...summarize(periods.get(period)!) });
+  reads.rowPeriodCount = hoursByDay.size;
+  return reads;
+}
+
+/** How the query's groups are found and labelled. */
+interface Plan {
+  family: UsageFamily;
+  /** The query's one group, read without looking the range's groups up. */
+  direct?: string;
+  /** For the tuple family: whether a tuple matches the filters, and its row label. */
+  match?: (keyId: string, account: string, agent: string) => boolean;
+}
+
+function planOf(q: UsageQuery): Plan {
+  const named = { key: q.keyId, account: q.account, agent: q.agent };
+  const others = (['key', 'account', 'agent'] as const).filter((d) => d !== q.groupBy && named[d] !== undefined);
+  if (others.length === 0) return named[q.groupBy] === undefined ? { family: q.groupBy } : { family: q.groupBy, direct: named[q.groupBy]! };
+  return {
+    family: 'tuple',
+    match: (keyId, account, agent) =>
+      (q.keyId === undefined || keyId === q.keyId) && (q.account === undefined || account === q.account) && (q.agent === undefined || agent === q.agent),
+  };
+}
+
+const LABEL_PART = { key: 0, account: 1, agent: 2 } as const;
+
+/** Every page of a report, as one list of rows (the CLI's and the library's report). */
+export async function usageReport(source: UsageSource, q: UsageQuery): Promise<UsageRow[]> {
+  return (await usageReportPage(source, { ...q, limit: undefined, after: undefined })).rows;
+}
+
+export async function usageReportPage(source: UsageSource, q: UsageQuery): Promise<UsagePage> {
+  const hours = hoursOf(q.fromMs, q.toMs);
+  if (hours.length === 0) return { rows: [], lastGroup: null };
+  const reads = readsOf(hours, q.granularity);
+  const plan = planOf(q);
+
+  // Row label → the bucket groups that add up to it.
+  const groupsByLabel = new Map<string, string[]>();
+  if (plan.direct !== undefined) groupsByLabel.set(plan.direct, [plan.direct]);
+  else {
+    for (const group of await source.groupNames(plan.family, reads.days)) {
+      let label = group;
+      if (plan.match !== undefined) {
+        const parts = group.split(' ');
+        if (parts.length !== 3 || !plan.match(parts[0]!, parts[1]!, parts[2]!)) continue;
+        label = parts[LABEL_PART[q.groupBy]]!;
+      }
+      const list = groupsByLabel.get(label);
+      if (list === undefined) groupsByLabel.set(label, [group]);
+      else list.push(group);
+    }
   }
-  return rows;
+  let labels = [...groupsByLabel.keys()].sort();
+  if (q.after !== undefined) labels = labels.filter((label) => label > q.after!);
+  const perPage = q.limit === undefined ? labels.length : Math.min(q.limit, Math.max(1, Math.floor(MAX_PAGE_ROWS / reads.rowPeriodCount)));
+  const lastGroup = labels.length > perPage ? labels[perPage - 1]! : null;
+  labels = labels.slice(0, perPage);
+  if (labels.length === 0) return { rows: [], lastGroup: null };
+
+  const groups: string[] = [];
+  const labelOfGroup: string[] = [];
+  for (const label of labels) {
+    for (const group of groupsByLabel.get(label)!) {
+      groups.push(group);
+      labelOfGroup.push(label);
+    }
+  }
+  const [hourValues, dayValues] = await Promise.all([
+    reads.h.periods.length > 0 ? source.readGroups(plan.family, 'h', reads.h.periods, groups) : [],
+    reads.d.periods.length > 0 ? source.readGroups(plan.family, 'd', reads.d.periods, groups) : [],
+  ]);
+
+  // label → row period → merged fields
+  const merged = new Map<string, Map<string, BucketFields>>();
+  const add = (values: (string | null)[][], rowPeriods: readonly string[]) => {
+    values.forEach((perGroup, p) => {
+      const period = rowPeriods[p]!;
+      perGroup.forEach((packed, g) => {
+        if (!packed) return;
+        const label = labelOfGroup[g]!;
+        let periods = merged.get(label);
+        if (periods === undefined) merged.set(label, (periods = new Map()));
+        let fields = periods.get(period);
+        if (fields === undefined) periods.set(period, (fields = new Map()));
+        addPacked(fields, packed);
+      });
+    });
+  };
+  add(hourValues, reads.h.rowPeriods);
+  add(dayValues, reads.d.rowPeriods);
+
+  const rows: UsageRow[] = [];
+  for (const label of labels) {
+    const periods = merged.get(label);
+    if (periods === undefined) continue;
+    for (const period of [...periods.keys()].sort()) {
+      const totals = summarize(periods.get(period)!);
+      if (totals.requests > 0) rows.push({ group: label, period, ...totals });
+    }
+  }
+  return { rows, lastGroup };
 }

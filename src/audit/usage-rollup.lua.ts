@@ -1,79 +1,182 @@
-// The audit stream's batch script with usage rollups (docs/admin-api.md "Usage"): one call
-// per batch, as without rollups, so the gateway sends nothing more. Inside Redis it XADDs
-// each record, decodes it, sums the batch per hourly bucket in a Lua table, then writes
-// each bucket once: per batch, N XADD + one HINCRBY per distinct (bucket, field) + one
-// EXPIRE per bucket the batch created + one SADD and one EXPIRE per day. The fields and the
-// latency buckets are those of usage-buckets.ts.
-// KEYS[1] the stream; ARGV[1] MAXLEN, ARGV[2] the usage key prefix ("{agentgw:audit}:usage:", in the stream's slot),
-// ARGV[3] the retention in seconds, ARGV[4..] one record each. Returns how many it added.
-import { MAX_LATENCY_BUCKET } from './usage-buckets.js';
+// The audit stream's batch script with usage rollups (docs/admin-api.md "Usage", decision
+// 0024): one call per batch, as without rollups, so the gateway sends nothing more. Inside
+// Redis it XADDs each record, decodes it and counts it per (hour, key, account, agent) in a
+// Lua table; then it spreads those counts over the period hashes — for each family (key,
+// account, agent, tuple) one hash per hour and one per day, a field per group holding its
+// packed bucket ("requests=40 tokens=4997 l:30=10", usage-buckets.ts) — and writes each
+// hash the batch touched with three commands: HMGET of its groups, HSET of their buckets
+// (and of the marker field "#"), EXPIREAT. Per batch of N records within one hour:
+// N XADD + 8 × 3 commands. A stored bucket is not parsed: the batch's counts are appended
+// to it after a ";" (a field may then appear twice; readers add them up), and it is
+// rewritten with each field once when the appended part outgrows the first segment.
+// KEYS[1] the stream; ARGV[1] MAXLEN, ARGV[2] the usage key prefix ("{agentgw:audit}:usage:",
+// in the stream's slot), ARGV[3] the retention in seconds, ARGV[4..] one record each.
+// Returns how many records it added.
+import { MAX_LATENCY_BUCKET, USAGE_HASH_MARKER } from './usage-buckets.js';
 
 /** `streamField`: the one field of each stream entry (the sink's AUDIT_STREAM_FIELD). */
 export const auditAppendWithUsageLua = (streamField: string): string => `
 local maxLen = ARGV[1]
 local prefix = ARGV[2]
 local ttl = tonumber(ARGV[3])
-local buckets, bucketOrder, days, dayOrder = {}, {}, {}, {}
 local LN2 = math.log(2)
-local function bump(key, field, n)
-  local b = buckets[key]
-  if not b then
-    b = {}
-    buckets[key] = b
-    bucketOrder[#bucketOrder + 1] = key
-  end
-  b[field] = (b[field] or 0) + n
+local fmt = string.format
+-- "hour tuple" -> { hour, key, account, agent, fields }: one table lookup a record.
+local tuples, tupleOrder = {}, {}
+local function usable(s)
+  return type(s) == 'string' and string.find(s, '^[^#%s%c][^%s%c]*$') ~= nil
 end
 for i = 4, #ARGV do
   local line = ARGV[i]
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', '${streamField}', line)
   local ok, r = pcall(cjson.decode, line)
-  if ok and type(r) == 'table' and type(r.ts) == 'string' and type(r.key_id) == 'string'
-      and type(r.account) == 'string' and type(r.agent) == 'string' then
+  if ok and type(r) == 'table' and type(r.ts) == 'string' and string.find(r.ts, '^%d%d%d%d%-%d%d%-%d%dT%d%d') ~= nil
+      and usable(r.key_id) and usable(r.account) and usable(r.agent) then
     local hour = string.sub(r.ts, 1, 13)
-    local day = string.sub(r.ts, 1, 10)
-    local tokens = 0
-    if type(r.tokens_used) == 'number' and r.tokens_used > 0 then tokens = math.floor(r.tokens_used) end
+    local id = hour .. ' ' .. r.key_id .. ' ' .. r.account .. ' ' .. r.agent
+    local t = tuples[id]
+    if not t then
+      t = { hour, r.key_id, r.account, r.agent, {} }
+      tuples[id] = t
+      tupleOrder[#tupleOrder + 1] = id
+    end
+    local f = t[5]
+    f['requests'] = (f['requests'] or 0) + 1
+    if type(r.tokens_used) == 'number' and r.tokens_used > 0 then f['tokens'] = (f['tokens'] or 0) + math.floor(r.tokens_used) end
+    local outcome = r.outcome
+    if type(outcome) ~= 'string' then outcome = 'error' end
+    if outcome ~= 'ok' then
+      local e = 'e:' .. outcome
+      f[e] = (f[e] or 0) + 1
+    end
     local li = 0
     if type(r.latency_ms) == 'number' and r.latency_ms > 1 then
       li = math.ceil(4 * math.log(r.latency_ms) / LN2 - 1e-9)
       if li > ${MAX_LATENCY_BUCKET} then li = ${MAX_LATENCY_BUCKET} end
     end
-    local outcome = r.outcome
-    if type(outcome) ~= 'string' then outcome = 'error' end
-    local groups = { 'key:' .. r.key_id, 'account:' .. r.account, 'agent:' .. r.agent, 'key-agent:' .. r.key_id .. '/' .. r.agent }
-    for g = 1, 4 do
-      local key = prefix .. groups[g] .. ':' .. hour
-      bump(key, 'requests', 1)
-      if tokens > 0 then bump(key, 'tokens', tokens) end
-      if outcome ~= 'ok' then bump(key, 'e:' .. outcome, 1) end
-      bump(key, 'l:' .. li, 1)
-    end
-    local set = days[day]
-    if not set then
-      set = {}
-      days[day] = set
-      dayOrder[#dayOrder + 1] = day
-    end
-    set[r.key_id .. '\\t' .. r.account .. '\\t' .. r.agent] = true
+    local l = 'l:' .. li
+    f[l] = (f[l] or 0) + 1
   end
 end
-for _, key in ipairs(bucketOrder) do
-  local b = buckets[key]
-  -- requests first: when it comes back equal to what was added the bucket is new, and only
-  -- a new bucket needs its TTL (retention counted from the hour's first record).
-  local added = string.format('%.0f', b.requests)
-  if redis.call('HINCRBY', key, 'requests', added) == tonumber(added) then redis.call('EXPIRE', key, ttl) end
-  for field, n in pairs(b) do
-    if field ~= 'requests' then redis.call('HINCRBY', key, field, string.format('%.0f', n)) end
+
+-- Days since 1970-01-01 of a civil date (H. Hinnant's days_from_civil).
+local function epochDay(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = math.floor((153 * mp + 2) / 5) + d - 1
+  return era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+end
+
+-- A bucket's fields as "requests=3 tokens=300 l:30=1". A stored bucket is not parsed: a
+-- batch appends its counts after a ";" (readers add repeated fields up), and the bucket is
+-- compacted (each field once) when what was appended outgrows its first, compacted segment:
+-- every appended count is then parsed about twice in all, and a bucket read is at most about
+-- twice its compacted size.
+local function pack(fields)
+  local parts = {}
+  if fields['requests'] then parts[1] = 'requests=' .. fmt('%.0f', fields['requests']) end
+  for field, n in pairs(fields) do
+    if field ~= 'requests' then parts[#parts + 1] = field .. '=' .. fmt('%.0f', n) end
+  end
+  return table.concat(parts, ' ')
+end
+-- A bucket with each field once: what a bucket grown past COMPACT_AT bytes is rewritten to.
+local function compact(packed)
+  local fields = {}
+  for field, n in string.gmatch(packed, '([^%s;=]+)=(%d+)') do fields[field] = (fields[field] or 0) + tonumber(n) end
+  return pack(fields)
+end
+local function addFields(into, from)
+  for field, n in pairs(from) do into[field] = (into[field] or 0) + n end
+end
+
+-- hash key -> { expireAt, { group -> { packed, fields, summed? } }, group order }: a group
+-- with one tuple in the batch (a key, a tuple) reuses the tuple's packed counts; one with
+-- several (an account, an agent) adds their fields up first.
+local hashes, hashOrder = {}, {}
+local function into(key, expireAt, group, packed, fields)
+  local h = hashes[key]
+  if not h then
+    h = { expireAt, {}, {} }
+    hashes[key] = h
+    hashOrder[#hashOrder + 1] = key
+  end
+  local g = h[2][group]
+  if not g then
+    h[2][group] = { packed, fields, false }
+    h[3][#h[3] + 1] = group
+  else
+    if not g[3] then
+      local sum = {}
+      addFields(sum, g[2])
+      g[2] = sum
+      g[3] = true
+    end
+    addFields(g[2], fields)
+    g[1] = nil
   end
 end
-for _, day in ipairs(dayOrder) do
-  local key = prefix .. 'index:' .. day
-  local members = {}
-  for member in pairs(days[day]) do members[#members + 1] = member end
-  redis.call('SADD', key, unpack(members))
-  redis.call('EXPIRE', key, ttl + 86400)
+
+-- Per hour of the batch (usually one): its eight hash keys and their expiry, built once.
+local periodsOf = {}
+local function periods(hour)
+  local p = periodsOf[hour]
+  if p then return p end
+  local day = string.sub(hour, 1, 10)
+  local dayStart = epochDay(tonumber(string.sub(hour, 1, 4)), tonumber(string.sub(hour, 6, 7)), tonumber(string.sub(hour, 9, 10))) * 86400
+  -- A bucket is kept the retention past the end of its period.
+  local hourEnds = dayStart + (tonumber(string.sub(hour, 12, 13)) + 1) * 3600 + ttl
+  local dayEnds = dayStart + 86400 + ttl
+  p = {}
+  for f, family in ipairs({ 'key', 'account', 'agent', 'tuple' }) do
+    p[f] = { prefix .. 'h:' .. family .. ':' .. hour, hourEnds, prefix .. 'd:' .. family .. ':' .. day, dayEnds }
+  end
+  periodsOf[hour] = p
+  return p
+end
+for _, id in ipairs(tupleOrder) do
+  local t = tuples[id]
+  local p = periods(t[1])
+  local groups = { t[2], t[3], t[4], t[2] .. ' ' .. t[3] .. ' ' .. t[4] }
+  local packed = pack(t[5])
+  for f = 1, 4 do
+    into(p[f][1], p[f][2], groups[f], packed, t[5])
+    into(p[f][3], p[f][4], groups[f], packed, t[5])
+  end
+end
+
+local CHUNK = 500
+local COMPACT_AT = 200
+local MARKER = '${USAGE_HASH_MARKER}'
+for _, key in ipairs(hashOrder) do
+  local h = hashes[key]
+  local order = h[3]
+  for from = 1, #order, CHUNK do
+    local to = math.min(#order, from + CHUNK - 1)
+    local names = {}
+    for j = from, to do names[#names + 1] = order[j] end
+    local stored = redis.call('HMGET', key, unpack(names))
+    -- The marker field's value is longer than hash-max-listpack-value (64 by default), so
+    -- HSET converts the hash to a hashtable before writing: in a listpack every changed value
+    -- moves the rest of the listpack (measured 13 ms a batch of 256 keys, decision 0024).
+    local args = { '#', MARKER }
+    for j, group in ipairs(names) do
+      local g = h[2][group]
+      local value = g[1] or pack(g[2])
+      local old = stored[j]
+      if old then
+        value = old .. ';' .. value
+        local first = string.find(value, ';', 1, true)
+        if #value > COMPACT_AT and #value > 2 * first then value = compact(value) end
+      end
+      args[#args + 1] = group
+      args[#args + 1] = value
+    end
+    redis.call('HSET', key, unpack(args))
+  end
+  redis.call('EXPIREAT', key, h[1])
 end
 return #ARGV - 3
 `;

@@ -469,7 +469,9 @@ export const configSchema = z
         batch_size: z.number().int().min(1).default(256),
         flush_interval: positiveDuration.default(50),
         max_queue: z.number().int().min(1).default(10_000),
-        // Usage rollups (docs/admin-api.md "Usage"): hourly buckets kept this long.
+        // Usage rollups (docs/admin-api.md "Usage"): off, the audit is written without them
+        // (usage reports then find nothing new); hour and day buckets kept this long past their period.
+        usage_rollups: z.boolean().default(true),
         usage_retention: positiveDuration.default(90 * 86_400_000),
         // Default: `usage/` beside the audit file (var/usage).
         usage_dir: z.string().min(1).optional(),
@@ -544,6 +546,7 @@ export const configSchema = z
       batchSize: c.audit.batch_size,
       flushIntervalMs: c.audit.flush_interval,
       maxQueue: c.audit.max_queue,
+      usageRollups: c.audit.usage_rollups,
       usageRetentionMs: c.audit.usage_retention,
       usageDir: c.audit.usage_dir ?? join(dirname(c.audit.file ?? DEFAULT_AUDIT_FILE), 'usage'),
       ...adminAuditSinks(c.audit),

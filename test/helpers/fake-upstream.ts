@@ -2,6 +2,7 @@
 // sets: handlers see the real request (headers, body) and write whatever they like.
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { RUNNER_MARKER } from './openapi-check.js';
 
 export interface SeenRequest {
   method: string;
@@ -61,6 +62,8 @@ export async function startFakeUpstream(initial: UpstreamHandler = defaultHandle
     req.on('end', () => {
       const seen: SeenRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), closed };
       requests.push(seen);
+      // Marks the answer as the runner's: the OpenAPI check then takes its status and body as passed through.
+      res.setHeader(RUNNER_MARKER, 'fake');
       void Promise.resolve(handler(req, res, seen)).catch(() => res.destroy());
     });
   });

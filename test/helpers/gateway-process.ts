@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { checkAnswersFrom } from './openapi-answers.js';
 
 export const CLI_PATH = join(process.cwd(), 'dist/cli/main.js');
 /** The line `serve` prints once both listeners are bound (one process or a cluster's primary). */
@@ -78,9 +79,14 @@ export async function startGatewayProcess(
 
   const port = Number(listening[1]);
   const adminPort = Number(listening[2]);
+  const url = `http://127.0.0.1:${port}`;
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  // Every answer the test fetches from either listener is checked against the OpenAPI documents.
+  const unregister = [checkAnswersFrom(url, 'agent-chat'), checkAnswersFrom(adminUrl, 'admin')];
+  void exited.then(() => unregister.forEach((stop) => stop()));
   return {
-    url: `http://127.0.0.1:${port}`,
-    adminUrl: `http://127.0.0.1:${adminPort}`,
+    url,
+    adminUrl,
     port,
     adminPort,
     configPath,

@@ -11,6 +11,7 @@ import type { Clock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { GatewayConfig } from '../../src/config/schema.js';
 import { REDACT_PATHS, type Logger } from '../../src/logger.js';
+import { checkAnswersFrom } from './openapi-answers.js';
 
 export interface TestGateway {
   url: string;
@@ -59,10 +60,14 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   const logger = pino({ level: 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
   const running = await startGateway(config, { logger, clock: options.clock });
   const service = new KeyService({ store: running.keyStore, config, clock: options.clock });
+  const url = `http://127.0.0.1:${running.port}`;
+  const adminUrl = `http://127.0.0.1:${running.adminPort}`;
+  // Every answer the test fetches from either listener is checked against the OpenAPI documents.
+  const unregister = [checkAnswersFrom(url, 'agent-chat'), checkAnswersFrom(adminUrl, 'admin')];
 
   return {
-    url: `http://127.0.0.1:${running.port}`,
-    adminUrl: `http://127.0.0.1:${running.adminPort}`,
+    url,
+    adminUrl,
     config,
     running,
     dir,
@@ -80,6 +85,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
       return { rawKey: created.rawKey, keyId: created.record.keyId };
     },
     async close() {
+      for (const stop of unregister) stop();
       await running.close(500);
       await rm(dir, { recursive: true, force: true });
     },

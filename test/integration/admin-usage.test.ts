@@ -14,6 +14,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { OpenApiCheck } from '../helpers/openapi-check.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { totalsOfRows } from '../helpers/usage-workload.js';
 
 const ADMIN_TOKEN = `adm-${randomUUID()}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -80,18 +81,6 @@ interface Row extends Totals {
   latency_ms: { p50: number | null; p99: number | null };
 }
 
-function totalsOfRows(rows: readonly Row[]): Map<string, Totals> {
-  const out = new Map<string, Totals>();
-  for (const row of rows) {
-    const t = out.get(row.group) ?? { requests: 0, tokens: 0, errors: {} };
-    t.requests += row.requests;
-    t.tokens += row.tokens;
-    for (const [outcome, n] of Object.entries(row.errors)) t.errors[outcome] = (t.errors[outcome] ?? 0) + n;
-    out.set(row.group, t);
-  }
-  return out;
-}
-
 describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) => {
   let gw: TestGateway;
   const prefix = `usg${randomUUID().slice(0, 8)}:`;
@@ -128,11 +117,17 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
     }
   }
 
-  async function usage(query: string): Promise<Row[]> {
+  async function usagePage(query: string): Promise<{ data: Row[]; next_cursor: string | null }> {
     const from = new Date(Date.now() - 3_600_000).toISOString();
     const answer = await admin.fetch(`${gw.adminUrl}/admin/v1/usage?from=${from}&${query}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(answer.status, answer.text).toBe(200);
-    return (answer.body as { data: Row[] }).data;
+    return answer.body as { data: Row[]; next_cursor: string | null };
+  }
+
+  async function usage(query: string): Promise<Row[]> {
+    const page = await usagePage(query);
+    expect(page.next_cursor, query).toBeNull();
+    return page.data;
   }
 
   it('equals the audit records for a known workload of JSON chats, streams, 400s and 429s', async () => {
@@ -166,8 +161,19 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
     for (;;) {
       all = (await records()).filter((r) => mine.has(r.key_id));
       if (all.length === sent) {
+        // Embedded mode writes each family's files in turn within a flush: wait for all three.
         const report = totalsOfRows(await usage('group_by=key'));
-        if ([...mine].every((id) => JSON.stringify(report.get(id)) === JSON.stringify(byKey().get(id)))) break;
+        const accounts = totalsOfRows(await usage('group_by=account'));
+        const agents = totalsOfRows(await usage('group_by=agent'));
+        const expectedAccounts = totalsOf(all, (r) => r.account);
+        const expectedAgents = totalsOf(all, (r) => r.agent);
+        if (
+          [...mine].every((id) => JSON.stringify(report.get(id)) === JSON.stringify(byKey().get(id))) &&
+          [...expectedAccounts].every(([account, t]) => (accounts.get(account)?.requests ?? 0) >= t.requests) &&
+          [...expectedAgents].every(([agent, t]) => (agents.get(agent)?.requests ?? 0) >= t.requests)
+        ) {
+          break;
+        }
       }
       if (Date.now() > deadline) break;
       await sleep(100);
@@ -202,6 +208,20 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
         expect(row.latency_ms.p99!, query).toBeGreaterThanOrEqual(row.latency_ms.p50!);
       }
     }
+    // Pages of one group each, followed by next_cursor, hold the whole report's rows in order.
+    const whole = await usage('group_by=key&granularity=hour');
+    const paged: Row[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const answer = await usagePage(`group_by=key&granularity=hour&limit=1${cursor === null ? '' : `&cursor=${cursor}`}`);
+      expect(new Set(answer.data.map((row) => row.group)).size).toBeLessThanOrEqual(1);
+      paged.push(...answer.data);
+      cursor = answer.next_cursor;
+      pages++;
+    } while (cursor !== null && pages < 100);
+    expect(paged).toEqual(whole);
+    expect(pages).toBe(new Set(whole.map((row) => row.group)).size);
     // Hour rows are whole hours; day rows whole days.
     for (const row of await usage('group_by=agent&granularity=hour')) expect(row.period).toMatch(/T\d\d:00:00Z$/);
     for (const row of await usage('group_by=agent&granularity=day')) expect(row.period).toMatch(/T00:00:00Z$/);
@@ -216,6 +236,9 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
       ['from=2030-01-02T00:00:00Z&to=2030-01-01T00:00:00Z', 'from'],
       ['from=2000-01-01T00:00:00Z', 'from'],
       ['group=key', 'group'],
+      ['limit=0', 'limit'],
+      ['limit=1001', 'limit'],
+      ['cursor=%2F%2F', 'cursor'],
     ] as const) {
       const answer = await admin.fetch(`${gw.adminUrl}/admin/v1/usage?${query}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       expect([answer.status, (answer.body as { error: { param?: string } }).error.param], query).toEqual([400, param]);

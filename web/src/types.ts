@@ -78,6 +78,7 @@ export interface UsageReport {
   from: string;
   to: string;
   data: UsageRow[];
+  next_cursor: string | null;
 }
 
 export interface ListAnswer<T> {

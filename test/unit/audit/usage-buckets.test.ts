@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../../src/audit/audit-record.js';
-import { countRecord, latencyBucket, latencyBucketValueMs, MAX_LATENCY_BUCKET, parseRollupRecord, summarize, type BucketFields } from '../../../src/audit/usage-buckets.js';
+import { addPacked, countRecord, latencyBucket, latencyBucketValueMs, MAX_LATENCY_BUCKET, mergePacked, packFields, parseRollupRecord, summarize, usableRecord, type BucketFields } from '../../../src/audit/usage-buckets.js';
 import { lcg } from '../../helpers/lcg.js';
 
 describe('usage buckets', () => {
@@ -87,5 +87,29 @@ describe('reading an audit line for the rollup', () => {
     expect(parseRollupRecord(JSON.stringify({ ...base, ts: undefined, key_id: 'k', account: 'a', agent: 'g' }))).toBeUndefined();
     expect(parseRollupRecord('{"id":"x","ts":"2026-01-31T13:00:00Z","action":"key.create","key_id":"key_x"}')).toBeUndefined();
     expect(parseRollupRecord('not json')).toBeUndefined();
+  });
+});
+
+describe('packed buckets', () => {
+  it('pack and add up: a field twice (an appended bucket) counts as its sum, and merging is adding', () => {
+    const fields: BucketFields = new Map([['requests', 3], ['tokens', 300], ['e:rate_limited', 1], ['l:30', 2]]);
+    expect(packFields(fields)).toBe('requests=3 tokens=300 e:rate_limited=1 l:30=2');
+    const into: BucketFields = new Map();
+    addPacked(into, 'requests=3 tokens=300 l:30=2;requests=2 l:31=1;l:30=1');
+    expect(Object.fromEntries(into)).toEqual({ requests: 5, tokens: 300, 'l:30': 3, 'l:31': 1 });
+    addPacked(into, null);
+    addPacked(into, '');
+    expect(into.get('requests')).toBe(5);
+    const merged: BucketFields = new Map();
+    addPacked(merged, mergePacked('requests=1 l:2=1', 'requests=2 e:timeout=1'));
+    expect(Object.fromEntries(merged)).toEqual({ requests: 3, 'l:2': 1, 'e:timeout': 1 });
+  });
+
+  it('rolls up only records whose group names can be stored (no whitespace, control character or leading #)', () => {
+    const base = { ts: '2026-01-31T13:05:00.000Z', key_id: 'key_0000000000000001', account: 'acme:eu', agent: 'support', outcome: 'ok', tokens_used: 1, latency_ms: 1 };
+    expect(usableRecord(base)).toBe(true);
+    for (const odd of [{ account: 'acme eu' }, { agent: 'a\tb' }, { key_id: '' }, { account: '#acme' }, { agent: 'x\u0001' }, { ts: 'yesterday' }]) {
+      expect(usableRecord({ ...base, ...odd }), JSON.stringify(odd)).toBe(false);
+    }
   });
 });

@@ -2,11 +2,12 @@
 // it — and how it has fared recently: the last hour's requests and error rate (usage
 // rollups), and upstream failures by kind and open streams since the process started
 // (the admin listener's /metrics).
-import { api, query } from '../api.js';
+import { api } from '../api.js';
 import { ErrorState, Loading } from '../components/states.js';
 import { formatCount, formatPercent } from '../format.js';
 import { useAsync } from '../hooks.js';
-import type { Agent, ListAnswer, UsageReport } from '../types.js';
+import type { Agent, ListAnswer } from '../types.js';
+import { fetchUsage } from '../usage/fetch-usage.js';
 import { parseSamples, sumOf, type Sample } from '../usage/prometheus-text.js';
 import { groupTotals } from '../usage/usage-series.js';
 
@@ -40,7 +41,7 @@ export function AgentsPage() {
     const toMs = Date.now();
     const [agents, usage, metrics] = await Promise.all([
       api.get<ListAnswer<Agent>>('/admin/v1/agents'),
-      api.get<UsageReport>(`/admin/v1/usage${query({ group_by: 'agent', granularity: 'hour', from: new Date(toMs - HOUR_MS).toISOString(), to: new Date(toMs).toISOString() })}`),
+      fetchUsage({ group_by: 'agent', granularity: 'hour', from: new Date(toMs - HOUR_MS).toISOString(), to: new Date(toMs).toISOString() }),
       loadMetrics(),
     ]);
     return { agents: agents.data, lastHour: new Map(groupTotals(usage.data).map((t) => [t.group, t])), metrics };

@@ -3,11 +3,12 @@
 // values on hover; the table beside it has each group's totals; below, the top keys by
 // requests and by tokens.
 import { useMemo, useState } from 'preact/hooks';
-import { api, query } from '../api.js';
+import { api } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
 import { formatCount } from '../format.js';
 import { useAsync, useCatalog, useDebounced } from '../hooks.js';
-import type { Granularity, GroupBy, KeyPage, UsageReport } from '../types.js';
+import type { Granularity, GroupBy, KeyPage } from '../types.js';
+import { fetchUsage } from '../usage/fetch-usage.js';
 import { SERIES_COLORS, UsageChart } from '../usage/usage-chart.js';
 import { buildSeries, groupTotals, periodStarts, topGroups, type GroupTotals, type Metric } from '../usage/usage-series.js';
 
@@ -67,8 +68,8 @@ export function UsagePage() {
     const window = { from: new Date(toMs - RANGES[range].ms).toISOString(), to: new Date(toMs).toISOString(), granularity, key_id: keyId, account, agent };
     const groupBy: GroupBy = split === 'all' ? 'agent' : split;
     const [main, byKey, names] = await Promise.all([
-      api.get<UsageReport>(`/admin/v1/usage${query({ ...window, group_by: groupBy })}`),
-      groupBy === 'key' ? undefined : api.get<UsageReport>(`/admin/v1/usage${query({ ...window, group_by: 'key' })}`),
+      fetchUsage({ ...window, group_by: groupBy }),
+      groupBy === 'key' ? undefined : fetchUsage({ ...window, group_by: 'key' }),
       // Key names for the top lists; the lists fall back to key ids without them.
       api.get<KeyPage>('/admin/v1/keys?limit=500').catch(() => undefined),
     ]);
