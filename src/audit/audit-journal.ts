@@ -58,6 +58,8 @@ export class AuditJournal {
   private readonly openWritten = new Set<JournalSegment>();
   /** Lines recorded this turn, written by the turn's flush. */
   private pending: AuditLine[] = [];
+  /** Called after the turn's write (responses whose last bytes wait for their record). */
+  private waiters: (() => void)[] = [];
   private scheduled = false;
   /** The last write failed part-way: the next one starts with a newline so it cannot glue onto a torn line. */
   private torn = false;
@@ -133,6 +135,15 @@ export class AuditJournal {
     }
   }
 
+  /** Calls `callback` right after this turn's write, whether it succeeded or not (then it was logged and counted). */
+  afterWrite(callback: () => void): void {
+    this.waiters.push(callback);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.onTurnEnd);
+    }
+  }
+
   /**
    * The open batch is sealed: writes what is pending now and returns the segments holding
    * the batch's records (usually one), each counting the batch until settle(). Rotates a
@@ -159,8 +170,22 @@ export class AuditJournal {
     }
   }
 
-  /** Writes what is pending now (the turn's flush; also at a seal and at close). Never throws. */
+  /** Writes what is pending now (the turn's flush; also at a seal and at close), then releases the waiters. Never throws. */
   flush(): void {
+    this.write();
+    if (this.waiters.length === 0) return;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const waiter of waiters) {
+      try {
+        waiter();
+      } catch (err) {
+        this.logger.error({ err }, 'a response waiting for the audit journal failed to end');
+      }
+    }
+  }
+
+  private write(): void {
     const lines = this.pending;
     if (lines.length === 0 || this.closed) return;
     this.pending = [];

@@ -126,6 +126,12 @@ export class BatchingAuditLog implements AuditLog {
     }
   }
 
+  /** See AuditLog.whenDurable: after this turn's journal write (or at once without a journal). */
+  whenDurable(callback: () => void): void {
+    if (this.journal === undefined || this.closed) callback();
+    else this.journal.afterWrite(callback);
+  }
+
   /**
    * Queues a line already serialised (the admin audit trail's records, which are not usage
    * records). Never blocks, never throws.

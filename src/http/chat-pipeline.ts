@@ -32,7 +32,8 @@ import type { RateLimitDecision, RateLimiter, RateWindow } from '../ratelimit/ra
 import { RequestState } from '../request/request-state.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
-import { finishRequest } from './finish-request.js';
+import { finishRequest, recordAtEnd } from './finish-request.js';
+import { JournaledResponse } from './journaled-response.js';
 import { keyWindows } from './key-windows.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
@@ -123,6 +124,10 @@ export class ChatPipeline {
     const request = new ChatRequest(this, req, res, state, config, address, trace);
     // 'close' comes once; `on` spares the wrapper `once` allocates per request.
     res.on('close', () => this.finish(request));
+    if (res instanceof JournaledResponse) {
+      res.recordAtEnd = this.recordAtEnd;
+      res.endContext = request;
+    }
     try {
       this.route(request, routes);
     } catch (error) {
@@ -256,7 +261,13 @@ export class ChatPipeline {
     }
   }
 
-  /** When the response closes, whatever happened: the audit record, metrics and the log line. */
+  /** JournaledResponse's hook, bound once: the audit record as the response ends. */
+  private readonly recordAtEnd = (context: unknown): AuditLog | undefined => {
+    const request = context as ChatRequest;
+    return recordAtEnd(request.state, request.res, this.auditLog);
+  };
+
+  /** When the response closes, whatever happened: the audit record (unless made as it ended), metrics and the log line. */
   finish(request: ChatRequest): void {
     const tokensUsed = request.state.tokensUsed;
     // The answer's tokens, once known (JSON metadata or the stream's done event); batched by the limiter.
@@ -295,15 +306,7 @@ function answerError(error: unknown, req: IncomingMessage, res: ServerResponse, 
   // A body we refused to read must not be read to its end to keep the connection.
   if (gatewayError.type === 'payload_too_large' || !req.complete) res.shouldKeepAlive = false;
   if (gatewayError.type === 'payload_too_large') res.setHeader('Connection', 'close');
-  state.bytesOut += sendErrorCounted(res, gatewayError, state.requestId);
-}
-
-function sendErrorCounted(res: ServerResponse, error: GatewayError, requestId: string): number {
-  const before = res.headersSent;
-  sendError(res, error, requestId);
-  if (before) return 0;
-  const length = res.getHeader('Content-Length');
-  return typeof length === 'number' ? length : Number(length ?? 0);
+  sendError(res, gatewayError, state.requestId, state);
 }
 
 /** A refusal that no request window made: every full window is a token budget. */

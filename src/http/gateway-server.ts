@@ -1,13 +1,14 @@
 // The gateway's HTTP server: node:http's options, and answers to what never becomes a request
 // of the pipeline (unparsable HTTP, oversized headers, timeouts, CONNECT, an unmet Expect).
 // Every request goes to the chat pipeline (chat-pipeline.ts).
-import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { GatewayConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { ActiveStreams } from '../proxy/active-streams.js';
 import { ChatPipeline, type GatewayDependencies } from './chat-pipeline.js';
 import { hasResponseInFlight, sendError, writeRawError } from './errors.js';
+import { JournaledResponse } from './journaled-response.js';
 import { chooseRequestId } from './request-id.js';
 
 export type { GatewayDependencies };
@@ -20,7 +21,8 @@ export interface GatewayServer {
 
 export function createGatewayServer(deps: GatewayDependencies): GatewayServer {
   const pipeline = new ChatPipeline(deps);
-  const server = createServer(serverOptions(deps.runtime.current.config.listen), pipeline.handle);
+  // JournaledResponse: a response's last bytes wait for its audit record's journal write.
+  const server = createServer({ ...serverOptions(deps.runtime.current.config.listen), ServerResponse: JournaledResponse as unknown as typeof ServerResponse }, pipeline.handle);
   server.on('clientError', answerClientError);
   // Without these listeners Node would close a CONNECT without an answer and send a bare 417.
   server.on('connect', refuseConnect);
