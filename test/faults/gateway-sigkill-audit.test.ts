@@ -19,7 +19,7 @@ import { sleep, waitFor } from '../helpers/wait.js';
 import { readAuditFile, readAuditStream } from '../helpers/audit-records.js';
 import { lcg } from '../helpers/lcg.js';
 
-const KILLS = 20;
+const KILLS = Number(process.env.SIGKILL_COUNT ?? 20);
 
 let dir: string;
 let redis: TestRedis;
@@ -87,12 +87,9 @@ describe(`SIGKILL ×${KILLS} under traffic, a restart after each`, () => {
       phase = kill;
       gateway = await startFaultGateway({ dir, name: 'kill', config: document, port, adminPort });
       processes.push(gateway);
-      console.log('kill', kill, Math.round(performance.now() - t0));
     }
-    console.log('kills done after', Math.round(performance.now() - t0));
     await sleep(500);
     const outcomes = await traffic.stop();
-    console.log('traffic stopped', Math.round(performance.now() - t0), outcomes.length);
     const done = outcomes.filter(answered);
     const expected = new Set(done.map((o) => o.id));
 
@@ -113,6 +110,8 @@ describe(`SIGKILL ×${KILLS} under traffic, a restart after each`, () => {
     const journalNames = (await readdir(dir)).filter((name) => name.startsWith('spool.journal.'));
     const journalLeft = (await Promise.all(journalNames.map((name) => readFile(join(dir, name), 'utf8')))).join('');
 
+    if (process.env.SIGKILL_DEBUG) for (const p of processes) console.log(p.logLines().filter((l) => l.level !== 'info' && l.level !== 30).map((l) => JSON.stringify(l)).join('\n'));
+    if (process.env.SIGKILL_DEBUG) console.log(JSON.stringify(outcomes.filter((o) => lostStream.includes(o.id)).map((o) => [o.id, o.label, o.route, o.status, Math.round(o.startedMs - t0), Math.round(o.latencyMs)])));
     reportRow({
       fault: `SIGKILL ×${KILLS} under traffic (16 loops: JSON and ~100 ms streams; kill 200–600 ms after each start), restart on the same ports after each`,
       answered: `answered in full: ${done.length} (${answerSummary(done)}); not answered (cut by a kill or refused while down): ${cut.length}`,
