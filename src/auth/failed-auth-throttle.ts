@@ -12,8 +12,14 @@
 // mirrored in a local map that check() reads synchronously. Before a store lookup,
 // checkShared() also asks the shared counter, so an address blocked through another
 // instance is refused here before any lookup too.
+//
+// Every shared-counter call is bounded by redis.command_timeout (withDeadline, as the limiter
+// and the key store are): checkShared() runs before every key lookup, so an unbounded call
+// would hold a request for as long as ioredis waits on a dead node (seen: ~2 s during a
+// cluster master's failover, before the replica was promoted).
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Clock } from '../clock.js';
+import { DeadlineExceededError, withDeadline } from '../deadline.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
@@ -27,6 +33,8 @@ export interface FailedAuthThrottleOptions {
   logger: Logger;
   /** An ioredis client (rate-limiter-flexible's `storeClient`) and the key prefix; memory-only when absent. */
   redis?: { client: unknown; prefix: string } | undefined;
+  /** Bound on each shared-counter call (config.redis.commandTimeoutMs); past it, the call counts as failed. Default 100 ms. */
+  commandTimeoutMs?: number;
   /** Bound on the local mirror of blocked addresses. */
   maxTrackedAddresses?: number;
 }
@@ -40,9 +48,11 @@ export class FailedAuthThrottle {
   /** Client address → blocked until (epoch ms, injected clock). */
   private readonly blockedUntil = new Map<string, number>();
   private readonly maxTracked: number;
+  private readonly commandTimeoutMs: number;
 
   constructor(private readonly options: FailedAuthThrottleOptions) {
     this.maxTracked = options.maxTrackedAddresses ?? 100_000;
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 100;
     const limits = { points: options.maxAttempts, duration: toSeconds(options.perMs), blockDuration: toSeconds(options.blockForMs) };
     if (options.redis) {
       this.limiter = new RateLimiterRedis({
@@ -126,7 +136,9 @@ export class FailedAuthThrottle {
    */
   private async call<T>(run: (limiter: RateLimiterAbstract) => Promise<T>): Promise<T> {
     try {
-      return await run(this.limiter);
+      if (this.fallback === undefined) return await run(this.limiter);
+      const timeoutMs = this.commandTimeoutMs;
+      return await withDeadline(run(this.limiter), timeoutMs, () => new DeadlineExceededError(timeoutMs, 'failed-auth counter'));
     } catch (error) {
       if (error instanceof RateLimiterRes || this.fallback === undefined) throw error;
       metrics.redisErrors.inc({ op: 'authfail' });

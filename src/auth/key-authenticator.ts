@@ -263,6 +263,7 @@ export function createKeyAuthenticator(config: GatewayConfig, deps: KeyAuthentic
     clock: deps.clock,
     logger: deps.logger,
     redis: deps.redisClient !== undefined && config.redis ? { client: deps.redisClient, prefix: config.redis.prefix } : undefined,
+    commandTimeoutMs: config.redis?.commandTimeoutMs,
   });
   return new KeyAuthenticator({
     store: deps.store,

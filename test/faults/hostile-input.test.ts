@@ -22,6 +22,7 @@ import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { referenceJsonShape } from '../helpers/reference-json-shape.js';
 import { readAuditFile } from '../helpers/audit-records.js';
 import { FIREHOSE_EVENT, startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
+import { rawExchange } from '../helpers/faults/raw-socket.js';
 import { reportRow } from '../helpers/faults/report.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -88,35 +89,23 @@ interface RawResult {
   closedByServer: boolean;
 }
 
-/** Writes `pieces` on a fresh socket (pausing `gapMs` between them) and reads until the server closes, or `waitMs` after the last write. */
-function rawExchange(port: number, pieces: Array<string | Buffer>, options: { gapMs?: number; waitMs?: number } = {}): Promise<RawResult> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    const received: Buffer[] = [];
-    let closedByServer = false;
-    let timer: NodeJS.Timeout | undefined;
-    const finish = (): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      const text = Buffer.concat(received).toString('latin1');
-      // Status lines anywhere: a pipelined answer starts right after the previous body.
-      resolve({ text, statuses: [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), closedByServer });
-    };
-    socket.on('data', (chunk: Buffer) => received.push(chunk));
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      closedByServer = true;
-      finish();
-    });
-    socket.on('connect', async () => {
-      for (const piece of pieces) {
-        if (socket.destroyed) return;
-        socket.write(piece);
-        if (options.gapMs) await sleep(options.gapMs);
-      }
-      timer = setTimeout(finish, options.waitMs ?? 2_000);
-    });
+/**
+ * Writes `pieces` on a fresh socket (pausing `gapMs` between them) and reads until the server
+ * closes, or `waitMs` after the last write (later data does not extend it).
+ */
+async function rawChatExchange(port: number, pieces: Array<string | Buffer>, options: { gapMs?: number; waitMs?: number } = {}): Promise<RawResult> {
+  const gapMs = options.gapMs;
+  const waitMs = options.waitMs ?? 2_000;
+  let written = false;
+  const { received, closedByServer } = await rawExchange(port, pieces, {
+    between: gapMs ? () => sleep(gapMs) : undefined,
+    // Armed once, when the last piece is written; data arriving before or after leaves it.
+    idleMsAfter: () => (written ? undefined : ((written = true), waitMs)),
+    boundMs: (gapMs ?? 0) * pieces.length + waitMs + 1_000,
   });
+  const text = received.toString('latin1');
+  // Status lines anywhere: a pipelined answer starts right after the previous body.
+  return { text, statuses: [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), closedByServer };
 }
 
 /** A complete chat request as raw bytes, with the given extra header lines. */
@@ -361,7 +350,7 @@ describe('F8: a malformed request behind a response in flight closes the connect
 
   it('garbage on an idle keep-alive connection is still answered 400', async () => {
     const id = marker('idle-garbage');
-    const result = await rawExchange(plain.running.port, [rawChat(keyA, id), 'GARBAGE / HTTP/9.9\r\n\r\n'], { gapMs: 300 });
+    const result = await rawChatExchange(plain.running.port, [rawChat(keyA, id), 'GARBAGE / HTTP/9.9\r\n\r\n'], { gapMs: 300 });
     expect(result.statuses).toEqual([200, 400]);
   });
 });
@@ -371,7 +360,7 @@ describe('two Host headers', () => {
     for (const hosts of [['Host: a', 'Host: b'], ['Host: gw', 'host: gw']]) {
       const id = marker('two-hosts');
       const request = rawChat(keyA, id, [hosts[1]!]).replace('Host: gw', hosts[0]!);
-      const result = await rawExchange(plain.running.port, [request]);
+      const result = await rawChatExchange(plain.running.port, [request]);
       expect(result.statuses, hosts.join(' + ')).toEqual([400]);
       expect(result.text).toContain('"invalid_request"');
       expect(result.text).toContain('more than one Host header');
@@ -398,7 +387,7 @@ describe('classes that held', () => {
     ];
     const answers: string[] = [];
     for (const [label, request] of probes) {
-      const result = await rawExchange(port, [request]);
+      const result = await rawChatExchange(port, [request]);
       answers.push(`${label}: ${result.statuses.join('+')}`);
       expect(result.statuses, label).toEqual([400]);
       expect(result.closedByServer, label).toBe(true);
@@ -415,7 +404,7 @@ describe('classes that held', () => {
       ['64 KB header', `X-Big: ${'a'.repeat(64 * 1024)}`, 431],
     ] as Array<[string, string, number]>) {
       const id = marker('header-bytes');
-      const result = await rawExchange(port, [rawChat(keyA, id, [header])]);
+      const result = await rawChatExchange(port, [rawChat(keyA, id, [header])]);
       expect(result.statuses, label).toEqual([status]);
       expect(result.closedByServer, label).toBe(true);
       expect(runnerSaw(id), label).toBe(false);
@@ -442,7 +431,7 @@ describe('classes that held', () => {
       'http://evil.example/agents/ok/api/v1/chat/../../../admin',
     ]) {
       const id = marker('path');
-      const result = await rawExchange(port, [rawChat(keyA, id, ['Connection: close'], path)]);
+      const result = await rawChatExchange(port, [rawChat(keyA, id, ['Connection: close'], path)]);
       answers[path] = result.statuses[0] ?? 0;
       expect(result.statuses, path).toEqual([404]);
       expect(runnerSaw(id), path).toBe(false);
@@ -450,7 +439,7 @@ describe('classes that held', () => {
     // One percent-decoding of the agent id, and a query, are accepted: the runner still gets its own path, no query.
     for (const path of ['/agents/%6Fk/api/v1/chat', '/agents/ok/api/v1/chat?next=../../admin']) {
       const id = marker('path-ok');
-      const result = await rawExchange(port, [rawChat(keyA, id, ['Connection: close'], path)]);
+      const result = await rawChatExchange(port, [rawChat(keyA, id, ['Connection: close'], path)]);
       expect(result.statuses, path).toEqual([200]);
       expect(runner.upstream.requests.find((r) => r.headers['x-request-id'] === id)!.path, path).toBe('/ok/api/v1/chat');
     }
@@ -487,10 +476,10 @@ describe('classes that held', () => {
     const headEnd = full.indexOf('\r\n\r\n') + 4;
     // The body a byte at a time, past request_timeout (2 s).
     const bodyBytes = full.slice(headEnd).split('').slice(0, 12);
-    const slowBody = await rawExchange(port, [full.slice(0, headEnd), ...bodyBytes], { gapMs: 300, waitMs: 3_000 });
+    const slowBody = await rawChatExchange(port, [full.slice(0, headEnd), ...bodyBytes], { gapMs: 300, waitMs: 3_000 });
     expect(slowBody.statuses).toEqual([408]);
     expect(slowBody.text).toContain('"request_timeout"');
-    const slowHeaders = await rawExchange(port, ['POST /agents/ok/api/v1/chat HTTP/1.1\r\n', 'Host: gw\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n', 'X-G: 7\r\n', 'X-H: 8\r\n', 'X-I: 9\r\n'], { gapMs: 300, waitMs: 3_000 });
+    const slowHeaders = await rawChatExchange(port, ['POST /agents/ok/api/v1/chat HTTP/1.1\r\n', 'Host: gw\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n', 'X-G: 7\r\n', 'X-H: 8\r\n', 'X-I: 9\r\n'], { gapMs: 300, waitMs: 3_000 });
     expect(slowHeaders.statuses).toEqual([408]);
     expect(runnerSaw(id)).toBe(false);
     reportRow({ fault: 'a body sent a byte per 300 ms; header lines a line per 300 ms (request_timeout 2s, headers_timeout 1s)', answered: '408 request_timeout, closed ×2', affected: '0 forwarded', auditLost: 0, memory: '-' });

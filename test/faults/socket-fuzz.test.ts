@@ -5,12 +5,12 @@
 // timeouts; nothing that fails reaches the runner; and after each batch the server still
 // answers a good request.
 // (One fixed example of each hostile input: test/integration/gateway-bad-input.test.ts.)
-import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { splitAt } from '../helpers/split-at.js';
 import { startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
+import { rawExchange } from '../helpers/faults/raw-socket.js';
 import { reportRow } from '../helpers/faults/report.js';
 
 /** Every status the gateway (or Node's parser on its behalf) may answer a client with. */
@@ -103,44 +103,14 @@ function parseResponses(raw: Buffer): { finals: number[]; bodies: string[]; comp
  * Writes `bytes` (in the given pieces) and reads until the server closes, or until 250 ms pass
  * with nothing new after at least one complete answer, or until END_BOUND_MS.
  */
-function exchange(pieces: Buffer[]): Promise<Exchange> {
-  const started = performance.now();
-  return new Promise((resolve) => {
-    const socket = connect(gateway.running.port, '127.0.0.1');
-    const received: Buffer[] = [];
-    let idle: NodeJS.Timeout | undefined;
-    let closedByServer = false;
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(idle);
-      clearTimeout(bound);
-      socket.destroy();
-      const raw = Buffer.concat(received);
-      const parsed = parseResponses(raw);
-      resolve({ finals: parsed.finals, bodies: parsed.bodies, closedByServer, endedAfterMs: performance.now() - started, raw: raw.toString('latin1'), sent: Buffer.concat(pieces).toString('latin1') });
-    };
-    const bound = setTimeout(finish, END_BOUND_MS);
-    socket.on('data', (chunk: Buffer) => {
-      received.push(chunk);
-      clearTimeout(idle);
-      if (parseResponses(Buffer.concat(received)).finals.length > 0) idle = setTimeout(finish, 250);
-    });
-    socket.on('error', () => {});
-    socket.on('end', () => (closedByServer = true));
-    socket.on('close', () => {
-      closedByServer = true;
-      finish();
-    });
-    socket.on('connect', async () => {
-      for (const piece of pieces) {
-        if (socket.destroyed) return;
-        socket.write(piece);
-        if (pieces.length > 1) await new Promise((r) => setImmediate(r));
-      }
-    });
+async function exchange(pieces: Buffer[]): Promise<Exchange> {
+  const { received, closedByServer, elapsedMs } = await rawExchange(gateway.running.port, pieces, {
+    between: () => new Promise((resolve) => setImmediate(resolve)),
+    idleMsAfter: (bytes) => (parseResponses(bytes).finals.length > 0 ? 250 : undefined),
+    boundMs: END_BOUND_MS,
   });
+  const parsed = parseResponses(received);
+  return { finals: parsed.finals, bodies: parsed.bodies, closedByServer, endedAfterMs: elapsedMs, raw: received.toString('latin1'), sent: Buffer.concat(pieces).toString('latin1') };
 }
 
 function tallyStatuses(results: Exchange[], label: string): void {

@@ -12,7 +12,7 @@ import { KeyService } from '../../src/keys/key-service.js';
 import { silentLogger } from '../../src/logger.js';
 import { createRedisClientFactory, type RedisClient } from '../../src/redis/redis-client.js';
 import { rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
-import { postChat, type TestGateway } from './gateway.js';
+import { postChat, startTestGateway, type TestGateway } from './gateway.js';
 import { waitFor } from './redis-process.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -137,6 +137,8 @@ export async function streamRecords(inspect: RedisClient, stream: string): Promi
 export interface LoadResult {
   status: number;
   type: string | undefined;
+  /** performance.now() when the request was sent. */
+  startedMs: number;
   latencyMs: number;
   requestId: string | null;
 }
@@ -160,9 +162,9 @@ export function startLoad(gateway: TestGateway, rawKey: string, workers: number,
         });
         const text = await response.text();
         const type = response.status === 200 ? undefined : (JSON.parse(text) as { error?: { type?: string } }).error?.type;
-        results.push({ status: response.status, type, latencyMs: performance.now() - startedMs, requestId: response.headers.get('x-request-id') });
+        results.push({ status: response.status, type, startedMs, latencyMs: performance.now() - startedMs, requestId: response.headers.get('x-request-id') });
       } catch {
-        results.push({ status: 0, type: 'no answer', latencyMs: performance.now() - startedMs, requestId: null });
+        results.push({ status: 0, type: 'no answer', startedMs, latencyMs: performance.now() - startedMs, requestId: null });
       }
     }
   };
@@ -181,4 +183,51 @@ export async function spoolDrained(gateway: TestGateway): Promise<boolean> {
   const path = spoolPathFor(join(gateway.dir, 'audit-spool.jsonl'), 'redis');
   const text = (await readFile(path, 'utf8').catch(() => '')) + (await readFile(`${path}.replaying`, 'utf8').catch(() => ''));
   return text.trim().length === 0;
+}
+
+/** The plans every topology test's gateways share: one that never limits, one of ten a minute. */
+export const TOPOLOGY_PLANS = { roomy: { windows: [{ requests: 100_000, per: '1m' }] }, ten: { windows: [{ requests: 10, per: '1m' }] } };
+export const TOPOLOGY_MAX_FAILED_ATTEMPTS = 3;
+
+export interface TopologyGateways {
+  /** A gateway in process on the topology: keys in Redis, audit to `streamKey`, `config` merged over the shared settings. */
+  start(config: Record<string, unknown>, streamKey: string, commandTimeout?: string): Promise<TestGateway>;
+  /** A client of the test's own into the topology, closed with the rest. */
+  inspect(gateway: TestGateway): RedisClient;
+  close(): Promise<void>;
+}
+
+/**
+ * Gateways for one topology test file: `redis` is the topology's block of config (mode,
+ * nodes or sentinels, prefix), `upstreamUrl` the runner they all proxy to.
+ */
+export function topologyGateways(redis: () => Record<string, unknown>, upstreamUrl: () => string): TopologyGateways {
+  const gateways: TestGateway[] = [];
+  const inspectors: RedisClient[] = [];
+  return {
+    async start(config, streamKey, commandTimeout = '1s') {
+      const gateway = await startTestGateway({
+        agents: { support: upstreamUrl() },
+        config: {
+          redis: { ...redis(), command_timeout: commandTimeout },
+          listen: { trust_proxy: true },
+          keys: { store: 'redis', failed_auth: { max_attempts: TOPOLOGY_MAX_FAILED_ATTEMPTS, per: '1m', block_for: '1m' } },
+          plans: TOPOLOGY_PLANS,
+          audit: { redis_stream: streamKey, flush_interval: '20ms', wait_replicas: 1 },
+          ...config,
+        },
+      });
+      gateways.push(gateway);
+      return gateway;
+    },
+    inspect(gateway) {
+      const client = inspectionClient(gateway.config);
+      inspectors.push(client);
+      return client;
+    },
+    async close() {
+      for (const client of inspectors) client.disconnect();
+      await Promise.all(gateways.map((gateway) => gateway.close()));
+    },
+  };
 }

@@ -8,7 +8,7 @@ import { keyStoreKeyHead } from '../../src/keys/redis-key-store.js';
 import { rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import type { Cluster, RedisClient } from '../../src/redis/redis-client.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
-import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { postChat, type TestGateway } from '../helpers/gateway.js';
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
 import { redisCli, waitFor } from '../helpers/redis-process.js';
 import {
@@ -18,51 +18,29 @@ import {
   checkFailedAuthThrottle,
   checkKeysAndRevocation,
   checkRevokedWithinOneSecond,
-  inspectionClient,
+  TOPOLOGY_MAX_FAILED_ATTEMPTS,
+  topologyGateways,
 } from '../helpers/redis-topology-scenarios.js';
 import { runMasterFailover } from '../helpers/redis-failover-scenario.js';
 
 const PREFIX = 'gwcl:';
-const PLANS = { roomy: { windows: [{ requests: 100_000, per: '1m' }] }, ten: { windows: [{ requests: 10, per: '1m' }] } };
-const MAX_FAILED_ATTEMPTS = 3;
 
 let cluster: TestRedisCluster;
 let upstream: FakeUpstream;
-const gateways: TestGateway[] = [];
-const inspectors: RedisClient[] = [];
 
 beforeAll(async () => {
   [cluster, upstream] = await Promise.all([startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 2_000 }), startFakeUpstream()]);
 });
 
 afterAll(async () => {
-  for (const client of inspectors) client.disconnect();
-  await Promise.all(gateways.map((gateway) => gateway.close()));
+  await topology.close();
   await upstream?.close();
   await cluster?.close();
 });
 
-async function startGateway(config: Record<string, unknown>, streamKey: string, commandTimeout = '1s'): Promise<TestGateway> {
-  const gateway = await startTestGateway({
-    agents: { support: upstream.baseUrl },
-    config: {
-      redis: { mode: 'cluster', nodes: cluster.seeds, prefix: PREFIX, command_timeout: commandTimeout },
-      listen: { trust_proxy: true },
-      keys: { store: 'redis', failed_auth: { max_attempts: MAX_FAILED_ATTEMPTS, per: '1m', block_for: '1m' } },
-      plans: PLANS,
-      audit: { redis_stream: streamKey, flush_interval: '20ms', wait_replicas: 1 },
-      ...config,
-    },
-  });
-  gateways.push(gateway);
-  return gateway;
-}
-
-function inspect(gateway: TestGateway): RedisClient {
-  const client = inspectionClient(gateway.config);
-  inspectors.push(client);
-  return client;
-}
+const topology = topologyGateways(() => ({ mode: 'cluster', nodes: cluster.seeds, prefix: PREFIX }), () => upstream.baseUrl);
+const startGateway = topology.start;
+const inspect = topology.inspect;
 
 /** Every key on every master (SCAN per master: a cluster has no single keyspace to scan). */
 async function allKeys(client: RedisClient): Promise<string[]> {
@@ -108,7 +86,7 @@ describe('redis.mode: cluster, every feature', () => {
   });
 
   it('shares the failed-attempt throttle through the cluster', async () => {
-    await checkFailedAuthThrottle(gateway, '198.51.100.7', MAX_FAILED_ATTEMPTS, () => allKeys(client));
+    await checkFailedAuthThrottle(gateway, '198.51.100.7', TOPOLOGY_MAX_FAILED_ATTEMPTS, () => allKeys(client));
   });
 
   it('writes audit records to the stream, and audit tail reads them from the cluster', async () => {

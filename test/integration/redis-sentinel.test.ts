@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { Redis, RedisClient } from '../../src/redis/redis-client.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import type { TestGateway } from '../helpers/gateway.js';
 import { runMasterFailover } from '../helpers/redis-failover-scenario.js';
 import { startRedisSentinel, type TestRedisSentinel } from '../helpers/redis-sentinel.js';
 import {
@@ -14,17 +14,14 @@ import {
   checkExactLimits,
   checkFailedAuthThrottle,
   checkKeysAndRevocation,
-  inspectionClient,
+  TOPOLOGY_MAX_FAILED_ATTEMPTS,
+  topologyGateways,
 } from '../helpers/redis-topology-scenarios.js';
 
 const PREFIX = 'gwsn:';
-const PLANS = { roomy: { windows: [{ requests: 100_000, per: '1m' }] }, ten: { windows: [{ requests: 10, per: '1m' }] } };
-const MAX_FAILED_ATTEMPTS = 3;
 
 let sentinel: TestRedisSentinel;
 let upstream: FakeUpstream;
-const gateways: TestGateway[] = [];
-const inspectors: RedisClient[] = [];
 
 beforeAll(async () => {
   // Two replicas: one for each failover below.
@@ -32,33 +29,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const client of inspectors) client.disconnect();
-  await Promise.all(gateways.map((gateway) => gateway.close()));
+  await topology.close();
   await upstream?.close();
   await sentinel?.close();
 });
 
-async function startGateway(config: Record<string, unknown>, streamKey: string, commandTimeout = '1s'): Promise<TestGateway> {
-  const gateway = await startTestGateway({
-    agents: { support: upstream.baseUrl },
-    config: {
-      redis: { mode: 'sentinel', sentinels: sentinel.sentinels, name: sentinel.name, prefix: PREFIX, command_timeout: commandTimeout },
-      listen: { trust_proxy: true },
-      keys: { store: 'redis', failed_auth: { max_attempts: MAX_FAILED_ATTEMPTS, per: '1m', block_for: '1m' } },
-      plans: PLANS,
-      audit: { redis_stream: streamKey, flush_interval: '20ms', wait_replicas: 1 },
-      ...config,
-    },
-  });
-  gateways.push(gateway);
-  return gateway;
-}
-
-function inspect(gateway: TestGateway): RedisClient {
-  const client = inspectionClient(gateway.config);
-  inspectors.push(client);
-  return client;
-}
+const topology = topologyGateways(() => ({ mode: 'sentinel', sentinels: sentinel.sentinels, name: sentinel.name, prefix: PREFIX }), () => upstream.baseUrl);
+const startGateway = topology.start;
+const inspect = topology.inspect;
 
 /** Every key on the master. */
 async function allKeys(client: RedisClient): Promise<string[]> {
@@ -92,7 +70,7 @@ describe('redis.mode: sentinel, every feature', () => {
   });
 
   it('shares the failed-attempt throttle through the master', async () => {
-    await checkFailedAuthThrottle(gateway, '198.51.100.9', MAX_FAILED_ATTEMPTS, () => allKeys(client));
+    await checkFailedAuthThrottle(gateway, '198.51.100.9', TOPOLOGY_MAX_FAILED_ATTEMPTS, () => allKeys(client));
   });
 
   it('writes audit records to the stream, and audit tail reads them through the sentinels', async () => {

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Dialog } from '../components/dialog.js';
+import { ChoiceField, DialogActions } from '../components/form-parts.js';
 import { RawKey } from '../components/raw-key.js';
 import { FormError } from '../components/states.js';
 import type { Key, KeyWithSecret } from '../types.js';
@@ -76,25 +77,9 @@ export function RotateDialog(props: { keyRecord: Key; onClose: () => void; onDon
     <Dialog title={`Rotate ${label(props.keyRecord)}?`} onClose={props.onClose}>
       <form class="form" onSubmit={rotate}>
         <p>A new key with the same account, plan and agents replaces it. Give the old key time to be swapped out where it is used:</p>
-        <label class="field">
-          <span>Old key keeps working for</span>
-          <select name="grace" value={grace} onChange={(e) => setGrace(e.currentTarget.value)}>
-            {GRACE_CHOICES.map((c) => (
-              <option key={c.value} value={c.value}>
-                {c.label}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ChoiceField label="Old key keeps working for" name="grace" choices={GRACE_CHOICES} value={grace} onChange={setGrace} />
         <FormError error={error} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="button button-primary" disabled={busy}>
-            {busy ? 'Rotating…' : 'Rotate key'}
-          </button>
-        </div>
+        <DialogActions onCancel={props.onClose} busy={busy} label="Rotate key" busyLabel="Rotating…" />
       </form>
     </Dialog>
   );

@@ -3,6 +3,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Dialog } from '../components/dialog.js';
+import { ChoiceField, DialogActions } from '../components/form-parts.js';
 import { RawKey } from '../components/raw-key.js';
 import { FormError } from '../components/states.js';
 import type { Agent, Key, KeyWithSecret, Plan } from '../types.js';
@@ -100,25 +101,9 @@ export function CreateKeyDialog(props: { plans: Plan[]; agents: Agent[]; onClose
         </label>
         <PlanField plans={props.plans} value={plan} onChange={setPlan} />
         <AgentsField agents={props.agents} value={agents} onChange={setAgents} />
-        <label class="field">
-          <span>Expires</span>
-          <select name="expires" value={expiresIn} onChange={(e) => setExpiresIn(e.currentTarget.value)}>
-            {EXPIRY_CHOICES.map((c) => (
-              <option key={c.value} value={c.value}>
-                {c.label}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ChoiceField label="Expires" name="expires" choices={EXPIRY_CHOICES} value={expiresIn} onChange={setExpiresIn} />
         <FormError error={error} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="button button-primary" disabled={busy || account.trim() === '' || agents.length === 0}>
-            {busy ? 'Creating…' : 'Create key'}
-          </button>
-        </div>
+        <DialogActions onCancel={props.onClose} busy={busy} disabled={account.trim() === '' || agents.length === 0} label="Create key" busyLabel="Creating…" />
       </form>
     </Dialog>
   );
@@ -182,14 +167,7 @@ export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Ag
           <input type="date" name="expires_on" value={expiresOn} onInput={(e) => setExpiresOn(e.currentTarget.value)} />
         </label>
         <FormError error={error} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="button button-primary" disabled={busy || agents.length === 0}>
-            {busy ? 'Saving…' : 'Save changes'}
-          </button>
-        </div>
+        <DialogActions onCancel={props.onClose} busy={busy} disabled={agents.length === 0} label="Save changes" busyLabel="Saving…" />
       </form>
     </Dialog>
   );

@@ -1,0 +1,35 @@
+// Pieces every key dialog repeats: a labelled choice from a fixed list, and the Cancel /
+// submit pair at the bottom (the submit button says what it is doing while busy).
+
+export interface Choice {
+  value: string;
+  label: string;
+}
+
+export function ChoiceField(props: { label: string; name: string; choices: readonly Choice[]; value: string; onChange: (value: string) => void }) {
+  return (
+    <label class="field">
+      <span>{props.label}</span>
+      <select name={props.name} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+        {props.choices.map((c) => (
+          <option key={c.value} value={c.value}>
+            {c.label}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+export function DialogActions(props: { onCancel: () => void; busy: boolean; disabled?: boolean; label: string; busyLabel: string }) {
+  return (
+    <div class="dialog-actions">
+      <button type="button" class="button" onClick={props.onCancel}>
+        Cancel
+      </button>
+      <button type="submit" class="button button-primary" disabled={props.busy || props.disabled === true}>
+        {props.busy ? props.busyLabel : props.label}
+      </button>
+    </div>
+  );
+}
