@@ -9,6 +9,8 @@ export const CONFIG_VARIATIONS = {
   'no-limits': (yaml) => yaml.replace(/windows: \[.*\] \}/, 'windows: [] }'),
   'no-request-log': (yaml) => yaml.replace('level: info', 'level: warn'),
   'no-audit-stream': (yaml) => yaml.replace(/ {2}redis_stream: .*\n/, ''),
+  // The usage audit without its write-ahead journal (decision 0022): the journal's own cost.
+  'no-journal': (yaml) => yaml.replace(/( {2}spool: .*\n)/, '$1  journal: false\n'),
   'log-devnull': (yaml) => yaml.replace(/ {2}file: .*gateway\.log"\n/, '  file: "/dev/null"\n'),
   'pool-128': (yaml) => yaml.replace('    timeout: 30s\n', '    timeout: 30s\n    max_connections: 128\n'),
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),

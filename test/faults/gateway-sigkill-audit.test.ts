@@ -20,6 +20,8 @@ import { readAuditFile, readAuditStream } from '../helpers/audit-records.js';
 import { lcg } from '../helpers/lcg.js';
 
 const KILLS = Number(process.env.SIGKILL_COUNT ?? 20);
+/** Requests each process answers in full before its kill: the floor of the answered count. */
+const ANSWERS_PER_PROCESS = 3;
 
 let dir: string;
 let redis: TestRedis;
@@ -38,7 +40,8 @@ afterAll(async () => {
   inspect?.disconnect();
   await runner?.close();
   await redis?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  if (dir && !process.env.SIGKILL_DEBUG) await rm(dir, { recursive: true, force: true });
+  else if (dir) console.log("kept", dir);
 });
 
 /** The client got the whole answer: a status, the body to its end, and for a 200 stream its done event. */
@@ -78,14 +81,22 @@ describe(`SIGKILL ×${KILLS} under traffic, a restart after each`, () => {
     const random = lcg(24);
     const t0 = performance.now();
     const recoveredPerStart: number[] = [];
+    const startMs: number[] = [];
+    const answeredSoFar = (): number => traffic.outcomes.filter(answered).length;
     for (let kill = 1; kill <= KILLS; kill++) {
-      // Serve for 200–600 ms, then kill wherever the process happens to be.
-      await sleep(200 + Math.floor(random() * 400));
+      // Each process answers a few requests first (a cold process is slow under load; a fixed
+      // pause would often kill it before its first answer), then dies 0–150 ms later, wherever
+      // it happens to be: mid-answer, between a last chunk and its journal write, mid-batch.
+      const before = answeredSoFar();
+      await waitFor(`process ${kill} to answer ${ANSWERS_PER_PROCESS} requests`, () => answeredSoFar() >= before + ANSWERS_PER_PROCESS, 60_000, 10);
+      await sleep(Math.floor(random() * 150));
       const exit = await gateway.stop('SIGKILL');
       expect(exit.signal).toBe('SIGKILL');
       if (kill > 1) recoveredPerStart.push(recoveredRecords(gateway));
       phase = kill;
+      const restartAt = performance.now();
       gateway = await startFaultGateway({ dir, name: 'kill', config: document, port, adminPort });
+      startMs.push(performance.now() - restartAt);
       processes.push(gateway);
     }
     await sleep(500);
@@ -113,22 +124,29 @@ describe(`SIGKILL ×${KILLS} under traffic, a restart after each`, () => {
     if (process.env.SIGKILL_DEBUG) for (const p of processes) console.log(p.logLines().filter((l) => l.level !== 'info' && l.level !== 30).map((l) => JSON.stringify(l)).join('\n'));
     if (process.env.SIGKILL_DEBUG) console.log(JSON.stringify(outcomes.filter((o) => lostStream.includes(o.id)).map((o) => [o.id, o.label, o.route, o.status, Math.round(o.startedMs - t0), Math.round(o.latencyMs)])));
     reportRow({
-      fault: `SIGKILL ×${KILLS} under traffic (16 loops: JSON and ~100 ms streams; kill 200–600 ms after each start), restart on the same ports after each`,
+      fault: `SIGKILL ×${KILLS} under traffic (16 loops: JSON and ~100 ms streams; each process killed 0–150 ms after its ${ANSWERS_PER_PROCESS}rd answer), restart on the same ports after each (restart to listening: median ${Math.round(median(startMs))} ms, max ${Math.round(Math.max(...startMs))} ms; whole run ${Math.round((performance.now() - t0) / 1000)} s)`,
       answered: `answered in full: ${done.length} (${answerSummary(done)}); not answered (cut by a kill or refused while down): ${cut.length}`,
       affected: `${cut.length}/${outcomes.length}`,
       auditLost: `${lostStream.length} (stream), ${lostFile.length} (file) of ${done.length} answered; records sent again from the journal at the ${KILLS} restarts: ${recoveredPerStart.reduce((a, b) => a + b, 0)} (max ${Math.max(...recoveredPerStart)} at one start); duplicates by id: ${duplicates(inStream)} (stream), ${duplicates(inFile)} (file)`,
       memory: '-',
     });
 
-    expect(done.length).toBeGreaterThan(KILLS * 20);
+    // Each killed process answered ANSWERS_PER_PROCESS in full first (the loop waits for it): a floor any loaded machine reaches.
+    expect(done.length).toBeGreaterThanOrEqual(KILLS * ANSWERS_PER_PROCESS);
     // The kills did hit records that only the journal held: at least one start sent some again.
     expect(recoveredPerStart.some((n) => n > 0)).toBe(true);
     expect(lostStream, 'answered requests missing from the stream').toEqual([]);
     expect(lostFile, 'answered requests missing from the file').toEqual([]);
     // A clean stop settles everything: no journal segment is left with records.
     expect(journalLeft).toBe('');
-  }, 240_000);
+  // Restarts dominate: ~0.5 s each on an idle 2-core machine, 5–10 s when it is shared and loaded.
+  }, 420_000);
 });
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
 
 /** How many records a freshly started process found in its predecessor's journal (its start-up log line). */
 function recoveredRecords(gateway: FaultGateway): number {
