@@ -95,7 +95,7 @@ describe(`SIGKILL ×${KILLS} under traffic, a restart after each`, () => {
       if (kill > 1) recoveredPerStart.push(recoveredRecords(gateway));
       phase = kill;
       const restartAt = performance.now();
-      gateway = await startFaultGateway({ dir, name: 'kill', config: document, port, adminPort });
+      gateway = await startFaultGateway({ dir, name: 'kill', config: document, port, adminPort, startTimeoutMs: 60_000 });
       startMs.push(performance.now() - restartAt);
       processes.push(gateway);
     }
