@@ -76,6 +76,8 @@ describe(`SIGKILL ×${KILLS} under traffic, a restart after each`, () => {
       concurrency: 16,
       idPrefix: 'kill',
       label: () => String(phase),
+      // 16 loops retrying a refused connection every 20 ms would take CPU from the restarting process.
+      refusedBackoffMs: 100,
       plan: (i) => (i % 4 === 0 ? { agent: 'slow', route: 'chat/stream', body: streamBody } : { agent: 'ok', route: 'chat' }),
     });
     const random = lcg(24);
