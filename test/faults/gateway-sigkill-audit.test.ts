@@ -41,7 +41,7 @@ afterAll(async () => {
   await runner?.close();
   await redis?.close();
   if (dir && !process.env.SIGKILL_DEBUG) await rm(dir, { recursive: true, force: true });
-  else if (dir) console.log("kept", dir);
+  else if (dir) console.log('kept', dir);
 });
 
 /** The client got the whole answer: a status, the body to its end, and for a 200 stream its done event. */
