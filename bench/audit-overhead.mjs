@@ -102,7 +102,16 @@ async function startRedisServer(dir) {
   const url = `redis://127.0.0.1:${port}/0`;
   const client = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: (n) => (n > 100 ? null : 50) });
   client.on('error', () => {});
-  await client.ping();
+  // On a loaded machine redis-server can take a while to listen: retry the first ping for 20 s.
+  for (const deadline = Date.now() + 20_000; ; ) {
+    try {
+      await client.ping();
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
   return { url, client, stop: () => stopChild(child) };
 }
 
