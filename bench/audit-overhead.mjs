@@ -6,6 +6,7 @@
 //
 //   redis+file  audit.redis_stream + audit.file      both sinks on (a typical shared deployment)
 //   file        audit.file only                      the embedded default
+//   no-journal  redis+file with audit.journal: false the write-ahead journal's cost (decision 0022)
 //   devnull     audit.file: /dev/null                baseline: records are still built, batched
 //                                                    and written, but the write costs nothing
 //
@@ -48,7 +49,7 @@ const warmupS = Number(readOption(argv, 'warmup-s', undefined, '1'));
 
 const STREAM_KEY = 'agentgw:bench-audit';
 const BODY = JSON.stringify({ message: 'Hello, what can you do?', context: { user_id: 'u-1', session_id: 's-1' }, max_tokens: 256 });
-const SETUPS = ['redis+file', 'file', 'devnull'];
+const SETUPS = ['redis+file', 'no-journal', 'file', 'devnull'];
 
 const children = new Set();
 async function stopAll() {
@@ -101,7 +102,16 @@ async function startRedisServer(dir) {
   const url = `redis://127.0.0.1:${port}/0`;
   const client = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: (n) => (n > 100 ? null : 50) });
   client.on('error', () => {});
-  await client.ping();
+  // On a loaded machine redis-server can take a while to listen: retry the first ping for 20 s.
+  for (const deadline = Date.now() + 20_000; ; ) {
+    try {
+      await client.ping();
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
   return { url, client, stop: () => stopChild(child) };
 }
 
@@ -176,6 +186,8 @@ try {
   };
   const documents = {
     'redis+file': { ...base, audit: { redis_stream: STREAM_KEY, file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool-redis-file.jsonl') } },
+    // The same without the write-ahead journal (decision 0022): the difference is the journal's cost.
+    'no-journal': { ...base, audit: { redis_stream: STREAM_KEY, file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool-no-journal.jsonl'), journal: false } },
     file: { ...base, audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool-file.jsonl') } },
     devnull: { ...base, audit: { file: '/dev/null', spool: join(dir, 'spool-devnull.jsonl') } },
   };
@@ -214,7 +226,7 @@ try {
         ok: result['2xx'],
         errors: result.errors + result.timeouts + result.non2xx,
         cpuMsPer1k: (cpu / Math.max(1, result.requests.total)) * 1000,
-        streamRecords: setup === 'redis+file' ? (await redis.client.xlen(STREAM_KEY)) - streamBefore : null,
+        streamRecords: setup === 'redis+file' || setup === 'no-journal' ? (await redis.client.xlen(STREAM_KEY)) - streamBefore : null,
         fileRecords: setup === 'devnull' ? null : (await lineCount(join(dir, 'audit.jsonl'))) - fileBefore,
         spoolBytes: spooled,
       };

@@ -13,6 +13,8 @@ export const CONFIG_VARIATIONS = {
   'no-request-log': (yaml) => yaml.replace('level: info', 'level: warn'),
   'no-audit-stream': (yaml) => yaml.replace(/ {2}redis_stream: .*\n/, ''),
   'no-usage-rollups': (yaml) => yaml.replace('  max_len: 100000\n', '  max_len: 100000\n  usage_rollups: false\n'),
+  // The usage audit without its write-ahead journal (decision 0022): the journal's own cost.
+  'no-journal': (yaml) => yaml.replace(/( {2}spool: .*\n)/, '$1  journal: false\n'),
   'log-devnull': (yaml) => yaml.replace(/ {2}file: .*gateway\.log"\n/, '  file: "/dev/null"\n'),
   'pool-128': (yaml) => yaml.replace('    timeout: 30s\n', '    timeout: 30s\n    max_connections: 128\n'),
   // Issue 23's cost check: the bench plan plus a token budget, and a stream cap beside it,

@@ -58,6 +58,11 @@ export function toAuditLine(r: AuditRecord): AuditLine {
 export interface AuditLog {
   /** Never blocks and never throws: the record is queued (or spooled) for delivery. */
   record(record: AuditRecord): void;
+  /**
+   * Calls `callback` once every record recorded so far is in the OS (the journal's write at
+   * the end of this turn); at once when there is no journal. Absent: nothing to wait for.
+   */
+  whenDurable?(callback: () => void): void;
   /** Flushes everything queued, then releases the sinks. */
   close(): Promise<void>;
 }

@@ -27,6 +27,12 @@ export interface AuditSinkChannelOptions {
   retryMaxMs: number;
   /** At close, how long one last replay of the spool may run when the sink answers again. */
   closeReplayMs: number;
+  /**
+   * Called once per enqueued batch when it is safe from a crash as far as this sink goes:
+   * written to the sink or appended to the spool (never for records given up at shutdown,
+   * which the journal then keeps for the next start).
+   */
+  onSettled?: (batch: readonly AuditLine[]) => void;
 }
 
 type Mode = 'direct' | 'spooling';
@@ -162,6 +168,7 @@ export class AuditSinkChannel {
     try {
       await this.sink.write(batch);
       metrics.auditRecords.inc({ sink: this.name, result: 'written' }, batch.length);
+      this.options.onSettled?.(batch);
     } catch (err) {
       metrics.auditRecords.inc({ sink: this.name, result: 'failed' }, batch.length);
       this.beginOutage(err, 'audit sink failed; spooling records until it recovers');
@@ -191,6 +198,8 @@ export class AuditSinkChannel {
     try {
       await this.spool.append(records);
       metrics.auditRecords.inc({ sink: this.name, result: 'spooled' }, count);
+      const onSettled = this.options.onSettled;
+      if (onSettled) for (const batch of batches) onSettled(batch);
       if (this.spoolFailing) {
         this.spoolFailing = false;
         this.logger.info({ sink: this.name, spool: this.spool.path }, 'audit spool writable again');

@@ -228,10 +228,10 @@ export class AuditSpool {
 }
 
 /**
- * Whether a spool line is a whole record, handed on as it is; false for a line glued to a
- * torn one or foreign content. Parsed only to check: replay is off the request path.
+ * Whether a spool (or journal) line is a whole record, handed on as it is; false for a line
+ * glued to a torn one or foreign content. Parsed only to check: replay is off the request path.
  */
-function isRecordLine(text: string): boolean {
+export function isRecordLine(text: string): boolean {
   try {
     const value: unknown = JSON.parse(text);
     return value !== null && typeof value === 'object' && typeof (value as { id?: unknown }).id === 'string';

@@ -4,7 +4,9 @@
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
+import { AuditJournal } from './audit-journal.js';
 import type { AuditSink } from './audit-sink.js';
+import { spoolPathFor } from './audit-spool.js';
 import { BatchingAuditLog } from './batching-audit-log.js';
 import { FileAuditSink } from './file-audit-sink.js';
 import { FileUsageRollup, UsageRollupSink } from './file-usage-rollup.js';
@@ -64,7 +66,19 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
       audit.redisStream || !audit.usageRollups ? file : new UsageRollupSink(file, new FileUsageRollup({ dir: audit.usageDir, retentionMs: audit.usageRetentionMs, logger: deps.logger, now: () => deps.clock.now() })),
     );
   }
-  return batchesFor(sinks, audit, deps);
+  const journalPath = journalPathFor(audit);
+  const journal = journalPath === undefined ? undefined : new AuditJournal(journalPath, { logger: deps.logger });
+  return batchesFor(sinks, audit, deps, journal);
+}
+
+/**
+ * The usage audit's journal (decision 0022): `audit.journal`, off when false, and by default
+ * beside the spool ("var/audit-spool.jsonl" → "var/audit-spool.journal.jsonl"), so a
+ * per-worker or per-test spool path carries its journal with it.
+ */
+export function journalPathFor(audit: Pick<GatewayConfig['audit'], 'journal' | 'spool'>): string | undefined {
+  if (audit.journal === false) return undefined;
+  return audit.journal ?? spoolPathFor(audit.spool, 'journal');
 }
 
 /** Where usage reports read rollups: the same place openAuditLog writes them. */
@@ -102,7 +116,7 @@ export function openAdminAuditBatches(config: Pick<GatewayConfig, 'audit' | 'red
 }
 
 /** The batching, spooling and retry settings both audit logs share (each sink spools apart). */
-function batchesFor(sinks: AuditSink[], audit: GatewayConfig['audit'], deps: OpenAuditLogDeps): BatchingAuditLog {
+function batchesFor(sinks: AuditSink[], audit: GatewayConfig['audit'], deps: OpenAuditLogDeps, journal?: AuditJournal): BatchingAuditLog {
   return new BatchingAuditLog({
     sinks,
     spoolPath: audit.spool,
@@ -113,5 +127,6 @@ function batchesFor(sinks: AuditSink[], audit: GatewayConfig['audit'], deps: Ope
     clock: deps.clock,
     retryMinMs: deps.retryMinMs,
     retryMaxMs: deps.retryMaxMs,
+    journal,
   });
 }

@@ -29,10 +29,11 @@ export function perWorkerPath(path: string, workerIndex: number): string {
 }
 
 /**
- * A worker's view of the config: its own audit spool, because a spool is replayed and
- * truncated by the one process that owns it. The audit file sink is shared (appends).
+ * A worker's view of the config: its own audit spool and journal, because each is replayed
+ * and truncated by the one process that owns it. The audit file sink is shared (appends).
  */
 export function withWorkerPaths(config: GatewayConfig, workerIndex: number | undefined): GatewayConfig {
   if (workerIndex === undefined) return config;
-  return { ...config, audit: { ...config.audit, spool: perWorkerPath(config.audit.spool, workerIndex) } };
+  const { spool, journal } = config.audit;
+  return { ...config, audit: { ...config.audit, spool: perWorkerPath(spool, workerIndex), journal: typeof journal === 'string' ? perWorkerPath(journal, workerIndex) : journal } };
 }

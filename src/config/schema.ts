@@ -466,6 +466,8 @@ export const configSchema = z
           .optional(),
         max_len: z.number().int().min(1).default(1_000_000),
         spool: z.string().min(1).default('var/audit-spool.jsonl'),
+        // The write-ahead journal (docs/audit.md "The journal"); default beside the spool, false turns it off.
+        journal: z.union([z.string().min(1), z.literal(false)]).optional(),
         batch_size: z.number().int().min(1).default(256),
         flush_interval: positiveDuration.default(50),
         max_queue: z.number().int().min(1).default(10_000),
@@ -543,6 +545,8 @@ export const configSchema = z
       redisStream: c.audit.redis_stream,
       maxLen: c.audit.max_len,
       spool: c.audit.spool,
+      // Unset: beside the spool (openAuditLog derives it), so each process's pair of files stays together.
+      journal: c.audit.journal,
       batchSize: c.audit.batch_size,
       flushIntervalMs: c.audit.flush_interval,
       maxQueue: c.audit.max_queue,

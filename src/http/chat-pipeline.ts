@@ -32,8 +32,9 @@ import type { RateLimitDecision, RateLimiter, RateWindow, StreamSlot } from '../
 import { RequestState } from '../request/request-state.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
-import { finishRequest } from './finish-request.js';
+import { finishRequest, recordAtEnd } from './finish-request.js';
 import { closesConnection, requestConnection, requestHost, resetStreamAfterAnswer } from './http2-requests.js';
+import { isJournaled } from './journaled-response.js';
 import { keyPlanLimits } from './key-limits.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
@@ -128,6 +129,10 @@ export class ChatPipeline {
     const request = new ChatRequest(this, req, res, state, config, address, trace);
     // 'close' comes once; `on` spares the wrapper `once` allocates per request.
     res.on('close', () => this.finish(request));
+    if (isJournaled(res)) {
+      res.recordAtEnd = this.recordAtEnd;
+      res.endContext = request;
+    }
     try {
       this.route(request, routes);
     } catch (error) {
@@ -278,7 +283,13 @@ export class ChatPipeline {
     }
   }
 
-  /** When the response closes, whatever happened: the audit record, metrics and the log line. */
+  /** JournaledResponse's hook, bound once: the audit record as the response ends. */
+  private readonly recordAtEnd = (context: unknown): AuditLog | undefined => {
+    const request = context as ChatRequest;
+    return recordAtEnd(request.state, request.res, this.auditLog);
+  };
+
+  /** When the response closes, whatever happened: the audit record (unless made as it ended), metrics and the log line. */
   finish(request: ChatRequest): void {
     request.finished = true;
     // Whatever ended the stream (its end, the client, the runner, a deadline): the slot is free.
@@ -323,15 +334,7 @@ function answerError(error: unknown, req: IncomingMessage, res: ServerResponse, 
     else res.shouldKeepAlive = false;
   }
   if (gatewayError.type === 'payload_too_large' && closesConnection(req)) res.setHeader('Connection', 'close');
-  state.bytesOut += sendErrorCounted(res, gatewayError, state.requestId);
-}
-
-function sendErrorCounted(res: ServerResponse, error: GatewayError, requestId: string): number {
-  const before = res.headersSent;
-  sendError(res, error, requestId);
-  if (before) return 0;
-  const length = res.getHeader('Content-Length');
-  return typeof length === 'number' ? length : Number(length ?? 0);
+  sendError(res, gatewayError, state.requestId, state);
 }
 
 /** A refusal that no request window made: every full window is a token budget. */

@@ -8,7 +8,7 @@ import { closesConnection } from './http2-requests.js';
  * Writes a gateway error. Headers already set on the response (X-Request-Id, rate-limit
  * headers) are kept; the error adds its own (WWW-Authenticate, Retry-After, Allow).
  */
-export function sendError(res: ServerResponse, error: GatewayError, requestId: string): void {
+export function sendError(res: ServerResponse, error: GatewayError, requestId: string, counter?: { bytesOut: number }): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -23,6 +23,8 @@ export function sendError(res: ServerResponse, error: GatewayError, requestId: s
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(body));
   res.setHeader('Cache-Control', 'no-store');
+  // Counted before end(): the audit record may be made as the response ends (JournaledResponse).
+  if (counter) counter.bytesOut += Buffer.byteLength(body);
   res.end(body);
 }
 

@@ -16,6 +16,7 @@ const auditTimestamp = isoTimestampCache();
 export function finishRequest(state: RequestState, res: ServerResponse, auditLog: AuditLog, logRequest: RequestLogWriter): void {
   const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
   const outcome = requestOutcome(state, res);
+  const key = state.key;
   const latencyMs = performance.now() - state.startedMonoMs;
   const upstreamLatencyMs = state.upstreamLatencyMs();
   const route = state.route ?? 'none';
@@ -30,29 +31,9 @@ export function finishRequest(state: RequestState, res: ServerResponse, auditLog
   }
   if (state.tokensUsed !== null) series.tokens.inc(state.tokensUsed);
 
-  const key = state.key;
-  if (key && state.route) {
-    const record: AuditRecord = {
-      id: state.id,
-      request_id: state.requestId,
-      ts: auditTimestamp(state.startedAtMs),
-      key_id: key.keyId,
-      account: key.account,
-      plan: key.plan,
-      agent,
-      route: state.route,
-      status,
-      outcome,
-      tokens_used: state.tokensUsed,
-      latency_ms: Math.round(latencyMs),
-      upstream_latency_ms: upstreamLatencyMs === null ? null : Math.round(upstreamLatencyMs),
-      bytes_in: state.bytesIn,
-      bytes_out: state.bytesOut,
-      client_ip: state.clientIp,
-      user_id: state.userId,
-      session_id: state.sessionId,
-    };
-    auditLog.record(record);
+  if (!state.audited) {
+    const record = auditRecordOf(state, res, latencyMs, false);
+    if (record) auditLog.record(record);
   }
 
   logRequest({
@@ -70,4 +51,47 @@ export function finishRequest(state: RequestState, res: ServerResponse, auditLog
     tokens_used: state.tokensUsed,
     client_ip: state.clientIp,
   });
+}
+
+/**
+ * The request's audit record, if its key was accepted. `ending`: made as the response ends
+ * (JournaledResponse), so the status is the one being sent and the answer counts as whole;
+ * otherwise when the response has closed (the client may have left first).
+ */
+export function auditRecordOf(state: RequestState, res: ServerResponse, latencyMs: number, ending: boolean): AuditRecord | undefined {
+  const key = state.key;
+  if (!key || !state.route) return undefined;
+  const upstreamLatencyMs = state.upstreamLatencyMs();
+  return {
+    id: state.id,
+    request_id: state.requestId,
+    ts: auditTimestamp(state.startedAtMs),
+    key_id: key.keyId,
+    account: key.account,
+    plan: key.plan,
+    agent: state.agentId ?? 'none',
+    route: state.route,
+    status: ending || res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS,
+    outcome: requestOutcome(state, res, ending),
+    tokens_used: state.tokensUsed,
+    latency_ms: Math.round(latencyMs),
+    upstream_latency_ms: upstreamLatencyMs === null ? null : Math.round(upstreamLatencyMs),
+    bytes_in: state.bytesIn,
+    bytes_out: state.bytesOut,
+    client_ip: state.clientIp,
+    user_id: state.userId,
+    session_id: state.sessionId,
+  };
+}
+
+/**
+ * JournaledResponse's hook: the audit record as the response ends, so its journal write can
+ * come before the answer's last bytes. Returns the log to wait for; undefined: no record.
+ */
+export function recordAtEnd(state: RequestState, res: ServerResponse, auditLog: AuditLog): AuditLog | undefined {
+  const record = auditRecordOf(state, res, performance.now() - state.startedMonoMs, true);
+  if (!record) return undefined;
+  state.audited = true;
+  auditLog.record(record);
+  return auditLog;
 }

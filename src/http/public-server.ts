@@ -1,15 +1,19 @@
 // The public listener's server, by `listen.tls`: plain node:http without it (exactly as
-// before TLS existed: no wrapper, no extra listener), node:https with it, or node:http2's
+// before TLS existed: no wrapper, no extra listener; its responses journaled as with TLS), node:https with it, or node:http2's
 // secure server answering both `h2` and `http/1.1` by ALPN on one port with
 // `listen.tls.http2` (docs/operations.md "TLS", decision 0021). Also the two ways a graceful
 // stop closes connections, since an HTTP/2 server has no closeIdleConnections() for its
 // sessions and no closeAllConnections() at all.
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerOptions, type ServerResponse } from 'node:http';
-import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
+import { createSecureServer, type Http2SecureServer, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { SecureContextOptions } from 'node:tls';
 import type { GatewayConfig } from '../config/schema.js';
+import { JournaledHttp2Response, JournaledResponse } from './journaled-response.js';
+
+// A response's last bytes wait for its audit record's journal write (journaled-response.ts).
+const HTTP1_RESPONSE = { ServerResponse: JournaledResponse as unknown as typeof ServerResponse };
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -27,12 +31,13 @@ type ListenConfig = GatewayConfig['listen'];
 /** `tls`: the certificate as read by tls-certificates.ts, when listen.tls is set. */
 export function createPublicServer(listen: ListenConfig, handler: RequestHandler, tls: SecureContextOptions | undefined): PublicServer {
   const options = serverOptions(listen);
-  if (tls === undefined || listen.tls === undefined) return nodeHttpServer(createHttpServer(options, handler));
+  if (tls === undefined || listen.tls === undefined) return nodeHttpServer(createHttpServer({ ...options, ...HTTP1_RESPONSE }, handler));
   // A client CA turns on mutual TLS: the handshake fails for a client without a certificate
   // it signed, before any byte of HTTP.
   const mutual = listen.tls.caFile !== undefined ? { requestCert: true, rejectUnauthorized: true } : {};
-  if (!listen.tls.http2) return nodeHttpServer(createHttpsServer({ ...options, ...tls, ...mutual }, handler));
-  return http2Server(listen, createSecureServer({ ...tls, ...mutual, allowHTTP1: true, noDelay: true, settings: { maxHeaderListSize: listen.maxHeaderBytes } }, handler as never));
+  if (!listen.tls.http2) return nodeHttpServer(createHttpsServer({ ...options, ...tls, ...mutual, ...HTTP1_RESPONSE }, handler));
+  const responses = { Http1ServerResponse: JournaledResponse as unknown as typeof ServerResponse, Http2ServerResponse: JournaledHttp2Response as unknown as typeof Http2ServerResponse };
+  return http2Server(listen, createSecureServer({ ...tls, ...mutual, ...responses, allowHTTP1: true, noDelay: true, settings: { maxHeaderListSize: listen.maxHeaderBytes } }, handler as never));
 }
 
 function serverOptions(listen: ListenConfig): ServerOptions {

@@ -6,7 +6,8 @@ import type { AuditOutcome } from '../audit/audit-record.js';
 import type { RequestState } from '../request/request-state.js';
 import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
 
-export function requestOutcome(state: RequestState, res: ServerResponse): AuditOutcome {
+/** `ending`: decided as the response ends (its last bytes about to go out), not when it has closed. */
+export function requestOutcome(state: RequestState, res: ServerResponse, ending = false): AuditOutcome {
   if (state.failureKind !== undefined) return outcomeForFailure(state.failureKind);
   if (state.endedInError) return 'error';
   if (state.streamDone) return 'ok';
@@ -16,7 +17,7 @@ export function requestOutcome(state: RequestState, res: ServerResponse): AuditO
   if (state.upstreamStatus >= 500) return 'upstream_error';
   // Nothing above: the status says it, once the client has the whole answer. (Over HTTP/2
   // a stream the client cancelled also reports writableFinished; only writableEnded tells.)
-  if (!res.headersSent || !res.writableFinished || !res.writableEnded) return 'client_closed';
+  if (!ending && (!res.headersSent || !res.writableFinished || !res.writableEnded)) return 'client_closed';
   return outcomeFromStatus(res.statusCode);
 }
 

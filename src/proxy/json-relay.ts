@@ -17,6 +17,13 @@ const MAX_TOKEN_SCAN_BYTES = 1024 * 1024;
 export class JsonRelay implements ResponseRelay, DeadlineEntry {
   private kept: Buffer[] | null = null;
   private keptBytes = 0;
+  /**
+   * The latest chunk, held until the next one comes or the answer ends: with a relayed
+   * Content-Length the client holds a whole answer the moment its last byte is out, so that
+   * byte must go with res.end(), which waits for the audit record's journal write
+   * (JournaledResponse, decision 0022). Kept by reference, like `kept`.
+   */
+  private held: Buffer | undefined = undefined;
   sweepPrev: DeadlineEntry | null = null;
   sweepNext: DeadlineEntry | null = null;
   sweeping = false;
@@ -43,7 +50,9 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
     }
     const exchange = this.exchange;
     exchange.lastUpstreamMs = performance.now();
-    if (!exchange.request.res.write(chunk)) exchange.pauseUntilDrain(controller);
+    const previous = this.held;
+    this.held = chunk;
+    if (previous !== undefined && !exchange.request.res.write(previous)) exchange.pauseUntilDrain(controller);
   }
 
   end(): void {
@@ -52,11 +61,17 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
     // Only a body kept whole is read: a longer one's tokens stay unknown.
     if (kept !== null && this.keptBytes === state.bytesOut) state.tokensUsed = tokensFromChatResponse(kept, this.keptBytes);
     this.exchange.settle();
-    res.end();
+    const held = this.held;
+    this.held = undefined;
+    // The answer's last bytes (and, for a one-chunk answer, its head too) go with the end.
+    if (held === undefined) res.end();
+    else res.end(held);
   }
 
   /** The answer broke off: its headers are out, so the only honest signal left is to cut the connection. */
   fail(kind: UpstreamFailureKind): void {
+    // Never sent: the client must not get what looks like a whole answer.
+    this.held = undefined;
     this.exchange.recordFailure(kind);
     this.exchange.settle();
     this.exchange.request.res.destroy();

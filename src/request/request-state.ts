@@ -14,6 +14,8 @@ export class RequestState {
   agentId: string | undefined = undefined;
   route: ChatRoute | undefined = undefined;
   key: AuthenticatedKey | undefined = undefined;
+  /** The audit record was made as the response ended (JournaledResponse); finish() makes none then. */
+  audited = false;
   tokensUsed: number | null = null;
   /** performance.now() marks; -1 until the upstream is called. */
   upstreamStartMs = -1;

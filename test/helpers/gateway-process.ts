@@ -34,6 +34,8 @@ export interface GatewayProcessOptions {
   adminPort?: number;
   /** Soft `ulimit -n` for the child (falls back to the hard limit). */
   fdLimit?: number;
+  /** How long the child may take to print its listening line (default 20 s; module loading alone takes 5–10 s on a loaded shared machine). */
+  startTimeoutMs?: number;
 }
 
 export async function startGatewayProcess(
@@ -66,7 +68,7 @@ export async function startGatewayProcess(
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   const exited = once(child, 'exit');
 
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
   let listening: RegExpExecArray | null = null;
   while ((listening = LISTENING.exec(output)) === null) {
     if (child.exitCode !== null) throw new Error(`gateway ${name} exited early (${child.exitCode}):\n${output}`);

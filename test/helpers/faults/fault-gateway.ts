@@ -31,11 +31,12 @@ export interface FaultGatewayOptions {
   fdLimit?: number;
   port?: number;
   adminPort?: number;
+  startTimeoutMs?: number;
 }
 
 export async function startFaultGateway(options: FaultGatewayOptions): Promise<FaultGateway> {
   const { dir, name, config } = options;
-  const base = await startGatewayProcess(dir, name, config, { LOG_FORMAT: 'json' }, { port: options.port, adminPort: options.adminPort, fdLimit: options.fdLimit });
+  const base = await startGatewayProcess(dir, name, config, { LOG_FORMAT: 'json' }, { port: options.port, adminPort: options.adminPort, fdLimit: options.fdLimit, startTimeoutMs: options.startTimeoutMs });
   const { child } = base;
   return {
     ...base,

@@ -52,6 +52,8 @@ export interface TrafficOptions {
   label?: () => string;
   /** Stop after this many requests in total. */
   count?: number;
+  /** Pause of a loop whose connection was refused (default 20 ms). */
+  refusedBackoffMs?: number;
 }
 
 export interface Traffic {
@@ -147,7 +149,7 @@ export function startTraffic(options: TrafficOptions): Traffic {
       const outcome = await send(dispatcher, options.baseUrl, options.key, `${options.idPrefix}-${index}`, options.label?.() ?? '', plan);
       outcomes.push(outcome);
       // A client backs off a little when it cannot connect, rather than spinning.
-      if (outcome.status === 0 && !outcome.aborted && outcome.latencyMs < 20) await sleep(20);
+      if (outcome.status === 0 && !outcome.aborted && outcome.latencyMs < 20) await sleep(options.refusedBackoffMs ?? 20);
     }
   };
   const loops = Array.from({ length: options.concurrency }, loop);
