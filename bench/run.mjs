@@ -1,7 +1,7 @@
 // `npm run bench` (issue 7): one command that starts, on loopback, a stub agent runner, a
 // Redis, the built gateway in its full production configuration, and the references (stub
 // direct, nginx proxy_pass when installed, bare node:http + http-proxy, bare node:http +
-// undici), drives the same load at each in turn, and prints one set of tables plus a JSON
+// undici) and the peer gateways (bench/peers: a fastify stack and Portkey, issue 26), drives the same load at each in turn, and prints one set of tables plus a JSON
 // file (bench/results/<date>.json). See docs/performance.md for what the numbers mean.
 //
 //   npm run bench                 full run (~12–15 min on 2 cores)
@@ -83,8 +83,9 @@ async function main() {
   let env;
   try {
     log(`agent-gateway bench — ${options.quick ? 'quick' : 'full'} run, ${options.runs} run(s) per measurement, temp dir ${tmpDir}`);
-    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat: HEARTBEAT, log });
+    env = await startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, peers: options.peers, heartbeat: HEARTBEAT, log });
     notes.push(...env.notes);
+    results.peers = env.peerStatus;
     results.machine = describeMachine({ repoRoot, startedAt, wrkVersion, nginx, redisVersion: env.redis.version, hardFdLimit: fdHard });
     const m = results.machine;
     log(`machine: ${m.nproc} cpus (${m.cpuModel}), ${m.totalMemGiB} GiB, node ${m.node}, load ${m.loadAvgAtStart.join(' ')}, ulimit -Hn ${fdHard}`);
@@ -157,10 +158,11 @@ function report(results, options) {
   if (results.redisCommands) tables.push(redisCommandsTable(results.redisCommands));
   if (results.cpuProfile) tables.push(...cpuProfileTables(results.cpuProfile));
   const targets = renderTable(['scenario', 'target', 'measured', 'result'], results.targets.map((c) => [String(c.scenario), c.target, c.measured, c.result]));
-  tables.push({ title: 'Targets (issue 7)', ...targets });
+  tables.push({ title: 'Targets (issue 26; verdicts from this run\'s medians)', ...targets });
 
   const m = results.machine;
   log(`\n${'='.repeat(100)}\nmachine: ${m.nproc} × ${m.cpuModel}, ${m.totalMemGiB} GiB, ${m.platform}, node ${m.node}; load average ${m.loadAvgAtStart.join(' ')} at start, ${m.loadAvgAtEnd.join(' ')} at end (shared machine)`);
+  for (const p of results.peers ?? []) log(p.ran ? `peer ${p.name}: ran (${p.version ?? 'version ?'})` : `peer ${p.name}: SKIPPED — ${p.reason}`);
   for (const t of tables) log(`\n${t.title}\n${t.text}`);
   for (const n of results.notes) log(`note: ${n}`);
   if (options.markdown) {

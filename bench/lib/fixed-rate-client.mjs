@@ -7,8 +7,6 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { REQUEST_BODY } from './load-tools.mjs';
 
-const BODY = Buffer.from(REQUEST_BODY);
-
 /**
  * @param {{ url: string, chatPath: string, headers: Record<string, string> }} target
  * @param {{ ratePerSec: number, durationS: number, warmupS: number, connections?: number,
@@ -17,6 +15,7 @@ const BODY = Buffer.from(REQUEST_BODY);
 export async function runFixedRate(target, { ratePerSec, durationS, warmupS, connections = 64, onMeasureStart }) {
   const pool = new Pool(target.url, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
   const headers = { 'content-type': 'application/json', ...target.headers };
+  const BODY = Buffer.from(target.chatBody ?? REQUEST_BODY);
   const warmupCount = Math.round(ratePerSec * warmupS);
   const total = warmupCount + Math.round(ratePerSec * durationS);
   const latenciesMs = new Float64Array(total - warmupCount);

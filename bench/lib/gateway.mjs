@@ -106,13 +106,13 @@ export function gatewayEnvironment(redisUrl) {
   return env;
 }
 
-export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [] }) {
+export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [], serveArgs = [] }) {
   const env = gatewayEnvironment(redisUrl);
   const nodeArgs = [...(cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : []), ...extraNodeArgs];
   const handle = await spawnProcess({
     name,
     command: process.execPath,
-    args: [...nodeArgs, join(repoRoot, 'dist/cli/main.js'), 'serve', '--config', configPath],
+    args: [...nodeArgs, join(repoRoot, 'dist/cli/main.js'), 'serve', '--config', configPath, ...serveArgs],
     env,
     fdLimit,
     readyPattern: GATEWAY_READY_PATTERN,

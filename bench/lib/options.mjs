@@ -13,9 +13,12 @@ export const USAGE = `npm run bench -- [flags]
   --rate N                scenario 2 requests per second (default 2000)
   --streams N             scenario 3 streams per run (default 256), --stream-concurrency N (32)
   --idle-streams N        scenario 4 concurrent streams (default 10000), --idle-hold-s S (30)
+  --idle-workers N        scenario 4 gateway processes (default: 1, or as many as ulimit -Hn needs)
   --profile               also run the gateway once under --cpu-prof (scenario 1 load) and
                           summarise where its CPU time goes
   --no-wrk, --no-nginx    skip wrk / the nginx reference even when installed
+  --no-peers              skip the peer gateways (bench/peers: a fastify stack, Portkey); by default
+                          they are installed on first use (npm ci --prefix bench/peers)
   --out PATH              result file (default bench/results/<date>.json, -2, -3… if taken)
   --markdown              also print the tables as Markdown (for docs/performance.md)
   --keep-tmp              keep the temp dir (configs, gateway log, profiles) after the run
@@ -50,8 +53,8 @@ function fail(message) {
   throw new Error(`${message}\n\n${USAGE}`);
 }
 
-const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'markdown', 'keep-tmp', 'help']);
-const VALUED = new Set(['scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s']);
+const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'no-peers', 'markdown', 'keep-tmp', 'help']);
+const VALUED = new Set(['idle-workers', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s']);
 
 export function parseOptions(argv) {
   const flags = new Map();
@@ -96,9 +99,11 @@ export function parseOptions(argv) {
     streamConcurrency: Math.round(number('stream-concurrency', base.streamConcurrency, 1)),
     idleStreams: Math.round(number('idle-streams', base.idleStreams, 1)),
     idleHoldS: number('idle-hold-s', base.idleHoldS, 1),
+    idleWorkers: flags.has('idle-workers') ? Math.round(number('idle-workers', 1, 1)) : null,
     profile: flags.has('profile'),
     wrk: !flags.has('no-wrk'),
     nginx: !flags.has('no-nginx'),
+    peers: !flags.has('no-peers'),
     out: flags.get('out') ?? null,
     markdown: flags.has('markdown'),
     keepTmp: flags.has('keep-tmp'),
