@@ -7,6 +7,7 @@
 //
 //   node bench/count-instructions.mjs base=/path/to/old-checkout new=.
 //   node bench/count-instructions.mjs --runs 3 cur=. cur-nolog=.:no-request-log
+//   node bench/count-instructions.mjs n20=. n22=.:node=/opt/node22/bin/node   (a build under another node)
 //
 // Each run starts the build's gateway (the bench's production config, one shared stub and
 // Redis) under callgrind, sends --warmup requests, zeroes the counters, sends --requests more
@@ -19,6 +20,12 @@
 // request than at full speed: compare builds with each other, not with CPU time.
 // Flags: --requests N (4000), --warmup N (4000), --connections N (8), --runs N (2),
 // --parallel N (2: runs at a time; callgrind runs a process on one core).
+//
+// `ref:bare-undici` and `ref:fastify-stack` in place of a build count the floor
+// (bench/reference/bare-undici-proxy.mjs) and the fastify peer (bench/peers, installed by
+// `npm run bench`) the same way, so the gateway's ratio to them is free of the machine's
+// noise too (issue 26: CPU per request within 1.5× of bare undici). They do less per
+// request by design (no audit, no metrics; bare undici: no key, no limit, no log).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +37,8 @@ import { applyConfigVariations, parseBuildSpec } from './lib/build-specs.mjs';
 import { BENCH_AGENT, createBenchKey, gatewayEnvironment, GATEWAY_READY_PATTERN, writeGatewayConfig } from './lib/gateway.mjs';
 import { REQUEST_BODY } from './lib/load-tools.mjs';
 import { spawnProcess, stopAll } from './lib/processes.mjs';
+import { ensurePeersInstalled } from './lib/peers.mjs';
+import { pathToFileURL } from 'node:url';
 import { median } from './lib/stats.mjs';
 
 const repoRoot = resolve(import.meta.dirname, '..');
@@ -53,7 +62,17 @@ try {
 } catch {
   throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
 }
-const builds = (positionals.length > 0 ? positionals : ['current=.']).map(parseBuildSpec);
+const REFERENCE_TARGETS = ['bare-undici', 'fastify-stack'];
+const builds = (positionals.length > 0 ? positionals : ['current=.']).map((spec) => {
+  if (!spec.startsWith('ref:')) return parseBuildSpec(spec);
+  const name = spec.slice('ref:'.length);
+  if (!REFERENCE_TARGETS.includes(name)) throw new Error(`unknown reference ${name} (${REFERENCE_TARGETS.join(', ')})`);
+  return { name, reference: true, nodeArgs: [], nodeBinary: null };
+});
+if (builds.some((b) => b.name === 'fastify-stack')) {
+  const installed = await ensurePeersInstalled({ repoRoot, log: (line) => console.error(line) });
+  if (!installed.ok) throw new Error(installed.reason);
+}
 
 const tmpDir = mkdtempSync(join(tmpdir(), 'agentgw-instructions-'));
 const redis = await startBenchRedis({ tmpDir, fdLimit: 20_000 });
@@ -68,10 +87,9 @@ const stubUrl = `http://127.0.0.1:${stub.match[1]}`;
 const body = Buffer.from(REQUEST_BODY);
 
 /** Closed loop: `count` requests, `connections` at a time; returns how many were not 200. */
-async function send(pool, headers, count) {
+async function send(pool, headers, count, path = `/agents/${BENCH_AGENT}/api/v1/chat`) {
   let next = 0;
   let failed = 0;
-  const path = `/agents/${BENCH_AGENT}/api/v1/chat`;
   await Promise.all(
     Array.from({ length: connections }, async () => {
       while (next < count) {
@@ -98,7 +116,57 @@ function readDump(dir, prefix) {
   return { main, all };
 }
 
+/** How to start a reference under callgrind, and what to send it. */
+async function referenceLaunch(build, dir, run) {
+  if (build.name === 'bare-undici') {
+    return { script: [join(repoRoot, 'bench/reference/bare-undici-proxy.mjs'), '--upstream', stubUrl, '--port', '0'], headers: {} };
+  }
+  const peers = join(repoRoot, 'bench', 'peers');
+  const { peerKeyName } = await import(pathToFileURL(join(peers, 'peer-key.mjs')).href);
+  const prefix = `instructions-fastify-${run}:`;
+  const { Redis } = await import('ioredis');
+  const client = new Redis(redis.url);
+  await client.set(peerKeyName(prefix, 'bench-token'), JSON.stringify({ account: 'bench-account' }));
+  client.disconnect();
+  return {
+    script: [join(peers, 'fastify-gateway.mjs'), '--upstream', stubUrl, '--redis', redis.url, '--key-prefix', prefix, '--log', join(dir, 'fastify.log'), '--port', '0'],
+    headers: { authorization: 'Bearer bench-token' },
+  };
+}
+
+async function countReference(build, run) {
+  const dir = mkdtempSync(join(tmpDir, `${build.name}-${run}-`));
+  const launch = await referenceLaunch(build, dir, run);
+  const outFile = join(dir, 'callgrind.out');
+  const target = await spawnProcess({
+    name: `${build.name}-${run}`,
+    command: 'valgrind',
+    args: ['--tool=callgrind', '--separate-threads=yes', '--smc-check=all-non-file', `--callgrind-out-file=${outFile}`, process.execPath, ...launch.script],
+    env: { ...process.env, NODE_ENV: 'production' },
+    readyPattern: /^listening (\d+)$/m,
+    logFile: join(dir, 'target.out'),
+    // Under callgrind start-up alone takes minutes, more on a busy shared machine.
+    startTimeoutMs: 900_000,
+    stopGraceMs: 120_000,
+  });
+  const pool = new Pool(`http://127.0.0.1:${target.match[1]}`, { connections, pipelining: 1 });
+  const headers = { 'content-type': 'application/json', ...launch.headers };
+  try {
+    let failed = await send(pool, headers, warmup, '/api/v1/chat');
+    execFileSync('callgrind_control', ['--zero', String(target.pid)], { stdio: 'ignore' });
+    failed += await send(pool, headers, requests, '/api/v1/chat');
+    execFileSync('callgrind_control', ['--dump', String(target.pid)], { stdio: 'ignore' });
+    const { main, all } = readDump(dir, 'callgrind.out');
+    if (main === 0) throw new Error(`no callgrind dump in ${dir}`);
+    return { main: main / requests, all: all / requests, failed };
+  } finally {
+    await pool.close();
+    await target.stop();
+  }
+}
+
 async function countOnce(build, run) {
+  if (build.reference) return countReference(build, run);
   const dir = mkdtempSync(join(tmpDir, `${build.name}-${run}-`));
   const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `instructions-${build.name}-${run}:`, stubUrl, heartbeat: '5s' });
   applyConfigVariations(configPath, build.variations);
@@ -113,7 +181,7 @@ async function countOnce(build, run) {
       // V8 writes machine code at run time; valgrind must notice it changing.
       '--smc-check=all-non-file',
       `--callgrind-out-file=${outFile}`,
-      process.execPath,
+      build.nodeBinary ?? process.execPath,
       ...build.nodeArgs,
       join(build.root, 'dist/cli/main.js'),
       'serve',
@@ -123,7 +191,8 @@ async function countOnce(build, run) {
     env: gatewayEnvironment(redis.url),
     readyPattern: GATEWAY_READY_PATTERN,
     logFile: join(dir, 'gateway.out'),
-    startTimeoutMs: 300_000,
+    // Under callgrind start-up alone takes minutes, more on a busy shared machine.
+    startTimeoutMs: 900_000,
     stopGraceMs: 120_000,
   });
   const pool = new Pool(`http://127.0.0.1:${gateway.match[1]}`, { connections, pipelining: 1 });

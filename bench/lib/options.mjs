@@ -14,6 +14,8 @@ export const USAGE = `npm run bench -- [flags]
   --streams N             scenario 3 streams per run (default 256), --stream-concurrency N (32)
   --idle-streams N        scenario 4 concurrent streams (default 10000), --idle-hold-s S (30)
   --idle-workers N        scenario 4 gateway processes (default: 1, or as many as ulimit -Hn needs)
+  --idle-node-args ARGS   node flags for scenario 4's gateway (e.g. "--max-semi-space-size=2"), to
+                          measure a memory setting side by side with the default
   --profile               also run the gateway once under --cpu-prof (scenario 1 load) and
                           summarise where its CPU time goes
   --no-wrk, --no-nginx    skip wrk / the nginx reference even when installed
@@ -54,7 +56,7 @@ function fail(message) {
 }
 
 const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'no-peers', 'markdown', 'keep-tmp', 'help']);
-const VALUED = new Set(['idle-workers', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s']);
+const VALUED = new Set(['idle-workers', 'idle-node-args', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s']);
 
 export function parseOptions(argv) {
   const flags = new Map();
@@ -99,6 +101,7 @@ export function parseOptions(argv) {
     streamConcurrency: Math.round(number('stream-concurrency', base.streamConcurrency, 1)),
     idleStreams: Math.round(number('idle-streams', base.idleStreams, 1)),
     idleHoldS: number('idle-hold-s', base.idleHoldS, 1),
+    idleNodeArgs: flags.has('idle-node-args') ? String(flags.get('idle-node-args')).split(/\s+/).filter(Boolean) : [],
     idleWorkers: flags.has('idle-workers') ? Math.round(number('idle-workers', 1, 1)) : null,
     profile: flags.has('profile'),
     wrk: !flags.has('no-wrk'),

@@ -59,6 +59,9 @@ export function checkTargets(results) {
     add(3, 'no event held back behind a later one', `${stream.heldBack} held back, ${stream.outOfOrder} out of order, of ${stream.events}`, stream.heldBack === 0 && stream.outOfOrder === 0);
   }
   const idle = results.idleStreams;
+  if (!idle && results.options?.scenarios?.includes(4)) {
+    add(4, `${TARGETS.idleStreams.toLocaleString('en-US')} concurrent streams, zero errors, ≤ 400 MB in all gateway processes`, 'scenario 4 did not complete (see the notes)', null);
+  }
   if (idle) {
     const first = idle.attempts[0];
     const totalKb = first.gatewayTotalVmHwmKb ?? null;

@@ -86,8 +86,8 @@ export function processesFor(count, hardFdLimit) {
   return Math.max(1, Math.ceil((2 * count) / (hardFdLimit - GATEWAY_FD_OVERHEAD)));
 }
 
-async function attempt({ env, count, holdS, workers, repoRoot, tmpDir, fdLimit, log }) {
-  const gateway = await env.startGateway({ name: `gateway-idle-${count}`, serveArgs: workers > 1 ? ['--workers', String(workers)] : [] });
+async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir, fdLimit, log }) {
+  const gateway = await env.startGateway({ name: `gateway-idle-${count}`, serveArgs: workers > 1 ? ['--workers', String(workers)] : [], nodeArgs });
   const { pid } = gateway;
   // With --workers the primary (admin, key store) plus its workers: all count.
   const pids = workers > 1 ? [pid, ...childPids(pid)] : [pid];
@@ -188,7 +188,9 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
   log(`  s4 stub-direct ${count} streams (harness check): peak open ${direct.peakOpen}, errors ${direct.errors} ${JSON.stringify(direct.errorKinds)}`);
   await new Promise((r) => setTimeout(r, 2_000));
 
-  const attempts = [await attempt({ env, count, holdS: options.idleHoldS, workers, repoRoot, tmpDir, fdLimit, log })];
+  const nodeArgs = options.idleNodeArgs ?? [];
+  if (nodeArgs.length > 0) notes.push(`scenario 4's gateway ran with node ${nodeArgs.join(' ')} (--idle-node-args).`);
+  const attempts = [await attempt({ env, count, holdS: options.idleHoldS, workers, nodeArgs, repoRoot, tmpDir, fdLimit, log })];
   const first = attempts[0];
   if (first.errors > 0 && first.peakOpen < count) {
     const poolConnections = upstreamPoolConnections(repoRoot);
@@ -204,11 +206,11 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
     const lower = Math.max(50, Math.floor(first.peakOpen / 50) * 50);
     if (lower < count) {
       log(`  s4 ${count} streams did not all open; trying ${lower}`);
-      attempts.push(await attempt({ env, count: lower, holdS: Math.min(options.idleHoldS, 15), workers, repoRoot, tmpDir, fdLimit, log }));
+      attempts.push(await attempt({ env, count: lower, holdS: Math.min(options.idleHoldS, 15), workers, nodeArgs, repoRoot, tmpDir, fdLimit, log }));
     }
   }
   const worked = attempts.filter((a) => a.errors === 0).map((a) => a.count);
-  return { heartbeat: options.heartbeat, eventEveryMs: EVENT_EVERY_MS, workers, direct, attempts, largestWithoutErrors: worked.length ? Math.max(...worked) : null, notes };
+  return { heartbeat: options.heartbeat, eventEveryMs: EVENT_EVERY_MS, workers, nodeArgs, direct, attempts, largestWithoutErrors: worked.length ? Math.max(...worked) : null, notes };
 }
 
 export function idleStreamsTable(result) {
