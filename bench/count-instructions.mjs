@@ -36,7 +36,7 @@ import { startBenchRedis } from './lib/bench-redis.mjs';
 import { applyConfigVariations, parseBuildSpec } from './lib/build-specs.mjs';
 import { BENCH_AGENT, createBenchKey, gatewayEnvironment, GATEWAY_READY_PATTERN, writeGatewayConfig } from './lib/gateway.mjs';
 import { REQUEST_BODY } from './lib/load-tools.mjs';
-import { spawnProcess, stopAll } from './lib/processes.mjs';
+import { installExitHandlers, spawnProcess, stopAll } from './lib/processes.mjs';
 import { ensurePeersInstalled } from './lib/peers.mjs';
 import { pathToFileURL } from 'node:url';
 import { median } from './lib/stats.mjs';
@@ -74,6 +74,8 @@ if (builds.some((b) => b.name === 'fastify-stack')) {
   if (!installed.ok) throw new Error(installed.reason);
 }
 
+// Ctrl-C or a kill stops every gateway under callgrind, the stub and Redis it started.
+installExitHandlers();
 const tmpDir = mkdtempSync(join(tmpdir(), 'agentgw-instructions-'));
 const redis = await startBenchRedis({ tmpDir, fdLimit: 20_000 });
 const stub = await spawnProcess({

@@ -140,7 +140,13 @@ async function main() {
 
   results.machine.loadAvgAtEnd = os.loadavg().map((x) => round(x, 2));
   results.machine.durationS = round((Date.now() - startedAt.getTime()) / 1000);
-  results.targets = checkTargets(results);
+  try {
+    results.targets = checkTargets(results);
+  } catch (error) {
+    // The measurements are worth more than the verdicts: never lose them to a check.
+    results.targets = [];
+    notes.push(`the target checks failed: ${error.message}`);
+  }
   report(results, options);
 
   const outPath = options.out ?? freshResultPath(startedAt);

@@ -23,6 +23,8 @@ export async function runFixedRate(target, { ratePerSec, durationS, warmupS, con
   let sent = 0;
   let done = 0;
   let errors = 0;
+  /** Errors by kind: `timeout` for a request still unanswered 10 s after the last was sent. */
+  const errorKinds = {};
   let non2xx = 0;
   let maxLagMs = 0;
   let closed = false;
@@ -39,8 +41,11 @@ export async function runFixedRate(target, { ratePerSec, durationS, warmupS, con
         if (res.statusCode < 200 || res.statusCode > 299) non2xx += 1;
         else if (index >= warmupCount) latenciesMs[measured++] = performance.now() - startMs;
       })
-      .catch(() => {
-        if (!closed) errors += 1;
+      .catch((error) => {
+        if (closed) return;
+        errors += 1;
+        const kind = error?.code ?? error?.name ?? 'error';
+        errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
       })
       .finally(() => {
         done += 1;
@@ -70,12 +75,14 @@ export async function runFixedRate(target, { ratePerSec, durationS, warmupS, con
   while (done < total && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   closed = true;
   errors += total - done;
+  if (total > done) errorKinds.timeout = total - done;
   await pool.destroy();
   return {
     latenciesMs: latenciesMs.subarray(0, measured),
     sent,
     ok: measured,
     errors,
+    errorKinds,
     non2xx,
     achievedRatePerSec: sent / ((sendingEndedMs - startedMs) / 1000),
     maxLagMs,

@@ -39,6 +39,8 @@ export async function runAutocannon(target, { connections, durationS }) {
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     errors: result.errors + result.timeouts,
+    /** Of the errors, requests unanswered within autocannon's 10 s (an overloaded target). */
+    timeouts: result.timeouts,
     non2xx: result.non2xx,
   };
 }

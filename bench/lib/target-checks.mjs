@@ -5,6 +5,10 @@
 import { PEER_NAMES } from './peers.mjs';
 
 const verdict = (ok) => (ok === null ? 'n/a' : ok ? 'PASS' : 'FAIL');
+const isNumber = (x) => typeof x === 'number' && Number.isFinite(x);
+/** A figure and its check; no figure because every request failed is a FAIL, else n/a. */
+const msCheck = (x, limit, errors) =>
+  isNumber(x) ? [`${x.toFixed(3)} ms`, x <= limit] : errors > 0 ? [`no figure: ${errors} errors`, false] : ['no figure', null];
 
 export const TARGETS = {
   overBestNodePeer: 2,
@@ -19,7 +23,7 @@ export const TARGETS = {
 
 /** The gateway's per-round median ratio to each peer that ran in this group, best peer first. */
 function peersInGroup(gw) {
-  return PEER_NAMES.filter((p) => typeof gw.vs[p] === 'number').map((p) => ({ name: p, times: gw.vs[p] })).sort((a, b) => a.times - b.times);
+  return PEER_NAMES.filter((p) => isNumber(gw.vs[p])).map((p) => ({ name: p, times: gw.vs[p] })).sort((a, b) => a.times - b.times);
 }
 
 export function checkTargets(results) {
@@ -41,21 +45,21 @@ export function checkTargets(results) {
     add(
       1,
       `gateway CPU/request ≤ ${TARGETS.cpuOverBareUndici}× bare undici (${label})`,
-      cpu === null ? 'bare undici not run' : `×${cpu.toFixed(2)} (${gw.cpuUsPerReq} vs ${group.byTarget['bare-undici']?.cpuUsPerReq} µs)`,
-      cpu === null ? null : cpu <= TARGETS.cpuOverBareUndici,
+      !isNumber(cpu) ? 'bare undici not run' : `×${cpu.toFixed(2)} (${gw.cpuUsPerReq} vs ${group.byTarget['bare-undici']?.cpuUsPerReq} µs)`,
+      !isNumber(cpu) ? null : cpu <= TARGETS.cpuOverBareUndici,
     );
   }
   const fixed = results.fixedRate?.summary?.gateway;
   if (fixed) {
     const rate = results.fixedRate.ratePerSec;
-    add(2, `added latency p50 ≤ ${TARGETS.fixedRateAddedP50Ms} ms at ${rate} req/s`, `${fixed.addedP50Ms.toFixed(3)} ms`, fixed.addedP50Ms <= TARGETS.fixedRateAddedP50Ms);
-    add(2, `added latency p99 ≤ ${TARGETS.fixedRateAddedP99Ms} ms at ${rate} req/s`, `${fixed.addedP99Ms.toFixed(3)} ms`, fixed.addedP99Ms <= TARGETS.fixedRateAddedP99Ms);
+    add(2, `added latency p50 ≤ ${TARGETS.fixedRateAddedP50Ms} ms at ${rate} req/s`, ...msCheck(fixed.addedP50Ms, TARGETS.fixedRateAddedP50Ms, fixed.errors));
+    add(2, `added latency p99 ≤ ${TARGETS.fixedRateAddedP99Ms} ms at ${rate} req/s`, ...msCheck(fixed.addedP99Ms, TARGETS.fixedRateAddedP99Ms, fixed.errors));
   }
   const stream = results.streamDelay?.summary?.gateway;
   if (stream) {
     const n = results.streamDelay.concurrency;
-    add(3, `first event added ≤ ${TARGETS.firstEventAddedMs} ms (p50, ${n} concurrent streams)`, `${stream.addedFirstEventP50Ms.toFixed(3)} ms`, stream.addedFirstEventP50Ms <= TARGETS.firstEventAddedMs);
-    add(3, `added delay per event p99 ≤ ${TARGETS.eventAddedP99Ms} ms`, `${stream.addedDelayP99Ms.toFixed(3)} ms`, stream.addedDelayP99Ms <= TARGETS.eventAddedP99Ms);
+    add(3, `first event added ≤ ${TARGETS.firstEventAddedMs} ms (p50, ${n} concurrent streams)`, ...msCheck(stream.addedFirstEventP50Ms, TARGETS.firstEventAddedMs, stream.errors));
+    add(3, `added delay per event p99 ≤ ${TARGETS.eventAddedP99Ms} ms`, ...msCheck(stream.addedDelayP99Ms, TARGETS.eventAddedP99Ms, stream.errors));
     add(3, 'no event held back behind a later one', `${stream.heldBack} held back, ${stream.outOfOrder} out of order, of ${stream.events}`, stream.heldBack === 0 && stream.outOfOrder === 0);
   }
   const idle = results.idleStreams;
@@ -70,7 +74,7 @@ export function checkTargets(results) {
       4,
       `${TARGETS.idleStreams.toLocaleString('en-US')} concurrent streams, zero errors, ≤ 400 MB in all gateway processes`,
       `${first.peakOpen} of ${first.count} open, ${first.errors} errors; ${totalKb === null ? '–' : `${((totalKb * 1024) / 1e6).toFixed(0)} MB`} peak (sum of VmHWM over ${first.processes ?? 1} process(es))` +
-        `${first.perStreamKb === null || first.perStreamKb === undefined ? '' : `, ${first.perStreamKb.toFixed(1)} KiB a stream`}`,
+        `${isNumber(first.perStreamKb) ? `, ${first.perStreamKb.toFixed(1)} KiB a stream` : ''}`,
       // A smaller run (--idle-streams, --quick) cannot speak for 10,000.
       first.count < TARGETS.idleStreams || totalKb === null ? null : all && totalKb * 1024 <= TARGETS.idleStreamsTotalBytes,
     );

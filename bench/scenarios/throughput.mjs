@@ -43,6 +43,7 @@ export async function runThroughputScenario({ targets, tools, options, tmpDir, r
             round: roundNo,
             target: target.name,
             ...r,
+            timeouts: r.timeouts ?? 0,
             cpuUsPerReq: cpu === null || r.requests === 0 ? null : (cpu * 1000) / r.requests,
             stubCpuUsPerReq: r.requests === 0 ? null : (stubCpu * 1000) / r.requests,
             loadAvg1m: round(loadAvg, 2),

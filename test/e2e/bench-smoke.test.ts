@@ -14,9 +14,9 @@ import { startRedis, type TestRedis } from '../helpers/redis.js';
 interface BenchResult {
   options: { scenarios: number[] };
   peers: { name: string; ran: boolean; reason: string | null }[];
-  throughput: { rows: { target: string; requests: number; errors: number; non2xx: number }[] };
-  fixedRate: { rows: { target: string; ok: number; errors: number; non2xx: number }[] };
-  streamDelay: { rows: { target: string; streams: number; completed: number; errors: number; events: number; outOfOrder: number }[] };
+  throughput: { rows: { target: string; requests: number; errors: number; timeouts: number; non2xx: number }[] };
+  fixedRate: { rows: { target: string; ok: number; errors: number; errorKinds: Record<string, number>; non2xx: number }[] };
+  streamDelay: { rows: { target: string; streams: number; completed: number; errors: number; errorKinds: Record<string, number>; events: number; outOfOrder: number }[] };
   idleStreams: { direct: { open: number }; attempts: { count: number; peakOpen: number; errors: number; gatewayVmHwmKb: number | null }[] };
   redisCommands: { perRequest: { command: string; perRequest: number; sentAs: string }[] };
   targets: { scenario: number; target: string; result: string }[];
@@ -85,17 +85,26 @@ describe('npm run bench (smoke)', () => {
     const TARGETS = [...REFERENCES, ...ran];
 
     const answered = (rows: { target: string }[]) => [...new Set(rows.map((r) => r.target))].sort();
+    // A peer is measured, not vouched for: one that is slower than the load (Portkey on a
+    // busy machine) may leave requests unanswered in time, and those are reported as
+    // timeouts. Every other error, a wrong status, a reordered event fails it like any target.
+    const isPeer = (target: string) => PEERS.includes(target);
+    const onlyTimeouts = (kinds: Record<string, number>) => Object.keys(kinds).filter((k) => k !== 'timeout');
     expect(answered(result.throughput.rows)).toEqual([...TARGETS].sort());
     for (const row of result.throughput.rows) {
       expect(row.requests, row.target).toBeGreaterThan(0);
-      expect(row.errors + row.non2xx, row.target).toBe(0);
+      expect(row.errors - (isPeer(row.target) ? row.timeouts : 0) + row.non2xx, row.target).toBe(0);
     }
     expect(answered(result.fixedRate.rows)).toEqual([...TARGETS].sort());
-    for (const row of result.fixedRate.rows) expect([row.ok > 0, row.errors, row.non2xx], row.target).toEqual([true, 0, 0]);
+    for (const row of result.fixedRate.rows) {
+      if (isPeer(row.target)) expect([row.ok > 0, onlyTimeouts(row.errorKinds), row.non2xx], row.target).toEqual([true, [], 0]);
+      else expect([row.ok > 0, row.errors, row.non2xx], row.target).toEqual([true, 0, 0]);
+    }
     expect(answered(result.streamDelay.rows)).toEqual([...TARGETS].sort());
     for (const row of result.streamDelay.rows) {
-      expect([row.completed, row.errors, row.outOfOrder], row.target).toEqual([row.streams, 0, 0]);
-      expect(row.events, row.target).toBe(row.streams * 20);
+      if (isPeer(row.target)) expect([row.completed > 0, onlyTimeouts(row.errorKinds), row.outOfOrder], row.target).toEqual([true, [], 0]);
+      else expect([row.completed, row.errors, row.outOfOrder], row.target).toEqual([row.streams, 0, 0]);
+      expect(row.events, row.target).toBe(row.completed * 20);
     }
     expect(result.idleStreams.direct.open).toBe(50);
     expect(result.idleStreams.attempts[0]).toMatchObject({ count: 50, peakOpen: 50, errors: 0 });
