@@ -89,7 +89,7 @@ const stubUrl = `http://127.0.0.1:${stub.match[1]}`;
 const body = Buffer.from(REQUEST_BODY);
 
 /** Closed loop: `count` requests, `connections` at a time; returns how many were not 200. */
-async function send(pool, headers, count, path = `/agents/${BENCH_AGENT}/api/v1/chat`) {
+async function send(pool, headers, count, path) {
   let next = 0;
   let failed = 0;
   await Promise.all(
@@ -151,19 +151,24 @@ async function countReference(build, run) {
     startTimeoutMs: 900_000,
     stopGraceMs: 120_000,
   });
-  const pool = new Pool(`http://127.0.0.1:${target.match[1]}`, { connections, pipelining: 1 });
-  const headers = { 'content-type': 'application/json', ...launch.headers };
+  return countRequests(target, dir, { 'content-type': 'application/json', ...launch.headers }, '/api/v1/chat');
+}
+
+/** Warm-up, counters zeroed, the counted requests, the dump read; stops the process after. */
+async function countRequests(handle, dir, headers, path) {
+  const pool = new Pool(`http://127.0.0.1:${handle.match[1]}`, { connections, pipelining: 1 });
   try {
-    let failed = await send(pool, headers, warmup, '/api/v1/chat');
-    execFileSync('callgrind_control', ['--zero', String(target.pid)], { stdio: 'ignore' });
-    failed += await send(pool, headers, requests, '/api/v1/chat');
-    execFileSync('callgrind_control', ['--dump', String(target.pid)], { stdio: 'ignore' });
+    let failed = await send(pool, headers, warmup, path);
+    // valgrind runs the program in its own process: the pid spawned is the one to control.
+    execFileSync('callgrind_control', ['--zero', String(handle.pid)], { stdio: 'ignore' });
+    failed += await send(pool, headers, requests, path);
+    execFileSync('callgrind_control', ['--dump', String(handle.pid)], { stdio: 'ignore' });
     const { main, all } = readDump(dir, 'callgrind.out');
     if (main === 0) throw new Error(`no callgrind dump in ${dir}`);
     return { main: main / requests, all: all / requests, failed };
   } finally {
     await pool.close();
-    await target.stop();
+    await handle.stop();
   }
 }
 
@@ -197,21 +202,7 @@ async function countOnce(build, run) {
     startTimeoutMs: 900_000,
     stopGraceMs: 120_000,
   });
-  const pool = new Pool(`http://127.0.0.1:${gateway.match[1]}`, { connections, pipelining: 1 });
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key.rawKey}` };
-  try {
-    let failed = await send(pool, headers, warmup);
-    // valgrind runs the program in its own process: the gateway's pid is the one spawned.
-    execFileSync('callgrind_control', ['--zero', String(gateway.pid)], { stdio: 'ignore' });
-    failed += await send(pool, headers, requests);
-    execFileSync('callgrind_control', ['--dump', String(gateway.pid)], { stdio: 'ignore' });
-    const { main, all } = readDump(dir, 'callgrind.out');
-    if (main === 0) throw new Error(`no callgrind dump in ${dir}`);
-    return { main: main / requests, all: all / requests, failed };
-  } finally {
-    await pool.close();
-    await gateway.stop();
-  }
+  return countRequests(gateway, dir, { 'content-type': 'application/json', authorization: `Bearer ${key.rawKey}` }, `/agents/${BENCH_AGENT}/api/v1/chat`);
 }
 
 const results = new Map(builds.map((b) => [b.name, []]));
