@@ -96,9 +96,16 @@ async function send(pool, headers, count, path) {
     Array.from({ length: connections }, async () => {
       while (next < count) {
         next += 1;
-        const res = await pool.request({ path, method: 'POST', headers, body });
-        await res.body.dump();
-        if (res.statusCode !== 200) failed += 1;
+        try {
+          const res = await pool.request({ path, method: 'POST', headers, body });
+          await res.body.dump();
+          if (res.statusCode !== 200) failed += 1;
+        } catch {
+          // A target with node's 5 s keep-alive (bare undici, fastify) can close a pooled
+          // connection while callgrind crawls between the warm-up and the count; the
+          // request is reported ("not 200"), not fatal.
+          failed += 1;
+        }
       }
     }),
   );
