@@ -11,7 +11,8 @@
 // A build is name=root[:variation...]; variations change its config only: no-limits (plan
 // without windows), no-request-log (log.level warn), log-devnull (log lines to /dev/null),
 // no-audit-stream, no-usage-rollups (audit.usage_rollups: false), no-lease, pool-128 (agents.bench.max_connections: 128); a variation
-// starting with `--` is a node flag for that build's process instead.
+// starting with `--` is a node flag for that build's process instead, and `node=/path/to/node`
+// runs that build under another node binary (another LTS line).
 // Flags: --rounds N (6), --duration-s N (4), --connections N (32, wrk -t1),
 // --rate N (fixed-rate latency instead of wrk throughput), --streams (scenario 3's per-event
 // delay instead: 256 streams, 32 at a time, 20 events 10 ms apart), --references (bare
@@ -31,7 +32,7 @@ import { runTimedStreams } from './lib/sse-timing-client.mjs';
 import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './lib/gateway.mjs';
 import { runWrk } from './lib/load-tools.mjs';
 import { cpuMs } from './lib/proc-stats.mjs';
-import { spawnProcess, stopAll } from './lib/processes.mjs';
+import { installExitHandlers, spawnProcess, stopAll } from './lib/processes.mjs';
 import { median, percentileSorted } from './lib/stats.mjs';
 
 const repoRoot = resolve(import.meta.dirname, '..');
@@ -57,6 +58,8 @@ const processesPerBuild = Number(values.processes);
 if (!Number.isInteger(processesPerBuild) || processesPerBuild < 1) throw new Error('--processes takes a whole number ≥ 1');
 const builds = (positionals.length > 0 ? positionals : ['current=.']).map(parseBuildSpec);
 
+// Ctrl-C or a kill stops every gateway, reference and Redis it started.
+installExitHandlers();
 const tmpDir = mkdtempSync(join(tmpdir(), 'agentgw-compare-'));
 const redis = await startBenchRedis({ tmpDir, fdLimit: 20_000 });
 const program = (name, script, args) =>
@@ -75,7 +78,7 @@ for (const build of builds) {
     // Only the first process of the build named by --profile is profiled.
     const profiled = values.profile === build.name && k === 0;
     const name = processesPerBuild === 1 ? build.name : `${build.name}-${k + 1}`;
-    const gateway = await startGatewayProcess({ repoRoot: build.root, configPath, redisUrl: redis.url, tmpDir: dir, fdLimit: 20_000, name, cpuProfDir: profiled ? dir : null, nodeArgs: build.nodeArgs });
+    const gateway = await startGatewayProcess({ repoRoot: build.root, configPath, redisUrl: redis.url, tmpDir: dir, fdLimit: 20_000, name, cpuProfDir: profiled ? dir : null, nodeArgs: build.nodeArgs, nodePath: build.nodeBinary ?? process.execPath });
     if (profiled) console.log(`${name}: profile in ${dir} (written when it stops)`);
     instances.push({ name, url: gateway.url, chatPath: `/agents/${BENCH_AGENT}/api/v1/chat`, streamPath: `/agents/${BENCH_AGENT}/api/v1/chat/stream`, headers: { authorization: `Bearer ${key.rawKey}` }, pid: gateway.pid });
   }
@@ -97,7 +100,8 @@ async function measure(target) {
     const before = cpuMs(target.pid);
     const run = await runTimedStreams(target, STREAM_LOAD);
     const sorted = Float64Array.from(run.eventDelaysMs).sort();
-    return { value: percentileSorted(sorted, 99), p50: percentileSorted(sorted, 50), heldBack: run.heldBack, cpuPerEventUs: ((cpuMs(target.pid) - before) * 1000) / run.events, errors: run.errors };
+    const p50Of = (xs) => percentileSorted(Float64Array.from(xs).sort(), 50);
+    return { value: percentileSorted(sorted, 99), p50: percentileSorted(sorted, 50), headersP50: p50Of(run.headersMs), firstEventP50: p50Of(run.firstEventMs), heldBack: run.heldBack, cpuPerEventUs: ((cpuMs(target.pid) - before) * 1000) / run.events, errors: run.errors };
   }
   if (rate > 0) {
     const run = await runFixedRate(target, { ratePerSec: rate, durationS, warmupS: 1 });
@@ -122,7 +126,7 @@ for (let round = 0; round < rounds; round += 1) {
   const line = targets
     .map((t) => {
       const last = results.get(t.name).at(-1);
-      if (streams) return `${t.name} p99 ${last.value.toFixed(3)} held ${last.heldBack}`;
+      if (streams) return `${t.name} p99 ${last.value.toFixed(3)} 1st ${last.firstEventP50.toFixed(2)} held ${last.heldBack}`;
       return `${t.name} ${last.value.toFixed(rate > 0 ? 3 : 1)}${rate > 0 ? ` (p99 ${last.p99.toFixed(2)})` : ''}`;
     })
     .join(' | ');
@@ -135,7 +139,7 @@ for (const target of targets) {
   const rows = results.get(target.name);
   const ratios = rows.map((row, i) => row.value / first[i].value);
   const extra = streams
-    ? `p50 median ${median(rows.map((r) => r.p50)).toFixed(3)} ms, held back ${rows.reduce((a, r) => a + r.heldBack, 0)}, CPU µs/event median ${median(rows.map((r) => r.cpuPerEventUs)).toFixed(1)}`
+    ? `p50 median ${median(rows.map((r) => r.p50)).toFixed(3)} ms, headers p50 ${median(rows.map((r) => r.headersP50)).toFixed(2)} ms, first event p50 ${median(rows.map((r) => r.firstEventP50)).toFixed(2)} ms, held back ${rows.reduce((a, r) => a + r.heldBack, 0)}, CPU µs/event median ${median(rows.map((r) => r.cpuPerEventUs)).toFixed(1)}`
     : rate > 0 ? `p99 median ${median(rows.map((r) => r.p99)).toFixed(2)} ms` : `req/s median ${Math.round(median(rows.map((r) => r.reqPerSec)))}`;
   console.log(
     `${target.name.padEnd(18)} median ${median(rows.map((r) => r.value)).toFixed(rate > 0 || streams ? 3 : 1)} ${unit}, ${extra}, ×${median(ratios).toFixed(3)} of ${targets[0].name} (per-round median), errors ${rows.reduce((a, r) => a + r.errors, 0)}`,

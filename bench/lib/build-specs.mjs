@@ -1,6 +1,7 @@
 // Gateway builds as the A/B tools name them: `name=root[:variation...]`, a checkout with its
 // own dist/, run in the bench's production config with some of it changed (a variation) or
-// with extra node flags (a variation that starts with `--`).
+// with extra node flags (a variation that starts with `--`), or under another node binary
+// (`node=/path/to/node`: the runtime line as a variable, issue 26).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -47,17 +48,18 @@ export function benchCertificate(dir) {
   return readFileSync(join(dir, 'ca.pem'), 'utf8');
 }
 
-/** `name=root[:variation...]` → { name, root, variations, nodeArgs }. */
+/** `name=root[:variation...]` → { name, root, variations, nodeArgs, nodeBinary }. */
 export function parseBuildSpec(spec) {
   const eq = spec.indexOf('=');
   if (eq <= 0) throw new Error(`a build is name=root[:variation...], not ${spec}`);
   const [name, rest] = [spec.slice(0, eq), spec.slice(eq + 1)];
   const [root, ...parts] = rest.split(':');
-  const variations = parts.filter((p) => !p.startsWith('--'));
+  const nodeBinary = parts.find((p) => p.startsWith('node='))?.slice('node='.length) ?? null;
+  const variations = parts.filter((p) => !p.startsWith('--') && !p.startsWith('node='));
   for (const variation of variations) {
     if (!CONFIG_VARIATIONS[variation]) throw new Error(`unknown variation ${variation} (${Object.keys(CONFIG_VARIATIONS).join(', ')})`);
   }
-  return { name, root: resolve(root), variations, nodeArgs: parts.filter((p) => p.startsWith('--')) };
+  return { name, root: resolve(root), variations, nodeArgs: parts.filter((p) => p.startsWith('--')), nodeBinary };
 }
 
 /** Applies a build's config variations to the config file written for it; `context.tlsDir` for the tls- ones. */

@@ -1,22 +1,25 @@
 // Brings up everything the scenarios drive, on loopback: Redis, the stub runner, the gateway
 // (production config, key created beforehand), and the references (nginx when installed,
-// bare node:http + http-proxy, bare node:http + undici). Each is its own process, started
-// the same way, so they compete for the two cores on equal terms.
+// bare node:http + http-proxy, bare node:http + undici) and the peer gateways (bench/peers,
+// issue 26; skipped with a note when they cannot install or start). Each is its own
+// process, started the same way, so they compete for the two cores on equal terms.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startBenchRedis } from './bench-redis.mjs';
 import { applyConfigVariations } from './build-specs.mjs';
-import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './gateway.mjs';
+import { BENCH_ACCOUNT, BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './gateway.mjs';
 import { REQUEST_BODY } from './load-tools.mjs';
 import { startNginx } from './nginx.mjs';
+import { startPeers } from './peers.mjs';
 import { spawnProcess } from './processes.mjs';
 import { CHAT_RESPONSE } from '../reference/stub-runner.mjs';
 
-export const TARGET_ORDER = ['stub-direct', 'nginx', 'bare-undici', 'bare-http-proxy', 'gateway'];
-/** The `--node` gateways (gateway-node22 …) come after the default one, in the order given. */
+/** Table order: the gateway, the peers users compare it with, then the references. */
+export const TARGET_ORDER = ['gateway', 'fastify-stack', 'portkey', 'stub-direct', 'nginx', 'bare-undici', 'bare-http-proxy'];
+/** The `--node` gateways (gateway-node22 …) come right after the default one, in the order given. */
 const orderOf = (name, runtimes) => {
   const i = TARGET_ORDER.indexOf(name);
-  return i >= 0 ? i : TARGET_ORDER.length + runtimes.findIndex((r) => r.name === name);
+  return i >= 0 ? i : (1 + runtimes.findIndex((r) => r.name === name)) / (runtimes.length + 1);
 };
 
 const STUB_CHAT_PATH = '/api/v1/chat';
@@ -43,7 +46,7 @@ function nodeProgram(name, script, args, { tmpDir, fdLimit }) {
  *   gateway per runtime, same Redis, key and stub, its own config dir (log, spool)
  * @returns {Promise<{ redis, stub, gateway, targets: object[], notes: string[], startGateway: (opts?) => Promise<object> }>}
  */
-export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heartbeat, log, runtimes = [], limitVariants = [], usageRollups = true }) {
+export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, peers: withPeers = true, heartbeat, log, runtimes = [], limitVariants = [], usageRollups = true }) {
   const notes = [];
   const ref = (name) => join(repoRoot, 'bench', 'reference', name);
 
@@ -91,6 +94,31 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
   references.push(httpProxy);
   targets.push(plain('bare-http-proxy', `http://127.0.0.1:${httpProxy.match[1]}`, () => [httpProxy.pid]));
 
+  /** Each peer: ran, or skipped with the reason (printed, and kept in the result file). */
+  let peerStatus = [];
+  if (withPeers) {
+    const peers = await startPeers({ repoRoot, tmpDir, fdLimit, redis, stubUrl, rawKey: key.rawKey, prefix, account: BENCH_ACCOUNT, log });
+    peerStatus = peers.status;
+    for (const target of peers.targets) {
+      const handle = peers.handles[peers.targets.indexOf(target)];
+      try {
+        await checkTarget(target);
+      } catch (error) {
+        // A peer that starts but answers wrongly is no result either: left out, said why.
+        const s = peerStatus.find((p) => p.name === target.name);
+        Object.assign(s, { ran: false, reason: `started but failed the answer check: ${String(error.message).slice(0, 300)}` });
+        log(`peer ${target.name}: skipped — ${s.reason}`);
+        await handle.stop();
+        continue;
+      }
+      references.push(handle);
+      targets.push(target);
+    }
+    for (const s of peerStatus) if (!s.ran) notes.push(`peer ${s.name} skipped: ${s.reason}`);
+  } else {
+    notes.push('--no-peers: the peer gateways were skipped.');
+  }
+
   const gatewayTarget = {
     name: 'gateway',
     url: gateway.url,
@@ -122,7 +150,7 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
     limitTargets.push({ ...gatewayTarget, name: `gateway-${variant}`, url: variantGateway.url, headers: { authorization: `Bearer ${variantKey.rawKey}` }, pids: () => [variantGateway.pid], adminUrl: variantGateway.adminUrl });
   }
 
-  for (const target of [...targets, ...limitTargets]) await checkTarget(target);
+  for (const target of [...targets, ...limitTargets]) if (!target.peer) await checkTarget(target);
 
   return {
     redis,
@@ -133,6 +161,7 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
     startGateway,
     targets,
     limitTargets,
+    peerStatus,
     notes,
     /** Stops the references, the `--node` gateways and the limit variants (scenario 4 wants the cores and memory to itself). */
     stopReferences: () => Promise.all([...runtimeGateways.map(({ gateway: g }) => g.stop()), ...references.map((handle) => handle.stop()), ...limitGateways.map((handle) => handle.stop())]),
@@ -152,19 +181,25 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, heart
 /** A target that answers wrongly fast is not a result: one exchange of each kind first. */
 async function checkTarget(target) {
   const headers = { 'content-type': 'application/json', ...target.headers };
-  const chat = await fetch(`${target.url}${target.chatPath}`, { method: 'POST', headers, body: REQUEST_BODY });
+  const chat = await fetch(`${target.url}${target.chatPath}`, { method: 'POST', headers, body: target.chatBody ?? REQUEST_BODY });
   const text = await chat.text();
-  if (chat.status !== 200 || text !== JSON.stringify(CHAT_RESPONSE)) {
+  const matches = target.chatAnswerMatches ?? ((t) => t === JSON.stringify(CHAT_RESPONSE));
+  if (chat.status !== 200 || !matches(text)) {
     throw new Error(`${target.name}: POST ${target.chatPath} answered ${chat.status} ${text.slice(0, 300)}`);
   }
   const stream = await fetch(`${target.url}${target.streamPath}`, {
     method: 'POST',
     headers: { ...headers, 'x-bench-stream': 'tokens=3&intervalMs=5' },
-    body: REQUEST_BODY,
+    body: target.streamBody ?? REQUEST_BODY,
   });
   const events = await stream.text();
   const seqs = [...events.matchAll(/"seq":(\d+)/g)].map((m) => Number(m[1]));
-  if (stream.status !== 200 || seqs.join(',') !== '0,1,2' || !events.includes('event: done')) {
+  if (stream.status !== 200 || seqs.join(',') !== '0,1,2' || !isStreamEnd(events)) {
     throw new Error(`${target.name}: POST ${target.streamPath} answered ${stream.status} ${events.slice(0, 300)}`);
   }
+}
+
+/** The agent API ends a stream with `event: done`; OpenAI's shape with `data: [DONE]`. */
+export function isStreamEnd(text) {
+  return text.includes('event: done') || text.includes('data: [DONE]');
 }

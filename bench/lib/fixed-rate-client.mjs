@@ -7,8 +7,6 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { REQUEST_BODY } from './load-tools.mjs';
 
-const BODY = Buffer.from(REQUEST_BODY);
-
 /**
  * @param {{ url: string, chatPath: string, headers: Record<string, string> }} target
  * @param {{ ratePerSec: number, durationS: number, warmupS: number, connections?: number,
@@ -17,6 +15,7 @@ const BODY = Buffer.from(REQUEST_BODY);
 export async function runFixedRate(target, { ratePerSec, durationS, warmupS, connections = 64, onMeasureStart }) {
   const pool = new Pool(target.url, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
   const headers = { 'content-type': 'application/json', ...target.headers };
+  const BODY = Buffer.from(target.chatBody ?? REQUEST_BODY);
   const warmupCount = Math.round(ratePerSec * warmupS);
   const total = warmupCount + Math.round(ratePerSec * durationS);
   const latenciesMs = new Float64Array(total - warmupCount);
@@ -24,6 +23,8 @@ export async function runFixedRate(target, { ratePerSec, durationS, warmupS, con
   let sent = 0;
   let done = 0;
   let errors = 0;
+  /** Errors by kind: `timeout` for a request still unanswered 10 s after the last was sent. */
+  const errorKinds = {};
   let non2xx = 0;
   let maxLagMs = 0;
   let closed = false;
@@ -40,8 +41,11 @@ export async function runFixedRate(target, { ratePerSec, durationS, warmupS, con
         if (res.statusCode < 200 || res.statusCode > 299) non2xx += 1;
         else if (index >= warmupCount) latenciesMs[measured++] = performance.now() - startMs;
       })
-      .catch(() => {
-        if (!closed) errors += 1;
+      .catch((error) => {
+        if (closed) return;
+        errors += 1;
+        const kind = error?.code ?? error?.name ?? 'error';
+        errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
       })
       .finally(() => {
         done += 1;
@@ -71,12 +75,14 @@ export async function runFixedRate(target, { ratePerSec, durationS, warmupS, con
   while (done < total && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   closed = true;
   errors += total - done;
+  if (total > done) errorKinds.timeout = total - done;
   await pool.destroy();
   return {
     latenciesMs: latenciesMs.subarray(0, measured),
     sent,
     ok: measured,
     errors,
+    errorKinds,
     non2xx,
     achievedRatePerSec: sent / ((sendingEndedMs - startedMs) / 1000),
     maxLagMs,

@@ -106,18 +106,21 @@ export function gatewayEnvironment(redisUrl) {
   return env;
 }
 
-/** `nodePath`: the runtime to run it on (`--node`); the bench's own by default. */
-export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [], nodePath = process.execPath, startTimeoutMs = undefined }) {
+/** `nodePath`: the runtime to run it on (`--node`, or a build's `node=` spec); the bench's own by default. */
+export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [], serveArgs = [], nodePath = process.execPath, startTimeoutMs = undefined }) {
   const env = gatewayEnvironment(redisUrl);
   const nodeArgs = [...(cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : []), ...extraNodeArgs];
   const handle = await spawnProcess({
     name,
     command: nodePath,
-    args: [...nodeArgs, join(repoRoot, 'dist/cli/main.js'), 'serve', '--config', configPath],
+    args: [...nodeArgs, join(repoRoot, 'dist/cli/main.js'), 'serve', '--config', configPath, ...serveArgs],
     env,
     fdLimit,
     readyPattern: GATEWAY_READY_PATTERN,
     logFile: join(tmpDir, `${name}.out`),
+    // A cluster (--workers) forks and readies every worker first; on a shared machine at a
+    // load average of 30 that took longer than the 20 s default.
+    startTimeoutMs: 90_000,
     // The gateway drains in-flight work on SIGTERM; the bench stops it between scenarios
     // with nothing in flight, so a long wait means something is wrong.
     stopGraceMs: 10_000,
@@ -145,13 +148,16 @@ async function waitReady(adminUrl, timeoutMs = 10_000) {
   }
 }
 
-/** One Prometheus sample's value from the admin listener's /metrics (first match), or null. */
+/**
+ * One Prometheus sample's value from the admin listener's /metrics, or null. With
+ * `serve --workers N` each worker's sample carries a worker label: they are summed.
+ */
 export async function scrapeMetric(adminUrl, name) {
   try {
     const res = await fetch(`${adminUrl}/metrics`);
     const text = await res.text();
-    const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, 'm').exec(text);
-    return match ? Number(match[1]) : null;
+    const matches = [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, 'gm'))];
+    return matches.length ? matches.reduce((sum, m) => sum + Number(m[1]), 0) : null;
   } catch {
     return null;
   }

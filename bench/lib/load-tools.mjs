@@ -7,7 +7,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 
-/** The chat request (docs/api.md) every scenario sends (the same 119 bytes as bench/reference). */
+/**
+ * The chat request (docs/api.md) every scenario sends (the same 119 bytes as bench/reference);
+ * a peer that speaks another API (Portkey: OpenAI's) gives its own as `target.chatBody`.
+ */
 export const REQUEST_BODY = JSON.stringify({
   message: 'Hello, what can you do?',
   context: { user_id: 'u-1', session_id: 's-1' },
@@ -24,7 +27,7 @@ export async function runAutocannon(target, { connections, durationS }) {
     url: `${target.url}${target.chatPath}`,
     method: 'POST',
     headers: { 'content-type': 'application/json', ...target.headers },
-    body: REQUEST_BODY,
+    body: target.chatBody ?? REQUEST_BODY,
     connections,
     pipelining: 1,
     duration: durationS,
@@ -36,6 +39,8 @@ export async function runAutocannon(target, { connections, durationS }) {
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     errors: result.errors + result.timeouts,
+    /** Of the errors, requests unanswered within autocannon's 10 s (an overloaded target). */
+    timeouts: result.timeouts,
     non2xx: result.non2xx,
   };
 }
@@ -66,7 +71,7 @@ function writeWrkScript(tmpDir, target) {
     path,
     `wrk.method = "POST"
 ${headerLines}
-wrk.body = ${luaString(REQUEST_BODY)}
+wrk.body = ${luaString(target.chatBody ?? REQUEST_BODY)}
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(

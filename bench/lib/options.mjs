@@ -18,6 +18,9 @@ export const USAGE = `npm run bench -- [flags]
                           the default runtime): a major line is fetched from the npm registry
                           into var/runtimes/ (scripts/node-runtime.mjs); a path is a node binary.
                           Adds the "Node runtimes" table: CPU per request and p99 of each
+  --idle-workers N        scenario 4 gateway processes (default: 1, or as many as ulimit -Hn needs)
+  --idle-node-args ARGS   node flags for scenario 4's gateway (e.g. "--max-semi-space-size=2"), to
+                          measure a memory setting side by side with the default
   --profile               also run the gateway once under --cpu-prof (scenario 1 load) and
                           summarise where its CPU time goes
   --limit-variants LIST   extra gateway targets for scenarios 1 and 5, each the bench gateway
@@ -26,6 +29,8 @@ export const USAGE = `npm run bench -- [flags]
                           "none" for no extra target)
   --no-wrk, --no-nginx    skip wrk / the nginx reference even when installed
   --no-usage-rollups      run the gateway with audit.usage_rollups: false (an A/B of the rollup's cost)
+  --no-peers              skip the peer gateways (bench/peers: a fastify stack, Portkey); by default
+                          they are installed on first use (npm ci --prefix bench/peers)
   --out PATH              result file (default bench/results/<date>.json, -2, -3… if taken)
   --markdown              also print the tables as Markdown (for docs/performance.md)
   --keep-tmp              keep the temp dir (configs, gateway log, profiles) after the run
@@ -60,8 +65,8 @@ function fail(message) {
   throw new Error(`${message}\n\n${USAGE}`);
 }
 
-const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'no-usage-rollups', 'markdown', 'keep-tmp', 'help']);
-const VALUED = new Set(['limit-variants', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s', 'node']);
+const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'no-usage-rollups', 'no-peers', 'markdown', 'keep-tmp', 'help']);
+const VALUED = new Set(['limit-variants', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s', 'node', 'idle-workers', 'idle-node-args']);
 
 const LIMIT_VARIANTS = new Set(['budgets', 'budgets-cap', 'no-lease', 'no-limits']);
 
@@ -123,10 +128,13 @@ export function parseOptions(argv) {
     idleStreams: Math.round(number('idle-streams', base.idleStreams, 1)),
     idleHoldS: number('idle-hold-s', base.idleHoldS, 1),
     limitVariants: limitVariants(flags.get('limit-variants')),
+    idleNodeArgs: flags.has('idle-node-args') ? String(flags.get('idle-node-args')).split(/\s+/).filter(Boolean) : [],
+    idleWorkers: flags.has('idle-workers') ? Math.round(number('idle-workers', 1, 1)) : null,
     profile: flags.has('profile'),
     wrk: !flags.has('no-wrk'),
     usageRollups: !flags.has('no-usage-rollups'),
     nginx: !flags.has('no-nginx'),
+    peers: !flags.has('no-peers'),
     out: flags.get('out') ?? null,
     markdown: flags.has('markdown'),
     keepTmp: flags.has('keep-tmp'),

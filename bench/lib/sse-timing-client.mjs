@@ -64,13 +64,14 @@ function streamError(kind, message) {
 }
 
 function oneStream(agent, target, streamParams, tokens) {
+  const body = target.streamBody ?? REQUEST_BODY;
   return new Promise((resolve, reject) => {
     const req = http.request(`${target.url}${target.streamPath}`, {
       method: 'POST',
       agent,
       headers: {
         'content-type': 'application/json',
-        'content-length': Buffer.byteLength(REQUEST_BODY),
+        'content-length': Buffer.byteLength(body),
         'x-bench-stream': streamParams,
         ...target.headers,
       },
@@ -111,9 +112,10 @@ function oneStream(agent, target, streamParams, tokens) {
         while ((end = buffered.indexOf('\n\n')) !== -1) {
           const event = buffered.slice(0, end);
           buffered = buffered.slice(end + 2);
-          if (event.startsWith('event: token')) {
-            const stamp = TOKEN_STAMP.exec(event);
-            if (!stamp) continue;
+          // A token is any event carrying the stub's stamp: `event: token` in the agent API,
+          // a `data:` chunk in OpenAI's shape (a peer that speaks it).
+          const stamp = TOKEN_STAMP.exec(event);
+          if (stamp !== null) {
             const seq = Number(stamp[1]);
             const sentAt = Number(stamp[2]);
             if (firstEventMs === null) firstEventMs = recvMono - t0;
@@ -123,7 +125,7 @@ function oneStream(agent, target, streamParams, tokens) {
             previous = { recvAt };
             delays.push(recvAt - sentAt);
             events += 1;
-          } else if (event.startsWith('event: done')) {
+          } else if (event.startsWith('event: done') || event === 'data: [DONE]') {
             sawDone = true;
           } else if (event.startsWith('event: error')) {
             clearTimeout(timer);
@@ -143,6 +145,6 @@ function oneStream(agent, target, streamParams, tokens) {
         reject(error);
       });
     });
-    req.end(REQUEST_BODY);
+    req.end(body);
   });
 }

@@ -14,6 +14,11 @@
 // proxy in front forwards custom headers, while the gateway calls a fixed upstream path):
 // tokens (20), intervalMs (10), firstTokenDelayMs (= intervalMs), idle (0|1), eventEveryMs
 // (15000, idle streams only). The query string is read when the header is absent.
+//
+// POST /v1/chat/completions is the same runner in OpenAI's shape, for peers that speak only
+// that (Portkey's gateway, issue 26): `"stream":true` in the body streams the same token
+// events as `data: {chat.completion.chunk}` lines (each still carrying seq and sent_at) and
+// `data: [DONE]`; otherwise one chat.completion object, built once.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { isMainModule, readOption } from '../reference/cli-args.mjs';
@@ -24,6 +29,19 @@ const CHAT_HEADERS = { 'content-type': 'application/json', 'content-length': Str
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
 const NOT_FOUND_BODY = Buffer.from('{"error":{"type":"not_found","message":"stub: no such route"}}');
 const TIME_ORIGIN_MS = performance.timeOrigin;
+const OPENAI_CHAT_BODY = Buffer.from(
+  JSON.stringify({
+    id: 'chatcmpl-bench',
+    object: 'chat.completion',
+    created: 0,
+    model: 'stub-runner-1',
+    choices: [{ index: 0, message: { role: 'assistant', content: CHAT_RESPONSE.response }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 9, completion_tokens: 14, total_tokens: 23 },
+  }),
+);
+const OPENAI_CHAT_HEADERS = { 'content-type': 'application/json', 'content-length': String(OPENAI_CHAT_BODY.length) };
+/** Marks a streamed request without parsing the body (the stub must stay cheap). */
+const STREAM_TRUE = /"stream"\s*:\s*true/;
 
 function intOr(value, fallback) {
   if (value === null || value === undefined || value === '') return fallback;
@@ -36,6 +54,17 @@ function tokenEvent(seq) {
   const sentAt = (TIME_ORIGIN_MS + performance.now()).toFixed(3);
   return `event: token\ndata: {"content":"tok${seq} ","seq":${seq},"sent_at":${sentAt}}\n\n`;
 }
+
+/** The same token as an OpenAI chat.completion.chunk; seq and sent_at ride along. */
+function openAiTokenEvent(seq) {
+  const sentAt = (TIME_ORIGIN_MS + performance.now()).toFixed(3);
+  return `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"stub-runner-1","choices":[{"index":0,"delta":{"content":"tok${seq} "},"finish_reason":null}],"seq":${seq},"sent_at":${sentAt}}\n\n`;
+}
+
+const OPENAI_DONE =
+  'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"stub-runner-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
+const AGENT_DIALECT = { token: tokenEvent, done: (tokens, intervalMs) => `event: done\ndata: {"tokens_used":${tokens},"latency_ms":${tokens * intervalMs}}\n\n` };
+const OPENAI_DIALECT = { token: openAiTokenEvent, done: () => OPENAI_DONE };
 
 export async function startTimedStubRunner({ port = 0, host = '127.0.0.1' } = {}) {
   let openStreams = 0;
@@ -57,7 +86,22 @@ export async function startTimedStubRunner({ port = 0, host = '127.0.0.1' } = {}
       req.resume();
       const header = req.headers['x-bench-stream'];
       const params = new URLSearchParams(typeof header === 'string' ? header : q === -1 ? '' : url.slice(q + 1));
-      req.once('end', () => stream(res, params));
+      req.once('end', () => stream(res, params, AGENT_DIALECT));
+      return;
+    }
+    if (req.method === 'POST' && path === '/v1/chat/completions') {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (text) => (body += text));
+      req.once('end', () => {
+        if (!STREAM_TRUE.test(body)) {
+          res.writeHead(200, OPENAI_CHAT_HEADERS);
+          res.end(OPENAI_CHAT_BODY);
+          return;
+        }
+        const header = req.headers['x-bench-stream'];
+        stream(res, new URLSearchParams(typeof header === 'string' ? header : q === -1 ? '' : url.slice(q + 1)), OPENAI_DIALECT);
+      });
       return;
     }
     if (req.method === 'GET' && path === '/_stats') {
@@ -73,7 +117,7 @@ export async function startTimedStubRunner({ port = 0, host = '127.0.0.1' } = {}
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
 
-  function stream(res, params) {
+  function stream(res, params, dialect) {
     const idle = params.get('idle') === '1';
     const tokens = intOr(params.get('tokens'), 20);
     const intervalMs = intOr(params.get('intervalMs'), 10);
@@ -95,12 +139,12 @@ export async function startTimedStubRunner({ port = 0, host = '127.0.0.1' } = {}
       timer = null;
       if (res.destroyed) return;
       if (idle || seq < tokens) {
-        res.write(tokenEvent(seq));
+        res.write(dialect.token(seq));
         seq += 1;
         timer = setTimeout(next, idle ? eventEveryMs : intervalMs);
         return;
       }
-      res.end(`event: done\ndata: {"tokens_used":${tokens},"latency_ms":${tokens * intervalMs}}\n\n`);
+      res.end(dialect.done(tokens, intervalMs));
     };
     timer = setTimeout(next, idle ? eventEveryMs : firstTokenDelayMs);
   }

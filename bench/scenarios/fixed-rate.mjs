@@ -28,6 +28,7 @@ export async function runFixedRateScenario({ targets, options, log }) {
         target: target.name,
         ok: r.ok,
         errors: r.errors,
+        errorKinds: r.errorKinds,
         non2xx: r.non2xx,
         achievedRatePerSec: round(r.achievedRatePerSec),
         maxSendLagMs: round(r.maxLagMs, 2),

@@ -1,13 +1,15 @@
 // Scenario 4: many concurrent streams held open, idle but for the gateway's heartbeats and
 // an occasional upstream event. Measures the gateway's peak RSS (VmHWM of a gateway process
-// started fresh for this scenario, and RSS sampled every 250 ms), what the gateway reports
+// started fresh for this scenario, and RSS sampled every 250 ms), summed over all its
+// processes when one process cannot hold them all (each stream takes a descriptor on each
+// side, and `ulimit -Hn` caps one process: then `serve --workers N`), what the gateway reports
 // (agentgw_active_streams), what reached the stub, and every error the client saw.
 // First the same client opens the same number of streams at the stub directly, so a limit
 // of the client or the machine is not mistaken for one of the gateway.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scrapeMetric } from '../lib/gateway.mjs';
-import { memoryKb, openFds } from '../lib/proc-stats.mjs';
+import { childPids, memoryKb, openFds } from '../lib/proc-stats.mjs';
 import { spawnProcess } from '../lib/processes.mjs';
 import { fmt, renderTable } from '../lib/table.mjs';
 
@@ -64,18 +66,40 @@ function runClient({ repoRoot, tmpDir, fdLimit, url, path, headers, count, holdS
   });
 }
 
-async function attempt({ env, count, holdS, repoRoot, tmpDir, fdLimit, log }) {
-  const gateway = await env.startGateway({ name: `gateway-idle-${count}` });
+/** RSS and VmHWM summed over processes (KiB); null when none could be read. */
+function memoryOf(pids) {
+  let rssKb = 0;
+  let hwmKb = 0;
+  let read = 0;
+  for (const pid of pids) {
+    const m = memoryKb(pid);
+    if (!m) continue;
+    rssKb += m.rssKb;
+    hwmKb += m.hwmKb;
+    read += 1;
+  }
+  return read === 0 ? null : { rssKb, hwmKb };
+}
+
+/** Processes a `count`-stream gateway needs here: one unless the descriptors run out. */
+export function processesFor(count, hardFdLimit) {
+  return Math.max(1, Math.ceil((2 * count) / (hardFdLimit - GATEWAY_FD_OVERHEAD)));
+}
+
+async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir, fdLimit, log }) {
+  const gateway = await env.startGateway({ name: `gateway-idle-${count}`, serveArgs: workers > 1 ? ['--workers', String(workers)] : [], nodeArgs });
   const { pid } = gateway;
+  // With --workers the primary (admin, key store) plus its workers: all count.
+  const pids = workers > 1 ? [pid, ...childPids(pid)] : [pid];
   const target = env.gatewayTarget;
   try {
-    const baseline = memoryKb(pid);
+    const baseline = memoryOf(pids);
     let peakRssKb = baseline?.rssKb ?? 0;
     let peakFds = 0;
     const sampler = setInterval(() => {
-      const m = memoryKb(pid);
+      const m = memoryOf(pids);
       if (m && m.rssKb > peakRssKb) peakRssKb = m.rssKb;
-      const fds = openFds(pid);
+      const fds = pids.reduce((n, p) => n + openFds(p), 0);
       if (fds > peakFds) peakFds = fds;
     }, 250);
     let atHold = null;
@@ -95,32 +119,39 @@ async function attempt({ env, count, holdS, repoRoot, tmpDir, fdLimit, log }) {
           clientOpen: snapshot.open,
           gatewayActiveStreams: await scrapeMetric(gateway.adminUrl, 'agentgw_active_streams'),
           stub: await stubStats(env.stub.url),
-          gatewayRssKb: memoryKb(pid)?.rssKb ?? null,
-          gatewayFds: openFds(pid),
+          gatewayRssKb: memoryOf(pids)?.rssKb ?? null,
+          gatewayFds: pids.reduce((n, p) => n + openFds(p), 0),
         };
       },
     }).finally(() => clearInterval(sampler));
     // Closed by the client: the gateway must let go of every stream.
     await new Promise((r) => setTimeout(r, 3_000));
     const activeAfter = await scrapeMetric(gateway.adminUrl, 'agentgw_active_streams');
-    const end = memoryKb(pid);
+    const end = memoryOf(pids);
     const row = {
       count,
       holdS,
+      processes: pids.length,
+      workers,
       ...result,
       atHold,
       gatewayActiveStreamsAfterClose: activeAfter,
       gatewayBaselineRssKb: baseline?.rssKb ?? null,
       gatewayPeakRssKb: Math.max(peakRssKb, end?.rssKb ?? 0),
-      gatewayVmHwmKb: end?.hwmKb ?? null,
+      // The largest process's peak (kept for older readers) and the sum over all processes
+      // (each process's own peak, so an upper bound on what they held at once).
+      gatewayVmHwmKb: end ? Math.max(...pids.map((p) => memoryKb(p)?.hwmKb ?? 0)) : null,
+      gatewayTotalVmHwmKb: end?.hwmKb ?? null,
+      /** Memory a held stream costs: RSS while holding over the processes' idle RSS. */
+      perStreamKb: atHold?.gatewayRssKb && baseline && result.openAtHoldStart > 0 ? (atHold.gatewayRssKb - baseline.rssKb) / result.openAtHoldStart : null,
       gatewayPeakFds: peakFds,
       // Every connection the gateway held, streaming or waiting for an upstream connection.
       heldConnections: result.peakOpen + (result.errorKinds.no_headers_in_time ?? 0),
     };
     log(
-      `  s4 gateway ${count} streams: peak open ${result.peakOpen}, open at hold ${result.openAtHoldStart}, errors ${result.errors} ${JSON.stringify(result.errorKinds)}, ` +
+      `  s4 gateway ${count} streams (${pids.length} process${pids.length > 1 ? `es: --workers ${workers}` : ''}): peak open ${result.peakOpen}, open at hold ${result.openAtHoldStart}, errors ${result.errors} ${JSON.stringify(result.errorKinds)}, ` +
         `gateway active ${atHold?.gatewayActiveStreams ?? '?'}, stub open ${atHold?.stub?.openStreams ?? '?'}, heartbeats in hold ${result.heartbeatsDuringHold}, ` +
-        `VmHWM ${fmt.mb(row.gatewayVmHwmKb)} MiB (baseline ${fmt.mb(row.gatewayBaselineRssKb)} MiB), active after close ${activeAfter}`,
+        `VmHWM ${fmt.mb(row.gatewayTotalVmHwmKb)} MiB in all (baseline ${fmt.mb(row.gatewayBaselineRssKb)} MiB), ${row.perStreamKb?.toFixed(1) ?? '?'} KiB a stream at hold, active after close ${activeAfter}`,
     );
     return row;
   } finally {
@@ -132,10 +163,12 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
   const count = options.idleStreams;
   const notes = [];
   const fdNeed = 2 * count + GATEWAY_FD_OVERHEAD;
+  const workers = options.idleWorkers ?? processesFor(count, hardFdLimit);
   if (fdNeed > hardFdLimit) {
     notes.push(
       `${count} streams need about ${fdNeed} file descriptors in the gateway (one socket each side per stream); ` +
-        `this machine's hard limit (ulimit -Hn) is ${hardFdLimit}, so at most about ${Math.floor((hardFdLimit - GATEWAY_FD_OVERHEAD) / 2)} can be carried by one process here.`,
+        `this machine's hard limit (ulimit -Hn) is ${hardFdLimit}, so at most about ${Math.floor((hardFdLimit - GATEWAY_FD_OVERHEAD) / 2)} can be carried by one process here` +
+        (workers > 1 ? `: scenario 4 ran \`serve --workers ${workers}\` and counts the memory of all its processes.` : '.'),
     );
   }
 
@@ -155,7 +188,9 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
   log(`  s4 stub-direct ${count} streams (harness check): peak open ${direct.peakOpen}, errors ${direct.errors} ${JSON.stringify(direct.errorKinds)}`);
   await new Promise((r) => setTimeout(r, 2_000));
 
-  const attempts = [await attempt({ env, count, holdS: options.idleHoldS, repoRoot, tmpDir, fdLimit, log })];
+  const nodeArgs = options.idleNodeArgs ?? [];
+  if (nodeArgs.length > 0) notes.push(`scenario 4's gateway ran with node ${nodeArgs.join(' ')} (--idle-node-args).`);
+  const attempts = [await attempt({ env, count, holdS: options.idleHoldS, workers, nodeArgs, repoRoot, tmpDir, fdLimit, log })];
   const first = attempts[0];
   if (first.errors > 0 && first.peakOpen < count) {
     const poolConnections = upstreamPoolConnections(repoRoot);
@@ -171,18 +206,18 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
     const lower = Math.max(50, Math.floor(first.peakOpen / 50) * 50);
     if (lower < count) {
       log(`  s4 ${count} streams did not all open; trying ${lower}`);
-      attempts.push(await attempt({ env, count: lower, holdS: Math.min(options.idleHoldS, 15), repoRoot, tmpDir, fdLimit, log }));
+      attempts.push(await attempt({ env, count: lower, holdS: Math.min(options.idleHoldS, 15), workers, nodeArgs, repoRoot, tmpDir, fdLimit, log }));
     }
   }
   const worked = attempts.filter((a) => a.errors === 0).map((a) => a.count);
-  return { heartbeat: options.heartbeat, eventEveryMs: EVENT_EVERY_MS, direct, attempts, largestWithoutErrors: worked.length ? Math.max(...worked) : null, notes };
+  return { heartbeat: options.heartbeat, eventEveryMs: EVENT_EVERY_MS, workers, nodeArgs, direct, attempts, largestWithoutErrors: worked.length ? Math.max(...worked) : null, notes };
 }
 
 export function idleStreamsTable(result) {
   const rows = [
-    ['stub-direct (harness)', fmt.int(result.direct.count), fmt.int(result.direct.peakOpen), String(result.direct.errors), null, null, null, null, null, null, null, null],
+    ['stub-direct (harness)', fmt.int(result.direct.count), fmt.int(result.direct.peakOpen), String(result.direct.errors), null, null, null, null, null, null, null, null, null],
     ...result.attempts.map((a) => [
-      'gateway',
+      a.processes > 1 ? `gateway (${a.processes} processes)` : 'gateway',
       fmt.int(a.count),
       fmt.int(a.peakOpen),
       `${a.errors}${a.errors ? ` (${Object.entries(a.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
@@ -193,12 +228,13 @@ export function idleStreamsTable(result) {
       fmt.int(a.heldConnections),
       // Held streams and the peak apart: the peak can come after the clients leave.
       fmt.mb(a.atHold?.gatewayRssKb ?? null),
-      fmt.mb(a.gatewayVmHwmKb),
-      a.gatewayVmHwmKb === null || a.gatewayBaselineRssKb === null ? null : fmt.mb(a.gatewayVmHwmKb - a.gatewayBaselineRssKb),
+      fmt.mb(a.gatewayTotalVmHwmKb),
+      a.gatewayTotalVmHwmKb === null || a.gatewayBaselineRssKb === null ? null : fmt.mb(a.gatewayTotalVmHwmKb - a.gatewayBaselineRssKb),
+      a.perStreamKb === null ? null : a.perStreamKb.toFixed(1),
     ]),
   ];
   return {
     title: `Scenario 4 — concurrent idle streams held ${result.attempts[0]?.holdS ?? '?'} s (heartbeat ${result.heartbeat}, one upstream event per ${result.eventEveryMs / 1000} s)`,
-    ...renderTable(['target', 'streams', 'peak open', 'errors', 'gw active', 'at stub', 'heartbeats', 'RSS before MiB', 'conns held', 'RSS at hold MiB', 'peak RSS MiB', 'Δ MiB'], rows),
+    ...renderTable(['target', 'streams', 'peak open', 'errors', 'gw active', 'at stub', 'heartbeats', 'RSS before MiB', 'conns held', 'RSS at hold MiB', 'peak RSS MiB (VmHWM, all)', 'Δ MiB', 'KiB/stream at hold'], rows),
   };
 }

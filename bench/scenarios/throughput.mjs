@@ -10,7 +10,8 @@ import { median, ratio, round } from '../lib/stats.mjs';
 import { fmt, renderTable } from '../lib/table.mjs';
 
 const TOOLS = { autocannon: runAutocannon, wrk: runWrk };
-export const RATIO_BASES = ['stub-direct', 'nginx', 'bare-undici', 'bare-http-proxy'];
+/** The columns "×base": the references, and the gateway (the peers' standing against it). */
+export const RATIO_BASES = ['stub-direct', 'nginx', 'bare-undici', 'bare-http-proxy', 'gateway'];
 
 export async function runThroughputScenario({ targets, tools, options, tmpDir, redis, stubPid, log }) {
   log(`warm-up: ${options.warmupS} s of autocannon per target`);
@@ -43,6 +44,7 @@ export async function runThroughputScenario({ targets, tools, options, tmpDir, r
             round: roundNo,
             target: target.name,
             ...r,
+            timeouts: r.timeouts ?? 0,
             cpuUsPerReq: cpu === null || r.requests === 0 ? null : (cpu * 1000) / r.requests,
             stubCpuUsPerReq: r.requests === 0 ? null : (stubCpu * 1000) / r.requests,
             loadAvg1m: round(loadAvg, 2),
@@ -77,7 +79,9 @@ function summariseThroughput(rows, targets) {
           runs: mine.length,
           reqPerSec: round(median(mine.map((r) => r.reqPerSec))),
           reqPerSecAllRuns: mine.map((r) => round(r.reqPerSec)),
-          vs: Object.fromEntries(RATIO_BASES.filter((b) => inGroup.some((r) => r.target === b)).map((b) => [b, round(ratioTo(b, 'reqPerSec'), 3)])),
+          // To every other target of the same rounds: the verdicts need the gateway against
+          // each peer, the tables only the RATIO_BASES columns.
+          vs: Object.fromEntries(targets.filter((b) => inGroup.some((r) => r.target === b.name)).map((b) => [b.name, round(ratioTo(b.name, 'reqPerSec'), 3)])),
           p50Ms: round(median(mine.map((r) => r.p50Ms)), 3),
           p99Ms: round(median(mine.map((r) => r.p99Ms)), 3),
           cpuUsPerReq: round(median(mine.map((r) => r.cpuUsPerReq))),
