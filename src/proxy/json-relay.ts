@@ -18,12 +18,16 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
   private kept: Buffer[] | null = null;
   private keptBytes = 0;
   /**
-   * The latest chunk, held until the next one comes or the answer ends: with a relayed
-   * Content-Length the client holds a whole answer the moment its last byte is out, so that
-   * byte must go with res.end(), which waits for the audit record's journal write
-   * (JournaledResponse, decision 0022). Kept by reference, like `kept`.
+   * The chunk that completes a relayed Content-Length, held until the answer ends: the
+   * client holds a whole answer the moment its last byte is out, so that byte must go with
+   * res.end(), which waits for the audit record's journal write (JournaledResponse, decision
+   * 0022). Every earlier chunk (and every chunk of a body without a length, which only
+   * res.end()'s last chunk completes) is written as it comes, so a runner that stalls
+   * mid-answer still has its head and first bytes relayed. Kept by reference, like `kept`.
    */
   private held: Buffer | undefined = undefined;
+  /** Bytes of the relayed Content-Length still to come; -1 without one. */
+  private lengthLeft = -1;
   sweepPrev: DeadlineEntry | null = null;
   sweepNext: DeadlineEntry | null = null;
   sweeping = false;
@@ -36,6 +40,8 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
     const out = state.responseHeaders;
     appendRelayedHeaders(headers, out, state.hasRateLimitHeaders ? RATE_LIMIT_HEADER_NAMES : undefined);
     res.writeHead(statusCode, out);
+    const length = headers['content-length'];
+    this.lengthLeft = typeof length === 'string' ? Number(length) : -1;
     const contentType = headers['content-type'];
     if (statusCode < 300 && typeof contentType === 'string' && contentType.includes('json')) this.kept = [];
     this.exchange.lastUpstreamMs = performance.now();
@@ -50,9 +56,14 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
     }
     const exchange = this.exchange;
     exchange.lastUpstreamMs = performance.now();
-    const previous = this.held;
-    this.held = chunk;
-    if (previous !== undefined && !exchange.request.res.write(previous)) exchange.pauseUntilDrain(controller);
+    if (this.lengthLeft >= 0) {
+      this.lengthLeft -= chunk.length;
+      if (this.lengthLeft <= 0) {
+        this.held = chunk;
+        return;
+      }
+    }
+    if (!exchange.request.res.write(chunk)) exchange.pauseUntilDrain(controller);
   }
 
   end(): void {
