@@ -38,7 +38,7 @@ import { startBenchRedis } from './lib/bench-redis.mjs';
 import { applyConfigVariations, benchCertificate, parseBuildSpec, usesTls } from './lib/build-specs.mjs';
 import { BENCH_AGENT, createBenchKey, gatewayEnvironment, GATEWAY_READY_PATTERN, writeGatewayConfig } from './lib/gateway.mjs';
 import { REQUEST_BODY } from './lib/load-tools.mjs';
-import { installExitHandlers, spawnProcess, stopAll } from './lib/processes.mjs';
+import { installExitHandlers, spawnProcess, startStubRunner, stopAll } from './lib/processes.mjs';
 import { ensurePeersInstalled } from './lib/peers.mjs';
 import { pathToFileURL } from 'node:url';
 import { median } from './lib/stats.mjs';
@@ -82,14 +82,7 @@ if (builds.some((b) => b.name === 'fastify-stack')) {
 installExitHandlers();
 const tmpDir = mkdtempSync(join(tmpdir(), 'agentgw-instructions-'));
 const redis = await startBenchRedis({ tmpDir, fdLimit: 20_000 });
-const stub = await spawnProcess({
-  name: 'stub',
-  command: process.execPath,
-  args: [join(repoRoot, 'bench/lib/timed-stub-runner.mjs'), '--port', '0'],
-  readyPattern: /^listening (\d+)$/m,
-  logFile: join(tmpDir, 'stub.out'),
-});
-const stubUrl = `http://127.0.0.1:${stub.match[1]}`;
+const { url: stubUrl } = await startStubRunner({ tmpDir });
 // Builds with a tls- variation: one dev certificate for all of them.
 const tlsDir = join(tmpDir, 'tls');
 const tlsCa = builds.some(usesTls) ? benchCertificate(tlsDir) : undefined;

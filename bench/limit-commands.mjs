@@ -17,7 +17,7 @@ import { commandStatsDelta, startBenchRedis } from './lib/bench-redis.mjs';
 import { applyConfigVariations } from './lib/build-specs.mjs';
 import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from './lib/gateway.mjs';
 import { REQUEST_BODY } from './lib/load-tools.mjs';
-import { spawnProcess, stopAll } from './lib/processes.mjs';
+import { startStubRunner, stopAll } from './lib/processes.mjs';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { requests: { type: 'string', default: '400' }, streams: { type: 'string', default: '200' } } });
@@ -27,14 +27,7 @@ const variants = positionals.length > 0 ? positionals : ['plain', 'budgets', 'bu
 
 const tmpDir = mkdtempSync(join(tmpdir(), 'agentgw-limit-commands-'));
 const redis = await startBenchRedis({ tmpDir, fdLimit: 20_000 });
-const stub = await spawnProcess({
-  name: 'stub',
-  command: process.execPath,
-  args: [join(repoRoot, 'bench/lib/timed-stub-runner.mjs'), '--port', '0'],
-  readyPattern: /^listening (\d+)$/m,
-  logFile: join(tmpDir, 'stub.out'),
-});
-const stubUrl = `http://127.0.0.1:${stub.match[1]}`;
+const { url: stubUrl } = await startStubRunner({ tmpDir });
 
 /** One at a time; a stream is read to its end (its done event) before the next starts. */
 async function sequential(url, headers, path, count, extraHeaders = {}) {

@@ -3,6 +3,7 @@
 // port or a core on the shared machine.
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
+import { join } from 'node:path';
 
 const running = new Set();
 
@@ -154,4 +155,19 @@ export function installExitHandlers(onSignal) {
         .finally(() => process.exit(130));
     });
   }
+}
+
+/**
+ * The timed stub runner (bench/lib/timed-stub-runner.mjs) as a process of its own, for the
+ * bench scripts that drive one gateway at a time; `url` is where it listens.
+ */
+export async function startStubRunner({ tmpDir, name = 'stub' }) {
+  const handle = await spawnProcess({
+    name,
+    command: process.execPath,
+    args: [join(import.meta.dirname, 'timed-stub-runner.mjs'), '--port', '0'],
+    readyPattern: /^listening (\d+)$/m,
+    logFile: join(tmpDir, `${name}.out`),
+  });
+  return { handle, url: `http://127.0.0.1:${handle.match[1]}` };
 }
