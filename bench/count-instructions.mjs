@@ -163,7 +163,8 @@ async function countReference(build, run) {
 /** Warm-up, counters zeroed, the counted requests, the dump read; stops the process after. */
 async function countRequests(handle, dir, headers, path, tls = false) {
   const pool = tls
-    ? new Pool(`https://127.0.0.1:${handle.match[1]}`, { connections, pipelining: 1, connect: { ca: tlsCa, servername: 'localhost' } })
+    ? // A TLS handshake under callgrind takes seconds: undici's 10 s connect timeout is too short.
+      new Pool(`https://127.0.0.1:${handle.match[1]}`, { connections, pipelining: 1, connect: { ca: tlsCa, servername: 'localhost', timeout: 300_000 } })
     : new Pool(`http://127.0.0.1:${handle.match[1]}`, { connections, pipelining: 1 });
   try {
     let failed = await send(pool, headers, warmup, path);
