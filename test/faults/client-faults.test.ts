@@ -296,8 +296,8 @@ describe('clients misbehaving (gateway processes, real Redis)', () => {
     });
     // Back-pressure: while the client stalls, the runner is paused well short of the whole stream…
     // (each slow read lets a little through: a few buffers' worth over the last 400 ms — more
-    // since Node 22, whose streams default to a 64 KiB highWaterMark (1.76 MB seen there),
-    // against the tens of MB a runner that was not held back writes in that time)
+    // since Node 22, whose streams default to a 64 KiB highWaterMark (1.76 MB seen there);
+    // the runner being held short of its 64 MB is the check after this one)
     expect(plateau.at(-1)! - plateau[0]!).toBeLessThan(4 * MB);
     expect(heldBack).toBeLessThan(FIREHOSE_BYTES / 2);
     // …and the gateway holds only a bounded part of what is in flight.
