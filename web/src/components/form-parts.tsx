@@ -33,3 +33,20 @@ export function DialogActions(props: { onCancel: () => void; busy: boolean; disa
     </div>
   );
 }
+
+/** The "Agent" filter of the Keys and Usage pages: any, or one of the configured agents. */
+export function AgentFilter(props: { agents: readonly { id: string }[] | undefined; value: string; onChange: (agent: string) => void }) {
+  return (
+    <label class="field field-inline">
+      <span>Agent</span>
+      <select name="agent" value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+        <option value="">any</option>
+        {props.agents?.map((a) => (
+          <option key={a.id} value={a.id}>
+            {a.id}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}

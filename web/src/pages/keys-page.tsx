@@ -6,6 +6,7 @@ import { api, query } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
 import { formatDate, relativeTime } from '../format.js';
 import { useAsync, useCatalog, useDebounced } from '../hooks.js';
+import { AgentFilter } from '../components/form-parts.js';
 import type { Key, KeyPage, KeyStatus } from '../types.js';
 import { RevokeDialog, RotateDialog } from './key-actions.js';
 import { CreateKeyDialog, EditKeyDialog } from './key-form.js';
@@ -60,17 +61,7 @@ export function KeysPage(props: { canWrite: boolean }) {
           <span>Account</span>
           <input type="search" name="account" value={accountText} onInput={(e) => setAccountText(e.currentTarget.value)} placeholder="any" />
         </label>
-        <label class="field field-inline">
-          <span>Agent</span>
-          <select name="agent" value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
-            <option value="">any</option>
-            {catalog.data?.agents.map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.id}
-              </option>
-            ))}
-          </select>
-        </label>
+        <AgentFilter agents={catalog.data?.agents} value={agent} onChange={setAgent} />
         <label class="field field-inline">
           <span>Status</span>
           <select name="status" value={status} onChange={(e) => setStatus(e.currentTarget.value as '' | KeyStatus)}>

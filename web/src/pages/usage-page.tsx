@@ -7,6 +7,7 @@ import { api } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
 import { formatCount } from '../format.js';
 import { useAsync, useCatalog, useDebounced } from '../hooks.js';
+import { AgentFilter } from '../components/form-parts.js';
 import type { Granularity, GroupBy, KeyPage } from '../types.js';
 import { fetchUsage } from '../usage/fetch-usage.js';
 import { SERIES_COLORS, UsageChart } from '../usage/usage-chart.js';
@@ -158,17 +159,7 @@ export function UsagePage() {
             <span>Account</span>
             <input type="search" name="account" value={accountText} onInput={(e) => setAccountText(e.currentTarget.value)} placeholder="any" size={10} />
           </label>
-          <label class="field field-inline">
-            <span>Agent</span>
-            <select name="agent" value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
-              <option value="">any</option>
-              {catalog.data?.agents.map((a) => (
-                <option key={a.id} value={a.id}>
-                  {a.id}
-                </option>
-              ))}
-            </select>
-          </label>
+          <AgentFilter agents={catalog.data?.agents} value={agent} onChange={setAgent} />
         </div>
       </form>
 
