@@ -39,7 +39,7 @@ function withListenTls(yaml, context, http2) {
 
 /** Whether the build's listener speaks TLS (its clients then connect with https://). */
 export function usesTls(build) {
-  return build.variations.some((v) => v.startsWith('tls-'));
+  return (build.variations ?? []).some((v) => v.startsWith('tls-'));
 }
 
 /** A dev certificate for `localhost` in `dir` (scripts/dev-cert.sh); returns the CA's PEM text. */
