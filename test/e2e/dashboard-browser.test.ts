@@ -333,6 +333,7 @@ describe('dashboard in Chromium', () => {
     });
     expect(forced).toEqual({ role: 'viewer', status: 403, body: { error: expect.objectContaining({ type: 'insufficient_role' }) } });
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Admin token').waitFor();
     await page.close();
   }, 60_000);
 
