@@ -7,7 +7,8 @@
 // requests on the Usage page, and looks at the agents; a viewer gets no write controls and a
 // forced write is refused. Every request the page makes stays on the gateway's origin, the
 // CSP header is the strict one and no CSP violation is reported; a write without the CSRF
-// token is refused. Screenshots of each page go to var/test-artifacts/dashboard/.
+// token is refused. Every page and dialog photographed also has its text checked for AA
+// contrast. Screenshots of each page go to var/test-artifacts/dashboard/.
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ import { DASHBOARD_CSP } from '../../src/admin/dashboard-headers.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat } from '../helpers/gateway.js';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
+import { lowContrastText } from '../helpers/text-contrast.js';
 
 const ADMIN_TOKEN = `adm-${randomUUID()}`;
 const VIEWER_TOKEN = `view-${randomUUID()}`;
@@ -128,6 +130,7 @@ describe('dashboard in Chromium', () => {
     expect(response!.headers()['content-security-policy']).toBe(DASHBOARD_CSP);
     await page.getByLabel('Admin token').waitFor();
     await shot(page, 'sign-in');
+    expect(await lowContrastText(page)).toEqual([]);
     // A wrong token is refused on the page.
     await page.getByLabel('Admin token').fill('not-the-token-0000');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -135,6 +138,7 @@ describe('dashboard in Chromium', () => {
     await signIn(page, ADMIN_TOKEN);
     await page.getByText('No keys yet.').waitFor();
     expect(await unlabelledControls(page)).toEqual([]);
+    expect(await lowContrastText(page)).toEqual([]);
 
     // Create a key; the raw key is on the page once, with the warning.
     await page.getByRole('button', { name: 'Create key' }).click();
@@ -145,12 +149,14 @@ describe('dashboard in Chromium', () => {
     await dialog.getByRole('checkbox', { name: 'support' }).check();
     expect(await unlabelledControls(page)).toEqual([]);
     await shot(page, 'create-key');
+    expect(await lowContrastText(page)).toEqual([]);
     await dialog.getByRole('button', { name: 'Create key' }).click();
     const created = page.getByRole('dialog', { name: 'Key created' });
     await created.getByText('You will not see it again.').waitFor();
     const rawKey = await created.getByTestId('raw-key').inputValue();
     expect(rawKey).toMatch(/^ha_[0-9A-Za-z]{38}$/);
     await shot(page, 'key-created');
+    expect(await lowContrastText(page)).toEqual([]);
     await created.getByRole('button', { name: 'I have copied it' }).click();
     const keyId = (await page.locator('tr[data-key-id]').first().getAttribute('data-key-id'))!;
     await expect.poll(() => row(page, keyId).textContent()).toContain('acme production');
@@ -190,6 +196,7 @@ describe('dashboard in Chromium', () => {
     const confirm = page.getByRole('dialog', { name: /^Revoke/ });
     await confirm.getByText('This cannot be undone.').waitFor();
     await shot(page, 'revoke-confirm');
+    expect(await lowContrastText(page)).toEqual([]);
     await confirm.getByRole('button', { name: 'Revoke key' }).click();
     await expect.poll(() => row(page, newKeyId).textContent()).toContain('revoked');
     await expectChatStatus(newKey, 'sales', 401);
@@ -201,6 +208,7 @@ describe('dashboard in Chromium', () => {
     await page.getByLabel('Status').selectOption('');
     await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(2);
     await shot(page, 'keys');
+    expect(await lowContrastText(page)).toEqual([]);
 
     // A write without the CSRF token, from the page itself, is refused.
     const noCsrf = await page.evaluate(async () => {
@@ -245,6 +253,7 @@ describe('dashboard in Chromium', () => {
     await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
     await expect.poll(() => page.locator('[data-testid=usage-chart] .u-legend .u-series').nth(1).locator('.u-value').textContent()).toBe(`${USAGE_REQUESTS} requests`);
     await shot(page, 'usage');
+    expect(await lowContrastText(page)).toEqual([]);
     const topByRequests = page.locator('.top-list').filter({ hasText: 'Top keys by requests' });
     expect(await topByRequests.textContent()).toContain(usageKey.key_id);
 
@@ -254,7 +263,12 @@ describe('dashboard in Chromium', () => {
     await agents.waitFor();
     expect(await agents.locator('tr[data-agent="support"]').textContent()).toContain(upstream.baseUrl);
     expect(await agents.locator('tr[data-agent="sales"]').textContent()).toContain(upstream.baseUrl);
+    // Each runner's state as GET /admin/v1/agents reports it (docs/upstreams.md): the one
+    // runner answered every request, so it is up.
+    expect(await agents.locator('tr[data-agent="support"] .badge').allTextContents()).toEqual(['up']);
+    expect(await agents.locator('tr[data-agent="sales"] .badge').allTextContents()).toEqual(['up']);
     await shot(page, 'agents');
+    expect(await lowContrastText(page)).toEqual([]);
 
     // Sign out: back to the form, and the session no longer opens the API.
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -278,6 +292,7 @@ describe('dashboard in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: /^(Edit|Rotate|Revoke) / }).count()).toBe(0);
     await shot(page, 'keys-viewer');
+    expect(await lowContrastText(page)).toEqual([]);
 
     // Paging: 25 keys a page, the next page by the API's cursor, and back.
     for (let i = 0; i < 25; i++) {
@@ -318,6 +333,40 @@ describe('dashboard in Chromium', () => {
     });
     expect(forced).toEqual({ role: 'viewer', status: 403, body: { error: expect.objectContaining({ type: 'insufficient_role' }) } });
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Admin token').waitFor();
+    await page.close();
+  }, 60_000);
+
+  it('the first Tab shows a skip link that moves focus to the content; the pages open from the keyboard', async () => {
+    const page = await newPage();
+    await signIn(page, ADMIN_TOKEN);
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    await page.keyboard.press('Tab');
+    const skip = await page.evaluate(() => {
+      const el = document.activeElement as HTMLElement;
+      const rect = el.getBoundingClientRect();
+      return { text: el.textContent, onScreen: rect.left >= 0 && rect.top >= 0 && rect.width > 0, outline: getComputedStyle(el).outlineStyle };
+    });
+    expect(skip).toEqual({ text: 'Skip to content', onScreen: true, outline: expect.not.stringMatching(/^none$/) });
+    expect(await lowContrastText(page)).toEqual([]);
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
+    // From the top of a fresh load: Tab to the Usage link in the sidebar, open it with Enter.
+    await page.reload();
+    await page.getByRole('heading', { name: 'API Keys' }).waitFor();
+    const reached: string[] = [];
+    for (let i = 0; i < 10 && reached.at(-1) !== 'Usage'; i++) {
+      await page.keyboard.press('Tab');
+      reached.push((await page.evaluate(() => document.activeElement?.textContent?.trim())) ?? '');
+    }
+    expect(reached.at(-1)).toBe('Usage');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Usage' }).waitFor();
+    expect(await page.evaluate(() => location.hash)).toBe('#/usage');
+    // Signed out before the page closes, so no sign-out is still in flight when the next
+    // test signs in (the browser context shares one cookie jar).
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Admin token').waitFor();
     await page.close();
   }, 60_000);
 

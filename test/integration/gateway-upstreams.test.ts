@@ -1,13 +1,15 @@
 // Several runners behind one agent, on real sockets (docs/upstreams.md): weighted spread,
 // a stopped runner that clients never notice, its ejection and return, the retry boundary
 // (a request whose body reached a runner is never sent to another), the queue bound, SSE
-// through a multi-target agent, and active health checks.
+// through a multi-target agent, and active health checks. The stopped-runner case runs twice:
+// with runners in this process (a closed server), and with runner processes, one SIGKILLed.
 import { createServer, type Server, type Socket } from 'node:net';
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { metricsText, parseMetrics, sumSamples } from '../helpers/metrics-text.js';
+import { startRunnerProcess, type RunnerProcess } from '../helpers/runner-process.js';
 import { openSse } from '../helpers/sse-client.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -129,6 +131,41 @@ describe('a stopped target', () => {
       5_000,
     );
   });
+
+  it('three runner processes, one SIGKILLed between requests: no client error, it is ejected, and it returns once restarted on its port', async () => {
+    const processes: RunnerProcess[] = await Promise.all([startRunnerProcess(), startRunnerProcess(), startRunnerProcess()]);
+    cleanups.push(() => Promise.all(processes.map((p) => p.stop())));
+    const [, , killed] = processes as [RunnerProcess, RunnerProcess, RunnerProcess];
+    const { gw, key } = await start({
+      upstreams: processes.map((p) => ({ url: p.baseUrl })),
+      outlier: { consecutive_failures: 2, base_ejection: '500ms', max_ejection: '2s' },
+    });
+    const served = async (runner: RunnerProcess) => sumSamples(parseMetrics(await metricsText(gw.adminUrl)), 'agentgw_upstream_requests_total', { agent: 'multi', target: runner.url });
+    expect(await chats(gw, key, 30, 3, 'warm')).toEqual(Array(30).fill(200));
+    for (const p of processes) expect(await served(p)).toBeGreaterThan(0);
+
+    const errorsBefore = sumSamples(parseMetrics(await metricsText(gw.adminUrl)), 'agentgw_upstream_errors_total', { agent: 'multi' });
+    await killed.stop('SIGKILL');
+    expect(await chats(gw, key, 60, 3, 'down')).toEqual(Array(60).fill(200));
+    expect((await targets(gw)).find((t) => t.origin === killed.url)?.state).toBe('ejected');
+    const samples = parseMetrics(await metricsText(gw.adminUrl));
+    expect(sumSamples(samples, 'agentgw_upstream_ejections_total', { agent: 'multi', target: killed.url })).toBeGreaterThanOrEqual(1);
+    expect(sumSamples(samples, 'agentgw_upstream_retries_total', { agent: 'multi' })).toBeGreaterThanOrEqual(1);
+    expect(sumSamples(samples, 'agentgw_upstream_errors_total', { agent: 'multi' })).toBe(errorsBefore);
+
+    const restarted = await startRunnerProcess(killed.port);
+    processes[2] = restarted;
+    await waitFor('the restarted runner back in rotation', async () => (await targets(gw)).find((t) => t.origin === restarted.url)?.state === 'up', 5_000);
+    const servedBefore = await served(restarted);
+    await waitFor(
+      'traffic on the restarted runner',
+      async () => {
+        expect(await chats(gw, key, 15, 3, 'back')).toEqual(Array(15).fill(200));
+        return (await served(restarted)) > servedBefore;
+      },
+      5_000,
+    );
+  }, 60_000);
 
   it('answers 503 agent_unavailable only when every target refuses', async () => {
     const a = await runner();
