@@ -263,13 +263,20 @@ describe('the queue bound', () => {
 });
 
 describe('streaming through a multi-target agent', () => {
-  function streamingRunner(writtenAt: number[]): Parameters<typeof startFakeUpstream>[0] {
+  /**
+   * A runner in lockstep with the client: it writes token i only once the client has token
+   * i − 1 (waiting at most 5 s), and notes every token it had to write without that. A relay
+   * that held events back would leave the client short and the runner would note it; proven
+   * by order, not by a stopwatch.
+   */
+  function lockstepRunner(clientTokens: () => number, writtenUnseen: number[]): Parameters<typeof startFakeUpstream>[0] {
     return async (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.flushHeaders();
       for (let i = 0; i < 5; i++) {
-        await sleep(100);
-        writtenAt.push(performance.now());
+        const deadline = performance.now() + 5_000;
+        while (clientTokens() < i && performance.now() < deadline) await sleep(2);
+        if (clientTokens() < i) writtenUnseen.push(i);
         res.write(`event: token\ndata: {"content":"t${i}"}\n\n`);
       }
       res.end('event: done\ndata: {"tokens_used":5,"latency_ms":500}\n\n');
@@ -277,18 +284,19 @@ describe('streaming through a multi-target agent', () => {
   }
 
   it('relays every event as it is written (not batched), whichever target serves it', async () => {
-    const writtenAt: number[] = [];
-    const a = await runner(streamingRunner(writtenAt));
-    const b = await runner(streamingRunner(writtenAt));
+    const writtenUnseen: number[] = [];
+    let clientTokens = (): number => 0;
+    const counted = (): number => clientTokens();
+    const a = await runner(lockstepRunner(counted, writtenUnseen));
+    const b = await runner(lockstepRunner(counted, writtenUnseen));
     const { gw, key } = await start({ upstreams: [{ url: a.baseUrl }, { url: b.baseUrl }] });
     const stream = await openSse(`${gw.url}${STREAM}`, key, { message: 'hi' });
+    clientTokens = () => stream.events.filter((e) => e.name === 'token').length;
     await stream.ended;
     expect(stream.status).toBe(200);
     expect(stream.headers['x-accel-buffering']).toBe('no');
-    const tokens = stream.events.filter((e) => e.name === 'token');
-    expect(tokens).toHaveLength(5);
-    // Buffering would show as delays of 100 ms or more.
-    tokens.forEach((event, i) => expect(event.atMs - writtenAt[i]!).toBeLessThan(50));
+    expect(stream.events.filter((e) => e.name === 'token').map((e) => JSON.parse(e.data).content)).toEqual(['t0', 't1', 't2', 't3', 't4']);
+    expect(writtenUnseen).toEqual([]);
     expect(stream.events.at(-1)!.name).toBe('done');
   });
 
