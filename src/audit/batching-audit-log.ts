@@ -113,14 +113,7 @@ export class BatchingAuditLog implements AuditLog {
       return;
     }
     try {
-      const line = toAuditLine(record);
-      this.journal?.add(line);
-      const length = this.current.push(line);
-      if (length >= this.batchSize) this.seal();
-      else if (length === 1) {
-        this.timer = setTimeout(this.onTimer, this.flushIntervalMs);
-        this.timer.unref();
-      }
+      this.queue(toAuditLine(record));
     } catch (err) {
       this.logger.error({ err, id: record.id }, 'queuing an audit record failed');
     }
@@ -142,6 +135,11 @@ export class BatchingAuditLog implements AuditLog {
       this.logger.error({ line }, 'audit line arrived after the audit log was closed; it is only in this log line');
       return;
     }
+    this.queue(line);
+  }
+
+  /** Journals the line and adds it to the open batch: sealed when full, else flushed by the timer its first line starts. */
+  private queue(line: AuditLine): void {
     this.journal?.add(line);
     const length = this.current.push(line);
     if (length >= this.batchSize) this.seal();

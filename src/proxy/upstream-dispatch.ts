@@ -14,6 +14,10 @@
 // answered, never repeated (docs/upstreams.md, "Retries"). A request refused by the guard
 // against reconnects after an abort (no-reconnect-after-abort.ts) was never sent either: it
 // goes again, without counting against the runner.
+//
+// Over 300 lines on purpose: undici calls one handler object, and its callbacks, the headers
+// deadline, the retries and the slow-reader pause all read the same attempt state (target,
+// sent, relay); the relays and the error classification already live apart.
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.js';
 import { metrics } from '../metrics/metrics.js';
