@@ -3,9 +3,9 @@
 // (docs/decisions/0028-worker-runtime-memory.md). Two settings that only take effect when a
 // process starts, so the primary passes them on the fork:
 //
-// - V8's young generation. Node 24 lets it grow to 2 × 64 MiB per process, and a burst of
-//   new streams grows it to that size, which it keeps while the streams are held. A worker
-//   gets a smaller cap (WORKER_SEMI_SPACE_MB) unless the operator chose one.
+// - V8's young generation. Node 24's default cap is many times what a held stream needs, and
+//   a burst of new streams grows it to that cap, which it keeps while the streams are held.
+//   A worker gets a smaller cap (WORKER_SEMI_SPACE_MB) unless the operator chose one.
 // - glibc's malloc arenas. Every thread that allocates gets an arena of its own (up to 8 per
 //   core); the native buffers of thousands of sockets then spread over several arenas and
 //   their free space cannot be shared. A worker gets MALLOC_ARENA_MAX unless it is set.

@@ -1,7 +1,7 @@
 // undici's Pool and Client, required from their own files instead of the package's index. The
 // index also loads fetch, WebSocket, the caches and the mock agents, and its WebSocket code
-// makes Node load the copy of undici bundled inside it: ≈ 3.8 MiB of heap more in every
-// gateway process than these two classes (docs/decisions/0028-worker-runtime-memory.md).
+// makes Node load the copy of undici bundled inside it: heap in every gateway process that
+// these two classes do not need (docs/decisions/0028-worker-runtime-memory.md has the figures).
 // `Dispatcher.prototype` gets the request API (client.request(), used by the health checks)
 // exactly as the index gives it. Types still come from `import type … from 'undici'`.
 import { createRequire } from 'node:module';
