@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scrapeMetric } from '../lib/gateway.mjs';
-import { childPids, memoryKb, openFds, pssKb } from '../lib/proc-stats.mjs';
+import { childPids, cpuMs, memoryKb, openFds, pssKb } from '../lib/proc-stats.mjs';
 import { spawnProcess } from '../lib/processes.mjs';
 import { fmt, renderTable } from '../lib/table.mjs';
 
@@ -83,7 +83,7 @@ function memoryOf(pids) {
 
 /** Each process's RSS (and PSS) in KiB, the primary first: where a cluster's memory sits. */
 function perProcess(pids) {
-  return pids.map((pid, i) => ({ pid, role: i === 0 && pids.length > 1 ? 'primary' : 'worker', rssKb: memoryKb(pid)?.rssKb ?? null, pssKb: pssKb(pid) }));
+  return pids.map((pid, i) => ({ pid, role: i === 0 && pids.length > 1 ? 'primary' : 'worker', rssKb: memoryKb(pid)?.rssKb ?? null, pssKb: pssKb(pid), cpuMs: cpuMs(pid) }));
 }
 
 /** PSS summed over processes (KiB); null when none could be read. */
@@ -177,6 +177,12 @@ async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir,
         baselineProcesses.map((p, i) => `${p.role} ${mib(p.rssKb)} (${mib(p.pssKb)}) → ${mib(atHold?.processes?.[i]?.rssKb)} (${mib(atHold?.processes?.[i]?.pssKb)})`).join(', ') +
         `; PSS in all ${mib(baselinePssKb)} → ${mib(atHold?.gatewayPssKb)} MiB, ${row.perStreamPssKb?.toFixed(1) ?? '?'} KiB a stream`,
     );
+    // Opening is CPU-bound: which process spent it, from the start to the hold.
+    const cpu = baselineProcesses.map((p, i) => {
+      const at = atHold?.processes?.[i]?.cpuMs;
+      return `${p.role} ${p.cpuMs === null || at === null || at === undefined ? '?' : ((at - p.cpuMs) / 1000).toFixed(1)} s`;
+    });
+    log(`  s4 CPU while opening (start to hold, ${result.allOpenMs === null ? 'not all open' : `all open after ${(result.allOpenMs / 1000).toFixed(1)} s`}): ${cpu.join(', ')}`);
     return row;
   } finally {
     await gateway.stop();
