@@ -36,6 +36,20 @@ export function memoryKb(pid) {
   }
 }
 
+/**
+ * Proportional set size in KiB: each resident page divided by the processes sharing it, so a
+ * sum over processes counts the node binary's pages once, not once per process (RSS does).
+ */
+export function pssKb(pid) {
+  try {
+    const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const pss = Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? NaN);
+    return Number.isFinite(pss) ? pss : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Open file descriptors of a process (0 when it cannot be read). */
 export function openFds(pid) {
   try {

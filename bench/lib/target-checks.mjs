@@ -74,7 +74,9 @@ export function checkTargets(results) {
       4,
       `${TARGETS.idleStreams.toLocaleString('en-US')} concurrent streams, zero errors, ≤ 400 MB in all gateway processes`,
       `${first.peakOpen} of ${first.count} open, ${first.errors} errors; ${totalKb === null ? '–' : `${((totalKb * 1024) / 1e6).toFixed(0)} MB`} peak (sum of VmHWM over ${first.processes ?? 1} process(es))` +
-        `${isNumber(first.perStreamKb) ? `, ${first.perStreamKb.toFixed(1)} KiB a stream` : ''}`,
+        `${isNumber(first.perStreamKb) ? `, ${first.perStreamKb.toFixed(1)} KiB a stream` : ''}` +
+        // Beside the verdict, not in it: PSS counts the pages the processes share (the node binary) once.
+        `${isNumber(first.atHold?.gatewayPssKb) ? `; PSS at hold ${((first.atHold.gatewayPssKb * 1024) / 1e6).toFixed(0)} MB` : ''}`,
       // A smaller run (--idle-streams, --quick) cannot speak for 10,000.
       first.count < TARGETS.idleStreams || totalKb === null ? null : all && totalKb * 1024 <= TARGETS.idleStreamsTotalBytes,
     );

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scrapeMetric } from '../lib/gateway.mjs';
-import { childPids, memoryKb, openFds } from '../lib/proc-stats.mjs';
+import { childPids, cpuMs, memoryKb, openFds, pssKb } from '../lib/proc-stats.mjs';
 import { spawnProcess } from '../lib/processes.mjs';
 import { fmt, renderTable } from '../lib/table.mjs';
 
@@ -81,6 +81,17 @@ function memoryOf(pids) {
   return read === 0 ? null : { rssKb, hwmKb };
 }
 
+/** Each process's RSS (and PSS) in KiB, the primary first: where a cluster's memory sits. */
+function perProcess(pids) {
+  return pids.map((pid, i) => ({ pid, role: i === 0 && pids.length > 1 ? 'primary' : 'worker', rssKb: memoryKb(pid)?.rssKb ?? null, pssKb: pssKb(pid), cpuMs: cpuMs(pid) }));
+}
+
+/** PSS summed over processes (KiB); null when none could be read. */
+function pssOf(pids) {
+  const values = pids.map(pssKb).filter((v) => v !== null);
+  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0);
+}
+
 /** Processes a `count`-stream gateway needs here: one unless the descriptors run out. */
 export function processesFor(count, hardFdLimit) {
   return Math.max(1, Math.ceil((2 * count) / (hardFdLimit - GATEWAY_FD_OVERHEAD)));
@@ -94,6 +105,8 @@ async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir,
   const target = env.gatewayTarget;
   try {
     const baseline = memoryOf(pids);
+    const baselinePssKb = pssOf(pids);
+    const baselineProcesses = perProcess(pids);
     let peakRssKb = baseline?.rssKb ?? 0;
     let peakFds = 0;
     const sampler = setInterval(() => {
@@ -120,6 +133,8 @@ async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir,
           gatewayActiveStreams: await scrapeMetric(gateway.adminUrl, 'agentgw_active_streams'),
           stub: await stubStats(env.stub.url),
           gatewayRssKb: memoryOf(pids)?.rssKb ?? null,
+          gatewayPssKb: pssOf(pids),
+          processes: perProcess(pids),
           gatewayFds: pids.reduce((n, p) => n + openFds(p), 0),
         };
       },
@@ -137,6 +152,8 @@ async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir,
       atHold,
       gatewayActiveStreamsAfterClose: activeAfter,
       gatewayBaselineRssKb: baseline?.rssKb ?? null,
+      gatewayBaselinePssKb: baselinePssKb,
+      baselineProcesses,
       gatewayPeakRssKb: Math.max(peakRssKb, end?.rssKb ?? 0),
       // The largest process's peak (kept for older readers) and the sum over all processes
       // (each process's own peak, so an upper bound on what they held at once).
@@ -144,6 +161,7 @@ async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir,
       gatewayTotalVmHwmKb: end?.hwmKb ?? null,
       /** Memory a held stream costs: RSS while holding over the processes' idle RSS. */
       perStreamKb: atHold?.gatewayRssKb && baseline && result.openAtHoldStart > 0 ? (atHold.gatewayRssKb - baseline.rssKb) / result.openAtHoldStart : null,
+      perStreamPssKb: atHold?.gatewayPssKb && baselinePssKb && result.openAtHoldStart > 0 ? (atHold.gatewayPssKb - baselinePssKb) / result.openAtHoldStart : null,
       gatewayPeakFds: peakFds,
       // Every connection the gateway held, streaming or waiting for an upstream connection.
       heldConnections: result.peakOpen + (result.errorKinds.no_headers_in_time ?? 0),
@@ -153,6 +171,18 @@ async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir,
         `gateway active ${atHold?.gatewayActiveStreams ?? '?'}, stub open ${atHold?.stub?.openStreams ?? '?'}, heartbeats in hold ${result.heartbeatsDuringHold}, ` +
         `VmHWM ${fmt.mb(row.gatewayTotalVmHwmKb)} MiB in all (baseline ${fmt.mb(row.gatewayBaselineRssKb)} MiB), ${row.perStreamKb?.toFixed(1) ?? '?'} KiB a stream at hold, active after close ${activeAfter}`,
     );
+    const mib = (kb) => (kb === null || kb === undefined ? '?' : fmt.mb(kb));
+    log(
+      `  s4 per process, RSS (PSS) MiB before → at hold: ` +
+        baselineProcesses.map((p, i) => `${p.role} ${mib(p.rssKb)} (${mib(p.pssKb)}) → ${mib(atHold?.processes?.[i]?.rssKb)} (${mib(atHold?.processes?.[i]?.pssKb)})`).join(', ') +
+        `; PSS in all ${mib(baselinePssKb)} → ${mib(atHold?.gatewayPssKb)} MiB, ${row.perStreamPssKb?.toFixed(1) ?? '?'} KiB a stream`,
+    );
+    // Opening is CPU-bound: which process spent it, from the start to the hold.
+    const cpu = baselineProcesses.map((p, i) => {
+      const at = atHold?.processes?.[i]?.cpuMs;
+      return `${p.role} ${p.cpuMs === null || at === null || at === undefined ? '?' : ((at - p.cpuMs) / 1000).toFixed(1)} s`;
+    });
+    log(`  s4 CPU while opening (start to hold, ${result.allOpenMs === null ? 'not all open' : `all open after ${(result.allOpenMs / 1000).toFixed(1)} s`}): ${cpu.join(', ')}`);
     return row;
   } finally {
     await gateway.stop();
@@ -215,7 +245,7 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
 
 export function idleStreamsTable(result) {
   const rows = [
-    ['stub-direct (harness)', fmt.int(result.direct.count), fmt.int(result.direct.peakOpen), String(result.direct.errors), null, null, null, null, null, null, null, null, null],
+    ['stub-direct (harness)', fmt.int(result.direct.count), fmt.int(result.direct.peakOpen), String(result.direct.errors), null, null, null, null, null, null, null, null, null, null],
     ...result.attempts.map((a) => [
       a.processes > 1 ? `gateway (${a.processes} processes)` : 'gateway',
       fmt.int(a.count),
@@ -231,10 +261,11 @@ export function idleStreamsTable(result) {
       fmt.mb(a.gatewayTotalVmHwmKb),
       a.gatewayTotalVmHwmKb === null || a.gatewayBaselineRssKb === null ? null : fmt.mb(a.gatewayTotalVmHwmKb - a.gatewayBaselineRssKb),
       a.perStreamKb === null ? null : a.perStreamKb.toFixed(1),
+      fmt.mb(a.atHold?.gatewayPssKb ?? null),
     ]),
   ];
   return {
     title: `Scenario 4 — concurrent idle streams held ${result.attempts[0]?.holdS ?? '?'} s (heartbeat ${result.heartbeat}, one upstream event per ${result.eventEveryMs / 1000} s)`,
-    ...renderTable(['target', 'streams', 'peak open', 'errors', 'gw active', 'at stub', 'heartbeats', 'RSS before MiB', 'conns held', 'RSS at hold MiB', 'peak RSS MiB (VmHWM, all)', 'Δ MiB', 'KiB/stream at hold'], rows),
+    ...renderTable(['target', 'streams', 'peak open', 'errors', 'gw active', 'at stub', 'heartbeats', 'RSS before MiB', 'conns held', 'RSS at hold MiB', 'peak RSS MiB (VmHWM, all)', 'Δ MiB', 'KiB/stream at hold', 'PSS at hold MiB (all)'], rows),
   };
 }

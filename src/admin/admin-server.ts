@@ -1,7 +1,8 @@
 // The admin listener (docs/operations.md, docs/admin-api.md): /metrics, /healthz, /readyz and
 // /upstreamz (every agent's targets and their state, docs/upstreams.md) — never on the public
 // port — and, when given, the admin API, its OpenAPI documents and the dashboard paths.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../node-http.js';
 import type { Registry } from 'prom-client';
 import { isAdminApiPath } from './admin-api.js';
 

@@ -11,6 +11,8 @@ import { createAdminServer } from '../admin/admin-server.js';
 import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logger.js';
 import { clusterMetricsSource } from '../metrics/cluster-metrics.js';
 import { WORKER_INDEX_ENV } from './cluster-workers.js';
+import { primaryHeapFlagsToSet, workerEnvironment, workerExecArgv } from './worker-runtime.js';
+import { setFlagsFromString } from 'node:v8';
 import { startDemoUpstream } from './demo-setup.js';
 import { createRedisClient, createRedisClientFactory, redisIsReachable } from '../redis/redis-client.js';
 import { openControlPlane } from '../gateway.js';
@@ -29,6 +31,7 @@ const RESPAWN_DELAY_MS = 1_000;
 const STOP_MARGIN_MS = 10_000;
 
 export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise<void> {
+  for (const flag of primaryHeapFlagsToSet(process.execArgv, process.env.NODE_OPTIONS)) setFlagsFromString(flag);
   let config: GatewayConfig;
   try {
     config = await loadConfig(options.configPath);
@@ -215,7 +218,9 @@ class WorkerSupervisor {
   }
 
   private fork(index: number): void {
-    const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index) });
+    // Start-time settings for a process that holds streams (worker-runtime.ts).
+    cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS) });
+    const worker = cluster.fork({ ...workerEnvironment(process.env), [WORKER_INDEX_ENV]: String(index) });
     this.byIndex.set(index, worker);
   }
 

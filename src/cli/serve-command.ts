@@ -109,7 +109,7 @@ async function runGatewayProcess(options: ServeOptions, workerIndex: number | un
     process.stderr.write(`agent-gateway listening on ${config.listen.tls ? 'https' : 'http'}://${config.listen.host}:${running.port} (admin :${running.adminPort}, ${mode} mode)\n`);
     if (demoAgent) process.stderr.write(`demo agent listening on ${config.agents.get('demo')?.upstream}\n`);
   } else {
-    logger.info({ port: running.port, mode, agents: [...config.agents.keys()], v8_flags: v8Flags }, 'worker listening');
+    logger.info({ port: running.port, mode, agents: [...config.agents.keys()], v8_flags: v8Flags, node_args: process.execArgv, malloc_arena_max: process.env.MALLOC_ARENA_MAX ?? null }, 'worker listening');
   }
   if (pendingStop) return onStop(pendingStop);
   if (pendingReload) onReload();

@@ -24,8 +24,12 @@ function flagName(arg: string): string {
  * default).
  */
 export function heapFlagsToSet(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
-  const chosen = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].filter((arg) => arg.startsWith('--')).map(flagName);
-  return chosen.includes(PRETENURING) ? [] : [`--no-${PRETENURING}`];
+  return chosenNodeFlags(execArgv, nodeOptions).includes(PRETENURING) ? [] : [`--no-${PRETENURING}`];
+}
+
+/** The bare names of the flags the operator gave node, on its command line or in NODE_OPTIONS. */
+export function chosenNodeFlags(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
+  return [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].filter((arg) => arg.startsWith('--')).map(flagName);
 }
 
 /** Sets them for this process. Only for the serving process: a library embedder keeps its own. */

@@ -1,7 +1,8 @@
 // The reference agent runner: speaks the runner API (POST {base}/chat and {base}/chat/stream)
 // with a deterministic, echo-style reply so `npm start`, the docs and the tests have a real
 // upstream. It streams word by word, honours max_tokens and stops when the client goes away.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../node-http.js';
 
 export interface DemoAgentOptions {
   port: number;

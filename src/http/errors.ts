@@ -1,5 +1,6 @@
 // Writing gateway errors (registered in src/errors.ts) to a response or a raw socket.
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { STATUS_CODES } from '../node-http.js';
 import type { Duplex } from 'node:stream';
 import { errorBody, type GatewayError } from '../errors.js';
 import { closesConnection } from './http2-requests.js';

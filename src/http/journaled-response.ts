@@ -5,7 +5,7 @@
 // every way a response ends (JSON relay, stream relay, gateway errors) and for both
 // protocols: node:http's ServerResponse (HTTP/1.1, also behind TLS) and node:http2's
 // compatibility response (h2, decision 0021).
-import { ServerResponse } from 'node:http';
+import { ServerResponse } from '../node-http.js';
 import { Http2ServerResponse } from 'node:http2';
 import type { AuditLog } from '../audit/audit-record.js';
 

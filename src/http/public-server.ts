@@ -4,7 +4,8 @@
 // `listen.tls.http2` (docs/operations.md "TLS", decision 0021). Also the two ways a graceful
 // stop closes connections, since an HTTP/2 server has no closeIdleConnections() for its
 // sessions and no closeAllConnections() at all.
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerOptions, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerOptions, ServerResponse } from 'node:http';
+import { createServer as createHttpServer } from '../node-http.js';
 import { createSecureServer, type Http2SecureServer, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';

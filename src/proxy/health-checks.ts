@@ -3,7 +3,7 @@
 // `timeout`, a refused connection, a status other than 2xx) take a target out of rotation;
 // `healthy` consecutive successes bring it back. Probes use a connection of their own per
 // target, so a runner whose pool is saturated by long streams is not marked down for it.
-import { Client } from 'undici';
+import { Client } from './undici-classes.js';
 import type { AgentUpstreams, EjectionTimers } from './agent-upstreams.js';
 import type { UpstreamTarget } from './upstream-target.js';
 

@@ -21,7 +21,8 @@
 // the Pool may hand it a wanted request, and that request is the one pending when the
 // 'aborted' disconnect comes: it gets the refusal. It was never sent, so whoever dispatched it
 // sends it again (isAbortedReconnectSkipped); upstream-dispatch.ts does.
-import { Client, type buildConnector, type Dispatcher } from 'undici';
+import type { buildConnector, Client as ClientClass, Dispatcher } from 'undici';
+import { Client } from './undici-classes.js';
 
 /** The connect error that ends undici's pointless reconnect (rarely a wanted request's: see above). */
 export class AbortedReconnectSkipped extends Error {
@@ -52,7 +53,7 @@ function isAbortDisconnect(error: unknown): boolean {
  * hands each Client its connector (built from the Pool's connectTimeout etc.); ours wraps it.
  */
 export function clientWithoutAbortReconnect(origin: URL, options: object): Dispatcher {
-  const clientOptions = options as Client.Options & { connect: buildConnector.connector };
+  const clientOptions = options as ClientClass.Options & { connect: buildConnector.connector };
   const connect = clientOptions.connect;
   let refuseNextConnect = false;
   const client = new Client(origin, {

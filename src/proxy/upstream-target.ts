@@ -2,7 +2,7 @@
 // health checks know about it. The counters are plain integers the request path moves by
 // one; nothing here reads undici's internals.
 import type { ConnectionOptions } from 'node:tls';
-import { Pool } from 'undici';
+import { Pool } from './undici-classes.js';
 import type { BoundCounter } from '../metrics/hot-path-metrics.js';
 import { metrics } from '../metrics/metrics.js';
 import { clientWithoutAbortReconnect } from './no-reconnect-after-abort.js';

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileKeyStore } from '../../src/keys/file-key-store.js';
 import { KeyService } from '../../src/keys/key-service.js';
 import { parseWorkerCount, perWorkerPath, withWorkerPaths } from '../../src/cli/cluster-workers.js';
+import { WORKER_MALLOC_ARENA_MAX, WORKER_SEMI_SPACE_MB } from '../../src/cli/worker-runtime.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
@@ -143,6 +144,9 @@ describe('serve --workers 2', () => {
     await waitFor(primary, () => listeningLines().length === 2, "both workers' listening lines");
     const listening = listeningLines();
     expect(listening.map((line) => line.v8_flags)).toEqual([['--no-allocation-site-pretenuring'], ['--no-allocation-site-pretenuring']]);
+    // The primary forked each worker with a capped young generation and glibc arenas (decision 0028).
+    expect(listening.map((line) => line.node_args)).toEqual([[`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`], [`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`]]);
+    expect(listening.map((line) => line.malloc_arena_max)).toEqual([WORKER_MALLOC_ARENA_MAX, WORKER_MALLOC_ARENA_MAX]);
   });
 
   it('answers /healthz and /readyz on the primary admin port and nothing of it on the public port', async () => {
