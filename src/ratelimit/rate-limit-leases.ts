@@ -126,14 +126,15 @@ export class LeaseBook {
 
   /**
    * Takes back the unused units (and tokens) of an expired lease, of one whose windows
-   * changed, or of one whose tokens ran out, for the caller to return to Redis; undefined
-   * when there is nothing to return.
+   * changed, or, beside a budget, of one that can admit no more, for the caller to return
+   * to Redis; undefined when there is nothing to return.
    */
   reclaim(subject: string, nowMs: number, windows?: readonly RateWindow[]): LeaseRefund | undefined {
     const lease = this.leases.get(subject);
     if (lease === undefined || !holdsAny(lease)) return undefined;
-    // A budgeted lease whose tokens are spent admits nothing more: its units go back now.
-    if (nowMs < lease.expiresAtMs && lease.windows === windows && !(lease.budgeted && lease.tokensLeft === 0)) return undefined;
+    // A budgeted lease that can admit nothing more (no unit or no token left) gives back the
+    // rest now, with the call that replaces it, rather than after that call's reply.
+    if (nowMs < lease.expiresAtMs && lease.windows === windows && !(lease.budgeted && (lease.tokensLeft === 0 || lease.units === 0))) return undefined;
     const refund = refundOf(subject, lease);
     lease.units = 0;
     lease.tokensLeft = 0;
