@@ -154,6 +154,39 @@ describe('the script with the token tail (sliding-window.lua.ts)', () => {
 });
 
 describe('RedisRateLimiter with leases beside a budget', () => {
+  it('sends the token tail only for a plan with budgets: a plan without sends and reads what it did before', async () => {
+    const limiter = instance();
+    const plain: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: MINUTE_MS }];
+    const budgeted: RateWindow[] = [...plain, { name: 'tokens-hour', limit: 1_000_000, windowMs: HOUR_MS, tokens: true }];
+    const monitor = await admin.duplicate().monitor();
+    const calls: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      // EVAL when the script was not loaded yet (ioredis then re-sends the source): same layout.
+      if (args[0]?.toLowerCase() === 'evalsha' || args[0]?.toLowerCase() === 'eval') calls.push(args);
+    });
+    const of = (subject: string): string[][] => calls.filter((args) => args[3] === rateLimitKey(PREFIX, subject, 'minute'));
+    try {
+      await earlyInBucket();
+      // Busy enough for leases, then closed: lease requests and give-backs among the calls.
+      for (let i = 0; i < 20; i += 1) {
+        await limiter.consume('account:mon-plain', plain);
+        await limiter.consume('account:mon-budget', budgeted);
+        limiter.charge('account:mon-budget', budgeted, 5);
+      }
+      await limiter.close();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      monitor.disconnect();
+    }
+    // evalsha sha|source numkeys KEYS... ARGV...
+    expect(of('account:mon-plain').length).toBeGreaterThan(1);
+    for (const args of of('account:mon-plain')) expect(args.length).toBe(3 + 1 + 4 + 4);
+    const budgetCalls = of('account:mon-budget');
+    // Charges (4 + 4n arguments) and lease calls with the tail (4 + 4n + 2).
+    expect(new Set(budgetCalls.map((args) => args.length))).toEqual(new Set([3 + 2 + 4 + 8, 3 + 2 + 4 + 8 + 2]));
+    expect(budgetCalls.some((args) => args.length === 19 && Number(args[17]) > 0)).toBe(true);
+  });
+
   it('serves a busy budgeted subject with few script calls, charges from the reserve first, and Redis then holds exactly the charged tokens', async () => {
     const limiter = instance();
     const limit = 10_000_000;
