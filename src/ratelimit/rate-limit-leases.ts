@@ -4,6 +4,11 @@
 // admitted, so N instances never admit more than the limit between them; what a lease
 // costs is the other direction — units reserved here and not used are unavailable to other
 // instances until the lease ends and gives them back (at most a bucket, ≤ 1 s).
+//
+// Beside a token budget a lease also holds tokens, reserved in Redis the same way
+// (docs/rate-limits.md "Leases", decision 0026): it admits only while it has a unit and a
+// token left, the answers' charges are paid from its tokens first, and unused tokens go back
+// with unused units. Its size in tokens follows the subject's average answer.
 import { windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 import { bucketWidthMs } from './window-math.js';
 
@@ -15,6 +20,8 @@ export const MAX_LEASE_MS = 1_000;
 /** What the script answered about a lease (figures after the lease was counted). */
 export interface LeaseGrant {
   units: number;
+  /** Tokens reserved beside the units (plans with budgets only). */
+  tokens?: number;
   validMs: number;
   serverNowMs: number;
   /** Per window, from the reply: remaining (without the lease), resetMs, oldestMs. */
@@ -29,7 +36,12 @@ export interface LeaseRefund {
   windows: readonly RateWindow[];
   units: number;
   buckets: number[];
+  /** Unused reserved tokens (set only when there are some), back to the same buckets of the budgets. */
+  tokens?: number;
 }
+
+/** Weight of the newest answer in a subject's average tokens per answer. */
+const AVERAGE_WEIGHT = 1 / 8;
 
 interface Lease {
   windows: readonly RateWindow[];
@@ -37,6 +49,12 @@ interface Lease {
   /** Units not handed out yet. */
   units: number;
   used: number;
+  /** The windows end with a token budget: admitting also needs a token left. */
+  budgeted: boolean;
+  /** Reserved tokens not spent on charges yet. */
+  tokensLeft: number;
+  /** The subject's average tokens per charged answer (0: none charged yet), kept across its leases. */
+  averageTokens: number;
   /** Local monotonic ms (performance.now() scale). */
   sentAtMs: number;
   expiresAtMs: number;
@@ -59,6 +77,7 @@ export class LeaseBook {
   take(subject: string, windows: readonly RateWindow[], nowMs: number): RateLimitDecision | undefined {
     const lease = this.leases.get(subject);
     if (lease === undefined || lease.units === 0 || lease.windows !== windows || nowMs >= lease.expiresAtMs) return undefined;
+    if (lease.budgeted && lease.tokensLeft === 0) return undefined;
     lease.units -= 1;
     lease.used += 1;
     return { allowed: true, windows: leaseStatuses(lease, nowMs), retryAfterMs: 0 };
@@ -67,13 +86,36 @@ export class LeaseBook {
   /**
    * How many units the next call for this subject should ask for: none at first sight or
    * while another call may already bring a lease; double the last lease when it ran out
-   * before its bucket ended (demand outran it); what the last one used when it expired.
+   * before its bucket ended (demand outran it, or its tokens did); what the last one used
+   * when it expired. Beside a budget, nothing until one answer has been charged: the token
+   * reserve is sized by the subject's answers, and no figure fits every runner.
    */
   wanted(subject: string, windows: readonly RateWindow[], count: number, nowMs: number): number {
     const lease = this.leases.get(subject);
     if (lease === undefined || lease.windows !== windows || lease.requesting) return 0;
+    if (lease.budgeted && lease.averageTokens === 0) return 0;
     const want = nowMs < lease.expiresAtMs ? lease.granted * 2 + count : lease.used;
     return Math.min(MAX_LEASE_UNITS, want);
+  }
+
+  /** Tokens to reserve beside `units` wanted: as many answers of the subject's average size. */
+  tokensWanted(subject: string, units: number): number {
+    const lease = this.leases.get(subject);
+    return lease === undefined ? 0 : Math.ceil(units * lease.averageTokens);
+  }
+
+  /**
+   * An answer's tokens, charged when it ends: paid from the subject's live lease first (they
+   * were counted in Redis with it); returns the rest, for the caller's batched charge.
+   */
+  charge(subject: string, windows: readonly RateWindow[], tokens: number, nowMs: number): number {
+    const lease = this.leases.get(subject);
+    if (lease === undefined) return tokens;
+    lease.averageTokens = lease.averageTokens === 0 ? tokens : lease.averageTokens + (tokens - lease.averageTokens) * AVERAGE_WEIGHT;
+    if (lease.tokensLeft === 0 || lease.windows !== windows || nowMs >= lease.expiresAtMs) return tokens;
+    const paid = Math.min(lease.tokensLeft, tokens);
+    lease.tokensLeft -= paid;
+    return tokens - paid;
   }
 
   /** Marks a call that asks for a lease as on its way. */
@@ -83,15 +125,19 @@ export class LeaseBook {
   }
 
   /**
-   * Takes back the unused units of an expired lease (or of one whose windows changed), for
-   * the caller to return to Redis; undefined when there is nothing to return.
+   * Takes back the unused units (and tokens) of an expired lease, of one whose windows
+   * changed, or, beside a budget, of one that can admit no more, for the caller to return
+   * to Redis; undefined when there is nothing to return.
    */
   reclaim(subject: string, nowMs: number, windows?: readonly RateWindow[]): LeaseRefund | undefined {
     const lease = this.leases.get(subject);
-    if (lease === undefined || lease.units === 0) return undefined;
-    if (nowMs < lease.expiresAtMs && lease.windows === windows) return undefined;
+    if (lease === undefined || !holdsAny(lease)) return undefined;
+    // A budgeted lease that can admit nothing more (no unit or no token left) gives back the
+    // rest now, with the call that replaces it, rather than after that call's reply.
+    if (nowMs < lease.expiresAtMs && lease.windows === windows && !(lease.budgeted && (lease.tokensLeft === 0 || lease.units === 0))) return undefined;
     const refund = refundOf(subject, lease);
     lease.units = 0;
+    lease.tokensLeft = 0;
     return refund;
   }
 
@@ -103,14 +149,18 @@ export class LeaseBook {
    */
   granted(subject: string, windows: readonly RateWindow[], sentAtMs: number, grant: LeaseGrant, askedForLease: boolean): LeaseRefund | undefined {
     const current = this.leases.get(subject);
+    const tokens = grant.tokens ?? 0;
     if (!askedForLease && current !== undefined && (current.units > 0 || current.requesting)) {
-      return grant.units > 0 ? refundOf(subject, { windows, units: grant.units, serverNowMs: grant.serverNowMs }) : undefined;
+      return grant.units > 0 || tokens > 0 ? refundOf(subject, { windows, units: grant.units, tokensLeft: tokens, serverNowMs: grant.serverNowMs }) : undefined;
     }
     this.leases.set(subject, {
       windows,
       granted: grant.units,
       units: grant.units,
       used: 0,
+      budgeted: windows.length > 0 && windows[windows.length - 1]!.tokens === true,
+      tokensLeft: tokens,
+      averageTokens: current === undefined ? 0 : current.averageTokens,
       sentAtMs,
       // From the moment the call left: the script ran later, so this is never past its bucket.
       expiresAtMs: sentAtMs + Math.min(grant.validMs, MAX_LEASE_MS),
@@ -120,7 +170,7 @@ export class LeaseBook {
       oldestMs: grant.oldestMs,
       requesting: false,
     });
-    return current !== undefined && current.units > 0 ? refundOf(subject, current) : undefined;
+    return current !== undefined && holdsAny(current) ? refundOf(subject, current) : undefined;
   }
 
   /** A call that asked for a lease failed: the subject may ask again. */
@@ -137,7 +187,7 @@ export class LeaseBook {
     const refunds: LeaseRefund[] = [];
     for (const [subject, lease] of this.leases) {
       if (nowMs < lease.expiresAtMs || lease.requesting) continue;
-      if (lease.units > 0) refunds.push(refundOf(subject, lease));
+      if (holdsAny(lease)) refunds.push(refundOf(subject, lease));
       this.leases.delete(subject);
     }
     return refunds;
@@ -146,19 +196,26 @@ export class LeaseBook {
   /** Every unused unit, leases forgotten (shutdown). */
   drain(): LeaseRefund[] {
     const refunds: LeaseRefund[] = [];
-    for (const [subject, lease] of this.leases) if (lease.units > 0) refunds.push(refundOf(subject, lease));
+    for (const [subject, lease] of this.leases) if (holdsAny(lease)) refunds.push(refundOf(subject, lease));
     this.leases.clear();
     return refunds;
   }
 }
 
-function refundOf(subject: string, lease: Pick<Lease, 'windows' | 'units' | 'serverNowMs'>): LeaseRefund {
-  return {
+/** Units or tokens still reserved in Redis for this lease. */
+function holdsAny(lease: Pick<Lease, 'units' | 'tokensLeft'>): boolean {
+  return lease.units > 0 || lease.tokensLeft > 0;
+}
+
+function refundOf(subject: string, lease: Pick<Lease, 'windows' | 'units' | 'tokensLeft' | 'serverNowMs'>): LeaseRefund {
+  const refund: LeaseRefund = {
     subject,
     windows: lease.windows,
     units: lease.units,
     buckets: lease.windows.map((window) => Math.floor(lease.serverNowMs / bucketWidthMs(window.windowMs))),
   };
+  if (lease.tokensLeft > 0) refund.tokens = lease.tokensLeft;
+  return refund;
 }
 
 /**
@@ -171,7 +228,8 @@ function leaseStatuses(lease: Lease, nowMs: number): WindowStatus[] {
   const statuses: WindowStatus[] = new Array(lease.windows.length);
   for (let i = 0; i < lease.windows.length; i += 1) {
     const window = lease.windows[i] as RateWindow;
-    const remaining = (lease.remaining[i] as number) + lease.units;
+    // A budget's reply figure counted the whole reserve: what is not spent yet still remains.
+    const remaining = (lease.remaining[i] as number) + (window.tokens === true ? lease.tokensLeft : lease.units);
     // Never 0 while nothing remains: the bucket that frees a slot is still ahead.
     const resetMs = remaining > 0 ? 0 : Math.max(1, (lease.resetMs[i] as number) - elapsedMs);
     const oldestMs = lease.oldestMs[i] as number;

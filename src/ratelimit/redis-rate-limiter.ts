@@ -12,6 +12,8 @@
 // With `leases` on, a busy subject's call also reserves its next requests (up to a bucket's
 // worth, never more than 1/16 of what is left); this instance admits those without a round
 // trip and gives unused ones back (rate-limit-leases.ts, docs/rate-limits.md "Leases").
+// Beside a token budget the lease also reserves tokens, which pay the answers' charges
+// first; only the rest rides the batched charge (decision 0026).
 //
 // A stream on a plan with a concurrency cap takes its slot in the same script call
 // (redis-stream-slots.ts keeps it alive and gives it back); such requests are coalesced
@@ -62,6 +64,8 @@ type ScriptCall = (numKeys: number, ...args: Array<string | number>) => Promise<
 const REPLY_HEAD = 5;
 /** After the triples, with a concurrency slot: windowAdmitted, slotsFree. */
 const SLOT_TAIL = 2;
+/** After the triples, on a call with the token tail (a plan with budgets, leases on): tokenLease. */
+const TOKEN_TAIL = 1;
 
 /** `${prefix}rl:{${subject}}:${windowName}` — the layout docs/rate-limits.md describes. */
 export function rateLimitKey(prefix: string, subject: string, windowName: string): string {
@@ -177,6 +181,11 @@ export class RedisRateLimiter implements RateLimiter {
   /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
   charge(subject: string, windows: readonly RateWindow[], tokens: number): void {
     if (!(tokens > 0) || windows.length === 0 || !isUsableSubject(subject)) return;
+    // Tokens a live lease reserved pay first: they are counted in Redis already.
+    if (this.leases !== null) {
+      tokens = this.leases.charge(subject, windows, tokens, performance.now());
+      if (tokens === 0) return;
+    }
     const queued = this.pendingCharges.get(subject);
     // A reload that changed the windows within the turn: the earlier charge goes on its own.
     if (queued !== undefined && queued.windows === windows) queued.units += tokens;
@@ -216,10 +225,11 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const { subject, windows } = batch;
     let { waiters } = batch;
-    // No lease beside a token budget (the script grants none either): every request of such a
-    // plan is decided by Redis, where the other instances' charges land (docs/rate-limits.md).
-    const leases = batch.nowArg === '' && windows[windows.length - 1]!.tokens !== true ? this.leases : null;
+    const leases = batch.nowArg === '' ? this.leases : null;
+    // Beside a budget, a lease call sends the token tail: a lease then reserves tokens too.
+    const tokenTail = leases !== null && windows[windows.length - 1]!.tokens === true;
     let wanted = 0;
+    let tokensWanted = 0;
     let refund: LeaseRefund | undefined;
     const sentAtMs = performance.now();
     if (leases !== null) {
@@ -240,15 +250,20 @@ export class RedisRateLimiter implements RateLimiter {
         refund = undefined;
       }
       wanted = leases.wanted(subject, windows, waiters.length, sentAtMs);
-      if (wanted > 0) leases.requesting(subject);
+      if (wanted > 0) {
+        leases.requesting(subject);
+        if (tokenTail) tokensWanted = leases.tokensWanted(subject, wanted);
+      }
     }
-    this.call(this.scriptArgs(subject, windows, batch.nowArg, waiters.length, wanted, refund), windows.length).then(
+    const args = this.scriptArgs(subject, windows, batch.nowArg, waiters.length, wanted, refund);
+    if (tokenTail) this.addTokenTail(args, windows, tokensWanted, refund);
+    this.call(args, windows.length).then(
       (reply) => {
         let decisions: RateLimitDecision[];
         try {
-          decisions = toDecisions(reply, windows, waiters.length);
+          decisions = toDecisions(reply, windows, waiters.length, false, tokenTail);
           if (leases !== null) {
-            const displaced = leases.granted(subject, windows, sentAtMs, leaseGrantOf(reply as unknown[], windows.length), wanted > 0);
+            const displaced = leases.granted(subject, windows, sentAtMs, leaseGrantOf(reply as unknown[], windows.length, tokenTail), wanted > 0);
             if (displaced !== undefined) void this.giveBack(displaced);
           }
         } catch (error) {
@@ -326,10 +341,25 @@ export class RedisRateLimiter implements RateLimiter {
     return args;
   }
 
-  /** Returns unused lease units on their own (count 0: nothing is admitted or leased). */
+  /**
+   * The token tail (sliding-window.lua.ts): tokenLeaseWanted and tokenRefund after the
+   * windows, and each budget's refund bucket in place of its charge (0 on these calls).
+   */
+  private addTokenTail(args: Array<string | number>, windows: readonly RateWindow[], tokensWanted: number, refund: LeaseRefund | undefined): void {
+    const n = windows.length;
+    const tokens = refund?.tokens ?? 0;
+    for (let i = 0; i < n; i += 1) {
+      if (windows[i]!.tokens === true) args[n + 7 + 4 * i] = tokens > 0 ? (refund!.buckets[i] as number) : -1;
+    }
+    args.push(tokensWanted, tokens);
+  }
+
+  /** Returns unused lease units (and tokens) on their own (count 0: nothing is admitted or leased). */
   private giveBack(refund: LeaseRefund): Promise<void> {
     const subject = refund.subject;
-    return this.call(this.scriptArgs(subject, refund.windows, '', 0, 0, refund), refund.windows.length).then(
+    const args = this.scriptArgs(subject, refund.windows, '', 0, 0, refund);
+    if (refund.tokens !== undefined) this.addTokenTail(args, refund.windows, 0, refund);
+    return this.call(args, refund.windows.length).then(
       () => undefined,
       // Lost only means those units count until their bucket leaves the window, as used ones would.
       () => undefined,
@@ -363,14 +393,16 @@ export class RedisRateLimiter implements RateLimiter {
  * when `admitted - 1 - i` of its batch were still to come, so it sees that many more
  * remaining than the final state; the rest see the final state and are refused.
  */
-export function toDecisions(reply: unknown, windows: readonly RateWindow[], count: number, withSlot = false): RateLimitDecision[] {
-  if (!Array.isArray(reply) || reply.length !== REPLY_HEAD + 3 * windows.length + (withSlot ? SLOT_TAIL : 0)) {
+export function toDecisions(reply: unknown, windows: readonly RateWindow[], count: number, withSlot = false, withTokenLease = false): RateLimitDecision[] {
+  if (!Array.isArray(reply) || reply.length !== REPLY_HEAD + 3 * windows.length + (withSlot ? SLOT_TAIL : 0) + (withTokenLease ? TOKEN_TAIL : 0)) {
     throw new RateLimitStoreError(`rate-limit script returned an unexpected reply: ${JSON.stringify(reply)}`);
   }
   const admitted = Number(reply[0]);
   const retryAfterMs = Number(reply[1]);
   // A lease was counted after this batch's requests: they all saw it as still remaining.
   const leased = Number(reply[3]);
+  // So was its token reserve, in every budget.
+  const tokensLeased = withTokenLease ? Number(reply[REPLY_HEAD + 3 * windows.length]) : 0;
   // Requests the windows would have admitted but no slot was free for (none without a slot).
   const windowAdmitted = withSlot ? Number(reply[REPLY_HEAD + 3 * windows.length]) : admitted;
   const decisions: RateLimitDecision[] = new Array(count);
@@ -378,32 +410,33 @@ export function toDecisions(reply: unknown, windows: readonly RateWindow[], coun
   let capped: RateLimitDecision | undefined;
   for (let i = 0; i < count; i += 1) {
     if (i >= windowAdmitted) {
-      refused ??= { allowed: false, windows: windowStatuses(reply, windows, 0), retryAfterMs };
+      refused ??= { allowed: false, windows: windowStatuses(reply, windows, 0, 0), retryAfterMs };
       decisions[i] = refused;
     } else if (i >= admitted) {
-      capped ??= { allowed: false, windows: windowStatuses(reply, windows, 0), retryAfterMs: CONCURRENCY_RETRY_AFTER_MS, concurrencyLimited: true };
+      capped ??= { allowed: false, windows: windowStatuses(reply, windows, 0, 0), retryAfterMs: CONCURRENCY_RETRY_AFTER_MS, concurrencyLimited: true };
       decisions[i] = capped;
     } else {
-      decisions[i] = { allowed: true, windows: windowStatuses(reply, windows, leased + admitted - 1 - i), retryAfterMs: 0 };
+      decisions[i] = { allowed: true, windows: windowStatuses(reply, windows, leased + admitted - 1 - i, tokensLeased), retryAfterMs: 0 };
     }
   }
   return decisions;
 }
 
-function windowStatuses(reply: unknown[], windows: readonly RateWindow[], extraRemaining: number): WindowStatus[] {
+function windowStatuses(reply: unknown[], windows: readonly RateWindow[], extraRemaining: number, extraTokens: number): WindowStatus[] {
   const statuses: WindowStatus[] = new Array(windows.length);
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
     const at = REPLY_HEAD + 3 * i;
-    // A token window is not counted per request: its remaining is the same for the whole group.
-    const remaining = Number(reply[at]) + (window.tokens === true ? 0 : extraRemaining);
+    // A token window is not counted per request: its remaining is the same for the whole group
+    // (plus the token reserve of a lease counted with it, not spent yet).
+    const remaining = Number(reply[at]) + (window.tokens === true ? extraTokens : extraRemaining);
     const resetMs = remaining > 0 ? 0 : Number(reply[at + 1]);
     statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? Number(reply[at + 2]) : resetMs);
   }
   return statuses;
 }
 
-function leaseGrantOf(reply: unknown[], windowCount: number): LeaseGrant {
+function leaseGrantOf(reply: unknown[], windowCount: number, withTokenLease: boolean): LeaseGrant {
   const remaining: number[] = new Array(windowCount);
   const resetMs: number[] = new Array(windowCount);
   const oldestMs: number[] = new Array(windowCount);
@@ -413,5 +446,7 @@ function leaseGrantOf(reply: unknown[], windowCount: number): LeaseGrant {
     resetMs[i] = Number(reply[at + 1]);
     oldestMs[i] = Number(reply[at + 2]);
   }
-  return { units: Number(reply[3]), validMs: Number(reply[4]), serverNowMs: Number(reply[2]), remaining, resetMs, oldestMs };
+  const grant: LeaseGrant = { units: Number(reply[3]), validMs: Number(reply[4]), serverNowMs: Number(reply[2]), remaining, resetMs, oldestMs };
+  if (withTokenLease) grant.tokens = Number(reply[REPLY_HEAD + 3 * windowCount]);
+  return grant;
 }

@@ -16,15 +16,23 @@
 //          A token budget is sent with its limit negated, and its 4th value is the tokens
 //          to charge (the batched charge after answers; 0 on an admission call). It is
 //          read-only at admission — it admits every request of the group while it has a
-//          token left, none otherwise — and no lease is granted beside it. So a plan
-//          without budgets sends exactly the arguments it always did.
+//          token left, none otherwise. So a plan without budgets sends exactly the
+//          arguments it always did.
+// Token leases (docs/rate-limits.md "Leases"), only on the calls of a plan with budgets
+// that may ask for or give back a token reserve: two more arguments after the windows',
+// tokenLeaseWanted and tokenRefund (#ARGV = 4 + 4n + 2 tells it apart), and each budget's
+// 4th value is then its refund bucket (-1: none), as for a request window — such a call
+// never charges. A unit lease is then granted only with a token reserve beside it:
+// tokenLease = min(tokenLeaseWanted, 1/LEASE_SHARE of what every budget has left), counted
+// in the current bucket of every budget; if that is under 1, no lease at all. The reply
+// then ends with tokenLease. Unused tokens (tokenRefund) leave their bucket first.
 // Concurrency slot (docs/rate-limits.md "Concurrency caps"), only for a stream on a plan
 // with a cap, so every other call sends exactly what it did before: one more key, the slot
 // set KEYS[n+1] (score = expiry, member = holder), and three more arguments after the
 // windows': streams, leaseMs, memberHead. #ARGV = 4 + 4n + 3 tells it apart (4 + 4n without).
 // Expired slots are removed first; the requests the windows admit are then admitted only
 // while a slot is free, and each admitted one takes slot memberHead..':'..i (i from 0). No
-// lease beside a slot. The reply then ends with { windowAdmitted, slotsFree }:
+// lease beside a slot (and no token tail). The reply then ends with { windowAdmitted, slotsFree }:
 // windowAdmitted = how many the windows alone would have admitted (the others were refused
 // by a window; those between admitted and windowAdmitted by the cap).
 // Returns  { admitted, retryAfterMs, nowMs, leaseGranted, leaseValidMs,
@@ -51,14 +59,20 @@ local hasTokens = false
 local n = #KEYS
 local slotKey = false
 local slotStreams, slotLeaseMs, slotHead
+local tokenTail = false
+local tokenLeaseWanted, tokenRefund = 0, 0
 if #ARGV == 4 * n + 3 then
   slotKey = KEYS[n]
   n = n - 1
   slotStreams = tonumber(ARGV[5 + 4 * n])
   slotLeaseMs = tonumber(ARGV[6 + 4 * n])
   slotHead = ARGV[7 + 4 * n]
+elseif #ARGV == 4 * n + 6 then
+  tokenTail = true
+  tokenLeaseWanted = tonumber(ARGV[5 + 4 * n])
+  tokenRefund = tonumber(ARGV[6 + 4 * n])
 end
-local limits, windowMsList, bucketMsList, tokenCharges = {}, {}, {}, {}
+local limits, windowMsList, bucketMsList, tokenCharges, isTokenWindow = {}, {}, {}, {}, {}
 local liveIndexes, liveCounts, totals, fresh = {}, {}, {}, {}
 local admitted = count
 
@@ -70,11 +84,18 @@ for w = 1, n do
   local bucketMs = tonumber(ARGV[base + 2])
   local refundBucket = tonumber(ARGV[base + 3])
   local isTokens = limit < 0
+  local refund = refundUnits
   if isTokens then
     hasTokens = true
+    isTokenWindow[w] = true
     limit = -limit
-    tokenCharges[w] = refundBucket
-    refundBucket = -1
+    if tokenTail then
+      tokenCharges[w] = 0
+      refund = tokenRefund
+    else
+      tokenCharges[w] = refundBucket
+      refundBucket = -1
+    end
   end
   limits[w], windowMsList[w], bucketMsList[w] = limit, windowMs, bucketMs
 
@@ -87,13 +108,13 @@ for w = 1, n do
   fresh[w] = not storedWidth
 
   local first = math.floor((nowMs - windowMs + 1) / bucketMs)
-  -- Unused lease units leave the bucket they were counted in, if it still counts.
-  if refundUnits > 0 and storedWidth and refundBucket >= first then
+  -- Unused lease units (tokens, in a budget) leave the bucket they were counted in, if it still counts.
+  if refund > 0 and storedWidth and refundBucket >= first then
     local field = string.format('%d', refundBucket)
     local counted = tonumber(redis.call('HGET', key, field))
     if counted then
-      if counted <= refundUnits then redis.call('HDEL', key, field)
-      else redis.call('HINCRBY', key, field, -refundUnits) end
+      if counted <= refund then redis.call('HDEL', key, field)
+      else redis.call('HINCRBY', key, field, -refund) end
     end
   end
   local flat = redis.call('HGETALL', key)
@@ -131,14 +152,31 @@ if slotKey then
 end
 
 local lease = 0
+local tokenLease = 0
 local leaseValidMs = 0
-if admitted == count and leaseWanted > 0 and not hasTokens and not slotKey then
+if admitted == count and leaseWanted > 0 and (tokenTail or not hasTokens) and not slotKey then
   lease = leaseWanted
   for w = 1, n do
-    local share = math.floor((limits[w] - totals[w] - admitted) / LEASE_SHARE)
-    if share < lease then lease = share end
+    if not isTokenWindow[w] then
+      local share = math.floor((limits[w] - totals[w] - admitted) / LEASE_SHARE)
+      if share < lease then lease = share end
+    end
   end
   if lease < 0 then lease = 0 end
+  -- Beside a budget, units come only with tokens to spend: a nearly spent budget is decided call by call.
+  if lease > 0 and hasTokens then
+    tokenLease = tokenLeaseWanted
+    for w = 1, n do
+      if isTokenWindow[w] then
+        local share = math.floor((limits[w] - totals[w]) / LEASE_SHARE)
+        if share < tokenLease then tokenLease = share end
+      end
+    end
+    if tokenLease < 1 then
+      tokenLease = 0
+      lease = 0
+    end
+  end
 end
 local counted = admitted + lease
 -- Also without a lease: the caller dates the subject's pace by it.
@@ -157,7 +195,7 @@ for w = 1, n do
   local indexes, counts = liveIndexes[w], liveCounts[w]
   local total = totals[w]
   local counted = counted
-  if tokenCharges[w] then counted = tokenCharges[w] end
+  if isTokenWindow[w] then counted = tokenCharges[w] + tokenLease end
 
   if counted > 0 then
     local current = math.floor(nowMs / bucketMs)
@@ -220,5 +258,6 @@ if slotKey then
   result[#result + 1] = windowAdmitted
   result[#result + 1] = slotsFree
 end
+if tokenTail then result[#result + 1] = tokenLease end
 return result
 `;

@@ -94,3 +94,65 @@ describe('LeaseBook', () => {
     expect(book.size).toBe(0);
   });
 });
+
+describe('LeaseBook beside a token budget', () => {
+  const BUDGETED: RateWindow[] = [{ name: 'minute', limit: 1_000, windowMs: 60_000 }, { name: 'tokens-hour', limit: 100_000, windowMs: 3_600_000, tokens: true }];
+  const tokenGrant = (units: number, tokens: number, validMs = 600): LeaseGrant => ({
+    units,
+    tokens,
+    validMs,
+    serverNowMs: SERVER_NOW,
+    remaining: [900, 50_000],
+    resetMs: [0, 0],
+    oldestMs: [30_000, 3_000_000],
+  });
+
+  it('asks for no lease until an answer was charged, then for units and as many average answers of tokens', () => {
+    const book = new LeaseBook();
+    book.granted('s', BUDGETED, 0, tokenGrant(0, 0), false);
+    expect(book.wanted('s', BUDGETED, 1, 10)).toBe(0);
+    // No lease yet: the whole charge is the caller's to send.
+    expect(book.charge('s', BUDGETED, 40, 10)).toBe(40);
+    expect(book.wanted('s', BUDGETED, 1, 11)).toBe(1);
+    expect(book.tokensWanted('s', 1)).toBe(40);
+    // The average follows later answers with a weight of 1/8.
+    expect(book.charge('s', BUDGETED, 120, 12)).toBe(120);
+    expect(book.tokensWanted('s', 4)).toBe(4 * 50);
+  });
+
+  it('admits only while it has a unit and a token; charges pay from the reserve first', () => {
+    const book = new LeaseBook();
+    book.granted('s', BUDGETED, 0, tokenGrant(0, 0), false);
+    book.charge('s', BUDGETED, 30, 1);
+    book.granted('s', BUDGETED, 2, tokenGrant(5, 45), true);
+    const first = book.take('s', BUDGETED, 3)!;
+    // The budget's remaining counts the reserve not spent yet; the request window its units.
+    expect(first.windows.map((w) => w.remaining)).toEqual([904, 50_045]);
+    expect(book.charge('s', BUDGETED, 30, 4)).toBe(0);
+    expect(book.take('s', BUDGETED, 5)!.windows[1]!.remaining).toBe(50_015);
+    // 15 tokens left: an answer of 30 pays 15 from it, 15 go to the batched charge.
+    expect(book.charge('s', BUDGETED, 30, 6)).toBe(15);
+    expect(book.take('s', BUDGETED, 7)).toBeUndefined();
+    // It can admit no more: its 3 unused units go back with the next call, without tokens.
+    expect(book.reclaim('s', 8, BUDGETED)).toEqual({ subject: 's', windows: BUDGETED, units: 3, buckets: [Math.floor(SERVER_NOW / 1_000), Math.floor(SERVER_NOW / 60_000)] });
+  });
+
+  it('gives back unused tokens with unused units: when the units ran out, displaced, swept, drained; not after its bucket', () => {
+    const book = new LeaseBook();
+    book.granted('s', BUDGETED, 0, tokenGrant(0, 0), false);
+    book.charge('s', BUDGETED, 10, 1);
+    book.granted('s', BUDGETED, 2, tokenGrant(1, 30), true);
+    book.take('s', BUDGETED, 3);
+    // No unit left, 30 tokens: nothing to admit from, so the rest goes back with the next call.
+    expect(book.reclaim('s', 4, BUDGETED)).toMatchObject({ units: 0, tokens: 30 });
+    // Charges after the lease gave its tokens back go to the batched charge.
+    expect(book.charge('s', BUDGETED, 10, 5)).toBe(10);
+    book.granted('s', BUDGETED, 6, tokenGrant(4, 40), true);
+    expect(book.granted('s', BUDGETED, 7, tokenGrant(2, 20), true)).toMatchObject({ units: 4, tokens: 40 });
+    // After its bucket a reserve pays nothing more; the sweep gives back units and tokens.
+    expect(book.charge('s', BUDGETED, 5, 7 + 600)).toBe(5);
+    expect(book.sweep(7 + 600).map((r) => [r.units, r.tokens])).toEqual([[2, 20]]);
+    book.granted('t', BUDGETED, 0, tokenGrant(3, 9), true);
+    expect(book.drain().map((r) => [r.subject, r.units, r.tokens])).toEqual([['t', 3, 9]]);
+  });
+});
