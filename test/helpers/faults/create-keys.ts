@@ -5,7 +5,11 @@ import { openCliKeyStore } from '../../../src/cli/keys.js';
 import { parseConfig } from '../../../src/config/load-config.js';
 
 export async function createKeys(document: Record<string, unknown>, keys: Array<{ account: string; plan: string; agents: string[] }>): Promise<string[]> {
-  const config = parseConfig({ ...document, listen: { port: 0 }, admin: { port: 0 } }, 'fault-test', {});
+  // Set-up, not what a fault test measures: the gateway's own (often tight) command_timeout
+  // would fail the set-up on a loaded machine, so the keys are written with a generous one.
+  const redis = document.redis as Record<string, unknown> | undefined;
+  const setup = redis === undefined ? document : { ...document, redis: { ...redis, command_timeout: '10s' } };
+  const config = parseConfig({ ...setup, listen: { port: 0 }, admin: { port: 0 } }, 'fault-test', {});
   const store = await openCliKeyStore(config);
   try {
     const service = new KeyService({ store, config });
