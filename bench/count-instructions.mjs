@@ -8,6 +8,7 @@
 //   node bench/count-instructions.mjs base=/path/to/old-checkout new=.
 //   node bench/count-instructions.mjs --runs 3 cur=. cur-nolog=.:no-request-log
 //   node bench/count-instructions.mjs n20=. n22=.:node=/opt/node22/bin/node   (a build under another node)
+//   node bench/count-instructions.mjs n22=.:node=/opt/node22/bin/node ref:bare-undici:node=/opt/node22/bin/node
 //
 // Each run starts the build's gateway (the bench's production config, one shared stub and
 // Redis) under callgrind, sends --warmup requests, zeroes the counters, sends --requests more
@@ -69,11 +70,16 @@ try {
 const REFERENCE_TARGETS = ['bare-undici', 'fastify-stack'];
 const builds = (positionals.length > 0 ? positionals : ['current=.']).map((spec) => {
   if (!spec.startsWith('ref:')) return parseBuildSpec(spec);
-  const name = spec.slice('ref:'.length);
-  if (!REFERENCE_TARGETS.includes(name)) throw new Error(`unknown reference ${name} (${REFERENCE_TARGETS.join(', ')})`);
-  return { name, reference: true, nodeArgs: [], nodeBinary: null };
+  // ref:NAME[:node=PATH]: the reference under another node binary, beside a gateway under it.
+  const [target, ...parts] = spec.slice('ref:'.length).split(':');
+  if (!REFERENCE_TARGETS.includes(target)) throw new Error(`unknown reference ${target} (${REFERENCE_TARGETS.join(', ')})`);
+  const nodeBinary = parts.find((p) => p.startsWith('node='))?.slice('node='.length) ?? null;
+  const unknown = parts.filter((p) => !p.startsWith('node='));
+  if (unknown.length > 0) throw new Error(`a reference takes only node=PATH, not ${unknown.join(':')}`);
+  // Named apart from the same reference under the default node, so both can run in one call.
+  return { name: nodeBinary === null ? target : `${target}@${nodeBinary.match(/node-v(\d+)/)?.[1] ?? 'node'}`, target, reference: true, nodeArgs: [], nodeBinary };
 });
-if (builds.some((b) => b.name === 'fastify-stack')) {
+if (builds.some((b) => b.target === 'fastify-stack')) {
   const installed = await ensurePeersInstalled({ repoRoot, log: (line) => console.error(line) });
   if (!installed.ok) throw new Error(installed.reason);
 }
@@ -127,7 +133,7 @@ function readDump(dir, prefix) {
 
 /** How to start a reference under callgrind, and what to send it. */
 async function referenceLaunch(build, dir, run) {
-  if (build.name === 'bare-undici') {
+  if (build.target === 'bare-undici') {
     return { script: [join(repoRoot, 'bench/reference/bare-undici-proxy.mjs'), '--upstream', stubUrl, '--port', '0'], headers: {} };
   }
   const peers = join(repoRoot, 'bench', 'peers');
@@ -150,7 +156,7 @@ async function countReference(build, run) {
   const target = await spawnProcess({
     name: `${build.name}-${run}`,
     command: 'valgrind',
-    args: ['--tool=callgrind', '--separate-threads=yes', '--smc-check=all-non-file', `--callgrind-out-file=${outFile}`, process.execPath, ...launch.script],
+    args: ['--tool=callgrind', '--separate-threads=yes', '--smc-check=all-non-file', `--callgrind-out-file=${outFile}`, build.nodeBinary ?? process.execPath, ...launch.script],
     env: { ...process.env, NODE_ENV: 'production' },
     readyPattern: /^listening (\d+)$/m,
     logFile: join(dir, 'target.out'),

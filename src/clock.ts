@@ -6,8 +6,8 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** '000' … '999': the millisecond part of a timestamp, without formatting it per call. */
-const MILLISECOND_TEXT: readonly string[] = Array.from({ length: 1000 }, (_, ms) => String(ms).padStart(3, '0'));
+/** '000Z' … '999Z': the end of a timestamp, without formatting it per call. */
+const MILLISECOND_TEXT: readonly string[] = Array.from({ length: 1000 }, (_, ms) => `${String(ms).padStart(3, '0')}Z`);
 
 /**
  * `new Date(ms).toISOString()`, formatted once per second: the request log line and the
@@ -33,7 +33,7 @@ export function isoTimestampCache(): (ms: number) => string {
       secondPrefix = iso.slice(0, iso.length - 4);
       cachedSecond = second;
     }
-    return secondPrefix + MILLISECOND_TEXT[millisecond]! + 'Z';
+    return secondPrefix + MILLISECOND_TEXT[millisecond]!;
   };
 }
 

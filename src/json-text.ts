@@ -15,6 +15,20 @@ export function jsonStringLiteral(text: string): string {
   return `"${text}"`;
 }
 
+/**
+ * Whether a string's JSON text is the string itself between quotes, by JSON.stringify's rules
+ * and by pino's (which leaves lone surrogates alone in strings up to 100 units): no control
+ * character, no quote, no backslash, no surrogate. Writers that know a field is plain put its quotes
+ * into their constant pieces.
+ */
+export function isPlainJsonText(text: string): boolean {
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x20 || unit === 0x22 || unit === 0x5c || (unit >= 0xd800 && unit <= 0xdfff)) return false;
+  }
+  return true;
+}
+
 /** JSON.stringify(value) for a number: its shortest text, null when not finite. */
 export function jsonNumberLiteral(value: number): string {
   return Number.isFinite(value) ? String(value) : 'null';

@@ -10,6 +10,7 @@ import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { GatewayError, type ErrorType } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { boundOnFirstUse } from '../metrics/hot-path-metrics.js';
 import { metrics } from '../metrics/metrics.js';
 import type { AuthenticateInput, Authenticator } from './authenticator.js';
 import { extractBearerToken } from './bearer-token.js';
@@ -80,12 +81,12 @@ export class KeyAuthenticator implements Authenticator {
     this.lastUsed = options.lastUsed ?? new LastUsedTracker({ store: options.store, logger: options.logger });
     this.storeRetryAfterSeconds = options.storeRetryAfterSeconds ?? 1;
     this.staleRetryMs = options.staleRetryMs ?? 1_000;
-    // Bound label children once: prom-client's label lookup would otherwise run per request.
+    // Series bound once (on first use): a label lookup would otherwise run per request.
     this.counters = {
-      hit: metrics.keyCache.labels('hit'),
-      miss: metrics.keyCache.labels('miss'),
-      negativeHit: metrics.keyCache.labels('negative_hit'),
-      staleHit: metrics.keyCache.labels('stale_hit'),
+      hit: boundOnFirstUse(metrics.keyCache, 'hit'),
+      miss: boundOnFirstUse(metrics.keyCache, 'miss'),
+      negativeHit: boundOnFirstUse(metrics.keyCache, 'negative_hit'),
+      staleHit: boundOnFirstUse(metrics.keyCache, 'stale_hit'),
       authFailures: metrics.authFailures,
     };
     this.unsubscribe = options.store.onInvalidate((hash) => {

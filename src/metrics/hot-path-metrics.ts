@@ -202,3 +202,16 @@ export class HotHistogram<L extends string> extends SeriesMetric<L, HistogramSta
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }
 }
+
+/**
+ * A counter series bound when it is first counted, as a prom-client child is: the series
+ * appears on /metrics with its first count, not at 0 from the start.
+ */
+export function boundOnFirstUse<L extends string>(counter: HotCounter<L>, ...values: string[]): BoundCounter {
+  let bound: BoundCounter | undefined;
+  return {
+    inc(value?: number) {
+      (bound ??= counter.labels(...values)).inc(value);
+    },
+  };
+}

@@ -145,7 +145,8 @@ export const metrics = {
       collectUpstreamGauge(this, (t) => t.outstanding);
     },
   }),
-  keyCache: new Counter({ name: 'agentgw_key_cache_total', help: 'Key cache lookups, by result (hit, miss, negative_hit, stale_hit).', labelNames: ['result'] as const, registers: [registry] }),
+  // Counted on every request (a hit, mostly): a hot-path counter, bound on first use.
+  keyCache: new HotCounter({ name: 'agentgw_key_cache_total', help: 'Key cache lookups, by result (hit, miss, negative_hit, stale_hit).', labelNames: ['result'] as const, registers: [registry] }),
 } as const;
 
 export type Metrics = typeof metrics;
@@ -186,12 +187,19 @@ export interface RouteSeries {
 }
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
-const routeSeriesCache = new Map<string, RouteSeries>();
+// By agent, then route: the agent id and the route are the same strings on every request
+// (config, a fixed set), so both look-ups hash nothing; a joined key would be built and
+// hashed per request.
+const routeSeriesCache = new Map<string, Map<string, RouteSeries>>();
 
 /** Agent ids come from config and routes from a fixed set, so the cache stays bounded. */
 export function routeSeries(agent: string, route: string): RouteSeries {
-  const cacheKey = `${agent}\u0000${route}`;
-  let series = routeSeriesCache.get(cacheKey);
+  let byRoute = routeSeriesCache.get(agent);
+  if (byRoute === undefined) {
+    byRoute = new Map();
+    routeSeriesCache.set(agent, byRoute);
+  }
+  let series = byRoute.get(route);
   if (!series) {
     const byClass: (BoundCounter | undefined)[] = [];
     series = {
@@ -204,7 +212,7 @@ export function routeSeries(agent: string, route: string): RouteSeries {
       overhead: metrics.overhead.labels({ route }),
       tokens: metrics.tokens.labels({ agent }),
     };
-    routeSeriesCache.set(cacheKey, series);
+    byRoute.set(route, series);
   }
   return series;
 }

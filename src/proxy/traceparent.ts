@@ -1,6 +1,7 @@
 // W3C Trace Context: pass a valid `traceparent` through; otherwise start a trace.
 import { randomBytes } from 'node:crypto';
 import { randomPool, takeRandomBytes } from '../request/random-pool.js';
+import { hexDigitsOfLastId } from '../request/request-ids.js';
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
 const ALL_ZERO_TRACE = '0'.repeat(32);
@@ -43,6 +44,9 @@ const LOWER_HEX_32 = /^[0-9a-f]{32}$/;
  * through V8's runtime, a costly call per request (decision 0012).
  */
 export function hexDigitsOf(requestId: string): string | undefined {
+  // The common case: the id the gateway has just made for this request.
+  const made = hexDigitsOfLastId(requestId);
+  if (made !== undefined) return made;
   if (isLowerCaseUuid(requestId)) return requestId.slice(0, 8) + requestId.slice(9, 13) + requestId.slice(14, 18) + requestId.slice(19, 23) + requestId.slice(24);
   const hex = requestId.replace(/-/g, '').toLowerCase();
   return LOWER_HEX_32.test(hex) ? hex : undefined;

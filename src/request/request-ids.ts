@@ -28,6 +28,28 @@ const HEX_CODES = Buffer.from('0123456789abcdef', 'latin1');
 const ID_LENGTH = 36;
 const id = Buffer.from('00000000-0000-7000-8000-000000000000', 'latin1');
 
+/** The text of the last id made: `id` holds its bytes until the next one. */
+let lastId: string | undefined;
+const hexDigits = Buffer.alloc(32);
+
+/**
+ * The 32 hex digits of `requestId` (its text without the dashes) when it is the text of the
+ * last id made, else undefined. A request's trace id is derived from its id right after the
+ * id is made (src/proxy/traceparent.ts): its digits are copied from the id's bytes, with no
+ * character check, no slices and no concatenation of the id's string.
+ */
+export function hexDigitsOfLastId(requestId: string): string | undefined {
+  if (requestId !== lastId) return undefined;
+  for (let i = 0; i < 8; i++) hexDigits[i] = id[i]!;
+  for (let i = 0; i < 4; i++) {
+    hexDigits[8 + i] = id[9 + i]!;
+    hexDigits[12 + i] = id[14 + i]!;
+    hexDigits[16 + i] = id[19 + i]!;
+  }
+  for (let i = 0; i < 12; i++) hexDigits[20 + i] = id[24 + i]!;
+  return hexDigits.toString('latin1', 0, 32);
+}
+
 /** The last millisecond an id was made for (its digits stay in `id` until it changes), and the sequence used in it. */
 let lastMs = -1;
 let sequence = 0;
@@ -77,5 +99,6 @@ export function newRequestId(nowMs: number): string {
   writeHex(20, p[at + 1]!);
   id[22] = HEX_CODES[p[at + 2]! & 15]!;
   for (let i = 0; i < 6; i++) writeHex(24 + 2 * i, p[at + 3 + i]!);
-  return id.toString('latin1', 0, ID_LENGTH);
+  lastId = id.toString('latin1', 0, ID_LENGTH);
+  return lastId;
 }

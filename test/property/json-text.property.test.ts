@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
-import { jsonHundredthsLiteral, jsonNumberLiteral, jsonStringLiteral } from '../../src/json-text.js';
+import { isPlainJsonText, jsonHundredthsLiteral, jsonNumberLiteral, jsonStringLiteral } from '../../src/json-text.js';
 
 const anyString = fc.oneof(
   fc.string(),
@@ -34,7 +34,35 @@ const anyRecord: fc.Arbitrary<AuditRecord> = fc.record({
   session_id: fc.option(anyString, { nil: null }),
 });
 
+// Strings a gateway's own records hold (ids, names, addresses), with the units either side
+// of what needs escaping: the writers' quotes-in-the-constant-pieces path.
+const plainString = fc.string({ unit: fc.constantFrom('a', 'Z', '0', '-', ':', '.', ' ', '~', '\u007f', 'é', '日', '\u2028', '\ue000', '\uffff') });
+const plainRecord: fc.Arbitrary<AuditRecord> = anyRecord.chain((record) =>
+  fc
+    .record({ id: plainString, request_id: plainString, ts: plainString, key_id: plainString, account: plainString, plan: plainString, agent: plainString, client_ip: plainString })
+    .map((plain) => Object.assign({}, record, plain)),
+);
+
 describe('JSON text written by hand', () => {
+  it('isPlainJsonText: only strings whose JSON text is the string between quotes', () => {
+    fc.assert(
+      fc.property(fc.oneof(anyString, plainString), (text) => {
+        if (isPlainJsonText(text)) expect(JSON.stringify(text)).toBe(`"${text}"`);
+        else expect(/[\u0000-\u001f"\\\ud800-\udfff]/.test(text)).toBe(true);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('toAuditLine is JSON.stringify for records of plain strings (quotes in the constant pieces)', () => {
+    fc.assert(
+      fc.property(plainRecord, (record) => {
+        expect(toAuditLine(record)).toBe(JSON.stringify(record));
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
   it('jsonStringLiteral is JSON.stringify for any string', () => {
     fc.assert(fc.property(anyString, (text) => {
       expect(jsonStringLiteral(text)).toBe(JSON.stringify(text));

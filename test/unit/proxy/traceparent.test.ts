@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { hexDigitsOf, traceContextFor } from '../../../src/proxy/traceparent.js';
+import { newRequestId } from '../../../src/request/request-ids.js';
 
 /** The rule as first written: drop every dash, lower-case, and take it if 32 hex digits are left. */
 function referenceHexDigits(requestId: string): string | undefined {
@@ -24,6 +25,21 @@ describe('trace id from the request id', () => {
         expect(hexDigitsOf(requestId)).toBe(referenceHexDigits(requestId));
       }),
       { numRuns: 5_000 },
+    );
+  });
+
+  it('reads the digits of the id just made from its bytes, and follows the rule for any other id after it', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 48 - 1 }), fc.string(), (nowMs, other) => {
+        const made = newRequestId(nowMs);
+        expect(hexDigitsOf(made)).toBe(referenceHexDigits(made));
+        // The same text as another string object: the same digits.
+        expect(hexDigitsOf(made.split('').join(''))).toBe(referenceHexDigits(made));
+        // Any other id, while the last one made is still the one above.
+        expect(hexDigitsOf(other)).toBe(referenceHexDigits(other));
+        expect(hexDigitsOf(made.toUpperCase())).toBe(referenceHexDigits(made));
+      }),
+      { numRuns: 2_000 },
     );
   });
 
