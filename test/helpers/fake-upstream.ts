@@ -31,6 +31,15 @@ export function chatResponse(text = 'Hello from the fake runner', tokens = 5): R
   return { response: text, tool_calls: [], metadata: { model: 'fake-1', tokens_used: tokens, latency_ms: 3 } };
 }
 
+/** A runner that answers every request with `chatResponse(text, tokens)` as JSON. */
+export function answerChat(text: string, tokens: number): UpstreamHandler {
+  const body = JSON.stringify(chatResponse(text, tokens));
+  return (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  };
+}
+
 export const defaultHandler: UpstreamHandler = (req, res) => {
   if (req.url?.endsWith('/chat/stream')) {
     res.writeHead(200, { 'content-type': 'text/event-stream' });

@@ -1,4 +1,5 @@
-// What the Redis limiter has counted, read straight from its hash.
+// What the Redis limiter has counted, read straight from its hash, and how many script
+// calls Redis has run for it (from INFO commandstats).
 import { rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import type { RedisClient } from '../../src/redis/redis-client.js';
 
@@ -8,4 +9,11 @@ export async function countedInRedis(redis: RedisClient, prefix: string, subject
   let total = 0;
   for (const [field, count] of Object.entries(hash)) if (field !== 'bw') total += Number(count);
   return total;
+}
+
+/** Script calls Redis has run: EVALSHA, and EVAL for a connection's first call of a script. */
+export async function scriptCallsInRedis(redis: RedisClient): Promise<number> {
+  const stats = await redis.info('commandstats');
+  const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+  return calls('evalsha') + calls('eval');
 }

@@ -4,19 +4,15 @@
 // holder refreshes its slots; a SIGKILLed holder's slots are freed once their lease runs out.
 // Keys are made with the built CLI's `keys create --limits '<json>'`.
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
-import { Agent, request, type Dispatcher } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import { stringify } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
-import { silentLogger } from '../../src/logger.js';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
-import { CLI_PATH, sharedRedisGatewayConfig, startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CLI_PATH, type GatewayProcess } from '../helpers/gateway-process.js';
+import { useSharedRedisGateways } from '../helpers/shared-redis-gateways.js';
 import { sleep } from '../helpers/wait.js';
 
 const PREFIX = 'gwccproc:';
@@ -29,39 +25,23 @@ const PLANS = {
   wide: { concurrency: { streams: 50 } },
 };
 
-let redis: TestRedis;
-let inspect: RedisClient;
-let upstream: FakeUpstream;
-let dir: string;
-let dispatcher: Agent;
-const gateways: GatewayProcess[] = [];
 /** Streams the runner holds open until the test ends them. */
 const open: ServerResponse[] = [];
 
-function processConfig(name: string): Record<string, unknown> {
-  return sharedRedisGatewayConfig({ redisUrl: redis.url, prefix: PREFIX, plans: PLANS, upstreamBaseUrl: upstream.baseUrl, dir, name });
-}
-
-beforeAll(async () => {
-  [redis, dir] = await Promise.all([startRedis(), mkdtemp(join(tmpdir(), 'agentgw-cc-proc-'))]);
-  upstream = await startFakeUpstream((_req, res) => {
+const shared = useSharedRedisGateways({
+  prefix: PREFIX,
+  plans: PLANS,
+  upstream: (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write('event: token\ndata: {"content":"Hi"}\n\n');
     open.push(res);
-  });
-  inspect = createRedisClient({ url: redis.url, prefix: PREFIX, commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
-  dispatcher = new Agent({ connections: 256, pipelining: 1 });
-  for (const name of ['a', 'b']) gateways.push(await startGatewayProcess(dir, name, processConfig(name)));
-}, 60_000);
+  },
+  connections: 256,
+});
 
-afterAll(async () => {
+// Runs before the fixture's close (registered after it): the runner's open streams end before the gateways are killed.
+afterAll(() => {
   endAll();
-  await Promise.all(gateways.map((gateway) => gateway.stop('SIGKILL')));
-  inspect?.disconnect();
-  await dispatcher?.close();
-  await upstream?.close();
-  await redis?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 function endAll(): void {
@@ -70,8 +50,8 @@ function endAll(): void {
 
 /** `keys create` of the built CLI, as an operator runs it; returns the raw key. */
 async function createKeyWithCli(account: string, plan: string, limits?: string): Promise<string> {
-  const configPath = join(dir, 'cli.yaml');
-  await writeFile(configPath, stringify(processConfig('cli')));
+  const configPath = join(shared.dir, 'cli.yaml');
+  await writeFile(configPath, stringify(shared.config('cli')));
   const args = [CLI_PATH, 'keys', 'create', '--config', configPath, '--account', account, '--plan', plan, '--agent', 'support', '--json'];
   if (limits !== undefined) args.push('--limits', limits);
   const { stdout } = await promisify(execFile)(process.execPath, args, { env: { ...process.env, REDIS_URL: '' } });
@@ -88,7 +68,7 @@ interface Opened {
 async function openStream(gateway: GatewayProcess, key: string): Promise<Opened> {
   const response = await request(`${gateway.url}${STREAM}`, {
     method: 'POST',
-    dispatcher,
+    dispatcher: shared.dispatcher,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: '{"message":"hi"}',
   });
@@ -104,7 +84,7 @@ function slotsKey(account: string): string {
 async function waitForSlots(account: string, expected: number): Promise<number> {
   let held = -1;
   for (let i = 0; i < 200 && held !== expected; i += 1) {
-    held = await inspect.zcard(slotsKey(account));
+    held = await shared.inspect.zcard(slotsKey(account));
     if (held !== expected) await sleep(25);
   }
   return held;
@@ -113,11 +93,11 @@ async function waitForSlots(account: string, expected: number): Promise<number> 
 describe(`two gateway processes, one cap of ${CAP} streams`, () => {
   it(`share it exactly under ${REQUESTS} concurrent stream requests, and free every slot when the streams end`, async () => {
     const key = await createKeyWithCli('shared-streams', 'streaming');
-    const answers = await Promise.all(Array.from({ length: REQUESTS }, (_, i) => openStream(gateways[i % 2]!, key)));
+    const answers = await Promise.all(Array.from({ length: REQUESTS }, (_, i) => openStream(shared.gateways[i % 2]!, key)));
     const admitted = answers.filter((a) => a.status === 200);
     expect(admitted.length).toBe(CAP);
     expect(new Set(answers.filter((a) => a.status !== 200).map((a) => `${a.status} ${a.type}`))).toEqual(new Set(['429 concurrency_limit_exceeded']));
-    expect(await inspect.zcard(slotsKey('shared-streams'))).toBe(CAP);
+    expect(await shared.inspect.zcard(slotsKey('shared-streams'))).toBe(CAP);
     for (let i = 0; i < 200 && open.length < CAP; i += 1) await sleep(10);
     expect(open.length).toBe(CAP);
 
@@ -125,7 +105,7 @@ describe(`two gateway processes, one cap of ${CAP} streams`, () => {
     await Promise.all(admitted.map((a) => a.body.text()));
     expect(await waitForSlots('shared-streams', 0)).toBe(0);
     // And the cap is whole again: the next burst admits exactly CAP once more.
-    const again = await Promise.all(Array.from({ length: 2 * CAP }, (_, i) => openStream(gateways[i % 2]!, key)));
+    const again = await Promise.all(Array.from({ length: 2 * CAP }, (_, i) => openStream(shared.gateways[i % 2]!, key)));
     expect(again.filter((a) => a.status === 200).length).toBe(CAP);
     endAll();
     await Promise.all(again.filter((a) => a.status === 200).map((a) => a.body.text()));
@@ -136,23 +116,23 @@ describe(`two gateway processes, one cap of ${CAP} streams`, () => {
 describe("a key's own cap (keys create --limits), a 2 s lease", () => {
   it('is refreshed by its holder, and a SIGKILLed holder’s slots are freed once the lease runs out', async () => {
     const key = await createKeyWithCli('leased', 'wide', '{"concurrency":{"streams":2,"lease":"2s"}}');
-    const [holder, survivor] = gateways as [GatewayProcess, GatewayProcess];
+    const [holder, survivor] = shared.gateways as [GatewayProcess, GatewayProcess];
     const held = await Promise.all([openStream(holder, key), openStream(holder, key)]);
     expect(held.map((h) => h.status)).toEqual([200, 200]);
     // The plan allows 50: the key's own 2 apply.
     expect(await openStream(survivor, key)).toMatchObject({ status: 429, type: 'concurrency_limit_exceeded' });
 
     // The holder pushes the expiry on (every lease/3): seen as a later score, whenever it comes.
-    const firstScores = (await inspect.zrange(slotsKey('leased'), 0, -1, 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number);
+    const firstScores = (await shared.inspect.zrange(slotsKey('leased'), 0, -1, 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number);
     expect(firstScores).toHaveLength(2);
     let refreshed = false;
     for (let i = 0; i < 400 && !refreshed; i += 1) {
-      const scores = (await inspect.zrange(slotsKey('leased'), 0, -1, 'WITHSCORES')).filter((_, j) => j % 2 === 1).map(Number);
+      const scores = (await shared.inspect.zrange(slotsKey('leased'), 0, -1, 'WITHSCORES')).filter((_, j) => j % 2 === 1).map(Number);
       refreshed = scores.length === 2 && scores.every((score) => score > Math.max(...firstScores));
       if (!refreshed) await sleep(25);
     }
     expect(refreshed).toBe(true);
-    const holderMembers = await inspect.zrange(slotsKey('leased'), 0, -1);
+    const holderMembers = await shared.inspect.zrange(slotsKey('leased'), 0, -1);
 
     await holder.stop('SIGKILL');
     // Nobody refreshes them now: within the lease (2 s; the loop allows far more) the survivor admits again.
@@ -166,7 +146,7 @@ describe("a key's own cap (keys create --limits), a 2 s lease", () => {
       }
     }
     expect(admitted?.status).toBe(200);
-    const members = await inspect.zrange(slotsKey('leased'), 0, -1);
+    const members = await shared.inspect.zrange(slotsKey('leased'), 0, -1);
     expect(members.filter((m) => holderMembers.includes(m))).toEqual([]);
     expect(members).toHaveLength(1);
     endAll();

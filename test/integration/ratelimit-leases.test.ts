@@ -1,76 +1,18 @@
 // Leases (docs/rate-limits.md "Leases") against a real Redis: a busy subject is served with
 // few round trips, several instances never admit more than the limit between them, and
 // every reserved unit that was not used goes back to Redis.
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RateLimitDecision, RateWindow } from '../../src/ratelimit/rate-limiter.js';
 import { MAX_LEASE_MS } from '../../src/ratelimit/rate-limit-leases.js';
 import { RateLimitStoreTimeoutError } from '../../src/ratelimit/rate-limit-store-error.js';
-import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
+import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
 import { lcg } from '../helpers/lcg.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { leasesOver, useLeaseLimiterRedis } from '../helpers/rate-limit-leases.js';
 
 const PREFIX = 'lease-test:';
 
-let redis: TestRedis;
-let admin: Redis;
-const opened: Array<{ client: Redis; limiter: RedisRateLimiter }> = [];
-
-function instance(commandTimeoutMs = 2_000): RedisRateLimiter {
-  const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-  const limiter = new RedisRateLimiter({ client, prefix: PREFIX, commandTimeoutMs, leases: true });
-  opened.push({ client, limiter });
-  return limiter;
-}
-
-beforeAll(async () => {
-  redis = await startRedis({ controllable: true });
-  admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-});
-
-afterEach(async () => {
-  for (const { client, limiter } of opened.splice(0)) {
-    await limiter.close();
-    client.disconnect();
-  }
-  await admin.flushall();
-});
-
-afterAll(async () => {
-  admin?.disconnect();
-  await redis?.close();
-});
-
-/** Script calls Redis has run: EVALSHA, and EVAL for a connection's first call of the script. */
-async function scriptCalls(): Promise<number> {
-  const stats = await admin.info('commandstats');
-  const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
-  return calls('evalsha') + calls('eval');
-}
-
-/** Requests Redis counts for a subject's window right now (sum of its buckets). */
-async function counted(subject: string, window: string): Promise<number> {
-  const hash = await admin.hgetall(rateLimitKey(PREFIX, subject, window));
-  let total = 0;
-  for (const [field, value] of Object.entries(hash)) if (field !== 'bw') total += Number(value);
-  return total;
-}
-
-/** Long enough for every lease to end and for the sweep after it to give its units back. */
-const leasesOver = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 2 * MAX_LEASE_MS + 300));
-
-/**
- * Waits until Redis's clock is early in a second: minute windows have 1 s buckets and a
- * lease ends with its bucket, so a few sequential calls then share one bucket.
- */
-async function earlyInBucket(): Promise<void> {
-  for (;;) {
-    const [, micros] = await admin.time();
-    const ms = Math.floor(Number(micros) / 1_000);
-    if (ms < 300) return;
-    await new Promise((resolve) => setTimeout(resolve, 1_000 - ms));
-  }
-}
+const leases = useLeaseLimiterRedis({ prefix: PREFIX, commandTimeoutMs: 2_000, controllable: true });
+const { instance, scriptCalls, counted, earlyInBucket } = leases;
 
 describe('RedisRateLimiter with leases', () => {
   it('serves a busy subject with far fewer script calls than requests, remaining counting down by one each time', async () => {
@@ -113,7 +55,7 @@ describe('RedisRateLimiter with leases', () => {
     await leasesOver();
     expect(await counted('account:mixed', 'minute')).toBe(3_000);
     // A limiter without leases never decides without Redis (a plan without windows aside).
-    const plain = new RedisRateLimiter({ client: admin, prefix: PREFIX, commandTimeoutMs: 2_000 });
+    const plain = new RedisRateLimiter({ client: leases.admin, prefix: PREFIX, commandTimeoutMs: 2_000 });
     await plain.consume('account:plain', windows);
     expect(plain.consumeNow('account:plain', windows)).toBeUndefined();
     expect(plain.consumeNow('account:plain', [])).toMatchObject({ allowed: true, windows: [] });
@@ -199,7 +141,7 @@ describe('RedisRateLimiter with leases', () => {
     await limiter.consume('account:outage', windows);
     await limiter.consume('account:outage', windows);
     const before = await scriptCalls();
-    redis.pause();
+    leases.redis.pause();
     try {
       // The lease the second call brought: counted in Redis already, so admitted without it.
       const leased = await limiter.consume('account:outage', windows);
@@ -207,7 +149,7 @@ describe('RedisRateLimiter with leases', () => {
       const error = await limiter.consume('account:outage', windows).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RateLimitStoreTimeoutError);
     } finally {
-      redis.resume();
+      leases.redis.resume();
     }
     // The lease-served request sent nothing; the refused one is the only call while paused.
     expect((await scriptCalls()) - before).toBe(1);

@@ -2,76 +2,20 @@
 // budget a lease also reserves tokens, counted in Redis before they are spent; charges are
 // paid from the reserve first; unused tokens go back, so Redis ends up holding exactly the
 // charged tokens; instances sharing a budget stay exact.
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RateLimitDecision, RateWindow } from '../../src/ratelimit/rate-limiter.js';
-import { MAX_LEASE_MS } from '../../src/ratelimit/rate-limit-leases.js';
 import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
 import { SLIDING_WINDOW_LUA } from '../../src/ratelimit/sliding-window.lua.js';
 import { bucketWidthMs } from '../../src/ratelimit/window-math.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { leasesOver, useLeaseLimiterRedis } from '../helpers/rate-limit-leases.js';
 
 const PREFIX = 'token-lease-test:';
 const T0 = 1_700_000_000_037;
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 
-let redis: TestRedis;
-let admin: Redis;
-const opened: Array<{ client: Redis; limiter: RedisRateLimiter }> = [];
-
-function instance(): RedisRateLimiter {
-  const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-  const limiter = new RedisRateLimiter({ client, prefix: PREFIX, commandTimeoutMs: 5_000, leases: true });
-  opened.push({ client, limiter });
-  return limiter;
-}
-
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-});
-
-afterEach(async () => {
-  for (const { client, limiter } of opened.splice(0)) {
-    await limiter.close();
-    client.disconnect();
-  }
-  await admin.flushall();
-});
-
-afterAll(async () => {
-  admin?.disconnect();
-  await redis?.close();
-});
-
-/** Script calls Redis has run: EVALSHA, and EVAL for a connection's first call of the script. */
-async function scriptCalls(): Promise<number> {
-  const stats = await admin.info('commandstats');
-  const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
-  return calls('evalsha') + calls('eval');
-}
-
-/** What Redis counts for a subject's window right now (sum of its buckets). */
-async function counted(subject: string, window: string): Promise<number> {
-  const hash = await admin.hgetall(rateLimitKey(PREFIX, subject, window));
-  let total = 0;
-  for (const [field, value] of Object.entries(hash)) if (field !== 'bw') total += Number(value);
-  return total;
-}
-
-/** Long enough for every lease to end and for the sweep after it to give its units and tokens back. */
-const leasesOver = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 2 * MAX_LEASE_MS + 300));
-
-/** Waits until Redis's clock is early in a second: a lease on a minute window ends with its 1 s bucket. */
-async function earlyInBucket(): Promise<void> {
-  for (;;) {
-    const [, micros] = await admin.time();
-    const ms = Math.floor(Number(micros) / 1_000);
-    if (ms < 300) return;
-    await new Promise((resolve) => setTimeout(resolve, 1_000 - ms));
-  }
-}
+const leases = useLeaseLimiterRedis({ prefix: PREFIX, commandTimeoutMs: 5_000 });
+const { instance, scriptCalls, counted, earlyInBucket } = leases;
 
 describe('the script with the token tail (sliding-window.lua.ts)', () => {
   const BUDGET = 1_000;
@@ -96,11 +40,11 @@ describe('the script with the token tail (sliding-window.lua.ts)', () => {
     args.push(100_000, MINUTE_MS, bucketWidthMs(MINUTE_MS), refundAt === undefined ? -1 : minuteBucket(refundAt));
     if (call.tail === undefined) args.push(-BUDGET, HOUR_MS, bucketWidthMs(HOUR_MS), call.charge ?? 0);
     else args.push(-BUDGET, HOUR_MS, bucketWidthMs(HOUR_MS), refundAt === undefined ? -1 : tokenBucket(refundAt), call.tail.tokensWanted, call.tail.tokenRefund);
-    return ((await admin.eval(SLIDING_WINDOW_LUA, keys.length, ...keys, ...args)) as Array<number | string>).map(Number);
+    return ((await leases.admin.eval(SLIDING_WINDOW_LUA, keys.length, ...keys, ...args)) as Array<number | string>).map(Number);
   }
 
   async function bucketCount(s: string, window: string, bucket: number): Promise<number> {
-    return Number((await admin.hget(rateLimitKey(PREFIX, s, window), String(bucket))) ?? 0);
+    return Number((await leases.admin.hget(rateLimitKey(PREFIX, s, window), String(bucket))) ?? 0);
   }
 
   it('grants units with a token reserve of min(wanted, 1/16 of what is left), counted in the current bucket; the tokens are the reply\'s last field', async () => {
@@ -158,7 +102,7 @@ describe('RedisRateLimiter with leases beside a budget', () => {
     const limiter = instance();
     const plain: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: MINUTE_MS }];
     const budgeted: RateWindow[] = [...plain, { name: 'tokens-hour', limit: 1_000_000, windowMs: HOUR_MS, tokens: true }];
-    const monitor = await admin.duplicate().monitor();
+    const monitor = await leases.admin.duplicate().monitor();
     const calls: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
       // EVAL when the script was not loaded yet (ioredis then re-sends the source): same layout.
