@@ -374,6 +374,9 @@ describe('dashboard in Chromium', () => {
     const page = await newPage();
     await signIn(page, ADMIN_TOKEN);
     const opener = page.getByRole('button', { name: 'Create key' });
+    // The button is disabled until the page has the catalog (plans, agents): focus() on a
+    // disabled button does nothing and Enter would open nothing, so wait for it first.
+    await expect.poll(() => opener.isEnabled(), { timeout: 10_000 }).toBe(true);
     await opener.focus();
     await page.keyboard.press('Enter');
     const dialog = page.getByRole('dialog', { name: 'Create key' });
