@@ -14,6 +14,7 @@
 // Options (environment, so the positional arguments stay as they were):
 //   STAGES_PROBE=1          preload bench/lib/hand-off-probe.mjs too: what runs between the
 //                           hand-off to undici and the request's first byte (decision 0031)
+//   STAGES_STREAMS=N        streams measured (default 256; the test uses fewer)
 //   STAGES_CONCURRENCY=N    streams at a time (default 32; 1 shows a stage on an idle loop)
 //   STAGES_NODE_ARGS="…"    extra node flags for the process under test (e.g. --trace-gc-nvp;
 //                           its output stays in the temp dir, printed at the end)
@@ -31,7 +32,7 @@ import { spawnProcess, startStubRunner, stopAll } from './lib/processes.mjs';
 const toolRoot = resolve(import.meta.dirname, '..');
 const repoRoot = process.env.STAGES_REPO ? resolve(process.env.STAGES_REPO) : toolRoot;
 const [targetName = 'gateway', variation] = process.argv.slice(2);
-const STREAMS = 256;
+const STREAMS = Number(process.env.STAGES_STREAMS ?? 256);
 const CONCURRENCY = Number(process.env.STAGES_CONCURRENCY ?? 32);
 const probe = process.env.STAGES_PROBE === '1';
 const preload = join(toolRoot, 'bench', 'lib', probe ? 'hand-off-probe.mjs' : 'stage-timestamps.mjs');

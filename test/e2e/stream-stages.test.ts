@@ -28,6 +28,9 @@ interface StagesLine {
   probe: ProbeSummary | null;
 }
 
+// Fewer than the tool's 256: the test checks the report, not the figures.
+const STREAMS = 64;
+
 let redis: TestRedis;
 
 beforeAll(async () => {
@@ -41,7 +44,7 @@ afterAll(async () => {
 function runStages(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['bench/stream-stages.mjs', ...args], {
-      env: { ...process.env, REDIS_URL: redis.url, STAGES_JSON: '1', ...env },
+      env: { ...process.env, REDIS_URL: redis.url, STAGES_JSON: '1', STAGES_STREAMS: String(STREAMS), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -68,15 +71,15 @@ describe('bench/stream-stages.mjs with the hand-off probe', () => {
     const line = stagesLine(output);
     expect(line.target).toBe(variation.length > 0 ? `${target} (${variation[0]})` : target);
     for (const stage of [line.bodyRead, line.dispatched, line.sent, line.runnerHead, line.clientHead]) {
-      expect(stage).toBeGreaterThanOrEqual(0);
+      expect(Number.isFinite(stage) && stage >= 0, String(stage)).toBe(true);
     }
+    // The client sees the head after the process under test asked the runner for it.
+    expect(line.clientHead).toBeGreaterThan(line.sent);
     const probe = line.probe!;
-    // Every measured stream's request went through undici in the process under test.
-    expect(probe.requests).toBe(256);
-    expect(probe.writtenInSameCall).toBeGreaterThanOrEqual(0);
-    expect(probe.writtenInSameCall).toBeLessThanOrEqual(probe.requests);
-    expect(probe.withOtherImmediateBefore).toBeLessThanOrEqual(probe.requests);
-    expect(probe.newConnections).toBeGreaterThanOrEqual(0);
+    // Every measured stream's request went through undici in the process under test, on the
+    // pool's warm connections (the warm-up opened them).
+    expect(probe.requests).toBe(STREAMS);
+    expect(probe.newConnections).toBeLessThan(probe.requests);
     expect(probe.handOffToWriteMs.p90).toBeGreaterThanOrEqual(probe.handOffToWriteMs.p50);
     expect(probe.cpuMs).toBeGreaterThan(0);
     expect(probe.newSpaceKiB).toBeGreaterThan(0);
