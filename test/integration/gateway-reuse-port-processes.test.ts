@@ -19,7 +19,10 @@ const shared = useSharedRedisGateways({
   plans: { open: { windows: [{ requests: 100000, per: '1m' }] }, capped: { windows: [{ requests: LIMIT, per: '1m' }] } },
   upstream: answerChat('hi', 1),
   connections: 8,
-  extraConfig: { listen: { reuse_port: true } },
+  // Leases off: with them (the default) one process may refuse while the other still holds
+  // leased units (docs/rate-limits.md "Leases"), so fewer than the limit can be admitted;
+  // without them Redis counts each request and the limit is met exactly.
+  extraConfig: { listen: { reuse_port: true }, rate_limits: { lease: false } },
   samePort: true,
 });
 
