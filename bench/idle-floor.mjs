@@ -5,14 +5,14 @@
 // 10 s). One process cannot hold 10,000 streams where `ulimit -Hn` is 20,000, so two is the
 // least any Node gateway needs here (docs/decisions/0030-two-instances-on-one-port.md).
 //
-//   node bench/idle-floor.mjs [--streams 10000] [--hold-s 30] [--processes 2] [--variants worker,default] [--rounds 1]
+//   node bench/idle-floor.mjs [--streams 10000] [--hold-s 30] [--processes 2] [--variants worker,default] [--rounds 1] [--keep-tmp]
 //
 // Variants: `worker` = the runtime settings `serve --workers` gives its workers
 // (--max-semi-space-size=8, MALLOC_ARENA_MAX=2; decision 0028); `default` = node's defaults.
 // Prints, per variant: summed RSS before and at the hold, summed VmHWM (read 3 s after the
 // client closed, as scenario 4 does), PSS, KiB a stream, errors, and how the kernel split the
 // streams (open descriptors over each process's idle count, halved: a socket each side).
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -140,5 +140,7 @@ try {
   }
 } finally {
   await stopAll();
+  // The processes' logs: kept with --keep-tmp.
+  if (hasFlag(argv, 'keep-tmp')) process.stdout.write(`tmp: ${tmpDir}\n`);
+  else rmSync(tmpDir, { recursive: true, force: true });
 }
-if (hasFlag(argv, 'keep-tmp')) process.stdout.write(`tmp: ${tmpDir}\n`);
