@@ -2,7 +2,7 @@
 // about 12–15 minutes on 2 cores; --quick is a ~2–3 minute smoke test of every scenario.
 
 /** Scenario 4's topology when one process cannot hold every stream (docs/decisions/0030). */
-export const IDLE_TOPOLOGY_DEFAULT = 'reuseport';
+export const IDLE_TOPOLOGY_DEFAULT = 'workers';
 const IDLE_TOPOLOGIES = new Set(['workers', 'reuseport']);
 
 export const USAGE = `npm run bench -- [flags]

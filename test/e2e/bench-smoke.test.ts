@@ -73,8 +73,9 @@ describe('npm run bench (smoke)', () => {
       '--stream-concurrency', '4',
       '--idle-streams', '50',
       '--idle-hold-s', '2',
-      // Two processes as 10,000 streams need here, in scenario 4's default topology.
+      // Two processes as 10,000 streams need here, as two reuse_port instances (decision 0030).
       '--idle-workers', '2',
+      '--idle-topology', 'reuseport',
       '--timeout-s', '360',
       '--node', process.execPath,
       '--out', out,
@@ -118,7 +119,7 @@ describe('npm run bench (smoke)', () => {
       expect(row.events, row.target).toBe(row.completed * 20);
     }
     expect(result.idleStreams.direct.open).toBe(50);
-    // Two standalone instances on one port (--idle-topology reuseport, the default): both counted.
+    // Two standalone instances on one port (--idle-topology reuseport): both counted.
     expect(result.idleStreams.attempts[0]).toMatchObject({ count: 50, peakOpen: 50, errors: 0, processes: 2, topology: 'reuseport' });
     expect(result.idleStreams.attempts[0]!.gatewayVmHwmKb).toBeGreaterThan(0);
     // The limiter's script was counted; audit records were never sent one XADD at a time.
