@@ -145,7 +145,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         },
       });
 
-  const port = await listen(gateway.server, config.listen.port, config.listen.host);
+  const port = await listen(gateway.server, config.listen.port, config.listen.host, { reusePort: config.listen.reusePort });
   const adminPort = admin ? await listen(admin, config.admin.port, config.admin.host) : undefined;
 
   let closing: Promise<void> | undefined;

@@ -159,6 +159,8 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, peers
     gatewayTarget,
     gatewayHeaders,
     startGateway,
+    /** The bench gateway's config written into `dir` (same Redis, prefix, key and stub): for extra instances. */
+    writeGatewayConfig: (dir) => writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix, stubUrl, heartbeat }),
     targets,
     limitTargets,
     peerStatus,

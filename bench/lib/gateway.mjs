@@ -107,8 +107,9 @@ export function gatewayEnvironment(redisUrl) {
 }
 
 /** `nodePath`: the runtime to run it on (`--node`, or a build's `node=` spec); the bench's own by default. */
-export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [], serveArgs = [], nodePath = process.execPath, startTimeoutMs = undefined }) {
-  const env = gatewayEnvironment(redisUrl);
+/** `extraEnv`: added to the gateway's environment (scenario 4's standalone instances: MALLOC_ARENA_MAX). */
+export async function startGatewayProcess({ repoRoot, configPath, redisUrl, tmpDir, fdLimit, name = 'gateway', cpuProfDir = null, nodeArgs: extraNodeArgs = [], serveArgs = [], nodePath = process.execPath, startTimeoutMs = undefined, extraEnv = {} }) {
+  const env = { ...gatewayEnvironment(redisUrl), ...extraEnv };
   const nodeArgs = [...(cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : []), ...extraNodeArgs];
   const handle = await spawnProcess({
     name,

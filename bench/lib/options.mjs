@@ -1,6 +1,10 @@
 // `npm run bench -- [flags]`: what to run and for how long. Defaults make a full run of
 // about 12–15 minutes on 2 cores; --quick is a ~2–3 minute smoke test of every scenario.
 
+/** Scenario 4's topology when one process cannot hold every stream (docs/decisions/0030). */
+export const IDLE_TOPOLOGY_DEFAULT = 'workers';
+const IDLE_TOPOLOGIES = new Set(['workers', 'reuseport']);
+
 export const USAGE = `npm run bench -- [flags]
 
   --quick                 smoke test (~2-3 min): 1 run of 2 s per measurement, fewer streams
@@ -19,6 +23,10 @@ export const USAGE = `npm run bench -- [flags]
                           into var/runtimes/ (scripts/node-runtime.mjs); a path is a node binary.
                           Adds the "Node runtimes" table: CPU per request and p99 of each
   --idle-workers N        scenario 4 gateway processes (default: 1, or as many as ulimit -Hn needs)
+  --idle-topology T       how scenario 4 spreads streams over processes when one cannot hold them:
+                          workers (serve --workers N: a primary and N workers) or reuseport (N
+                          standalone instances with listen.reuse_port on one port, no primary;
+                          each with the workers' runtime settings). Default: ${IDLE_TOPOLOGY_DEFAULT}
   --idle-node-args ARGS   node flags for scenario 4's gateway (e.g. "--max-semi-space-size=2"), to
                           measure a memory setting side by side with the default
   --profile               also run the gateway once under --cpu-prof (scenario 1 load) and
@@ -66,9 +74,14 @@ function fail(message) {
 }
 
 const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'no-usage-rollups', 'no-peers', 'markdown', 'keep-tmp', 'help']);
-const VALUED = new Set(['limit-variants', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s', 'node', 'idle-workers', 'idle-node-args']);
+const VALUED = new Set(['limit-variants', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s', 'node', 'idle-workers', 'idle-node-args', 'idle-topology']);
 
 const LIMIT_VARIANTS = new Set(['budgets', 'budgets-cap', 'no-lease', 'no-limits']);
+
+function idleTopology(value) {
+  if (!IDLE_TOPOLOGIES.has(value)) fail(`--idle-topology: ${JSON.stringify(value)} is not one of ${[...IDLE_TOPOLOGIES].join(', ')}`);
+  return value;
+}
 
 function limitVariants(value) {
   if (value === undefined) return ['budgets-cap'];
@@ -130,6 +143,7 @@ export function parseOptions(argv) {
     limitVariants: limitVariants(flags.get('limit-variants')),
     idleNodeArgs: flags.has('idle-node-args') ? String(flags.get('idle-node-args')).split(/\s+/).filter(Boolean) : [],
     idleWorkers: flags.has('idle-workers') ? Math.round(number('idle-workers', 1, 1)) : null,
+    idleTopology: idleTopology(flags.has('idle-topology') ? String(flags.get('idle-topology')) : IDLE_TOPOLOGY_DEFAULT),
     profile: flags.has('profile'),
     wrk: !flags.has('no-wrk'),
     usageRollups: !flags.has('no-usage-rollups'),

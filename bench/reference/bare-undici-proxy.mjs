@@ -3,14 +3,19 @@
 // its own overhead.
 //
 //   node bench/reference/bare-undici-proxy.mjs --upstream http://127.0.0.1:8081 [--port 0] [--api dispatch|stream-signal]
-//   env: UPSTREAM, PORT, HOST, UNDICI_API
+//     [--connections 128] [--reuse-port]
+//   env: UPSTREAM, PORT, HOST, UNDICI_API, CONNECTIONS (0 = no cap), REUSE_PORT=1
+//
+// --connections 0 lifts the pool's cap, as scenario 4's floor needs (an SSE stream holds its
+// upstream connection for its whole life); --reuse-port lets two of these processes share one
+// port (bench/idle-floor.mjs: the floor of two processes holding 10,000 streams).
 //
 // The request body is read into one Buffer and sent as bytes (the gateway has to hold the
 // body anyway to validate it); the response is relayed by streaming, with the headers of an
 // event stream flushed at once and the upstream request aborted as soon as the client goes.
 import http from 'node:http';
 import { Pool } from 'undici';
-import { closeServer, isMainModule, listen, readOption } from './cli-args.mjs';
+import { closeServer, hasFlag, isMainModule, listen, readOption } from './cli-args.mjs';
 
 // Hop-by-hop headers (RFC 9110 7.6.1) belong to one connection; undici also refuses some
 // of them outright. host and content-length are recomputed for the upstream request.
@@ -103,7 +108,8 @@ class RelayHandler {
  * @param {string} options.upstream origin of the runner, e.g. http://127.0.0.1:8081
  * @param {number} [options.port] 0 = any free port
  * @param {string} [options.host]
- * @param {number} [options.connections] upper bound on pooled upstream sockets
+ * @param {number | null} [options.connections] upper bound on pooled upstream sockets (null: none)
+ * @param {boolean} [options.reusePort] listen with SO_REUSEPORT (Linux)
  * @param {'dispatch' | 'stream-signal'} [options.api] 'dispatch' (default) relays through a
  *   dispatch handler; 'stream-signal' uses pool.stream() with an AbortController per
  *   request, kept only so the measurement can show what that convenience costs.
@@ -112,7 +118,7 @@ export async function startBareUndiciProxy(options) {
   const host = options.host ?? '127.0.0.1';
   const api = options.api ?? 'dispatch';
   const pool = new Pool(options.upstream, {
-    connections: options.connections ?? 128,
+    connections: options.connections === undefined ? 128 : options.connections,
     pipelining: 1,
     keepAliveTimeout: 30_000,
   });
@@ -162,7 +168,7 @@ export async function startBareUndiciProxy(options) {
     );
   }
 
-  const port = await listen(server, options.port ?? 0, host);
+  const port = await listen(server, options.port ?? 0, host, { reusePort: options.reusePort === true });
   return {
     server,
     port,
@@ -172,6 +178,12 @@ export async function startBareUndiciProxy(options) {
       await pool.close();
     },
   };
+}
+
+/** `0` means no cap (undici's `connections: null`). */
+function connectionsOption(text) {
+  const n = Number(text);
+  return n === 0 ? null : n;
 }
 
 if (isMainModule(import.meta.url)) {
@@ -186,6 +198,8 @@ if (isMainModule(import.meta.url)) {
     port: Number(readOption(argv, 'port', 'PORT', '0')),
     host: readOption(argv, 'host', 'HOST', '127.0.0.1'),
     api: readOption(argv, 'api', 'UNDICI_API', 'dispatch'),
+    connections: connectionsOption(readOption(argv, 'connections', 'CONNECTIONS', '128')),
+    reusePort: hasFlag(argv, 'reuse-port') || process.env.REUSE_PORT === '1',
   });
   process.stdout.write(`listening ${proxy.port}\n`);
   const stop = () => proxy.close().then(() => process.exit(0));

@@ -20,11 +20,15 @@ export function isMainModule(importMetaUrl) {
   return process.argv[1] !== undefined && importMetaUrl === pathToFileURL(process.argv[1]).href;
 }
 
-/** Resolves once the server listens; returns the bound port (port 0 picks a free one). */
-export function listen(server, port, host) {
+/**
+ * Resolves once the server listens; returns the bound port (port 0 picks a free one).
+ * `reusePort`: SO_REUSEPORT (Linux, Node >= 22.12), so several processes can listen on one
+ * port and the kernel spreads the connections between them.
+ */
+export function listen(server, port, host, { reusePort = false } = {}) {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen(reusePort ? { port, host, reusePort: true } : { port, host }, () => {
       server.off('error', reject);
       resolve(server.address().port);
     });

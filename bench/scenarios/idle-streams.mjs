@@ -2,13 +2,15 @@
 // an occasional upstream event. Measures the gateway's peak RSS (VmHWM of a gateway process
 // started fresh for this scenario, and RSS sampled every 250 ms), summed over all its
 // processes when one process cannot hold them all (each stream takes a descriptor on each
-// side, and `ulimit -Hn` caps one process: then `serve --workers N`), what the gateway reports
+// side, and `ulimit -Hn` caps one process: then `serve --workers N`, or with `--idle-topology
+// reuseport` N standalone instances on one port with listen.reuse_port), what the gateway reports
 // (agentgw_active_streams), what reached the stub, and every error the client saw.
 // First the same client opens the same number of streams at the stub directly, so a limit
 // of the client or the machine is not mistaken for one of the gateway.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { scrapeMetric } from '../lib/gateway.mjs';
+import { pathToFileURL } from 'node:url';
+import { scrapeMetric, startGatewayProcess } from '../lib/gateway.mjs';
 import { childPids, cpuMs, memoryKb, openFds, pssKb } from '../lib/proc-stats.mjs';
 import { spawnProcess } from '../lib/processes.mjs';
 import { fmt, renderTable } from '../lib/table.mjs';
@@ -37,7 +39,7 @@ async function stubStats(stubUrl) {
   }
 }
 
-function runClient({ repoRoot, tmpDir, fdLimit, url, path, headers, count, holdS, openTimeoutS, onHolding, name }) {
+export function runClient({ repoRoot, tmpDir, fdLimit, url, path, headers, count, holdS, openTimeoutS, onHolding, name }) {
   return new Promise((resolve, reject) => {
     const args = [join(repoRoot, 'bench', 'lib', 'idle-streams-client.mjs'), JSON.stringify({ url, path, headers, count, rampPerSec: 1_000, openTimeoutS, holdS })];
     let result = null;
@@ -67,7 +69,7 @@ function runClient({ repoRoot, tmpDir, fdLimit, url, path, headers, count, holdS
 }
 
 /** RSS and VmHWM summed over processes (KiB); null when none could be read. */
-function memoryOf(pids) {
+export function memoryOf(pids) {
   let rssKb = 0;
   let hwmKb = 0;
   let read = 0;
@@ -82,12 +84,12 @@ function memoryOf(pids) {
 }
 
 /** Each process's RSS (and PSS) in KiB, the primary first: where a cluster's memory sits. */
-function perProcess(pids) {
-  return pids.map((pid, i) => ({ pid, role: i === 0 && pids.length > 1 ? 'primary' : 'worker', rssKb: memoryKb(pid)?.rssKb ?? null, pssKb: pssKb(pid), cpuMs: cpuMs(pid) }));
+function perProcess(pids, reusePort = false) {
+  return pids.map((pid, i) => ({ pid, role: reusePort ? `instance ${i + 1}` : i === 0 && pids.length > 1 ? 'primary' : 'worker', rssKb: memoryKb(pid)?.rssKb ?? null, pssKb: pssKb(pid), cpuMs: cpuMs(pid), fds: openFds(pid) }));
 }
 
 /** PSS summed over processes (KiB); null when none could be read. */
-function pssOf(pids) {
+export function pssOf(pids) {
   const values = pids.map(pssKb).filter((v) => v !== null);
   return values.length === 0 ? null : values.reduce((a, b) => a + b, 0);
 }
@@ -97,16 +99,68 @@ export function processesFor(count, hardFdLimit) {
   return Math.max(1, Math.ceil((2 * count) / (hardFdLimit - GATEWAY_FD_OVERHEAD)));
 }
 
-async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir, fdLimit, log }) {
-  const gateway = await env.startGateway({ name: `gateway-idle-${count}`, serveArgs: workers > 1 ? ['--workers', String(workers)] : [], nodeArgs });
-  const { pid } = gateway;
-  // With --workers the primary (admin, key store) plus its workers: all count.
-  const pids = workers > 1 ? [pid, ...childPids(pid)] : [pid];
+/** The settings `serve --workers` gives a worker, read from the build measured (src/cli/worker-runtime.ts). */
+async function workerRuntime(repoRoot) {
+  try {
+    const m = await import(pathToFileURL(join(repoRoot, 'dist/cli/worker-runtime.js')).href);
+    return { semiSpaceMb: m.WORKER_SEMI_SPACE_MB, mallocArenaMax: m.WORKER_MALLOC_ARENA_MAX };
+  } catch {
+    // A build from before decision 0028: its values.
+    return { semiSpaceMb: 8, mallocArenaMax: '2' };
+  }
+}
+
+/**
+ * The gateway processes of one attempt. `workers`: one `serve --workers N` (a primary and N
+ * workers; the primary's pid first). `reuseport`: N standalone `serve` instances listening on
+ * one port with listen.reuse_port (no primary), each with its own config dir (admin port,
+ * audit spool and journal, log) and the runtime settings a cluster worker gets (decision
+ * 0028), as docs/operations.md tells an operator to set them.
+ */
+async function startGateways({ env, count, workers, topology, nodeArgs, repoRoot, fdLimit, tmpDir }) {
+  if (topology === 'workers' || workers <= 1) {
+    const gateway = await env.startGateway({ name: `gateway-idle-${count}`, serveArgs: workers > 1 ? ['--workers', String(workers)] : [], nodeArgs });
+    return { url: gateway.url, adminUrls: [gateway.adminUrl], pids: workers > 1 ? [gateway.pid, ...childPids(gateway.pid)] : [gateway.pid], stop: () => gateway.stop() };
+  }
+  const runtime = await workerRuntime(repoRoot);
+  const youngGenerationChosen = nodeArgs.some((arg) => /^--(max-|min-)?semi-space-size|^--max-heap-size/.test(arg));
+  const instanceNodeArgs = youngGenerationChosen ? nodeArgs : [`--max-semi-space-size=${runtime.semiSpaceMb}`, ...nodeArgs];
+  const extraEnv = process.env.MALLOC_ARENA_MAX === undefined ? { MALLOC_ARENA_MAX: runtime.mallocArenaMax } : {};
+  const instances = [];
+  try {
+    for (let i = 1; i <= workers; i += 1) {
+      const dir = join(tmpDir, `gateway-idle-${count}-instance-${i}`);
+      mkdirSync(dir, { recursive: true });
+      const configPath = env.writeGatewayConfig(dir);
+      // The first instance takes a free port; the others listen on the same one.
+      const port = instances[0] ? Number(new URL(instances[0].url).port) : 0;
+      const yaml = readFileSync(configPath, 'utf8').replace('listen: { host: 127.0.0.1, port: 0 }', `listen: { host: 127.0.0.1, port: ${port}, reuse_port: true }`);
+      if (!yaml.includes('reuse_port: true')) throw new Error('scenario 4: the bench config has no listen line to add reuse_port to');
+      writeFileSync(configPath, yaml);
+      instances.push(await startGatewayProcess({ repoRoot, configPath, redisUrl: env.redis.url, tmpDir: dir, fdLimit, name: `gateway-idle-${count}-${i}`, nodeArgs: instanceNodeArgs, extraEnv }));
+    }
+  } catch (error) {
+    await Promise.all(instances.map((g) => g.stop()));
+    throw error;
+  }
+  return { url: instances[0].url, adminUrls: instances.map((g) => g.adminUrl), pids: instances.map((g) => g.pid), stop: () => Promise.all(instances.map((g) => g.stop())) };
+}
+
+/** A metric summed over every admin listener (one per standalone instance). */
+async function scrapeAll(adminUrls, name) {
+  const values = await Promise.all(adminUrls.map((url) => scrapeMetric(url, name)));
+  return values.some((v) => v === null) ? null : values.reduce((a, b) => a + b, 0);
+}
+
+async function attempt({ env, count, holdS, workers, topology, nodeArgs, repoRoot, tmpDir, fdLimit, log }) {
+  const gateway = await startGateways({ env, count, workers, topology, nodeArgs, repoRoot, fdLimit, tmpDir });
+  const { pids } = gateway;
+  const reusePort = topology === 'reuseport' && workers > 1;
   const target = env.gatewayTarget;
   try {
     const baseline = memoryOf(pids);
     const baselinePssKb = pssOf(pids);
-    const baselineProcesses = perProcess(pids);
+    const baselineProcesses = perProcess(pids, reusePort);
     let peakRssKb = baseline?.rssKb ?? 0;
     let peakFds = 0;
     const sampler = setInterval(() => {
@@ -130,24 +184,25 @@ async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir,
       onHolding: async (snapshot) => {
         atHold = {
           clientOpen: snapshot.open,
-          gatewayActiveStreams: await scrapeMetric(gateway.adminUrl, 'agentgw_active_streams'),
+          gatewayActiveStreams: await scrapeAll(gateway.adminUrls, 'agentgw_active_streams'),
           stub: await stubStats(env.stub.url),
           gatewayRssKb: memoryOf(pids)?.rssKb ?? null,
           gatewayPssKb: pssOf(pids),
-          processes: perProcess(pids),
+          processes: perProcess(pids, reusePort),
           gatewayFds: pids.reduce((n, p) => n + openFds(p), 0),
         };
       },
     }).finally(() => clearInterval(sampler));
     // Closed by the client: the gateway must let go of every stream.
     await new Promise((r) => setTimeout(r, 3_000));
-    const activeAfter = await scrapeMetric(gateway.adminUrl, 'agentgw_active_streams');
+    const activeAfter = await scrapeAll(gateway.adminUrls, 'agentgw_active_streams');
     const end = memoryOf(pids);
     const row = {
       count,
       holdS,
       processes: pids.length,
       workers,
+      topology: reusePort ? 'reuseport' : 'workers',
       ...result,
       atHold,
       gatewayActiveStreamsAfterClose: activeAfter,
@@ -167,14 +222,14 @@ async function attempt({ env, count, holdS, workers, nodeArgs, repoRoot, tmpDir,
       heldConnections: result.peakOpen + (result.errorKinds.no_headers_in_time ?? 0),
     };
     log(
-      `  s4 gateway ${count} streams (${pids.length} process${pids.length > 1 ? `es: --workers ${workers}` : ''}): peak open ${result.peakOpen}, open at hold ${result.openAtHoldStart}, errors ${result.errors} ${JSON.stringify(result.errorKinds)}, ` +
+      `  s4 gateway ${count} streams (${pids.length} process${pids.length > 1 ? `es: ${reusePort ? `${workers} instances, listen.reuse_port` : `--workers ${workers}`}` : ''}): peak open ${result.peakOpen}, open at hold ${result.openAtHoldStart}, errors ${result.errors} ${JSON.stringify(result.errorKinds)}, ` +
         `gateway active ${atHold?.gatewayActiveStreams ?? '?'}, stub open ${atHold?.stub?.openStreams ?? '?'}, heartbeats in hold ${result.heartbeatsDuringHold}, ` +
         `VmHWM ${fmt.mb(row.gatewayTotalVmHwmKb)} MiB in all (baseline ${fmt.mb(row.gatewayBaselineRssKb)} MiB), ${row.perStreamKb?.toFixed(1) ?? '?'} KiB a stream at hold, active after close ${activeAfter}`,
     );
     const mib = (kb) => (kb === null || kb === undefined ? '?' : fmt.mb(kb));
     log(
       `  s4 per process, RSS (PSS) MiB before → at hold: ` +
-        baselineProcesses.map((p, i) => `${p.role} ${mib(p.rssKb)} (${mib(p.pssKb)}) → ${mib(atHold?.processes?.[i]?.rssKb)} (${mib(atHold?.processes?.[i]?.pssKb)})`).join(', ') +
+        baselineProcesses.map((p, i) => `${p.role} ${mib(p.rssKb)} (${mib(p.pssKb)}) → ${mib(atHold?.processes?.[i]?.rssKb)} (${mib(atHold?.processes?.[i]?.pssKb)}), ${atHold?.processes?.[i]?.fds ?? '?'} fds`).join(', ') +
         `; PSS in all ${mib(baselinePssKb)} → ${mib(atHold?.gatewayPssKb)} MiB, ${row.perStreamPssKb?.toFixed(1) ?? '?'} KiB a stream`,
     );
     // Opening is CPU-bound: which process spent it, from the start to the hold.
@@ -198,7 +253,11 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
     notes.push(
       `${count} streams need about ${fdNeed} file descriptors in the gateway (one socket each side per stream); ` +
         `this machine's hard limit (ulimit -Hn) is ${hardFdLimit}, so at most about ${Math.floor((hardFdLimit - GATEWAY_FD_OVERHEAD) / 2)} can be carried by one process here` +
-        (workers > 1 ? `: scenario 4 ran \`serve --workers ${workers}\` and counts the memory of all its processes.` : '.'),
+        (workers > 1
+          ? options.idleTopology === 'reuseport'
+            ? `: scenario 4 ran ${workers} standalone instances on one port (listen.reuse_port, --idle-topology reuseport) and counts the memory of all of them.`
+            : `: scenario 4 ran \`serve --workers ${workers}\` and counts the memory of all its processes.`
+          : '.'),
     );
   }
 
@@ -220,7 +279,7 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
 
   const nodeArgs = options.idleNodeArgs ?? [];
   if (nodeArgs.length > 0) notes.push(`scenario 4's gateway ran with node ${nodeArgs.join(' ')} (--idle-node-args).`);
-  const attempts = [await attempt({ env, count, holdS: options.idleHoldS, workers, nodeArgs, repoRoot, tmpDir, fdLimit, log })];
+  const attempts = [await attempt({ env, count, holdS: options.idleHoldS, workers, topology: options.idleTopology ?? 'workers', nodeArgs, repoRoot, tmpDir, fdLimit, log })];
   const first = attempts[0];
   if (first.errors > 0 && first.peakOpen < count) {
     const poolConnections = upstreamPoolConnections(repoRoot);
@@ -236,18 +295,18 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
     const lower = Math.max(50, Math.floor(first.peakOpen / 50) * 50);
     if (lower < count) {
       log(`  s4 ${count} streams did not all open; trying ${lower}`);
-      attempts.push(await attempt({ env, count: lower, holdS: Math.min(options.idleHoldS, 15), workers, nodeArgs, repoRoot, tmpDir, fdLimit, log }));
+      attempts.push(await attempt({ env, count: lower, holdS: Math.min(options.idleHoldS, 15), workers, topology: options.idleTopology ?? 'workers', nodeArgs, repoRoot, tmpDir, fdLimit, log }));
     }
   }
   const worked = attempts.filter((a) => a.errors === 0).map((a) => a.count);
-  return { heartbeat: options.heartbeat, eventEveryMs: EVENT_EVERY_MS, workers, nodeArgs, direct, attempts, largestWithoutErrors: worked.length ? Math.max(...worked) : null, notes };
+  return { heartbeat: options.heartbeat, eventEveryMs: EVENT_EVERY_MS, workers, topology: options.idleTopology ?? 'workers', nodeArgs, direct, attempts, largestWithoutErrors: worked.length ? Math.max(...worked) : null, notes };
 }
 
 export function idleStreamsTable(result) {
   const rows = [
     ['stub-direct (harness)', fmt.int(result.direct.count), fmt.int(result.direct.peakOpen), String(result.direct.errors), null, null, null, null, null, null, null, null, null, null],
     ...result.attempts.map((a) => [
-      a.processes > 1 ? `gateway (${a.processes} processes)` : 'gateway',
+      a.processes > 1 ? (a.topology === 'reuseport' ? `gateway (${a.processes} instances, reuse_port)` : `gateway (${a.processes} processes)`) : 'gateway',
       fmt.int(a.count),
       fmt.int(a.peakOpen),
       `${a.errors}${a.errors ? ` (${Object.entries(a.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,

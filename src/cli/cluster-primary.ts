@@ -41,6 +41,13 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
     process.exitCode = 1;
     return;
   }
+  if (config.listen.reusePort) {
+    // Two ways of sharing a port in one deployment: the primary would hand its workers one
+    // socket anyway, so reuse_port would only mislead (docs/operations.md).
+    process.stderr.write('listen.reuse_port runs several standalone instances on one port; it cannot be combined with serve --workers (set one or the other)\n');
+    process.exitCode = 1;
+    return;
+  }
   if (!config.redis) {
     // Embedded limits live in one process's memory: N workers would each allow the full limit.
     process.stderr.write('serve --workers needs a redis block (or REDIS_URL): embedded-mode rate limits are per process\n');

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { parseDurationMs } from './duration.js';
 import { parseTrustProxy } from './trust-proxy.js';
+import { reusePortUnsupported } from './reuse-port-support.js';
 
 const duration = z
   .union([z.string(), z.number()])
@@ -393,6 +394,15 @@ export const configSchema = z
         keep_alive_timeout: positiveDuration.default(65_000),
         max_header_bytes: z.number().int().min(1024).default(16_384),
         tls: listenTlsSchema.optional(),
+        // Several standalone instances on one port (SO_REUSEPORT, Linux): the kernel spreads
+        // new connections over them (docs/operations.md "Several instances on one port").
+        reuse_port: z
+          .boolean()
+          .default(false)
+          .superRefine((on, ctx) => {
+            const problem = on ? reusePortUnsupported(process.platform, process.versions.node) : undefined;
+            if (problem) ctx.addIssue({ code: 'custom', message: problem });
+          }),
       })
       .prefault({}),
     admin: z
@@ -524,6 +534,7 @@ export const configSchema = z
       keepAliveTimeoutMs: c.listen.keep_alive_timeout,
       maxHeaderBytes: c.listen.max_header_bytes,
       tls: c.listen.tls,
+      reusePort: c.listen.reuse_port,
     },
     admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age },
     redis: c.redis,

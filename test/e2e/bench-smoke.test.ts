@@ -17,7 +17,7 @@ interface BenchResult {
   throughput: { rows: { target: string; requests: number; errors: number; timeouts: number; non2xx: number }[] };
   fixedRate: { rows: { target: string; ok: number; errors: number; errorKinds: Record<string, number>; non2xx: number }[] };
   streamDelay: { rows: { target: string; streams: number; completed: number; errors: number; errorKinds: Record<string, number>; events: number; outOfOrder: number }[] };
-  idleStreams: { direct: { open: number }; attempts: { count: number; peakOpen: number; errors: number; gatewayVmHwmKb: number | null }[] };
+  idleStreams: { direct: { open: number }; attempts: { count: number; peakOpen: number; errors: number; gatewayVmHwmKb: number | null; processes: number; topology: string }[] };
   redisCommands: { perRequest: { command: string; perRequest: number; sentAs: string }[] };
   targets: { scenario: number; target: string; result: string }[];
   nodeRuntimes: { name: string; version: string; path: string }[];
@@ -73,6 +73,9 @@ describe('npm run bench (smoke)', () => {
       '--stream-concurrency', '4',
       '--idle-streams', '50',
       '--idle-hold-s', '2',
+      // Two processes as 10,000 streams need here, as two reuse_port instances (decision 0030).
+      '--idle-workers', '2',
+      '--idle-topology', 'reuseport',
       '--timeout-s', '360',
       '--node', process.execPath,
       '--out', out,
@@ -116,7 +119,8 @@ describe('npm run bench (smoke)', () => {
       expect(row.events, row.target).toBe(row.completed * 20);
     }
     expect(result.idleStreams.direct.open).toBe(50);
-    expect(result.idleStreams.attempts[0]).toMatchObject({ count: 50, peakOpen: 50, errors: 0 });
+    // Two standalone instances on one port (--idle-topology reuseport): both counted.
+    expect(result.idleStreams.attempts[0]).toMatchObject({ count: 50, peakOpen: 50, errors: 0, processes: 2, topology: 'reuseport' });
     expect(result.idleStreams.attempts[0]!.gatewayVmHwmKb).toBeGreaterThan(0);
     // The limiter's script was counted; audit records were never sent one XADD at a time.
     const sent = (command: string) => result.redisCommands.perRequest.find((c) => c.command === command && c.sentAs === 'client')?.perRequest ?? 0;

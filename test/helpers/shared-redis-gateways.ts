@@ -25,6 +25,8 @@ export interface SharedRedisGatewaysOptions {
   connections: number;
   /** Top-level config added to each gateway's (e.g. `{ rate_limits: { lease: true } }`). */
   extraConfig?: Record<string, unknown>;
+  /** Gateway `b` listens on `a`'s port (both need `listen.reuse_port` in extraConfig). */
+  samePort?: boolean;
 }
 
 export interface SharedRedisGateways {
@@ -76,7 +78,10 @@ export async function startSharedRedisGateways(options: SharedRedisGatewaysOptio
       ...sharedRedisGatewayConfig({ redisUrl, prefix, plans, upstreamBaseUrl, dir: processDir, name }),
       ...extraConfig,
     });
-    for (const name of ['a', 'b']) gateways.push(await startGatewayProcess(processDir, name, config(name)));
+    for (const name of ['a', 'b']) {
+      const port = options.samePort && gateways[0] ? { port: gateways[0].port } : {};
+      gateways.push(await startGatewayProcess(processDir, name, config(name), {}, port));
+    }
     return {
       redis,
       inspect,
