@@ -187,24 +187,32 @@ export class AuditJournal {
 
   private write(): void {
     const lines = this.pending;
-    if (lines.length === 0 || this.closed) return;
+    const records = lines.length;
+    if (records === 0 || this.closed) return;
     this.pending = [];
     try {
       const segment = this.active ?? this.openSegment();
       this.openWritten.add(segment);
-      const buffer = Buffer.from(`${this.torn ? '\n' : ''}${lines.join('\n')}\n`, 'utf8');
+      // One flat string (the trailing '' gives the last newline; a torn line's newline goes
+      // first), written as it is: node encodes it straight into its write buffer. Built as a
+      // Buffer instead, the turn's lines were copied once more and a Buffer allocated per turn.
+      lines.push('');
+      if (this.torn) lines.unshift('');
+      const text = lines.join('\n');
+      const bytes = Buffer.byteLength(text);
       this.torn = true;
-      let written = 0;
-      while (written < buffer.length) written += writeSync(segment.fd, buffer, written, buffer.length - written);
+      const written = writeSync(segment.fd, text);
+      // A short write (a full disk, a signal): the rest from the bytes, as before.
+      if (written < bytes) writeRest(segment.fd, Buffer.from(text, 'utf8'), written);
       this.torn = false;
-      segment.bytes += buffer.length;
+      segment.bytes += bytes;
       if (this.failing) {
         this.failing = false;
         this.logger.info({ journal: segment.path }, 'audit journal writable again');
       }
     } catch (err) {
       // The records still go to the sinks from memory; only their insurance against a kill is gone.
-      metrics.auditRecords.inc({ sink: 'journal', result: 'failed' }, lines.length);
+      metrics.auditRecords.inc({ sink: 'journal', result: 'failed' }, records);
       if (!this.failing) {
         this.failing = true;
         this.logger.error({ err, journal: this.path }, 'cannot write the audit journal; records are unprotected against a kill until it works again');
@@ -292,4 +300,10 @@ export class AuditJournal {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.logger.warn({ err, journal: path }, 'cannot delete a settled audit journal segment');
     }
   }
+}
+
+/** Writes `buffer` from `offset` to its end, however many calls it takes. */
+function writeRest(fd: number, buffer: Buffer, offset: number): void {
+  let written = offset;
+  while (written < buffer.length) written += writeSync(fd, buffer, written, buffer.length - written);
 }
