@@ -193,19 +193,17 @@ export class AuditJournal {
     try {
       const segment = this.active ?? this.openSegment();
       this.openWritten.add(segment);
-      // One flat string (the trailing '' gives the last newline; a torn line's newline goes
-      // first), written as it is: node encodes it straight into its write buffer. Built as a
-      // Buffer instead, the turn's lines were copied once more and a Buffer allocated per turn.
+      // One flat string to encode: the trailing '' gives the last newline (and a leading one
+      // the newline after a torn line). A template around the join made a concatenated
+      // string that Buffer.from flattened first: the turn's lines copied once more.
       lines.push('');
       if (this.torn) lines.unshift('');
-      const text = lines.join('\n');
-      const bytes = Buffer.byteLength(text);
+      const buffer = Buffer.from(lines.join('\n'), 'utf8');
       this.torn = true;
-      const written = writeSync(segment.fd, text);
-      // A short write (a full disk, a signal): the rest from the bytes, as before.
-      if (written < bytes) writeRest(segment.fd, Buffer.from(text, 'utf8'), written);
+      let written = 0;
+      while (written < buffer.length) written += writeSync(segment.fd, buffer, written, buffer.length - written);
       this.torn = false;
-      segment.bytes += bytes;
+      segment.bytes += buffer.length;
       if (this.failing) {
         this.failing = false;
         this.logger.info({ journal: segment.path }, 'audit journal writable again');
@@ -300,10 +298,4 @@ export class AuditJournal {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.logger.warn({ err, journal: path }, 'cannot delete a settled audit journal segment');
     }
   }
-}
-
-/** Writes `buffer` from `offset` to its end, however many calls it takes. */
-function writeRest(fd: number, buffer: Buffer, offset: number): void {
-  let written = offset;
-  while (written < buffer.length) written += writeSync(fd, buffer, written, buffer.length - written);
 }
