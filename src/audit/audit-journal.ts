@@ -187,12 +187,18 @@ export class AuditJournal {
 
   private write(): void {
     const lines = this.pending;
-    if (lines.length === 0 || this.closed) return;
+    const records = lines.length;
+    if (records === 0 || this.closed) return;
     this.pending = [];
     try {
       const segment = this.active ?? this.openSegment();
       this.openWritten.add(segment);
-      const buffer = Buffer.from(`${this.torn ? '\n' : ''}${lines.join('\n')}\n`, 'utf8');
+      // One flat string to encode: the trailing '' gives the last newline (and a leading one
+      // the newline after a torn line). A template around the join made a concatenated
+      // string that Buffer.from flattened first: the turn's lines copied once more.
+      lines.push('');
+      if (this.torn) lines.unshift('');
+      const buffer = Buffer.from(lines.join('\n'), 'utf8');
       this.torn = true;
       let written = 0;
       while (written < buffer.length) written += writeSync(segment.fd, buffer, written, buffer.length - written);
@@ -204,7 +210,7 @@ export class AuditJournal {
       }
     } catch (err) {
       // The records still go to the sinks from memory; only their insurance against a kill is gone.
-      metrics.auditRecords.inc({ sink: 'journal', result: 'failed' }, lines.length);
+      metrics.auditRecords.inc({ sink: 'journal', result: 'failed' }, records);
       if (!this.failing) {
         this.failing = true;
         this.logger.error({ err, journal: this.path }, 'cannot write the audit journal; records are unprotected against a kill until it works again');

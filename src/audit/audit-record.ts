@@ -1,6 +1,6 @@
 // The usage audit record (docs/design.md, "Usage audit records"): the contract billing and
 // dashboards read.
-import { isPlainJsonText, jsonNumberLiteral, jsonStringLiteral } from '../json-text.js';
+import { isPlainJsonText, jsonNumberLiteral, jsonStringLiteral, PlainTextMemo, requestIdPlainMemo } from '../json-text.js';
 
 export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'concurrency_limit_exceeded' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
 
@@ -38,6 +38,12 @@ export type AuditLine = string;
 const nullableString = (value: string | null): string => (value === null ? 'null' : jsonStringLiteral(value));
 const nullableNumber = (value: number | null): string => (value === null ? 'null' : jsonNumberLiteral(value));
 
+const plainKeyId = new PlainTextMemo();
+const plainAccount = new PlainTextMemo();
+const plainPlan = new PlainTextMemo();
+const plainAgent = new PlainTextMemo();
+const plainClientIp = new PlainTextMemo();
+
 /**
  * The record's JSON, field by field in the order above: the same text JSON.stringify gives
  * for a record built in that order (finishRequest's), without its generic walk, which is a
@@ -50,17 +56,18 @@ export function toAuditLine(r: AuditRecord): AuditLine {
   // A gateway's record is all plain strings (ids, names, addresses) but for what a client
   // chose (user_id, session_id): their quotes then go into the constant pieces, which halves
   // the concatenations and skips a call per field.
+  // Fields that repeat from request to request are checked through a memo of the last plain one.
   if (
     isPlainJsonText(r.id) &&
-    isPlainJsonText(r.request_id) &&
+    requestIdPlainMemo.isPlain(r.request_id) &&
     isPlainJsonText(r.ts) &&
-    isPlainJsonText(r.key_id) &&
-    isPlainJsonText(r.account) &&
-    isPlainJsonText(r.plan) &&
-    isPlainJsonText(r.agent) &&
+    plainKeyId.isPlain(r.key_id) &&
+    plainAccount.isPlain(r.account) &&
+    plainPlan.isPlain(r.plan) &&
+    plainAgent.isPlain(r.agent) &&
     isPlainJsonText(r.route) &&
     isPlainJsonText(r.outcome) &&
-    isPlainJsonText(r.client_ip)
+    plainClientIp.isPlain(r.client_ip)
   ) {
     return (
       '{"id":"' + r.id + '","request_id":"' + r.request_id + '","ts":"' + r.ts + '","key_id":"' + r.key_id + '","account":"' + r.account +

@@ -32,6 +32,8 @@ interface BodyRead {
 // functions reading it through `this` (the request): no closures and no promise per request.
 const BODY_READ = Symbol('agentgw.bodyRead');
 type ReadingRequest = IncomingMessage & { [BODY_READ]?: BodyRead };
+/** What a settled read holds instead of its chunks (nothing is pushed once it has settled). */
+const NO_CHUNKS: Buffer[] = [];
 
 /**
  * Collects the body and hands it to `receiver`. Refuses early on a Content-Length over the
@@ -75,7 +77,7 @@ function onBodyData(this: ReadingRequest, chunk: Buffer): void {
   read.received += chunk.length;
   if (read.received > read.maxBytes) {
     read.settled = true;
-    read.chunks.length = 0;
+    read.chunks = NO_CHUNKS;
     this.pause();
     process.nextTick(failRead, read.receiver, tooLarge(read.maxBytes));
     return;
@@ -89,8 +91,10 @@ function onBodyEnd(this: ReadingRequest): void {
   read.settled = true;
   const { chunks } = read;
   const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, read.received);
-  // The request outlives this (as long as a stream runs): it need not hold the chunks.
-  chunks.length = 0;
+  // The request outlives this (as long as a stream runs): it need not hold the chunks. The
+  // array is dropped, not emptied: `length = 0` is a generic store through V8's runtime
+  // (≈ 450 instructions a request under callgrind), and a settled read pushes nothing more.
+  read.chunks = NO_CHUNKS;
   read.receiver.bodyReceived(body);
 }
 

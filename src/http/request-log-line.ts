@@ -10,7 +10,7 @@
 import { tracingChannel } from 'node:diagnostics_channel';
 import { symbols, type Logger } from 'pino';
 // pino, like JSON.stringify, writes a non-finite number as null.
-import { isPlainJsonText, jsonHundredthsLiteral, jsonNumberLiteral } from '../json-text.js';
+import { isPlainJsonText, jsonHundredthsLiteral, jsonNumberLiteral, PlainTextMemo, requestIdPlainMemo } from '../json-text.js';
 
 export interface RequestLogFields {
   request_id: string;
@@ -77,6 +77,10 @@ export function requestLogWriter(logger: Logger): RequestLogWriter {
   };
 }
 
+const plainAgent = new PlainTextMemo();
+const plainKeyId = new PlainTextMemo();
+const plainClientIp = new PlainTextMemo();
+
 /** The `,"name":value` pairs pino writes for these fields, in the same order. */
 export function requestFieldsJson(f: RequestLogFields): string {
   const keyId = f.key_id;
@@ -84,16 +88,17 @@ export function requestFieldsJson(f: RequestLogFields): string {
   const failure = f.upstream_failure;
   // Every string of a gateway's line is plain (ids, names, addresses): its quotes then go
   // into the constant pieces, which halves the concatenations and skips a call per field.
+  // Fields that repeat (and the request id the audit record checked) go through a memo of the last plain one.
   if (
-    isPlainJsonText(f.request_id) &&
+    requestIdPlainMemo.isPlain(f.request_id) &&
     isPlainJsonText(f.trace_id) &&
-    isPlainJsonText(f.agent) &&
+    plainAgent.isPlain(f.agent) &&
     isPlainJsonText(f.route) &&
-    (keyId === undefined || isPlainJsonText(keyId)) &&
+    (keyId === undefined || plainKeyId.isPlain(keyId)) &&
     isPlainJsonText(f.outcome) &&
     (error === undefined || isPlainJsonText(error)) &&
     (failure === undefined || isPlainJsonText(failure)) &&
-    isPlainJsonText(f.client_ip)
+    plainClientIp.isPlain(f.client_ip)
   ) {
     let out = ',"request_id":"' + f.request_id + '","trace_id":"' + f.trace_id + '","agent":"' + f.agent + '","route":"' + f.route;
     if (keyId !== undefined) out += '","key_id":"' + keyId;

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
-import { isPlainJsonText, jsonHundredthsLiteral, jsonNumberLiteral, jsonStringLiteral } from '../../src/json-text.js';
+import { isPlainJsonText, jsonHundredthsLiteral, jsonNumberLiteral, jsonStringLiteral, PlainTextMemo } from '../../src/json-text.js';
 
 const anyString = fc.oneof(
   fc.string(),
@@ -60,6 +60,32 @@ describe('JSON text written by hand', () => {
         expect(toAuditLine(record)).toBe(JSON.stringify(record));
       }),
       { numRuns: 1_000 },
+    );
+  });
+
+  it('PlainTextMemo answers as isPlainJsonText for any sequence of strings, repeated or not', () => {
+    // A small pool makes the same text come back (equal, and the very same string) between others.
+    const pool = fc.array(fc.oneof(anyString, plainString), { minLength: 1, maxLength: 4 });
+    fc.assert(
+      fc.property(
+        pool.chain((texts) => fc.array(fc.constantFrom(...texts), { maxLength: 30 })),
+        (sequence) => {
+          const memo = new PlainTextMemo();
+          for (const text of sequence) expect(memo.isPlain(text)).toBe(isPlainJsonText(text));
+        },
+      ),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('toAuditLine is JSON.stringify for a run of records whose fields repeat (the memos of repeated fields)', () => {
+    // Records from a pool: one field plain in a record and not in the next must take the escaping path.
+    const records = fc.array(fc.oneof(plainRecord, anyRecord), { minLength: 1, maxLength: 3 }).chain((pool) => fc.array(fc.constantFrom(...pool), { maxLength: 20 }));
+    fc.assert(
+      fc.property(records, (run) => {
+        for (const record of run) expect(toAuditLine(record)).toBe(JSON.stringify(record));
+      }),
+      { numRuns: 500 },
     );
   });
 
