@@ -101,6 +101,18 @@ interface Lease {
   renewing: boolean;
 }
 
+/** A lease as tests and diagnostics see it. */
+export interface LeaseState {
+  units: number;
+  granted: number;
+  /** Local clock (the limiter's `now`). */
+  expiresAtMs: number;
+  /** A call that may bring the next lease is on its way. */
+  requesting: boolean;
+  /** Marked due for renewal (once per lease). */
+  renewing: boolean;
+}
+
 /** What a renewal asks for: the script's leaseWanted (and tokenLeaseWanted) and where to count it. */
 export interface Renewal {
   windows: readonly RateWindow[];
@@ -120,6 +132,13 @@ export class LeaseBook {
 
   get size(): number {
     return this.leases.size;
+  }
+
+  stateOf(subject: string): LeaseState | undefined {
+    const lease = this.leases.get(subject);
+    if (lease === undefined) return undefined;
+    const { units, granted, expiresAtMs, requesting, renewing } = lease;
+    return { units, granted, expiresAtMs, requesting, renewing };
   }
 
   /** Some lease was marked due for renewal: the limiter should flush. */

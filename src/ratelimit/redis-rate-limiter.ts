@@ -36,7 +36,7 @@ import {
 } from './rate-limiter.js';
 import { RateLimitStoreError, RateLimitStoreTimeoutError } from './rate-limit-store-error.js';
 import { withDeadline } from '../deadline.js';
-import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund } from './rate-limit-leases.js';
+import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
 import { RedisStreamSlots, streamSlotsKey } from './redis-stream-slots.js';
 import { SLIDING_WINDOW_LUA } from './sliding-window.lua.js';
 import { bucketWidthMs } from './window-math.js';
@@ -60,8 +60,9 @@ export interface RedisRateLimiterOptions {
 export interface RedisRateLimiterCounters {
   /** Script calls that decided requests (each awaited by its requests). */
   requestCalls: number;
-  /** Background renewals sent, and those that failed (error or timeout). */
+  /** Background renewals sent; of those, counted from the current lease's end; and those that failed (error or timeout). */
   renewals: number;
+  renewalsAhead: number;
   renewalsFailed: number;
 }
 
@@ -121,7 +122,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly prefix: string;
   private readonly now: () => number;
   private closed = false;
-  readonly counters: RedisRateLimiterCounters = { requestCalls: 0, renewals: 0, renewalsFailed: 0 };
+  readonly counters: RedisRateLimiterCounters = { requestCalls: 0, renewals: 0, renewalsAhead: 0, renewalsFailed: 0 };
   /** Stream slots this instance holds (docs/rate-limits.md "Concurrency caps"). */
   readonly slots: RedisStreamSlots;
   private readonly flush = (): void => {
@@ -209,6 +210,11 @@ export class RedisRateLimiter implements RateLimiter {
         setImmediate(this.flush);
       }
     });
+  }
+
+  /** The subject's lease as this instance holds it (tests and diagnostics); undefined without one. */
+  leaseOf(subject: string): LeaseState | undefined {
+    return this.leases?.stateOf(subject);
   }
 
   /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
@@ -331,6 +337,7 @@ export class RedisRateLimiter implements RateLimiter {
     const args = this.scriptArgs(subject, windows, '', 0, leaseFromMs > 0 ? `${renewal.units}:${Math.floor(leaseFromMs)}` : renewal.units, undefined);
     if (tokenTail) this.addTokenTail(args, windows, renewal.tokens, undefined);
     this.counters.renewals += 1;
+    if (leaseFromMs > 0) this.counters.renewalsAhead += 1;
     this.call(args, windows.length).then(
       (reply) => {
         let grant: LeaseGrant;
