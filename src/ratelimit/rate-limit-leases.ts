@@ -64,8 +64,10 @@ export interface LeaseRefund {
   tokens?: number;
 }
 
-/** The shortest time a renewal near a lease's end measures the subject's pace over. */
+/** The shortest time a subject's pace is measured over. */
 const PACE_MIN_MS = 100;
+/** A renewal within a bucket asks for this many times what the subject's pace needs until the lease's end. */
+const RENEW_MARGIN = 1.5;
 
 /** Weight of the newest answer in a subject's average tokens per answer. */
 const AVERAGE_WEIGHT = 1 / 8;
@@ -76,6 +78,9 @@ interface Lease {
   /** Units not handed out yet. */
   units: number;
   used: number;
+  /** Units handed out since paceSinceMs (local), across the leases a renewal replaced within a bucket: the subject's pace. */
+  paceUsed: number;
+  paceSinceMs: number;
   /** The windows end with a token budget: admitting also needs a token left. */
   budgeted: boolean;
   /** Reserved tokens not spent on charges yet. */
@@ -84,7 +89,7 @@ interface Lease {
   tokensGranted: number;
   /** The subject's average tokens per charged answer (0: none charged yet), kept across its leases. */
   averageTokens: number;
-  /** Local monotonic ms (performance.now() scale). */
+  /** Local monotonic ms (the limiter's clock). */
   sentAtMs: number;
   expiresAtMs: number;
   serverNowMs: number;
@@ -160,6 +165,7 @@ export class LeaseBook {
     if (lease.budgeted && lease.tokensLeft === 0) return undefined;
     lease.units -= 1;
     lease.used += 1;
+    lease.paceUsed += 1;
     if (this.renewAhead && !lease.renewing && !lease.requesting && runsLow(lease, nowMs)) {
       lease.renewing = true;
       this.due.push(subject);
@@ -178,16 +184,16 @@ export class LeaseBook {
     if (lease === undefined || !lease.renewing || lease.requesting || nowMs >= lease.expiresAtMs) return undefined;
     if (lease.budgeted && lease.averageTokens === 0) return undefined;
     const leftMs = lease.expiresAtMs - nowMs;
+    const pace = paceOf(lease, nowMs);
     let units: number;
     let leaseFromMs = 0;
     if (leftMs <= RENEW_BEFORE_MS) {
-      const nextLifeMs = leftMs + shortestBucketMs(lease.windows);
-      // Paced over at least PACE_MIN_MS: one request just after a late grant is no pace.
-      const pace = lease.used / Math.max(PACE_MIN_MS, nowMs - lease.sentAtMs);
-      units = Math.ceil(pace * nextLifeMs);
+      // Near its end: the next lease lives from this one's end to the end of the bucket after.
+      units = Math.ceil(pace * (leftMs + shortestBucketMs(lease.windows)));
       leaseFromMs = lease.endsAtServerMs;
     } else {
-      units = lease.granted * 2;
+      // Its units ran low early: enough to reach its end with room to spare, never less than it had.
+      units = Math.max(lease.granted, Math.ceil(RENEW_MARGIN * pace * leftMs));
     }
     units = Math.min(MAX_LEASE_UNITS, Math.max(1, units));
     lease.requesting = true;
@@ -279,11 +285,15 @@ export class LeaseBook {
     const aheadMs = grant.aheadMs ?? 0;
     // From the moment the call left: the script ran later, so this is never past its bucket.
     const lifeMs = Math.min(grant.validMs, aheadMs + MAX_LEASE_MS);
+    const carryPace = current !== undefined && aheadMs === 0 && current.renewing && sentAtMs < current.expiresAtMs;
     this.leases.set(subject, {
       windows,
       granted: grant.units,
       units: grant.units,
       used: 0,
+      // A renewal within the bucket continues the pace of the lease it replaces; anything else starts it over.
+      paceUsed: carryPace ? current.paceUsed : 0,
+      paceSinceMs: carryPace ? current.paceSinceMs : sentAtMs,
       budgeted: windows.length > 0 && windows[windows.length - 1]!.tokens === true,
       tokensLeft: tokens,
       tokensGranted: tokens,
@@ -336,11 +346,20 @@ function holdsAny(lease: Pick<Lease, 'units' | 'tokensLeft'>): boolean {
   return lease.units > 0 || lease.tokensLeft > 0;
 }
 
-/** Due for renewal: most of its units (or tokens) handed out, or its end near. */
+/**
+ * Due for renewal: its end near; or most of its units (or tokens) handed out and, at the
+ * subject's pace, its units would not last to its end (else the renewal near its end does).
+ */
 function runsLow(lease: Lease, nowMs: number): boolean {
-  if (lease.units <= lease.granted * (1 - RENEW_SPENT_SHARE)) return true;
+  const leftMs = lease.expiresAtMs - nowMs;
+  if (leftMs <= RENEW_BEFORE_MS) return true;
   if (lease.budgeted && lease.tokensLeft <= lease.tokensGranted * (1 - RENEW_SPENT_SHARE)) return true;
-  return lease.expiresAtMs - nowMs <= RENEW_BEFORE_MS;
+  return lease.units <= lease.granted * (1 - RENEW_SPENT_SHARE) && lease.units < paceOf(lease, nowMs) * leftMs;
+}
+
+/** Units per ms handed out lately, over at least PACE_MIN_MS (one request just after a grant is no pace). */
+function paceOf(lease: Lease, nowMs: number): number {
+  return lease.paceUsed / Math.max(PACE_MIN_MS, nowMs - lease.paceSinceMs);
 }
 
 /** The narrowest bucket of the windows, as long as a lease may live at most. */

@@ -44,7 +44,8 @@
 // Returns  { admitted, retryAfterMs, nowMs, leaseGranted, leaseValidMs,
 //            remaining_1, resetMs_1, oldestMs_1, remaining_2, ... }
 //   leaseValidMs = until the earliest current bucket of the windows ends (a lease may only
-//   be used inside the bucket it was counted in; given with or without a lease); the window figures describe the state
+//   be used until the end of the bucket it was counted in — before it too, for a renewal
+//   ahead; given with or without a lease); the window figures describe the state
 //   after the admitted requests and the lease were counted; oldestMs = when the oldest
 //   counted bucket stops counting (0 if none), from which the caller derives each request's
 //   own remaining / reset / recover (redis-rate-limiter.ts).

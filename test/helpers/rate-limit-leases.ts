@@ -48,6 +48,7 @@ export function useLeaseLimiterRedis(options: { prefix: string; commandTimeoutMs
   beforeAll(async () => {
     redis = await startRedis({ controllable: options.controllable ?? false });
     admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    admin.on('error', () => {});
   });
 
   afterEach(async () => {
