@@ -9,6 +9,14 @@
 // (docs/rate-limits.md "Leases", decision 0026): it admits only while it has a unit and a
 // token left, the answers' charges are paid from its tokens first, and unused tokens go back
 // with unused units. Its size in tokens follows the subject's average answer.
+//
+// Renewed ahead (decision 0029): once a lease runs low — RENEW_SPENT_SHARE of its units (or
+// tokens) handed out, or RENEW_BEFORE_MS of its life left — the request that took it marks
+// it due, and the limiter sends ONE background call for the subject's next lease while this
+// one still admits. Near its end the next lease is counted in the bucket that follows, so it
+// outlives the bucket boundary; when it answers it replaces this one, whose unused units go
+// back as any replaced lease's do. One renewal per lease: if it fails or brings nothing,
+// the lease runs out as before and the next request goes to Redis.
 import { windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 import { bucketWidthMs } from './window-math.js';
 
@@ -16,6 +24,20 @@ import { bucketWidthMs } from './window-math.js';
 export const MAX_LEASE_UNITS = 1_024;
 /** A lease ends with its bucket, and never later than this (a day window's buckets are 24 min). */
 export const MAX_LEASE_MS = 1_000;
+/**
+ * How far ahead a renewal may count the next lease (the script's MAX_LEASE_AHEAD_MS: keep in
+ * step). A renewal asks for the end of the lease it replaces, at most RENEW_BEFORE_MS away.
+ */
+export const MAX_LEASE_AHEAD_MS = 1_000;
+/**
+ * A lease with this little life left is renewed by the next request it admits: far more than
+ * a loaded Redis round trip (2.5–7 ms in bench/stream-stages.mjs), and wide enough that a
+ * subject sending 4 requests a second or more has one in it. What it costs: the next lease is
+ * counted up to this much before its bucket starts (decision 0029).
+ */
+export const RENEW_BEFORE_MS = 250;
+/** A lease is renewed once this share of its units (or, beside a budget, its tokens) is handed out. */
+export const RENEW_SPENT_SHARE = 3 / 4;
 
 /** What the script answered about a lease (figures after the lease was counted). */
 export interface LeaseGrant {
@@ -24,6 +46,8 @@ export interface LeaseGrant {
   tokens?: number;
   validMs: number;
   serverNowMs: number;
+  /** How far after serverNowMs the lease was counted (a renewal ahead; 0 otherwise). */
+  aheadMs?: number;
   /** Per window, from the reply: remaining (without the lease), resetMs, oldestMs. */
   remaining: number[];
   resetMs: number[];
@@ -40,6 +64,11 @@ export interface LeaseRefund {
   tokens?: number;
 }
 
+/** The shortest time a subject's pace is measured over. */
+const PACE_MIN_MS = 100;
+/** A renewal within a bucket asks for this many times what the subject's pace needs until the lease's end. */
+const RENEW_MARGIN = 1.5;
+
 /** Weight of the newest answer in a subject's average tokens per answer. */
 const AVERAGE_WEIGHT = 1 / 8;
 
@@ -49,28 +78,84 @@ interface Lease {
   /** Units not handed out yet. */
   units: number;
   used: number;
+  /** Units handed out since paceSinceMs (local), across the leases a renewal replaced within a bucket: the subject's pace. */
+  paceUsed: number;
+  paceSinceMs: number;
   /** The windows end with a token budget: admitting also needs a token left. */
   budgeted: boolean;
   /** Reserved tokens not spent on charges yet. */
   tokensLeft: number;
+  /** Tokens reserved with the lease. */
+  tokensGranted: number;
   /** The subject's average tokens per charged answer (0: none charged yet), kept across its leases. */
   averageTokens: number;
-  /** Local monotonic ms (performance.now() scale). */
+  /** Local monotonic ms (the limiter's clock). */
   sentAtMs: number;
   expiresAtMs: number;
   serverNowMs: number;
+  /** Server time whose buckets the lease was counted in (serverNowMs, or later for a renewal ahead). */
+  countedAtMs: number;
+  /** Server time at which the lease ends (expiresAtMs on the server's clock). */
+  endsAtServerMs: number;
   remaining: number[];
   resetMs: number[];
   oldestMs: number[];
   /** A call that may grant this subject a lease is on its way: no second one meanwhile. */
   requesting: boolean;
+  /** This lease was marked due for renewal (once per lease, whatever comes of it). */
+  renewing: boolean;
+}
+
+/** A lease as tests and diagnostics see it. */
+export interface LeaseState {
+  units: number;
+  granted: number;
+  /** Local clock (the limiter's `now`). */
+  expiresAtMs: number;
+  /** A call that may bring the next lease is on its way. */
+  requesting: boolean;
+  /** Marked due for renewal (once per lease). */
+  renewing: boolean;
+}
+
+/** What a renewal asks for: the script's leaseWanted (and tokenLeaseWanted) and where to count it. */
+export interface Renewal {
+  windows: readonly RateWindow[];
+  units: number;
+  tokens: number;
+  /** Server time to count the lease at (the end of the current one), or 0: now. */
+  leaseFromMs: number;
 }
 
 export class LeaseBook {
   private readonly leases = new Map<string, Lease>();
+  /** Subjects whose lease a request marked due for renewal since the limiter last looked. */
+  private due: string[] = [];
+
+  /** `renewAhead`: mark running-low leases due for renewal (decision 0029). */
+  constructor(private readonly renewAhead = true) {}
 
   get size(): number {
     return this.leases.size;
+  }
+
+  stateOf(subject: string): LeaseState | undefined {
+    const lease = this.leases.get(subject);
+    if (lease === undefined) return undefined;
+    const { units, granted, expiresAtMs, requesting, renewing } = lease;
+    return { units, granted, expiresAtMs, requesting, renewing };
+  }
+
+  /** Some lease was marked due for renewal: the limiter should flush. */
+  get hasDue(): boolean {
+    return this.due.length > 0;
+  }
+
+  /** The subjects marked due since the last call (each once). */
+  takeDue(): string[] {
+    const due = this.due;
+    this.due = [];
+    return due;
   }
 
   /** A decision from this subject's lease, or undefined when it has none left to use now. */
@@ -80,7 +165,51 @@ export class LeaseBook {
     if (lease.budgeted && lease.tokensLeft === 0) return undefined;
     lease.units -= 1;
     lease.used += 1;
+    lease.paceUsed += 1;
+    if (this.renewAhead && !lease.renewing && !lease.requesting && runsLow(lease, nowMs)) {
+      lease.renewing = true;
+      this.due.push(subject);
+    }
     return { allowed: true, windows: leaseStatuses(lease, nowMs), retryAfterMs: 0 };
+  }
+
+  /**
+   * The renewal of a subject marked due, marked as on its way; undefined when there is none
+   * to send (the lease ended or was replaced meanwhile, or another call may bring one). Near
+   * its end the next lease is counted from this one's end and sized by this one's pace over
+   * its next life; earlier (its units ran low) it doubles, as when a lease runs out early.
+   */
+  renewal(subject: string, nowMs: number): Renewal | undefined {
+    const lease = this.leases.get(subject);
+    if (lease === undefined || !lease.renewing || lease.requesting || nowMs >= lease.expiresAtMs) return undefined;
+    if (lease.budgeted && lease.averageTokens === 0) return undefined;
+    const leftMs = lease.expiresAtMs - nowMs;
+    const pace = paceOf(lease, nowMs);
+    let units: number;
+    let leaseFromMs = 0;
+    if (leftMs <= RENEW_BEFORE_MS) {
+      // Near its end: the next lease lives from this one's end to the end of the bucket after.
+      units = Math.ceil(pace * (leftMs + shortestBucketMs(lease.windows)));
+      leaseFromMs = lease.endsAtServerMs;
+    } else {
+      // Its units ran low early: enough to reach its end with room to spare, never less than it had.
+      units = Math.max(lease.granted, Math.ceil(RENEW_MARGIN * pace * leftMs));
+    }
+    units = Math.min(MAX_LEASE_UNITS, Math.max(1, units));
+    lease.requesting = true;
+    return { windows: lease.windows, units, tokens: lease.budgeted ? Math.ceil(units * lease.averageTokens) : 0, leaseFromMs };
+  }
+
+  /**
+   * A renewal's answer: a lease with units replaces the current one (whose unused units come
+   * back for the caller to give back, as any replaced lease's); one without leaves the
+   * current lease to run out as it would have.
+   */
+  renewed(subject: string, windows: readonly RateWindow[], sentAtMs: number, grant: LeaseGrant): LeaseRefund | undefined {
+    if (grant.units > 0) return this.granted(subject, windows, sentAtMs, grant, true);
+    this.failed(subject);
+    const tokens = grant.tokens ?? 0;
+    return tokens > 0 ? refundOf(subject, { windows, units: 0, tokensLeft: tokens, countedAtMs: grant.serverNowMs }) : undefined;
   }
 
   /**
@@ -151,24 +280,34 @@ export class LeaseBook {
     const current = this.leases.get(subject);
     const tokens = grant.tokens ?? 0;
     if (!askedForLease && current !== undefined && (current.units > 0 || current.requesting)) {
-      return grant.units > 0 || tokens > 0 ? refundOf(subject, { windows, units: grant.units, tokensLeft: tokens, serverNowMs: grant.serverNowMs }) : undefined;
+      return grant.units > 0 || tokens > 0 ? refundOf(subject, { windows, units: grant.units, tokensLeft: tokens, countedAtMs: grant.serverNowMs }) : undefined;
     }
+    const aheadMs = grant.aheadMs ?? 0;
+    // From the moment the call left: the script ran later, so this is never past its bucket.
+    const lifeMs = Math.min(grant.validMs, aheadMs + MAX_LEASE_MS);
+    const carryPace = current !== undefined && aheadMs === 0 && current.renewing && sentAtMs < current.expiresAtMs;
     this.leases.set(subject, {
       windows,
       granted: grant.units,
       units: grant.units,
       used: 0,
+      // A renewal within the bucket continues the pace of the lease it replaces; anything else starts it over.
+      paceUsed: carryPace ? current.paceUsed : 0,
+      paceSinceMs: carryPace ? current.paceSinceMs : sentAtMs,
       budgeted: windows.length > 0 && windows[windows.length - 1]!.tokens === true,
       tokensLeft: tokens,
+      tokensGranted: tokens,
       averageTokens: current === undefined ? 0 : current.averageTokens,
       sentAtMs,
-      // From the moment the call left: the script ran later, so this is never past its bucket.
-      expiresAtMs: sentAtMs + Math.min(grant.validMs, MAX_LEASE_MS),
+      expiresAtMs: sentAtMs + lifeMs,
       serverNowMs: grant.serverNowMs,
+      countedAtMs: grant.serverNowMs + aheadMs,
+      endsAtServerMs: grant.serverNowMs + lifeMs,
       remaining: grant.remaining,
       resetMs: grant.resetMs,
       oldestMs: grant.oldestMs,
       requesting: false,
+      renewing: false,
     });
     return current !== undefined && holdsAny(current) ? refundOf(subject, current) : undefined;
   }
@@ -207,12 +346,35 @@ function holdsAny(lease: Pick<Lease, 'units' | 'tokensLeft'>): boolean {
   return lease.units > 0 || lease.tokensLeft > 0;
 }
 
-function refundOf(subject: string, lease: Pick<Lease, 'windows' | 'units' | 'tokensLeft' | 'serverNowMs'>): LeaseRefund {
+/**
+ * Due for renewal: its end near; or most of its units (or tokens) handed out and, at the
+ * subject's pace, its units would not last to its end (else the renewal near its end does).
+ */
+function runsLow(lease: Lease, nowMs: number): boolean {
+  const leftMs = lease.expiresAtMs - nowMs;
+  if (leftMs <= RENEW_BEFORE_MS) return true;
+  if (lease.budgeted && lease.tokensLeft <= lease.tokensGranted * (1 - RENEW_SPENT_SHARE)) return true;
+  return lease.units <= lease.granted * (1 - RENEW_SPENT_SHARE) && lease.units < paceOf(lease, nowMs) * leftMs;
+}
+
+/** Units per ms handed out lately, over at least PACE_MIN_MS (one request just after a grant is no pace). */
+function paceOf(lease: Lease, nowMs: number): number {
+  return lease.paceUsed / Math.max(PACE_MIN_MS, nowMs - lease.paceSinceMs);
+}
+
+/** The narrowest bucket of the windows, as long as a lease may live at most. */
+function shortestBucketMs(windows: readonly RateWindow[]): number {
+  let shortest = MAX_LEASE_MS;
+  for (const window of windows) shortest = Math.min(shortest, bucketWidthMs(window.windowMs));
+  return shortest;
+}
+
+function refundOf(subject: string, lease: Pick<Lease, 'windows' | 'units' | 'tokensLeft' | 'countedAtMs'>): LeaseRefund {
   const refund: LeaseRefund = {
     subject,
     windows: lease.windows,
     units: lease.units,
-    buckets: lease.windows.map((window) => Math.floor(lease.serverNowMs / bucketWidthMs(window.windowMs))),
+    buckets: lease.windows.map((window) => Math.floor(lease.countedAtMs / bucketWidthMs(window.windowMs))),
   };
   if (lease.tokensLeft > 0) refund.tokens = lease.tokensLeft;
   return refund;

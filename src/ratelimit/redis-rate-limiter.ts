@@ -12,6 +12,8 @@
 // With `leases` on, a busy subject's call also reserves its next requests (up to a bucket's
 // worth, never more than 1/16 of what is left); this instance admits those without a round
 // trip and gives unused ones back (rate-limit-leases.ts, docs/rate-limits.md "Leases").
+// A lease running low is renewed ahead by one background call per subject, so a busy
+// subject's requests do not wait for Redis at a lease's end (decision 0029).
 // Beside a token budget the lease also reserves tokens, which pay the answers' charges
 // first; only the rest rides the batched charge (decision 0026).
 //
@@ -34,7 +36,7 @@ import {
 } from './rate-limiter.js';
 import { RateLimitStoreError, RateLimitStoreTimeoutError } from './rate-limit-store-error.js';
 import { withDeadline } from '../deadline.js';
-import { LeaseBook, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund } from './rate-limit-leases.js';
+import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
 import { RedisStreamSlots, streamSlotsKey } from './redis-stream-slots.js';
 import { SLIDING_WINDOW_LUA } from './sliding-window.lua.js';
 import { bucketWidthMs } from './window-math.js';
@@ -48,6 +50,20 @@ export interface RedisRateLimiterOptions {
   commandTimeoutMs: number;
   /** config.rateLimits.lease: reserve a busy subject's next requests ahead (default off). */
   leases?: boolean;
+  /** With leases: renew a lease running low in the background (default on; decision 0029). */
+  renewLeases?: boolean;
+  /** Local monotonic clock in ms (default performance.now; tests inject their own). */
+  now?: () => number;
+}
+
+/** What the limiter did, for tests and diagnostics (cheap counters, never reset). */
+export interface RedisRateLimiterCounters {
+  /** Script calls that decided requests (each awaited by its requests). */
+  requestCalls: number;
+  /** Background renewals sent; of those, counted from the current lease's end; and those that failed (error or timeout). */
+  renewals: number;
+  renewalsAhead: number;
+  renewalsFailed: number;
 }
 
 export interface RedisConsumeOptions {
@@ -104,6 +120,9 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly leases: LeaseBook | null;
   private readonly sweepTimer: NodeJS.Timeout | null;
   private readonly prefix: string;
+  private readonly now: () => number;
+  private closed = false;
+  readonly counters: RedisRateLimiterCounters = { requestCalls: 0, renewals: 0, renewalsAhead: 0, renewalsFailed: 0 };
   /** Stream slots this instance holds (docs/rate-limits.md "Concurrency caps"). */
   readonly slots: RedisStreamSlots;
   private readonly flush = (): void => {
@@ -114,6 +133,8 @@ export class RedisRateLimiter implements RateLimiter {
     if (displaced.length > 0) this.displaced = [];
     for (const batch of displaced) this.send(batch);
     for (const batch of batches.values()) this.send(batch);
+    // After the turn's batches: a subject that has one asked for its lease with it.
+    if (this.leases?.hasDue === true) for (const subject of this.leases.takeDue()) if (!batches.has(subject)) this.renew(subject);
     if (this.pendingCharges.size > 0) {
       const charges = this.pendingCharges;
       this.pendingCharges = new Map();
@@ -130,7 +151,8 @@ export class RedisRateLimiter implements RateLimiter {
     this.prefix = options.prefix;
     this.slots = new RedisStreamSlots(client);
     this.commandTimeoutMs = options.commandTimeoutMs;
-    this.leases = options.leases ? new LeaseBook() : null;
+    this.now = options.now ?? (() => performance.now());
+    this.leases = options.leases ? new LeaseBook(options.renewLeases ?? true) : null;
     // Gives back what ended leases did not use, and forgets them, about once per lease life.
     this.sweepTimer = this.leases ? setInterval(() => this.sweepLeases(), MAX_LEASE_MS) : null;
     this.sweepTimer?.unref();
@@ -141,7 +163,19 @@ export class RedisRateLimiter implements RateLimiter {
     if (cap !== undefined) return undefined;
     if (windows.length === 0) return NO_WINDOWS;
     // An unusable subject is left to consume(), which rejects it.
-    return isUsableSubject(subject) ? this.leases?.take(subject, windows, performance.now()) : undefined;
+    return isUsableSubject(subject) ? this.takeLeased(subject, windows) : undefined;
+  }
+
+  /** A decision from the subject's lease; a lease it left running low gets its renewal flushed. */
+  private takeLeased(subject: string, windows: readonly RateWindow[], nowMs = this.now()): RateLimitDecision | undefined {
+    const leases = this.leases;
+    if (leases === null) return undefined;
+    const decision = leases.take(subject, windows, nowMs);
+    if (leases.hasDue && !this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
+    return decision;
   }
 
   consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, options?: RedisConsumeOptions): Promise<RateLimitDecision> {
@@ -152,7 +186,7 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const nowArg = options?.nowMs === undefined ? '' : Math.floor(options.nowMs);
     if (nowArg === '' && cap === undefined) {
-      const leased = this.leases?.take(subject, windows, performance.now());
+      const leased = this.takeLeased(subject, windows);
       if (leased !== undefined) return Promise.resolve(leased);
     }
     // Slot requests go in a batch of their own: the subject's other requests keep their leases.
@@ -178,12 +212,17 @@ export class RedisRateLimiter implements RateLimiter {
     });
   }
 
+  /** The subject's lease as this instance holds it (tests and diagnostics); undefined without one. */
+  leaseOf(subject: string): LeaseState | undefined {
+    return this.leases?.stateOf(subject);
+  }
+
   /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
   charge(subject: string, windows: readonly RateWindow[], tokens: number): void {
     if (!(tokens > 0) || windows.length === 0 || !isUsableSubject(subject)) return;
     // Tokens a live lease reserved pay first: they are counted in Redis already.
     if (this.leases !== null) {
-      tokens = this.leases.charge(subject, windows, tokens, performance.now());
+      tokens = this.leases.charge(subject, windows, tokens, this.now());
       if (tokens === 0) return;
     }
     const queued = this.pendingCharges.get(subject);
@@ -212,6 +251,7 @@ export class RedisRateLimiter implements RateLimiter {
    * this: unused lease units are given back first, so a restart does not hold them for a window.
    */
   async close(): Promise<void> {
+    this.closed = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.slots.close();
     if (!this.leases) return;
@@ -231,13 +271,13 @@ export class RedisRateLimiter implements RateLimiter {
     let wanted = 0;
     let tokensWanted = 0;
     let refund: LeaseRefund | undefined;
-    const sentAtMs = performance.now();
+    const sentAtMs = this.now();
     if (leases !== null) {
       // A lease may have come in since these requests were queued: it serves them first, so
       // a new one never replaces units still unused.
       let served = 0;
       for (; served < waiters.length; served += 1) {
-        const leased = leases.take(subject, windows, sentAtMs);
+        const leased = this.takeLeased(subject, windows, sentAtMs);
         if (leased === undefined) break;
         waiters[served]!.resolve(leased);
       }
@@ -255,6 +295,7 @@ export class RedisRateLimiter implements RateLimiter {
         if (tokenTail) tokensWanted = leases.tokensWanted(subject, wanted);
       }
     }
+    this.counters.requestCalls += 1;
     const args = this.scriptArgs(subject, windows, batch.nowArg, waiters.length, wanted, refund);
     if (tokenTail) this.addTokenTail(args, windows, tokensWanted, refund);
     this.call(args, windows.length).then(
@@ -281,6 +322,49 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /**
+   * The background call for a lease marked due (decision 0029): asks for no request, only the
+   * next lease (counted from the current one's end when that is near). Its answer replaces
+   * the current lease and gives back what that one did not use; if it fails, nothing changes
+   * and the lease runs out as it would have. No request waits for it.
+   */
+  private renew(subject: string): void {
+    const leases = this.leases!;
+    const sentAtMs = this.now();
+    const renewal = this.closed ? undefined : leases.renewal(subject, sentAtMs);
+    if (renewal === undefined) return;
+    const { windows, leaseFromMs } = renewal;
+    const tokenTail = windows[windows.length - 1]!.tokens === true;
+    const args = this.scriptArgs(subject, windows, '', 0, leaseFromMs > 0 ? `${renewal.units}:${Math.floor(leaseFromMs)}` : renewal.units, undefined);
+    if (tokenTail) this.addTokenTail(args, windows, renewal.tokens, undefined);
+    this.counters.renewals += 1;
+    if (leaseFromMs > 0) this.counters.renewalsAhead += 1;
+    this.call(args, windows.length).then(
+      (reply) => {
+        let grant: LeaseGrant;
+        try {
+          toDecisions(reply, windows, 0, false, tokenTail);
+          grant = leaseGrantOf(reply as unknown[], windows.length, tokenTail);
+        } catch {
+          this.renewalFailed(subject);
+          return;
+        }
+        // The script counted the lease at the current lease's end, clamped to [now, now + MAX_LEASE_AHEAD_MS].
+        if (grant.units > 0 && leaseFromMs > grant.serverNowMs) grant.aheadMs = Math.min(Math.floor(leaseFromMs) - grant.serverNowMs, MAX_LEASE_AHEAD_MS);
+        const displaced = leases.renewed(subject, windows, sentAtMs, grant);
+        if (displaced !== undefined) void this.giveBack(displaced);
+        // Closed meanwhile: nothing will use or sweep it, so it goes straight back.
+        if (this.closed) for (const refund of leases.drain()) void this.giveBack(refund);
+      },
+      () => this.renewalFailed(subject),
+    );
+  }
+
+  private renewalFailed(subject: string): void {
+    this.counters.renewalsFailed += 1;
+    this.leases!.failed(subject);
+  }
+
+  /**
    * Stream requests on a capped plan: windows and slots in one call; each admitted request
    * holds slot `${head}:${i}` from then on, until its stream ends (StreamSlot.release).
    */
@@ -288,6 +372,7 @@ export class RedisRateLimiter implements RateLimiter {
     const { subject, windows, waiters } = batch;
     const key = streamSlotsKey(this.prefix, subject);
     const head = this.slots.nextMemberHead();
+    this.counters.requestCalls += 1;
     const args = this.scriptArgs(subject, windows, batch.nowArg, waiters.length, 0, undefined);
     const n = windows.length;
     // KEYS gain the slot set after the windows' keys; ARGV gains streams, leaseMs, memberHead.
@@ -315,7 +400,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** KEYS then ARGV in the script's layout (sliding-window.lua.ts). */
-  private scriptArgs(subject: string, windows: readonly RateWindow[], nowArg: number | '', count: number, wanted: number, refund: LeaseRefund | undefined, chargeUnits = 0): Array<string | number> {
+  private scriptArgs(subject: string, windows: readonly RateWindow[], nowArg: number | '', count: number, wanted: number | string, refund: LeaseRefund | undefined, chargeUnits = 0): Array<string | number> {
     const n = windows.length;
     const args: Array<string | number> = new Array(n + 4 + 4 * n);
     const keyHead = this.keyHead + subject + '}:';
@@ -367,7 +452,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   private sweepLeases(): void {
-    for (const refund of this.leases!.sweep(performance.now())) void this.giveBack(refund);
+    for (const refund of this.leases!.sweep(this.now())) void this.giveBack(refund);
   }
 
   private call(args: Array<string | number>, numKeys: number): Promise<unknown> {

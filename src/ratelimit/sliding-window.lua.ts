@@ -11,6 +11,12 @@
 //          granted only when all `count` were admitted, and never more than 1/LEASE_SHARE of
 //          what every window has left, so a nearly spent quota is decided request by request.
 //          Granted units are counted in the current bucket like admitted requests.
+//          A renewal ahead (rate-limit-leases.ts) sends "leaseWanted:leaseFromMs" instead: the
+//          lease is then counted in the buckets current at leaseAtMs = leaseFromMs clamped to
+//          [nowMs, nowMs + MAX_LEASE_AHEAD_MS] (the end of the lease it replaces, so the new
+//          one outlives that bucket), and leaseValidMs runs to the end of those buckets. A
+//          unit counted in a later bucket than the one it is used in counts longer, never
+//          less, so every window bound holds (docs/rate-limits.md "Leases").
 // ARGV[4]  refundUnits: unused units of an earlier lease, given back first
 // ARGV[5 + 4(i-1) ..]  limit, windowMs, bucketMs, refundBucket (-1: none) of KEYS[i].
 //          A token budget is sent with its limit negated, and its 4th value is the tokens
@@ -38,7 +44,8 @@
 // Returns  { admitted, retryAfterMs, nowMs, leaseGranted, leaseValidMs,
 //            remaining_1, resetMs_1, oldestMs_1, remaining_2, ... }
 //   leaseValidMs = until the earliest current bucket of the windows ends (a lease may only
-//   be used inside the bucket it was counted in; given with or without a lease); the window figures describe the state
+//   be used until the end of the bucket it was counted in — before it too, for a renewal
+//   ahead; given with or without a lease); the window figures describe the state
 //   after the admitted requests and the lease were counted; oldestMs = when the oldest
 //   counted bucket stops counting (0 if none), from which the caller derives each request's
 //   own remaining / reset / recover (redis-rate-limiter.ts).
@@ -53,8 +60,15 @@ end
 
 local count = tonumber(ARGV[2])
 local leaseWanted = tonumber(ARGV[3])
+local leaseFromMs = nowMs
+if not leaseWanted then
+  local wanted, from = string.match(ARGV[3], '^(%d+):(%d+)$')
+  leaseWanted = tonumber(wanted)
+  leaseFromMs = tonumber(from)
+end
 local refundUnits = tonumber(ARGV[4])
 local LEASE_SHARE = 16
+local MAX_LEASE_AHEAD_MS = 1000
 local hasTokens = false
 local n = #KEYS
 local slotKey = false
@@ -178,11 +192,13 @@ if admitted == count and leaseWanted > 0 and (tokenTail or not hasTokens) and no
     end
   end
 end
-local counted = admitted + lease
+-- Where the lease is counted: now, or (a renewal ahead) at the end of the lease it replaces.
+local leaseAtMs = nowMs
+if lease > 0 and leaseFromMs > nowMs then leaseAtMs = math.min(leaseFromMs, nowMs + MAX_LEASE_AHEAD_MS) end
 -- Also without a lease: the caller dates the subject's pace by it.
 for w = 1, n do
   local bucketMs = bucketMsList[w]
-  local left = (math.floor(nowMs / bucketMs) + 1) * bucketMs - nowMs
+  local left = (math.floor(leaseAtMs / bucketMs) + 1) * bucketMs - nowMs
   if w == 1 or left < leaseValidMs then leaseValidMs = left end
 end
 
@@ -194,23 +210,31 @@ for w = 1, n do
   local limit, windowMs, bucketMs = limits[w], windowMsList[w], bucketMsList[w]
   local indexes, counts = liveIndexes[w], liveCounts[w]
   local total = totals[w]
-  local counted = counted
-  if isTokenWindow[w] then counted = tokenCharges[w] + tokenLease end
+  local nowUnits, leaseUnits = admitted, lease
+  if isTokenWindow[w] then nowUnits, leaseUnits = tokenCharges[w], tokenLease end
+  local current = math.floor(nowMs / bucketMs)
+  local leaseBucket = math.floor(leaseAtMs / bucketMs)
+  if leaseBucket == current then nowUnits, leaseUnits = nowUnits + leaseUnits, 0 end
 
-  if counted > 0 then
-    local current = math.floor(nowMs / bucketMs)
-    redis.call('HINCRBY', key, string.format('%d', current), counted)
+  if nowUnits + leaseUnits > 0 then
+    for part = 1, 2 do
+      local index, units = current, nowUnits
+      if part == 2 then index, units = leaseBucket, leaseUnits end
+      if units > 0 then
+        redis.call('HINCRBY', key, string.format('%d', index), units)
+        if counts[index] then
+          counts[index] = counts[index] + units
+        else
+          counts[index] = units
+          indexes[#indexes + 1] = index
+          table.sort(indexes)
+        end
+        total = total + units
+      end
+    end
     if fresh[w] then redis.call('HSET', key, 'bw', bucketMs) end
     -- Long enough for the newest bucket to stop counting; idle subjects then cost nothing.
-    redis.call('PEXPIRE', key, windowMs + bucketMs)
-    if counts[current] then
-      counts[current] = counts[current] + counted
-    else
-      counts[current] = counted
-      indexes[#indexes + 1] = current
-      table.sort(indexes)
-    end
-    total = total + counted
+    redis.call('PEXPIRE', key, windowMs + bucketMs + leaseAtMs - nowMs)
   end
 
   local resetMs = 0

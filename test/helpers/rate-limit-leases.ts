@@ -3,7 +3,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { MAX_LEASE_MS } from '../../src/ratelimit/rate-limit-leases.js';
-import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
+import { RedisRateLimiter, type RedisRateLimiterOptions } from '../../src/ratelimit/redis-rate-limiter.js';
 import { countedInRedis, scriptCallsInRedis } from './rate-limit-counts.js';
 import { startRedis, type TestRedis } from './redis.js';
 
@@ -15,8 +15,11 @@ export interface LeaseLimiterRedis {
   readonly redis: TestRedis;
   /** A connection of the test's own, for reading and writing Redis directly (set in beforeAll). */
   readonly admin: Redis;
-  /** A new limiter instance on its own connection; `commandTimeoutMs` overrides the fixture's. */
-  instance(commandTimeoutMs?: number): RedisRateLimiter;
+  /**
+   * A new limiter instance on its own connection; `commandTimeoutMs` overrides the fixture's,
+   * `options` sets the limiter's clock or turns lease renewal off.
+   */
+  instance(commandTimeoutMs?: number, options?: Pick<RedisRateLimiterOptions, 'now' | 'renewLeases'>): RedisRateLimiter;
   /** Script calls Redis has run so far. */
   scriptCalls(): Promise<number>;
   /** What Redis counts for a subject's window right now (sum of its buckets). */
@@ -45,6 +48,7 @@ export function useLeaseLimiterRedis(options: { prefix: string; commandTimeoutMs
   beforeAll(async () => {
     redis = await startRedis({ controllable: options.controllable ?? false });
     admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    admin.on('error', () => {});
   });
 
   afterEach(async () => {
@@ -67,9 +71,11 @@ export function useLeaseLimiterRedis(options: { prefix: string; commandTimeoutMs
     get admin() {
       return started(admin);
     },
-    instance(commandTimeoutMs = options.commandTimeoutMs) {
+    instance(commandTimeoutMs = options.commandTimeoutMs, limiterOptions = {}) {
       const client = new Redis(started(redis).url, { maxRetriesPerRequest: 1 });
-      const limiter = new RedisRateLimiter({ client, prefix, commandTimeoutMs, leases: true });
+      // Tests that stop Redis see the failures in the limiter's calls; the reconnect errors are noise.
+      client.on('error', () => {});
+      const limiter = new RedisRateLimiter({ client, prefix, commandTimeoutMs, leases: true, ...limiterOptions });
       opened.push({ client, limiter });
       return limiter;
     },

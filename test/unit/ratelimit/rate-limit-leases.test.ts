@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LeaseBook, MAX_LEASE_MS, MAX_LEASE_UNITS, type LeaseGrant } from '../../../src/ratelimit/rate-limit-leases.js';
+import { LeaseBook, MAX_LEASE_MS, MAX_LEASE_UNITS, RENEW_BEFORE_MS, type LeaseGrant } from '../../../src/ratelimit/rate-limit-leases.js';
 import type { RateWindow } from '../../../src/ratelimit/rate-limiter.js';
 
 const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 1_000, windowMs: 60_000 }, { name: 'day', limit: 50_000, windowMs: 86_400_000 }];
@@ -154,5 +154,75 @@ describe('LeaseBook beside a token budget', () => {
     expect(book.sweep(7 + 600).map((r) => [r.units, r.tokens])).toEqual([[2, 20]]);
     book.granted('t', BUDGETED, 0, tokenGrant(3, 9), true);
     expect(book.drain().map((r) => [r.subject, r.units, r.tokens])).toEqual([['t', 3, 9]]);
+  });
+});
+
+describe('LeaseBook renewal ahead (decision 0029)', () => {
+  it('marks a lease due once near its end, and renews it from its end (server time), sized by the pace', () => {
+    const book = new LeaseBook();
+    // Valid 600 ms from local 0: due from local 350 on.
+    book.granted('s', WINDOWS, 0, grant(1_000), true);
+    for (let t = 1; t <= 300; t += 1) expect(book.take('s', WINDOWS, t)).toBeDefined();
+    expect(book.hasDue).toBe(false);
+    expect(book.take('s', WINDOWS, 600 - RENEW_BEFORE_MS)).toBeDefined();
+    expect(book.takeDue()).toEqual(['s']);
+    // Once per lease.
+    expect(book.take('s', WINDOWS, 400)).toBeDefined();
+    expect(book.hasDue).toBe(false);
+    const renewal = book.renewal('s', 400);
+    // 302 units in 400 ms, for the 200 ms left and the 1 s bucket after.
+    expect(renewal).toMatchObject({ units: Math.ceil((302 / 400) * 1_200), tokens: 0, leaseFromMs: SERVER_NOW + 600 });
+    // On its way: no second one.
+    expect(book.renewal('s', 401)).toBeUndefined();
+  });
+
+  it('replaces the lease with the answer: the unused units of the old one go back to its bucket, those of the new one later to the bucket ahead', () => {
+    const book = new LeaseBook();
+    book.granted('s', WINDOWS, 0, grant(1_000), true);
+    for (let t = 1; t <= 400; t += 1) book.take('s', WINDOWS, t);
+    book.takeDue();
+    book.renewal('s', 400);
+    // The script counted it 200 ms ahead (at the old lease's end, in the next minute bucket).
+    const next = { ...grant(700, 1_200), serverNowMs: SERVER_NOW + 400, aheadMs: 200 };
+    const displaced = book.renewed('s', WINDOWS, 400, next);
+    expect(displaced).toMatchObject({ units: 600, buckets: [Math.floor(SERVER_NOW / 1_000), Math.floor(SERVER_NOW / 1_440_000)] });
+    // The new lease admits at once, until 400 + min(1_200, 200 + MAX_LEASE_MS).
+    expect(book.take('s', WINDOWS, 401)).toBeDefined();
+    expect(book.stateOf('s')).toMatchObject({ units: 699, granted: 700, expiresAtMs: 1_600, renewing: false });
+    const [refund] = book.drain();
+    expect(refund).toMatchObject({ units: 699, buckets: [Math.floor((SERVER_NOW + 600) / 1_000), Math.floor((SERVER_NOW + 600) / 1_440_000)] });
+  });
+
+  it('renews early when the units would not last to the end of the lease, asking for enough to reach it', () => {
+    const book = new LeaseBook();
+    book.granted('s', WINDOWS, 0, grant(100, 1_000), true);
+    // 80 units in 160 ms: 20 left, 840 ms to go at one per 2 ms.
+    for (let i = 1; i <= 80; i += 1) book.take('s', WINDOWS, 2 * i);
+    expect(book.takeDue()).toEqual(['s']);
+    expect(book.renewal('s', 160)).toMatchObject({ units: Math.ceil(1.5 * (80 / 160) * 840), leaseFromMs: 0 });
+  });
+
+  it('a renewal that fails or brings no units leaves the lease as it was, and it is not renewed again', () => {
+    for (const outcome of ['failed', 'empty'] as const) {
+      const book = new LeaseBook();
+      book.granted('s', WINDOWS, 0, grant(10, 1_000), true);
+      for (let t = 1; t <= 8; t += 1) book.take('s', WINDOWS, t);
+      expect(book.takeDue()).toEqual(['s']);
+      expect(book.renewal('s', 8)).toBeDefined();
+      if (outcome === 'failed') book.failed('s');
+      else expect(book.renewed('s', WINDOWS, 8, grant(0))).toBeUndefined();
+      expect(book.stateOf('s')).toMatchObject({ units: 2, granted: 10, requesting: false, renewing: true });
+      expect(book.take('s', WINDOWS, 9)).toBeDefined();
+      expect(book.take('s', WINDOWS, 10)).toBeDefined();
+      expect(book.take('s', WINDOWS, 11)).toBeUndefined();
+      expect(book.hasDue).toBe(false);
+    }
+  });
+
+  it('off: never marks a lease due', () => {
+    const book = new LeaseBook(false);
+    book.granted('s', WINDOWS, 0, grant(10, 1_000), true);
+    for (let t = 1; t <= 10; t += 1) book.take('s', WINDOWS, t * 99);
+    expect(book.hasDue).toBe(false);
   });
 });
