@@ -233,8 +233,10 @@ for w = 1, n do
       end
     end
     if fresh[w] then redis.call('HSET', key, 'bw', bucketMs) end
-    -- Long enough for the newest bucket to stop counting; idle subjects then cost nothing.
-    redis.call('PEXPIRE', key, windowMs + bucketMs + leaseAtMs - nowMs)
+    -- Until the newest counted bucket stops counting (idle subjects then cost nothing). Taken
+    -- from the newest bucket, not from now: a later call must not shorten the life of a
+    -- bucket a renewed lease was counted ahead in.
+    redis.call('PEXPIRE', key, (indexes[#indexes] + 1) * bucketMs + windowMs - nowMs)
   end
 
   local resetMs = 0

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RateLimitDecision, RateWindow } from '../../src/ratelimit/rate-limiter.js';
 import { RateLimitStoreError } from '../../src/ratelimit/rate-limit-store-error.js';
-import type { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
+import { rateLimitKey, type RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
 import { lcg } from '../helpers/lcg.js';
 import { leasesOver, useLeaseLimiterRedis } from '../helpers/rate-limit-leases.js';
 
@@ -15,6 +15,12 @@ const PREFIX = 'lease-renewal-test:';
 
 const leases = useLeaseLimiterRedis({ prefix: PREFIX, commandTimeoutMs: 2_000, controllable: true });
 const { instance, counted } = leases;
+
+/** Redis's clock in ms (the script counts in it, not in the limiter's). */
+async function redisNowMs(): Promise<number> {
+  const [seconds, micros] = await leases.admin.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
 
 const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 1_000_000, windowMs: 60_000 }];
 const nextTimer = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
@@ -72,6 +78,23 @@ describe('RedisRateLimiter lease renewal', () => {
     // Closing gives back what the last lease did not use: Redis counts exactly the admitted.
     await limiter.close();
     expect(await counted('account:steady', 'minute')).toBe(warm.admitted + run.admitted);
+  });
+
+  it('a later call never shortens the life of a bucket a lease was counted ahead in (the key lives until its newest bucket stops counting)', async () => {
+    await leases.earlyInBucket();
+    const key = rateLimitKey(PREFIX, 'account:ahead', 'minute');
+    const current = Math.floor((await redisNowMs()) / 1_000);
+    // What a renewal ahead leaves: units counted in the next 1 s bucket of the minute window.
+    await leases.admin.hset(key, 'bw', '1000', String(current + 1), '5');
+    // A first call of another instance counts now, and sets the key's TTL.
+    const decision = await instance().consume('account:ahead', WINDOWS);
+    expect(decision.allowed).toBe(true);
+    const ttlMs = await leases.admin.pttl(key);
+    const afterMs = await redisNowMs();
+    // Bucket current+1 counts until (current + 2) s + the window: the key must live that long.
+    // A TTL of window + bucket from now (the rule before) ends up to a bucket earlier.
+    expect(ttlMs).toBeGreaterThanOrEqual((current + 2) * 1_000 + 60_000 - afterMs - 1);
+    expect(await counted('account:ahead', 'minute')).toBe(6);
   });
 
   it('with renewal off, the same steady run waits for Redis at lease ends (the test above can fail)', async () => {
