@@ -14,7 +14,7 @@ import dc from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
 import { PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
-import './stage-timestamps.mjs';
+import { idOfUndiciRequest } from './stage-timestamps.mjs';
 
 // undici's own deferrals: the idle-socket check before a reused socket's next request, and
 // the resume a full loop turn after a response completes (pipelining 1).
@@ -56,15 +56,6 @@ new PerformanceObserver((list) => {
     gc.maxMs = Math.max(gc.maxMs, entry.duration);
   }
 }).observe({ entryTypes: ['gc'] });
-
-function idOfUndiciRequest(request) {
-  const headers = request.headers;
-  if (typeof headers === 'string') return /x-request-id: ([^\r\n]+)/i.exec(headers)?.[1];
-  if (Array.isArray(headers)) {
-    for (let i = 0; i < headers.length; i += 2) if (String(headers[i]).toLowerCase() === 'x-request-id') return String(headers[i + 1]);
-  }
-  return undefined;
-}
 
 dc.subscribe('undici:client:beforeConnect', () => {
   connects += 1;

@@ -8,7 +8,8 @@ import { writeFileSync } from 'node:fs';
 
 const rows = new Map();
 
-function idOfUndiciRequest(request) {
+/** The x-request-id of a request undici reports on its diagnostics channels (also hand-off-probe.mjs's). */
+export function idOfUndiciRequest(request) {
   const headers = request.headers;
   if (typeof headers === 'string') return /x-request-id: ([^\r\n]+)/i.exec(headers)?.[1];
   if (Array.isArray(headers)) {

@@ -3,20 +3,10 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { formatDurationMs, parseDurationMs } from '../../../src/config/duration.js';
 import { parseYamlWithEnv, MissingEnvironmentVariableError } from '../../../src/config/env-substitution.js';
-import { ConfigError, parseConfigText } from '../../../src/config/load-config.js';
+import { parseConfigText } from '../../../src/config/load-config.js';
+import { configProblems as problems, MINIMAL_CONFIG as MINIMAL } from '../../helpers/config-problems.js';
 import { adminTokenDigest } from '../../../src/config/schema.js';
 
-const MINIMAL = 'agents:\n  support:\n    upstream: http://127.0.0.1:8081/api/v1\n';
-
-function problems(text: string, env: NodeJS.ProcessEnv = {}): string[] {
-  try {
-    parseConfigText(text, 'test.yaml', env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected the config to be refused');
-}
 
 describe('durations', () => {
   it('parses every unit and refuses a bare number', () => {

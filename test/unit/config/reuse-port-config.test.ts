@@ -1,20 +1,10 @@
 // listen.reuse_port (several standalone instances on one port): the field, its default, env
 // substitution, and the config error where the platform or Node cannot do it.
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfigText } from '../../../src/config/load-config.js';
+import { parseConfigText } from '../../../src/config/load-config.js';
+import { configProblems as problems, MINIMAL_CONFIG as MINIMAL } from '../../helpers/config-problems.js';
 import { reusePortUnsupported } from '../../../src/config/reuse-port-support.js';
 
-const MINIMAL = 'agents:\n  support:\n    upstream: http://127.0.0.1:8081/api/v1\n';
-
-function problems(text: string, env: NodeJS.ProcessEnv = {}): string[] {
-  try {
-    parseConfigText(text, 'test.yaml', env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected the config to be refused');
-}
 
 const realPlatform = Object.getOwnPropertyDescriptor(process, 'platform')!;
 afterEach(() => {
