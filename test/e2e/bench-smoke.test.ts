@@ -3,12 +3,12 @@
 // speed is the bench's report, never a test's pass/fail on a shared machine). The peer
 // gateways (issue 26, bench/peers) either start and answer like the references, or are
 // skipped with the reason printed: one or the other, for each of them.
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runNodeScript } from '../helpers/run-node-script.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 interface BenchResult {
@@ -45,17 +45,7 @@ afterAll(async () => {
 });
 
 function runBench(args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bench/run.mjs', ...args], {
-      env: { ...process.env, REDIS_URL: redis.url },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, output }));
-  });
+  return runNodeScript('bench/run.mjs', args, { ...process.env, REDIS_URL: redis.url });
 }
 
 describe('npm run bench (smoke)', () => {

@@ -2,8 +2,8 @@
 // bare undici and the gateway and reports every stream's stages and the probe's counts. No
 // timing is asserted (speed is the tool's report, never a test's verdict on a shared machine):
 // only that the numbers are there, add up, and came from the process under test.
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runNodeScript } from '../helpers/run-node-script.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 interface ProbeSummary {
@@ -42,17 +42,7 @@ afterAll(async () => {
 });
 
 function runStages(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bench/stream-stages.mjs', ...args], {
-      env: { ...process.env, REDIS_URL: redis.url, STAGES_JSON: '1', STAGES_STREAMS: String(STREAMS), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, output }));
-  });
+  return runNodeScript('bench/stream-stages.mjs', args, { ...process.env, REDIS_URL: redis.url, STAGES_JSON: '1', STAGES_STREAMS: String(STREAMS), ...env });
 }
 
 function stagesLine(output: string): StagesLine {
