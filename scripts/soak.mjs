@@ -19,7 +19,8 @@ import { createServer, request as httpRequest } from 'node:http';
 import { connect, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, request, WebSocket } from 'undici';
+import { Agent, request } from 'undici';
+import { connectInspector, inspectorUrlIn } from './inspector-gc.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const CLI = join(ROOT, 'dist/cli/main.js');
@@ -215,37 +216,10 @@ async function startGatewayProcess(dir, runnerPort, redisUrl) {
     if (Date.now() > deadline) throw new Error(`gateway did not start:\n${output}`);
     await sleep(25);
   }
-  const inspectorUrl = /Debugger listening on (ws:\/\/\S+)/.exec(output)?.[1];
-  return { port, adminPort, child, exited, output: () => output, keys: { bulk, tight, okOnly }, collectGarbage: inspectorUrl ? await garbageCollector(inspectorUrl) : Object.assign(async () => {}, { close: () => {} }) };
-}
-
-/** A full GC in the gateway process, through the inspector protocol (HeapProfiler.collectGarbage). */
-async function garbageCollector(url) {
-  const socket = new WebSocket(url);
-  await new Promise((resolve, reject) => {
-    socket.addEventListener('open', resolve, { once: true });
-    socket.addEventListener('error', reject, { once: true });
-  });
-  const pending = new Map();
-  let next = 0;
-  socket.addEventListener('message', (event) => {
-    const message = JSON.parse(String(event.data));
-    pending.get(message.id)?.(message);
-    pending.delete(message.id);
-  });
-  const call = (method) =>
-    new Promise((resolve) => {
-      const id = ++next;
-      pending.set(id, resolve);
-      socket.send(JSON.stringify({ id, method }));
-    });
-  const collect = async () => {
-    if (socket.readyState !== WebSocket.OPEN) return;
-    await call('HeapProfiler.collectGarbage');
-  };
-  // A process with a debugger attached waits for it to disconnect before it exits.
-  collect.close = () => socket.close();
-  return collect;
+  const inspectorUrl = inspectorUrlIn(output);
+  const inspector = inspectorUrl ? await connectInspector(inspectorUrl) : undefined;
+  const collectGarbage = inspector ? Object.assign(() => inspector.collectGarbage(), { close: () => inspector.close() }) : Object.assign(async () => {}, { close: () => {} });
+  return { port, adminPort, child, exited, output: () => output, keys: { bulk, tight, okOnly }, collectGarbage };
 }
 
 function metric(text, name) {

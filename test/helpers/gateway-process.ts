@@ -36,6 +36,8 @@ export interface GatewayProcessOptions {
   fdLimit?: number;
   /** How long the child may take to print its listening line (default 20 s; module loading alone takes 5–10 s on a loaded shared machine). */
   startTimeoutMs?: number;
+  /** Node flags before the CLI's path (e.g. `--inspect=127.0.0.1:0` for a test that reads the process's retained memory). */
+  nodeArgs?: string[];
 }
 
 export async function startGatewayProcess(
@@ -57,7 +59,7 @@ export async function startGatewayProcess(
   };
   const configPath = join(dir, `${name}.yaml`);
   await writeFile(configPath, stringify(document));
-  const args = [CLI_PATH, 'serve', '--config', configPath];
+  const args = [...(options.nodeArgs ?? []), CLI_PATH, 'serve', '--config', configPath];
   const spawnOptions = { env: { ...process.env, REDIS_URL: '', PORT: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
   const child = options.fdLimit
     ? // exec keeps the pid: signals reach node, not bash.

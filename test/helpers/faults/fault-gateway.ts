@@ -3,6 +3,7 @@
 // process of its own. Optionally raises `ulimit -n` for the child (10,000 idle connections).
 import { startGatewayProcess, type GatewayProcess } from '../gateway-process.js';
 import { metricsText, metricValue } from '../metrics-text.js';
+import { connectInspector, inspectorUrlIn, type RetainedMemory } from '../../../scripts/inspector-gc.mjs';
 
 export interface ProcessSample {
   rssBytes: number;
@@ -19,6 +20,8 @@ export interface FaultGateway extends GatewayProcess {
   logLines(): Array<Record<string, unknown>>;
   /** RSS, heap, descriptors, handles and open streams, from the admin listener's /metrics. */
   sample(): Promise<ProcessSample>;
+  /** Heap and external memory after a full collection (only with `inspect`; scripts/inspector-gc.mjs says why). */
+  retained(): Promise<RetainedMemory>;
   alive(): boolean;
 }
 
@@ -32,11 +35,19 @@ export interface FaultGatewayOptions {
   port?: number;
   adminPort?: number;
   startTimeoutMs?: number;
+  /** Opens the child's V8 inspector on loopback, for retained(). */
+  inspect?: boolean;
 }
 
 export async function startFaultGateway(options: FaultGatewayOptions): Promise<FaultGateway> {
   const { dir, name, config } = options;
-  const base = await startGatewayProcess(dir, name, config, { LOG_FORMAT: 'json' }, { port: options.port, adminPort: options.adminPort, fdLimit: options.fdLimit, startTimeoutMs: options.startTimeoutMs });
+  const base = await startGatewayProcess(dir, name, config, { LOG_FORMAT: 'json' }, {
+    port: options.port,
+    adminPort: options.adminPort,
+    fdLimit: options.fdLimit,
+    startTimeoutMs: options.startTimeoutMs,
+    nodeArgs: options.inspect ? ['--inspect=127.0.0.1:0'] : [],
+  });
   const { child } = base;
   return {
     ...base,
@@ -54,6 +65,16 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
           }
         }),
     sample: () => sampleProcess(base.adminUrl),
+    retained: async () => {
+      const url = inspectorUrlIn(base.output());
+      if (url === undefined) throw new Error(`${name}: no inspector (start it with inspect: true)`);
+      const inspector = await connectInspector(url);
+      try {
+        return await inspector.collectGarbage();
+      } finally {
+        inspector.close();
+      }
+    },
     alive: () => child.exitCode === null && child.signalCode === null,
   };
 }
