@@ -388,8 +388,20 @@ describe('dashboard in Chromium', () => {
     }
     // Focus is visible: the focused control draws an outline.
     expect(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)).not.toBe('none');
+    // Where focus is the moment the dialog leaves the page: a MutationObserver's callback runs
+    // right after the removal, before any paint. Focus must be back on the opener by then, not
+    // on <body> until some later frame (that gap was real once: CI saw <body> here).
+    await page.evaluate(() => {
+      const dialogElement = document.querySelector('dialog')!;
+      new MutationObserver((_, observer) => {
+        if (dialogElement.isConnected) return;
+        observer.disconnect();
+        document.body.dataset.focusAtDialogRemoval = document.activeElement?.textContent ?? '';
+      }).observe(document.body, { childList: true, subtree: true });
+    });
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
+    expect(await page.evaluate(() => document.body.dataset.focusAtDialogRemoval)).toBe('Create key');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Create key');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.close();

@@ -2,14 +2,20 @@
 // inert and gives Esc; Tab and Shift+Tab also wrap inside the dialog so focus never drops
 // to the browser's own controls, and focus returns to what opened the dialog on close.
 import type { ComponentChildren } from 'preact';
-import { useEffect, useId, useRef } from 'preact/hooks';
+import { useId, useLayoutEffect, useRef } from 'preact/hooks';
 
 const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
 export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
-  useEffect(() => {
+  // A layout effect, not useEffect: Preact 11 runs an unmounted component's useEffect cleanup
+  // after the next paint, when the <dialog> has already left the document. Removing the open
+  // dialog drops focus to <body>, and it came back to the opener only a frame or more later
+  // (longer on a busy machine). The layout cleanup runs during the unmount, while the
+  // dialog is still in the document: close() and the opener's focus() happen before it goes.
+  // On open, it also takes the opener while it surely still has focus, before any paint.
+  useLayoutEffect(() => {
     const dialog = ref.current!;
     const opener = document.activeElement as HTMLElement | null;
     dialog.showModal();
