@@ -5,7 +5,11 @@
 //   as sent, and a runner that keeps the first would act on a value that was never validated.
 // No reviver and no second parse. How the cost was kept down, and measured, is decision
 // docs/decisions/0017-hostile-json-checked-around-parse.md.
-import { GatewayError } from '../errors.js';
+// A parsed key holding a backslash sends the text to an exact reader instead: V8's JSON.parse
+// in Node 24 and 26 can misread an escaped key as such a key (nodejs/node#63785,
+// src/http/exact-json-reader.ts, decision docs/decisions/0032-v8-escaped-key-bug.md).
+import { readJsonExactly } from './exact-json-reader.js';
+import { repeatedKey, tooDeep } from './json-refusals.js';
 
 /**
  * Up to this many UTF-16 units a body is parsed first and its depth read from the parsed
@@ -29,8 +33,16 @@ export function parseGuardedJson(text: string, maxDepth: number): unknown {
   const value: unknown = JSON.parse(text);
   if (typeof value !== 'object' || value === null) return value;
   deepest = 0;
+  // Only an escaped key can be misread, and a text without a backslash has none: the common
+  // body skips the per-key check (decision 0032).
+  keysMayBeMisread = text.indexOf('\\') !== -1;
+  backslashInKey = false;
   const keys = countKeys(value, 1);
   if (deepest > maxDepth) throw tooDeep(maxDepth);
+  // JSON.parse's keys may not be the text's: only the exact reader can say what the value is
+  // and whether a key repeats. (A merge by a misread key can only hide nesting, never add
+  // any, so the depth refusal above stands.)
+  if (backslashInKey) return readJsonExactly(text, maxDepth);
   // Every member has a colon outside strings: as many colons in the whole text as parsed
   // keys means no key was merged. (Counting stops one past the keys.) Otherwise a colon may
   // sit inside a string: the scan counts members exactly.
@@ -88,8 +100,15 @@ function colonsUpTo(text: string, limit: number): number {
 
 /** The deepest nesting countKeys met (module state: the walk is synchronous, and this spares an object per request). */
 let deepest = 0;
+/** Whether countKeys looks for keys holding a backslash: only when the text has a backslash. */
+let keysMayBeMisread = false;
+/** Whether countKeys met a key holding a backslash: the only kind of key V8's bug can give in place of the text's. */
+let backslashInKey = false;
 
-/** Keys of every object in `value` (an object or array at nesting `depth`); notes the deepest nesting in `deepest`. */
+/**
+ * Keys of every object in `value` (an object or array at nesting `depth`); notes the deepest
+ * nesting in `deepest` and, when `keysMayBeMisread`, a key with a backslash in `backslashInKey`.
+ */
 function countKeys(value: object, depth: number): number {
   if (depth > deepest) deepest = depth;
   let keys = 0;
@@ -103,16 +122,9 @@ function countKeys(value: object, depth: number): number {
   const record = value as Record<string, unknown>;
   for (const key in record) {
     keys++;
+    if (keysMayBeMisread && key.includes('\\')) backslashInKey = true;
     const item = record[key];
     if (typeof item === 'object' && item !== null) keys += countKeys(item, depth + 1);
   }
   return keys;
-}
-
-function tooDeep(maxDepth: number): GatewayError {
-  return new GatewayError('invalid_json', { message: `The request body nests objects and arrays more than ${maxDepth} levels deep.` });
-}
-
-function repeatedKey(): GatewayError {
-  return new GatewayError('invalid_json', { message: 'The request body repeats a key within one JSON object; send each key once.' });
 }
