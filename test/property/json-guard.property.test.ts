@@ -7,10 +7,9 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/errors.js';
 import { PARSE_FIRST_MAX_CHARS } from '../../src/http/json-guard.js';
-import { parseJsonBody } from '../../src/http/validate-chat-request.js';
 import { escapedKeyPoison } from '../helpers/escaped-key-poison.js';
+import { jsonBodyOutcome } from '../helpers/json-body-outcome.js';
 import { referenceJsonShape } from '../helpers/reference-json-shape.js';
 
 /** A key written as JSON text, each character plain or escaped (\u or, where JSON has one, the short escape), so equal keys can look different. */
@@ -45,16 +44,6 @@ const deepText = fc.tuple(fc.integer({ min: 1, max: 80 }), fc.array(fc.boolean()
   return text;
 });
 
-function outcome(text: string, maxJsonDepth: number): { value: unknown } | string {
-  try {
-    return { value: parseJsonBody(Buffer.from(text), { maxJsonDepth }) };
-  } catch (error) {
-    if (!(error instanceof GatewayError)) throw error;
-    expect(error.type).toBe('invalid_json');
-    return error.message;
-  }
-}
-
 describe('parseJsonBody: depth and repeated keys (property)', () => {
   it('refuses exactly the texts that nest too deep or repeat a key, and parses the rest to the text\'s value', () => {
     fc.assert(
@@ -64,7 +53,7 @@ describe('parseJsonBody: depth and repeated keys (property)', () => {
         const shape = referenceJsonShape(text);
         const poison = escapedKeyPoison(shape.objectKeyTexts, poisonChoice);
         if (poison !== undefined) JSON.parse(poison);
-        const got = outcome(text, maxJsonDepth);
+        const got = jsonBodyOutcome(text, maxJsonDepth);
         if (shape.depth > maxJsonDepth) expect(got).toBe(`The request body nests objects and arrays more than ${maxJsonDepth} levels deep.`);
         else if (shape.duplicateKey) expect(got).toBe('The request body repeats a key within one JSON object; send each key once.');
         else {
@@ -85,17 +74,17 @@ describe('parseJsonBody: depth and repeated keys (property)', () => {
       '{"message":"a","context":{"user_id":"u","user_id":"v"}}',
       '{"message":"a","__proto__":1,"__proto__":2}',
     ]) {
-      expect(outcome(text, 64), text).toBe('The request body repeats a key within one JSON object; send each key once.');
+      expect(jsonBodyOutcome(text, 64), text).toBe('The request body repeats a key within one JSON object; send each key once.');
     }
     for (const text of ['['.repeat(500_000) + ']'.repeat(500_000), '{"a":'.repeat(100_000), '['.repeat(1_000_000)]) {
-      expect(outcome(text, 64)).toBe('The request body nests objects and arrays more than 64 levels deep.');
+      expect(jsonBodyOutcome(text, 64)).toBe('The request body nests objects and arrays more than 64 levels deep.');
     }
     // Brackets and colons inside strings are text, not structure, short or long.
     for (const n of [10, 1_000]) {
-      expect(outcome(`{"message":"${'[{:'.repeat(n)}","a\\"[":1,"b":"\\\\"}`, 2)).toEqual({ value: { message: '[{:'.repeat(n), 'a"[': 1, b: '\\' } });
-      expect(outcome(`{"message":"${':'.repeat(n)}","a":1,"a":2}`, 2)).toBe('The request body repeats a key within one JSON object; send each key once.');
+      expect(jsonBodyOutcome(`{"message":"${'[{:'.repeat(n)}","a\\"[":1,"b":"\\\\"}`, 2)).toEqual({ value: { message: '[{:'.repeat(n), 'a"[': 1, b: '\\' } });
+      expect(jsonBodyOutcome(`{"message":"${':'.repeat(n)}","a":1,"a":2}`, 2)).toBe('The request body repeats a key within one JSON object; send each key once.');
     }
     // The same key in different objects is not a repeat.
-    expect(outcome('{"a":{"a":1},"b":[{"a":1},{"a":2}]}', 64)).toEqual({ value: { a: { a: 1 }, b: [{ a: 1 }, { a: 2 }] } });
+    expect(jsonBodyOutcome('{"a":{"a":1},"b":[{"a":1},{"a":2}]}', 64)).toEqual({ value: { a: { a: 1 }, b: [{ a: 1 }, { a: 2 }] } });
   });
 });

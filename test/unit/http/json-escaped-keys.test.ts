@@ -7,23 +7,11 @@
 // reader itself to JSON.parse's value and refusals).
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../../src/errors.js';
+import { jsonBodyOutcome } from '../../helpers/json-body-outcome.js';
 import { PARSE_FIRST_MAX_CHARS } from '../../../src/http/json-guard.js';
-import { parseJsonBody } from '../../../src/http/validate-chat-request.js';
 
 const REPEATED = 'The request body repeats a key within one JSON object; send each key once.';
 const tooDeep = (max: number): string => `The request body nests objects and arrays more than ${max} levels deep.`;
-
-/** The parsed value, or the invalid_json message. */
-function outcome(text: string, maxJsonDepth = 64): { value: unknown } | string {
-  try {
-    return { value: parseJsonBody(Buffer.from(text), { maxJsonDepth }) };
-  } catch (error) {
-    if (!(error instanceof GatewayError)) throw error;
-    expect(error.type).toBe('invalid_json');
-    return error.message;
-  }
-}
 
 /** The text short (parsed first) and padded past PARSE_FIRST_MAX_CHARS (scanned first). */
 const bothPaths = (text: string): string[] => [text, `${' '.repeat(PARSE_FIRST_MAX_CHARS)}${text}\n`];
@@ -37,21 +25,21 @@ describe('parseJsonBody after a JSON.parse made a key with a backslash (nodejs/n
   it('refuses a one-character key repeated through an escape: {",":1,"\\u002c":1}', () => {
     for (const text of bothPaths('{",":1,"\\u002c":1}')) {
       poison(',', '\\');
-      expect(outcome(text)).toBe(REPEATED);
+      expect(jsonBodyOutcome(text)).toBe(REPEATED);
     }
   });
 
   it('refuses a longer key repeated through an escape: {"m":1,"ab":1,"a\\u0062":2}', () => {
     for (const text of bothPaths('{"m":1,"ab":1,"a\\u0062":2}')) {
       poison('m', 'ab', 'a\\');
-      expect(outcome(text)).toBe(REPEATED);
+      expect(jsonBodyOutcome(text)).toBe(REPEATED);
     }
   });
 
   it('does not refuse {"g":1,"\\n":1,"\\\\":1}, whose keys differ, and gives keys "g", "\\n" and "\\\\"', () => {
     for (const text of bothPaths('{"g":1,"\\n":1,"\\\\":1}')) {
       poison('g', '\\', '\\\\');
-      const got = outcome(text);
+      const got = jsonBodyOutcome(text);
       expect(got).toStrictEqual({ value: { g: 1, '\n': 1, '\\': 1 } });
       expect(Object.keys((got as { value: object }).value)).toEqual(['g', '\n', '\\']);
     }
@@ -68,18 +56,18 @@ describe('parseJsonBody after a JSON.parse made a key with a backslash (nodejs/n
     for (const [keys, text, value] of cases) {
       for (const padded of bothPaths(text)) {
         poison(...keys);
-        expect(outcome(padded), text).toStrictEqual({ value });
+        expect(jsonBodyOutcome(padded), text).toStrictEqual({ value });
       }
     }
     // A nested object: the poison's key sits one level down.
     JSON.parse('{"x":{"\\\\":0}}');
-    expect(outcome('{"x":{"\\t":1}}')).toStrictEqual({ value: { x: { '\t': 1 } } });
+    expect(jsonBodyOutcome('{"x":{"\\t":1}}')).toStrictEqual({ value: { x: { '\t': 1 } } });
   });
 
   it('the exact reader makes "__proto__" an own key and gives JSON.parse\'s value, with Object.prototype', () => {
     const text = '{"\\\\":1,"__proto__":{"polluted":true},"toString":2,"constructor":[],"n":[-0,1e400,0.1,-2.5E-3,9007199254740993],"s":"a\\"b\\u00e9\\/","t":[true,false,null,{}],"2":"x","1":"y"}';
     for (const padded of bothPaths(text)) {
-      const got = outcome(padded) as { value: Record<string, unknown> };
+      const got = jsonBodyOutcome(padded) as { value: Record<string, unknown> };
       // Hand-built: what JSON.parse gives without the bug (the key order integer keys first, as for any object).
       const expected: Record<string, unknown> = { '\\': 1 };
       Object.defineProperty(expected, '__proto__', { value: { polluted: true }, writable: true, enumerable: true, configurable: true });
@@ -93,23 +81,23 @@ describe('parseJsonBody after a JSON.parse made a key with a backslash (nodejs/n
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
       expect(Object.getPrototypeOf((got.value.t as object[])[3])).toBe(Object.prototype);
     }
-    for (const padded of bothPaths('{"\\\\":1,"__proto__":1,"__proto__":2}')) expect(outcome(padded)).toBe(REPEATED);
-    for (const padded of bothPaths('{"\\\\":1,"a":{"b":1,"\\u0062":2}}')) expect(outcome(padded)).toBe(REPEATED);
+    for (const padded of bothPaths('{"\\\\":1,"__proto__":1,"__proto__":2}')) expect(jsonBodyOutcome(padded)).toBe(REPEATED);
+    for (const padded of bothPaths('{"\\\\":1,"a":{"b":1,"\\u0062":2}}')) expect(jsonBodyOutcome(padded)).toBe(REPEATED);
   });
 
   it('the exact reader refuses too deep a nesting first, also nesting that a misread key merged away', () => {
     // { and [[[ : four levels.
     for (const padded of bothPaths('{"\\\\":[[[1]]]}')) {
-      expect(outcome(padded, 3)).toBe(tooDeep(3));
-      expect(outcome(padded, 4)).toStrictEqual({ value: { '\\': [[[1]]] } });
+      expect(jsonBodyOutcome(padded, 3)).toBe(tooDeep(3));
+      expect(jsonBodyOutcome(padded, 4)).toStrictEqual({ value: { '\\': [[[1]]] } });
     }
     // A repeated key before the deep part: too deep is still the answer, as without a backslash key.
-    for (const padded of bothPaths('{"\\\\":1,"a":1,"a":2,"d":[[[[1]]]]}')) expect(outcome(padded, 3)).toBe(tooDeep(3));
+    for (const padded of bothPaths('{"\\\\":1,"a":1,"a":2,"d":[[[[1]]]]}')) expect(jsonBodyOutcome(padded, 3)).toBe(tooDeep(3));
     // JSON.parse merges "\n" (misread as "\") with the real "\" and drops the deep value: the
     // answer must come from the text.
     for (const padded of bothPaths('{"g":1,"\\n":[[[[1]]]],"\\\\":1}')) {
       poison('g', '\\', '\\\\');
-      expect(outcome(padded, 3)).toBe(tooDeep(3));
+      expect(jsonBodyOutcome(padded, 3)).toBe(tooDeep(3));
     }
   });
 });
