@@ -5,10 +5,11 @@
 // creates a key and reads it off the page, calls the public route with it, re-scopes,
 // rotates and revokes it and sees the route follow each change, finds a known number of
 // requests on the Usage page, and looks at the agents; a viewer gets no write controls and a
-// forced write is refused. Every request the page makes stays on the gateway's origin, the
-// CSP header is the strict one and no CSP violation is reported; a write without the CSRF
-// token is refused. Every page and dialog photographed also has its text checked for AA
-// contrast. Screenshots of each page go to var/test-artifacts/dashboard/.
+// forced write is refused; keyboard focus around the key dialogs never drops to <body>.
+// Every request the page makes stays on the gateway's origin, the CSP header is the strict
+// one and no CSP violation is reported; a write without the CSRF token is refused. Every
+// page and dialog photographed also has its text checked for AA contrast. Screenshots of
+// each page go to var/test-artifacts/dashboard/.
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -111,6 +112,54 @@ function row(page: Page, keyId: string) {
   return page.locator(`tr[data-key-id="${keyId}"]`);
 }
 
+/**
+ * What has keyboard focus, in words: "body" when it was lost, "row <key id>" for a key's
+ * row, else the element's tag and name ("button Copy", "h1 API Keys", "input name").
+ */
+async function focused(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const el = document.activeElement;
+    if (!el || el === document.body) return 'body';
+    if (el.matches('tr[data-key-id]')) return `row ${el.getAttribute('data-key-id')}`;
+    return `${el.tagName.toLowerCase()} ${el.getAttribute('aria-label') ?? el.getAttribute('name') ?? el.textContent?.trim()}`;
+  });
+}
+
+/**
+ * Lets Chromium run its rendering steps (two frames, then a task): it moves focus off a
+ * control that became disabled there, not at once. Focus is checked after this, not raced.
+ */
+async function afterRendering(page: Page): Promise<void> {
+  await page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(resolve, 0)))));
+}
+
+/**
+ * Lets the test hold the page's next request to a URL matching `glob` (holdNext), for as
+ * long as it needs a busy state on screen. One route for the page's life: routing on and
+ * off between steps switches Chromium's request interception on and off each time.
+ */
+async function requestGate(page: Page, glob: string): Promise<{ holdNext(): { received: Promise<void>; release(): void } }> {
+  let next: { arrived(): void; released: Promise<void> } | undefined;
+  await page.route(glob, async (route) => {
+    const hold = next;
+    next = undefined;
+    if (hold) {
+      hold.arrived();
+      await hold.released;
+    }
+    await route.continue();
+  });
+  return {
+    holdNext() {
+      let arrived!: () => void;
+      let release!: () => void;
+      const received = new Promise<void>((resolve) => (arrived = resolve));
+      next = { arrived, released: new Promise<void>((resolve) => (release = resolve)) };
+      return { received, release };
+    },
+  };
+}
+
 /** Every form control has a label (or aria-label), every button a name. */
 async function unlabelledControls(page: Page): Promise<string[]> {
   return page.evaluate(() => {
@@ -153,11 +202,16 @@ describe('dashboard in Chromium', () => {
     await dialog.getByRole('button', { name: 'Create key' }).click();
     const created = page.getByRole('dialog', { name: 'Key created' });
     await created.getByText('You will not see it again.').waitFor();
+    // The form (and the focused submit button) gave way to the raw key in the same dialog:
+    // focus is on Copy, not lost to <body> while the modal is open.
+    expect(await focused(page)).toBe('button Copy');
     const rawKey = await created.getByTestId('raw-key').inputValue();
     expect(rawKey).toMatch(/^ha_[0-9A-Za-z]{38}$/);
     await shot(page, 'key-created');
     expect(await lowContrastText(page)).toEqual([]);
     await created.getByRole('button', { name: 'I have copied it' }).click();
+    await created.waitFor({ state: 'detached' });
+    expect(await focused(page)).toBe('button Create key');
     const keyId = (await page.locator('tr[data-key-id]').first().getAttribute('data-key-id'))!;
     await expect.poll(() => row(page, keyId).textContent()).toContain('acme production');
     expect(await row(page, keyId).textContent()).toContain('active');
@@ -173,6 +227,8 @@ describe('dashboard in Chromium', () => {
     await edit.getByRole('checkbox', { name: 'sales' }).check();
     await edit.getByRole('button', { name: 'Save changes' }).click();
     await expect.poll(() => row(page, keyId).locator('td').nth(3).textContent()).toBe('sales');
+    await edit.waitFor({ state: 'detached' });
+    expect(await focused(page)).toBe(`button Edit ${keyId}`);
     await expectChatStatus(rawKey, 'sales', 200);
     await expectChatStatus(rawKey, 'support', 401);
 
@@ -185,7 +241,11 @@ describe('dashboard in Chromium', () => {
     const newKey = await rotated.getByTestId('raw-key').inputValue();
     expect(newKey).toMatch(/^ha_[0-9A-Za-z]{38}$/);
     expect(newKey).not.toBe(rawKey);
+    expect(await focused(page)).toBe('button Copy');
     await rotated.getByRole('button', { name: 'I have copied it' }).click();
+    // The old key is rotated (it expires), not revoked: its row keeps its buttons.
+    await rotated.waitFor({ state: 'detached' });
+    expect(await focused(page)).toBe(`button Rotate ${keyId}`);
     await expectChatStatus(newKey, 'sales', 200);
     await expectChatStatus(rawKey, 'sales', 401);
     const newKeyId = (await page.locator('tr[data-key-id]').evaluateAll((rows, old) => rows.map((r) => r.getAttribute('data-key-id')).find((id) => id !== old), keyId))!;
@@ -199,6 +259,10 @@ describe('dashboard in Chromium', () => {
     expect(await lowContrastText(page)).toEqual([]);
     await confirm.getByRole('button', { name: 'Revoke key' }).click();
     await expect.poll(() => row(page, newKeyId).textContent()).toContain('revoked');
+    // The Revoke button that opened the dialog is gone with the row's other buttons: focus is
+    // on the key's row, which now says "revoked".
+    await confirm.waitFor({ state: 'detached' });
+    expect(await focused(page)).toBe(`row ${newKeyId}`);
     await expectChatStatus(newKey, 'sales', 401);
     const refused = (await (await chat(newKey, 'sales')).json()) as { error: { type: string } };
     expect(refused.error.type).toBe('revoked_api_key');
@@ -404,6 +468,77 @@ describe('dashboard in Chromium', () => {
     expect(await page.evaluate(() => document.body.dataset.focusAtDialogRemoval)).toBe('Create key');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Create key');
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.close();
+  }, 60_000);
+
+  it('focus never drops to <body>: a busy button keeps it; when the opener is gone, the key\'s row or the heading takes it', async () => {
+    // Two fresh keys of their own account, listed by that account.
+    const ids: string[] = [];
+    for (const name of ['focus one', 'focus two']) {
+      const made = await fetch(`${gateway.adminUrl}/admin/v1/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ account: 'focus', plan: 'starter', agents: ['support'], name }),
+      });
+      ids.push(((await made.json()) as { key_id: string }).key_id);
+    }
+    const [first, second] = ids as [string, string];
+    const page = await newPage();
+    const writes = await requestGate(page, '**/admin/v1/keys/**');
+    await signIn(page, ADMIN_TOKEN);
+    await page.getByLabel('Account').fill('focus');
+    await expect.poll(() => page.locator('tr[data-key-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key-id')).sort())).toEqual([...ids].sort());
+
+    // Edit, saved from its submit button while the server is held: "Saving…" keeps focus.
+    await row(page, second).getByRole('button', { name: `Edit ${second}` }).focus();
+    await page.keyboard.press('Enter');
+    const edit = page.getByRole('dialog', { name: /^Edit/ });
+    expect(await focused(page)).toBe('input name');
+    await page.keyboard.type(' renamed');
+    await edit.getByRole('button', { name: 'Save changes' }).focus();
+    const heldEdit = writes.holdNext();
+    await page.keyboard.press('Enter');
+    await heldEdit.received;
+    await edit.getByRole('button', { name: 'Saving…' }).waitFor();
+    await afterRendering(page);
+    expect(await focused(page)).toBe('button Saving…');
+    heldEdit.release();
+    await edit.waitFor({ state: 'detached' });
+    expect(await row(page, second).textContent()).toContain('focus two renamed');
+    expect(await focused(page)).toBe(`button Edit ${second}`);
+
+    const confirm = page.getByRole('dialog', { name: /^Revoke/ });
+    /** Revoke from the keyboard: Enter on the row's Revoke button, Tab from Cancel, Enter. */
+    const revoke = async (keyId: string) => {
+      await row(page, keyId).getByRole('button', { name: `Revoke ${keyId}` }).focus();
+      await page.keyboard.press('Enter');
+      await confirm.waitFor();
+      expect(await focused(page)).toBe('button Cancel');
+      await page.keyboard.press('Tab');
+      expect(await focused(page)).toBe('button Revoke key');
+      const held = writes.holdNext();
+      await page.keyboard.press('Enter');
+      await held.received;
+      await confirm.getByRole('button', { name: 'Revoking…' }).waitFor();
+      await afterRendering(page);
+      expect(await focused(page)).toBe('button Revoking…');
+      held.release();
+      await confirm.waitFor({ state: 'detached' });
+    };
+    // The dialog closes once the table shows the key revoked, with no buttons in its row.
+    await revoke(first);
+    expect(await row(page, first).textContent()).toContain('revoked');
+    expect(await focused(page)).toBe(`row ${first}`);
+    // The row shows that focus is there.
+    expect(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)).not.toBe('none');
+    // Only active keys listed: revoking the second key takes its row off the list.
+    await page.getByLabel('Status').selectOption('active');
+    await row(page, first).waitFor({ state: 'detached' });
+    await revoke(second);
+    await row(page, second).waitFor({ state: 'detached' });
+    expect(await focused(page)).toBe('h1 API Keys');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Admin token').waitFor();
     await page.close();
   }, 60_000);
 });

@@ -7,21 +7,29 @@ export interface Async<T> {
   data: T | undefined;
   error: Error | undefined;
   loading: boolean;
-  reload: () => void;
+  /**
+   * Loads again; settles once the state holds this answer (or error) or a newer one's: a
+   * dialog awaits it to close only when the table shows its change. Never rejects.
+   */
+  reload: () => Promise<void>;
 }
 
 export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): Async<T> {
   const [state, setState] = useState<{ data: T | undefined; error: Error | undefined; loading: boolean }>({ data: undefined, error: undefined, loading: true });
   const generation = useRef(0);
+  const latest = useRef<Promise<void>>(Promise.resolve());
   const run = useCallback(() => {
     const mine = ++generation.current;
     setState((s) => ({ ...s, loading: true, error: undefined }));
-    load().then(
-      (data) => mine === generation.current && setState({ data, error: undefined, loading: false }),
-      (error: Error) => mine === generation.current && setState((s) => ({ data: s.data, error, loading: false })),
+    // A newer load (a filter changed meanwhile) drops this answer: wait for that one instead.
+    const settled: Promise<void> = load().then(
+      (data) => (mine === generation.current ? setState({ data, error: undefined, loading: false }) : latest.current),
+      (error: Error) => (mine === generation.current ? setState((s) => ({ data: s.data, error, loading: false })) : latest.current),
     );
+    latest.current = settled;
+    return settled;
   }, deps);
-  useEffect(run, [run]);
+  useEffect(() => void run(), [run]);
   return { ...state, reload: run };
 }
 

@@ -21,13 +21,18 @@ export function ChoiceField(props: { label: string; name: string; choices: reado
   );
 }
 
+/**
+ * Busy, the submit button is aria-disabled, not disabled: it keeps focus (Chromium moves focus
+ * off a disabled button to <body>, in the middle of an open dialog), and the form's submit
+ * handler ignores it while busy.
+ */
 export function DialogActions(props: { onCancel: () => void; busy: boolean; disabled?: boolean; label: string; busyLabel: string }) {
   return (
     <div class="dialog-actions">
       <button type="button" class="button" onClick={props.onCancel}>
         Cancel
       </button>
-      <button type="submit" class="button button-primary" disabled={props.busy || props.disabled === true}>
+      <button type="submit" class="button button-primary" disabled={props.disabled === true} aria-disabled={props.busy}>
         {props.busy ? props.busyLabel : props.label}
       </button>
     </div>

@@ -1,6 +1,6 @@
 // The raw key, shown once after create or rotate, with a copy button. The gateway keeps only
 // its hash, so this is the one chance to copy it; the text says so plainly.
-import { useRef, useState } from 'preact/hooks';
+import { useId, useRef, useState } from 'preact/hooks';
 
 async function copyText(text: string, fallback: HTMLInputElement | null): Promise<boolean> {
   try {
@@ -16,16 +16,21 @@ async function copyText(text: string, fallback: HTMLInputElement | null): Promis
 export function RawKey(props: { rawKey: string; keyId: string; onDone: () => void }) {
   const [copied, setCopied] = useState<boolean | undefined>(undefined);
   const input = useRef<HTMLInputElement>(null);
+  const warningId = useId();
   return (
     <div class="raw-key">
-      <p class="warning" role="note">
+      <p id={warningId} class="warning" role="note">
         <strong>Copy this key now. You will not see it again.</strong> The gateway stores only its hash; if it is lost, rotate the key.
       </p>
       <label class="field">
         <span>API key ({props.keyId})</span>
         <div class="copy-row">
           <input ref={input} class="mono" type="text" readOnly value={props.rawKey} data-testid="raw-key" onFocus={(e) => (e.currentTarget as HTMLInputElement).select()} />
-          <button type="button" class="button" onClick={async () => setCopied(await copyText(props.rawKey, input.current))}>
+          {/* Focus starts on Copy (the dialog's [autofocus]): following the APG dialog pattern,
+              on the least destructive action, and the one this view exists for: "I have
+              copied it" ends the only chance to see the key. It is described by the warning,
+              so a screen reader says it along with the button. */}
+          <button type="button" class="button" autoFocus aria-describedby={warningId} onClick={async () => setCopied(await copyText(props.rawKey, input.current))}>
             Copy
           </button>
         </div>

@@ -11,14 +11,28 @@ function label(key: Key): string {
   return key.name ? `“${key.name}”` : key.key_id;
 }
 
-export function RevokeDialog(props: { keyRecord: Key; onClose: () => void; onDone: () => void }) {
+/**
+ * What the page gives a key's dialogs: the table's reload (it settles once the table shows
+ * the change), and where focus goes if the button that opened the dialog has left the page.
+ */
+export interface KeyDialogProps {
+  keyRecord: Key;
+  onClose: () => void;
+  onDone: () => Promise<void>;
+  fallbackFocus: () => HTMLElement | null;
+}
+
+export function RevokeDialog(props: KeyDialogProps) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error | undefined>(undefined);
   const revoke = async () => {
+    if (busy) return;
     setBusy(true);
     try {
       await api.post<Key>(`/admin/v1/keys/${encodeURIComponent(props.keyRecord.key_id)}/revoke`);
-      props.onDone();
+      // Closed once the table shows the key revoked: its Revoke button is gone by then, so
+      // the dialog knows to give focus to the fallback (the row) rather than to <body> later.
+      await props.onDone();
       props.onClose();
     } catch (failure) {
       setError(failure as Error);
@@ -26,7 +40,7 @@ export function RevokeDialog(props: { keyRecord: Key; onClose: () => void; onDon
     }
   };
   return (
-    <Dialog title={`Revoke ${label(props.keyRecord)}?`} onClose={props.onClose}>
+    <Dialog title={`Revoke ${label(props.keyRecord)}?`} onClose={props.onClose} fallbackFocus={props.fallbackFocus}>
       <p>
         Calls with <code>{props.keyRecord.key_id}</code> (account <strong>{props.keyRecord.account}</strong>) will be refused by every gateway within a second. This cannot be undone.
       </p>
@@ -35,7 +49,8 @@ export function RevokeDialog(props: { keyRecord: Key; onClose: () => void; onDon
         <button type="button" class="button" autoFocus onClick={props.onClose}>
           Cancel
         </button>
-        <button type="button" class="button button-danger" disabled={busy} onClick={revoke}>
+        {/* aria-disabled while busy, so it keeps focus (as DialogActions' submit button). */}
+        <button type="button" class="button button-danger" aria-disabled={busy} onClick={revoke}>
           {busy ? 'Revoking…' : 'Revoke key'}
         </button>
       </div>
@@ -50,17 +65,20 @@ const GRACE_CHOICES = [
   { value: '7d', label: '7 days' },
 ];
 
-export function RotateDialog(props: { keyRecord: Key; onClose: () => void; onDone: () => void }) {
+export function RotateDialog(props: KeyDialogProps) {
   const [grace, setGrace] = useState('24h');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error | undefined>(undefined);
   const [rotated, setRotated] = useState<KeyWithSecret | undefined>(undefined);
   const rotate = async (event: Event) => {
     event.preventDefault();
+    if (busy) return;
     setBusy(true);
     try {
-      setRotated(await api.post<KeyWithSecret>(`/admin/v1/keys/${encodeURIComponent(props.keyRecord.key_id)}/rotate`, { grace }));
-      props.onDone();
+      const key = await api.post<KeyWithSecret>(`/admin/v1/keys/${encodeURIComponent(props.keyRecord.key_id)}/rotate`, { grace });
+      // The table first (as for revoke): the old key may leave a filtered list ("active").
+      await props.onDone();
+      setRotated(key);
     } catch (failure) {
       setError(failure as Error);
       setBusy(false);
@@ -68,13 +86,13 @@ export function RotateDialog(props: { keyRecord: Key; onClose: () => void; onDon
   };
   if (rotated) {
     return (
-      <Dialog title="Key rotated" onClose={props.onClose}>
+      <Dialog title="Key rotated" onClose={props.onClose} fallbackFocus={props.fallbackFocus}>
         <RawKey rawKey={rotated.key} keyId={rotated.key_id} onDone={props.onClose} />
       </Dialog>
     );
   }
   return (
-    <Dialog title={`Rotate ${label(props.keyRecord)}?`} onClose={props.onClose}>
+    <Dialog title={`Rotate ${label(props.keyRecord)}?`} onClose={props.onClose} fallbackFocus={props.fallbackFocus}>
       <form class="form" onSubmit={rotate}>
         <p>A new key with the same account, plan and agents replaces it. Give the old key time to be swapped out where it is used:</p>
         <ChoiceField label="Old key keeps working for" name="grace" choices={GRACE_CHOICES} value={grace} onChange={setGrace} />

@@ -66,6 +66,7 @@ export function CreateKeyDialog(props: { plans: Plan[]; agents: Agent[]; onClose
 
   const submit = async (event: Event) => {
     event.preventDefault();
+    if (busy) return;
     setBusy(true);
     setError(undefined);
     try {
@@ -116,7 +117,7 @@ function dateInputValue(iso: string | null): string {
   return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
 }
 
-export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Agent[]; onClose: () => void; onSaved: () => void }) {
+export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Agent[]; onClose: () => void; onSaved: () => Promise<void>; fallbackFocus: () => HTMLElement | null }) {
   const original = props.keyRecord;
   const [name, setName] = useState(original.name);
   const [plan, setPlan] = useState(original.plan);
@@ -127,6 +128,7 @@ export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Ag
 
   const submit = async (event: Event) => {
     event.preventDefault();
+    if (busy) return;
     const changes: Record<string, unknown> = {};
     if (name.trim() !== original.name) changes.name = name.trim();
     if (plan !== original.plan) changes.plan = plan;
@@ -140,7 +142,9 @@ export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Ag
     setError(undefined);
     try {
       await api.patch<Key>(`/admin/v1/keys/${encodeURIComponent(original.key_id)}`, changes);
-      props.onSaved();
+      // Closed once the table shows the change (as for revoke): the key may have left a
+      // filtered list, and its Edit button with it.
+      await props.onSaved();
       props.onClose();
     } catch (failure) {
       setError(failure as Error);
@@ -149,7 +153,7 @@ export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Ag
   };
 
   return (
-    <Dialog title={`Edit ${original.name || original.key_id}`} onClose={props.onClose}>
+    <Dialog title={`Edit ${original.name || original.key_id}`} onClose={props.onClose} fallbackFocus={props.fallbackFocus}>
       <form class="form" onSubmit={submit}>
         <p class="muted">
           <code>{original.key_id}</code> · account <strong>{original.account}</strong>

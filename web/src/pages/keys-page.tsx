@@ -38,13 +38,21 @@ export function KeysPage(props: { canWrite: boolean }) {
   const nowMs = Date.now();
   const filtered = account !== '' || agent !== '' || status !== '';
   const close = () => setOpen(undefined);
+  // Where focus goes when a key's dialog closes and the button that opened it is gone (the
+  // APG dialog pattern: to an element that continues the work logically). A revoked key's
+  // row keeps no buttons: focus goes to the row, whose text now says "revoked", and Tab goes
+  // on from there. A key that left the list (a filter no longer matches it): the heading.
+  const fallbackFocus = (keyId: string) => () =>
+    document.querySelector<HTMLElement>(`tr[data-key-id="${CSS.escape(keyId)}"]`) ?? document.getElementById('keys-title');
 
   return (
     <section aria-labelledby="keys-title">
       <div class="page-header">
         <div>
           <p class="breadcrumb">Settings</p>
-          <h1 id="keys-title">API Keys</h1>
+          <h1 id="keys-title" tabIndex={-1}>
+            API Keys
+          </h1>
           <p class="muted">Keys callers send as <code>Authorization: Bearer ha_…</code>. Each is scoped to an account, a plan and its agents.</p>
         </div>
         {props.canWrite ? (
@@ -101,7 +109,7 @@ export function KeysPage(props: { canWrite: boolean }) {
             </thead>
             <tbody>
               {keys.data.data.map((key) => (
-                <tr key={key.key_id} data-key-id={key.key_id}>
+                <tr key={key.key_id} data-key-id={key.key_id} tabIndex={-1}>
                   <td>
                     <div>{key.name || <span class="muted">unnamed</span>}</div>
                     <code class="key-id">{key.key_id}</code>
@@ -150,9 +158,11 @@ export function KeysPage(props: { canWrite: boolean }) {
       </nav>
 
       {open?.kind === 'create' && catalog.data ? <CreateKeyDialog plans={catalog.data.plans} agents={catalog.data.agents} onClose={close} onCreated={keys.reload} /> : null}
-      {open?.kind === 'edit' && catalog.data ? <EditKeyDialog keyRecord={open.key} plans={catalog.data.plans} agents={catalog.data.agents} onClose={close} onSaved={keys.reload} /> : null}
-      {open?.kind === 'rotate' ? <RotateDialog keyRecord={open.key} onClose={close} onDone={keys.reload} /> : null}
-      {open?.kind === 'revoke' ? <RevokeDialog keyRecord={open.key} onClose={close} onDone={keys.reload} /> : null}
+      {open?.kind === 'edit' && catalog.data ? (
+        <EditKeyDialog keyRecord={open.key} plans={catalog.data.plans} agents={catalog.data.agents} onClose={close} onSaved={keys.reload} fallbackFocus={fallbackFocus(open.key.key_id)} />
+      ) : null}
+      {open?.kind === 'rotate' ? <RotateDialog keyRecord={open.key} onClose={close} onDone={keys.reload} fallbackFocus={fallbackFocus(open.key.key_id)} /> : null}
+      {open?.kind === 'revoke' ? <RevokeDialog keyRecord={open.key} onClose={close} onDone={keys.reload} fallbackFocus={fallbackFocus(open.key.key_id)} /> : null}
     </section>
   );
 }
