@@ -73,14 +73,8 @@ class ExactJsonReader {
   }
 
   private readObject(depth: number): Record<string, unknown> {
-    if (depth > this.maxDepth) throw tooDeep(this.maxDepth);
     const object: Record<string, unknown> = {};
-    this.at++;
-    this.skipWhitespace();
-    if (this.text.charCodeAt(this.at) === CLOSE_BRACE) {
-      this.at++;
-      return object;
-    }
+    if (this.enterEmpty(depth, CLOSE_BRACE)) return object;
     for (;;) {
       this.skipWhitespace();
       if (this.text.charCodeAt(this.at) !== QUOTE) throw this.unexpected();
@@ -100,18 +94,25 @@ class ExactJsonReader {
   }
 
   private readArray(depth: number): unknown[] {
-    if (depth > this.maxDepth) throw tooDeep(this.maxDepth);
     const array: unknown[] = [];
-    this.at++;
-    this.skipWhitespace();
-    if (this.text.charCodeAt(this.at) === CLOSE_BRACKET) {
-      this.at++;
-      return array;
-    }
+    if (this.enterEmpty(depth, CLOSE_BRACKET)) return array;
     for (;;) {
       array.push(this.readValue(depth));
       if (this.endOfMembers(CLOSE_BRACKET)) return array;
     }
+  }
+
+  /**
+   * Steps into the object or array opened at `at`, at nesting `depth` (too deep throws, as the
+   * guard does); true, past its closing bracket, when it is empty.
+   */
+  private enterEmpty(depth: number, close: number): boolean {
+    if (depth > this.maxDepth) throw tooDeep(this.maxDepth);
+    this.at++;
+    this.skipWhitespace();
+    if (this.text.charCodeAt(this.at) !== close) return false;
+    this.at++;
+    return true;
   }
 
   /** After a member: true past the closing bracket, false past a comma; anything else is not JSON. */
