@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../scripts/chromium.mjs';
 import { DASHBOARD_CSP } from '../../src/admin/dashboard-headers.js';
@@ -485,6 +485,20 @@ describe('dashboard in Chromium', () => {
     const [first, second] = ids as [string, string];
     const page = await newPage();
     const writes = await requestGate(page, '**/admin/v1/keys/**');
+    /**
+     * Enter on the focused button of `dialog` with its request held: the button, now showing
+     * `busyLabel`, keeps focus; then the request goes on and the dialog closes.
+     */
+    const pressHeld = async (dialog: Locator, busyLabel: string) => {
+      const held = writes.holdNext();
+      await page.keyboard.press('Enter');
+      await held.received;
+      await dialog.getByRole('button', { name: busyLabel }).waitFor();
+      await afterRendering(page);
+      expect(await focused(page)).toBe(`button ${busyLabel}`);
+      held.release();
+      await dialog.waitFor({ state: 'detached' });
+    };
     await signIn(page, ADMIN_TOKEN);
     await page.getByLabel('Account').fill('focus');
     await expect.poll(() => page.locator('tr[data-key-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key-id')).sort())).toEqual([...ids].sort());
@@ -496,14 +510,7 @@ describe('dashboard in Chromium', () => {
     expect(await focused(page)).toBe('input name');
     await page.keyboard.type(' renamed');
     await edit.getByRole('button', { name: 'Save changes' }).focus();
-    const heldEdit = writes.holdNext();
-    await page.keyboard.press('Enter');
-    await heldEdit.received;
-    await edit.getByRole('button', { name: 'Saving…' }).waitFor();
-    await afterRendering(page);
-    expect(await focused(page)).toBe('button Saving…');
-    heldEdit.release();
-    await edit.waitFor({ state: 'detached' });
+    await pressHeld(edit, 'Saving…');
     expect(await row(page, second).textContent()).toContain('focus two renamed');
     expect(await focused(page)).toBe(`button Edit ${second}`);
 
@@ -516,14 +523,7 @@ describe('dashboard in Chromium', () => {
       expect(await focused(page)).toBe('button Cancel');
       await page.keyboard.press('Tab');
       expect(await focused(page)).toBe('button Revoke key');
-      const held = writes.holdNext();
-      await page.keyboard.press('Enter');
-      await held.received;
-      await confirm.getByRole('button', { name: 'Revoking…' }).waitFor();
-      await afterRendering(page);
-      expect(await focused(page)).toBe('button Revoking…');
-      held.release();
-      await confirm.waitFor({ state: 'detached' });
+      await pressHeld(confirm, 'Revoking…');
     };
     // The dialog closes once the table shows the key revoked, with no buttons in its row.
     await revoke(first);
