@@ -1,0 +1,122 @@
+// Plans and a key's own limits (docs/rate-limits.md): request windows, token budgets and the
+// stream concurrency cap, read into the shape the limiter takes.
+import { z } from 'zod';
+import { duration, positiveDuration } from './schema-primitives.js';
+
+export const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+const windowSchema = z.strictObject({
+  requests: z.number().int().min(1),
+  per: positiveDuration,
+  name: z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"').optional(),
+});
+
+const WINDOW_NAMES: Record<number, string> = { 1_000: 'second', 60_000: 'minute', 3_600_000: 'hour', 86_400_000: 'day' };
+
+const tokenWindowSchema = z.strictObject({
+  tokens: z.number().int().min(1),
+  per: positiveDuration,
+  name: z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"').optional(),
+});
+
+/**
+ * A plan's limits as the limiter takes them: one list, request windows first, then token
+ * budgets (`tokens: true`: admission while the budget has tokens left, charged after the
+ * answer; docs/rate-limits.md "Token budgets"). Token windows are named `tokens-<period>`.
+ */
+type WindowInput = z.output<typeof windowSchema>;
+type TokenWindowInput = z.output<typeof tokenWindowSchema>;
+
+/** The limiter's window list for request windows and token budgets (the one place that names them). */
+export function planWindows(requestWindows: readonly WindowInput[], tokenWindows: readonly TokenWindowInput[]): Array<{ name: string; limit: number; windowMs: number; tokens?: true }> {
+  const windows: Array<{ name: string; limit: number; windowMs: number; tokens?: true }> = requestWindows.map((w) => ({
+    name: w.name ?? WINDOW_NAMES[w.per] ?? `${w.per / 1000}s`,
+    limit: w.requests,
+    windowMs: w.per,
+  }));
+  for (const t of tokenWindows) {
+    windows.push({ name: t.name ?? `tokens-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.tokens, windowMs: t.per, tokens: true });
+  }
+  return windows;
+}
+
+function duplicateName(windows: ReadonlyArray<{ name: string }>): string | undefined {
+  const names = windows.map((w) => w.name);
+  return names.find((n, i) => names.indexOf(n) !== i);
+}
+
+/** How long a stream slot lasts without its holder's refresh (docs/rate-limits.md "Concurrency caps"). */
+export const DEFAULT_STREAM_LEASE_MS = 30_000;
+
+// A lease under 1 s would have its holder refresh (every lease/3) faster than a busy event
+// loop can promise, and lose slots it still holds.
+const concurrencySchema = z.strictObject({
+  streams: z.number().int().min(1).max(1_000_000),
+  lease: duration.refine((ms) => ms >= 1_000, { message: 'must be at least 1s' }).optional(),
+});
+
+/**
+ * A concurrency cap as the limiter takes it: at most `streams` open /chat/stream responses
+ * per subject; a slot its holder stops refreshing is freed `leaseMs` after its last refresh.
+ */
+export interface StreamCap {
+  streams: number;
+  leaseMs: number;
+}
+
+function streamCap(input: z.output<typeof concurrencySchema> | undefined): StreamCap | undefined {
+  return input === undefined ? undefined : { streams: input.streams, leaseMs: input.lease ?? DEFAULT_STREAM_LEASE_MS };
+}
+
+export const planSchema = z
+  .strictObject({
+    windows: z.array(windowSchema).default([]),
+    tokens: z.array(tokenWindowSchema).max(16).default([]),
+    concurrency: concurrencySchema.optional(),
+  })
+  // `concurrency` is optional in the type (plans built in code need not name it) but always
+  // set here, undefined without a cap, so every parsed plan object has one shape.
+  .transform((plan, ctx): { windows: ReturnType<typeof planWindows>; concurrency?: StreamCap | undefined } => {
+    const windows = planWindows(plan.windows, plan.tokens);
+    const duplicate = duplicateName(windows);
+    if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
+    return { windows, concurrency: streamCap(plan.concurrency) };
+  });
+
+/**
+ * A key's own `limits` (set with the admin API or `keys create --limits`): the shape of a
+ * plan. Stored as written; each part given replaces the plan's (planWithKeyLimits).
+ */
+export const keyLimitsSchema = z
+  .strictObject({
+    windows: z.array(windowSchema).max(16).optional(),
+    tokens: z.array(tokenWindowSchema).max(16).optional(),
+    concurrency: concurrencySchema.optional(),
+  })
+  .superRefine((limits, ctx) => {
+    const duplicate = duplicateName(planWindows(limits.windows ?? [], limits.tokens ?? []));
+    if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
+  });
+
+export const DEFAULT_PLANS = {
+  starter: { windows: [{ requests: 60, per: '1m' }, { requests: 10000, per: '1d' }] },
+  pro: { windows: [{ requests: 300, per: '1m' }, { requests: 100000, per: '1d' }] },
+  scale: { windows: [] },
+};
+
+export type PlanConfig = z.output<typeof planSchema>;
+export type RateWindow = PlanConfig['windows'][number];
+export type KeyLimits = z.input<typeof keyLimitsSchema>;
+
+/**
+ * A key's own limits over its plan: `windows`, `tokens` and `concurrency`, each where given,
+ * replace the plan's (an empty list removes windows or budgets); what is not given is the plan's.
+ */
+export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConfig {
+  // Stored as written (durations as text): validated when set, read into milliseconds here.
+  const limits = keyLimitsSchema.parse(stored);
+  const own = planWindows(limits.windows ?? [], limits.tokens ?? []);
+  const requestWindows = limits.windows === undefined ? plan.windows.filter((w) => w.tokens !== true) : own.filter((w) => w.tokens !== true);
+  const tokenWindows = limits.tokens === undefined ? plan.windows.filter((w) => w.tokens === true) : own.filter((w) => w.tokens === true);
+  return { ...plan, windows: [...requestWindows, ...tokenWindows], concurrency: limits.concurrency === undefined ? plan.concurrency : streamCap(limits.concurrency) };
+}
