@@ -23,6 +23,7 @@ import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
 import type { RateLimiter } from './ratelimit/rate-limiter.js';
 import { createRedisClientFactory, redisIsReachable, waitForRedis, type RedisClient } from './redis/redis-client.js';
+import { openTracing } from './telemetry/open-tracing.js';
 
 /** How long a starting gateway waits for Redis before it serves without it. */
 const REDIS_START_WAIT_MS = 2_000;
@@ -125,7 +126,9 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const auditRedis = redisClients && (config.audit.redisStream || config.audit.adminRedisStream) && config.audit.waitReplicas > 0 ? redisClients.connect('shared', 'agentgw-audit') : redis;
   const auditLog = openAuditLog(config, { redis: auditRedis, logger, clock });
   const runtime = new GatewayRuntime(config, { logger, clock });
-  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock }, certificate);
+  // Off (undefined) unless telemetry names a collector.
+  const tracing = openTracing(config.telemetry, logger);
+  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing }, certificate);
   // The certificate files as they change (or on SIGHUP); the paths are the ones started with
   // (listen is a restart-only section).
   const certificates = listenTls && new CertificateReloader(listenTls, gateway.server as SecureContextTarget, logger);
@@ -174,6 +177,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     certificates?.close();
     await authenticator.close();
     await auditLog.close();
+    await tracing?.shutdown();
     await controlPlane?.close();
     await rateLimiter.close();
     await keyStore.close();
