@@ -129,6 +129,20 @@ module.exports = {
       from: { path: '^src/', pathNot: '^src/redis/|redis[^/]*[.]ts$' },
       to: { path: '(^|/)node_modules/ioredis/' },
     },
+    {
+      name: 'pg-only-in-postgres-files',
+      comment: 'Only files named *postgres* talk to the pg driver; everything else goes through the sink they make.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: 'postgres[^/]*[.]ts$' },
+      to: { path: '(^|/)node_modules/pg/' },
+    },
+    {
+      name: 'opentelemetry-only-in-telemetry',
+      comment: 'Only src/telemetry/ uses the OpenTelemetry SDK; the request path sees the RequestTrace interface (src/request/request-trace.ts).',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/telemetry/' },
+      to: { path: '(^|/)node_modules/@opentelemetry/' },
+    },
   ],
   options: {
     // Type-only imports count: a type from a higher layer is still an upward dependency.

@@ -22,6 +22,8 @@ const EXPORT_INTERVAL_MS = 2_000;
 const EXPORT_TIMEOUT_MS = 10_000;
 /** Longer attribute values (a client's session id, a runner's model or tool name) are cut to this. */
 const MAX_ATTRIBUTE_CHARS = 1024;
+/** At shutdown, queued spans get this long to reach the collector; a hanging one does not hold the exit longer. */
+const SHUTDOWN_FLUSH_MS = 3_000;
 /** Events per span: the first byte and the tool calls; a runner calling more tools is not recorded past it. */
 const MAX_EVENTS = 128;
 
@@ -54,6 +56,21 @@ export function openTracing(config: TelemetryConfig, logger: Logger): OpenTracin
   logger.info({ otlp_endpoint: config.endpoint, sample_ratio: config.sampleRatio, parent_based: config.parentBased, service_name: config.serviceName }, 'tracing on');
   return {
     tracing: new RequestTracing(tracer, config.includeUserId),
-    shutdown: () => provider.shutdown().catch((err: unknown) => logger.warn({ err: { message: (err as Error).message } }, 'telemetry: spans left at shutdown could not be exported')),
+    shutdown: () => boundedShutdown(provider, logger),
   };
+}
+
+async function boundedShutdown(provider: BasicTracerProvider, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), SHUTDOWN_FLUSH_MS);
+  });
+  try {
+    const result = await Promise.race([provider.shutdown().then(() => 'flushed' as const), deadline]);
+    if (result === 'timeout') logger.warn({ wait_ms: SHUTDOWN_FLUSH_MS }, 'telemetry: the collector did not take the last spans in time; they are dropped');
+  } catch (err) {
+    logger.warn({ err: { message: (err as Error).message } }, 'telemetry: spans left at shutdown could not be exported');
+  } finally {
+    clearTimeout(timer);
+  }
 }
