@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AUDIT_COLUMNS } from '../../src/audit/audit-columns.js';
+import { AUDIT_COLUMNS, decodeAuditColumns, type AuditColumn } from '../../src/audit/audit-columns.js';
+import { auditTableSql } from '../../src/audit/postgres-audit-table.js';
 import { PostgresAuditSink } from '../../src/audit/postgres-audit-sink.js';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
 import { silentLogger } from '../../src/logger.js';
@@ -176,5 +177,22 @@ describe('PostgreSQL audit sink', () => {
     const [row] = await sql<{ user_id: string; status: number | null; ts: Date | null }>(`SELECT user_id, status, ts FROM "${table}" WHERE id = 'r3'`);
     expect(row).toEqual({ user_id: 'a\ufffdb', status: null, ts: null });
     expect((await countOf(table)).rows).toBe(3);
+  });
+
+  it('takes a new field as one more column line: numeric and jsonb columns (cost, tool names) migrate and insert', async () => {
+    const table = uniqueTable('newfields');
+    tables.push(table);
+    await sql(`CREATE TABLE "${table}" (id text PRIMARY KEY, ts timestamptz)`);
+    // What the next record fields (cost_usd, tool_calls) will add to AUDIT_COLUMNS.
+    const columns: AuditColumn[] = [...AUDIT_COLUMNS, { name: 'cost_usd' as keyof AuditRecord, type: 'numeric' }, { name: 'tool_calls' as keyof AuditRecord, type: 'jsonb' }];
+    const statements = auditTableSql(table, columns);
+    for (const statement of statements.migration) await sql(statement);
+    const line = JSON.stringify({ ...JSON.parse(toAuditLine({
+      id: 'n1', request_id: 'n1', ts: '2026-03-01T10:00:00.000Z', key_id: 'key_a', account: 'acme', plan: 'pro', agent: 'support', route: 'chat', status: 200, outcome: 'ok',
+      tokens_used: 5, latency_ms: 3, upstream_latency_ms: 2, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null,
+    })) as object, cost_usd: 0.0123, tool_calls: ['search', 'calculator'] });
+    await sql(statements.insert, decodeAuditColumns([line], columns).values);
+    const [row] = await sql<{ cost_usd: string; tool_calls: unknown; first_tool: string }>(`SELECT cost_usd, tool_calls, tool_calls->>0 AS first_tool FROM "${table}"`);
+    expect(row).toEqual({ cost_usd: '0.0123', tool_calls: ['search', 'calculator'], first_tool: 'search' });
   });
 });
