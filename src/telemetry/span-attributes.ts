@@ -24,7 +24,6 @@ export const ATTR = {
   responseModel: 'gen_ai.response.model',
   usageInputTokens: 'gen_ai.usage.input_tokens',
   usageOutputTokens: 'gen_ai.usage.output_tokens',
-  timeToFirstChunk: 'gen_ai.response.time_to_first_chunk',
   toolName: 'gen_ai.tool.name',
   // General and HTTP conventions (stable).
   errorType: ATTR_ERROR_TYPE,

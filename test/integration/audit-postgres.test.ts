@@ -5,6 +5,7 @@
 // an older table lacks. Each test makes its own table and drops it.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AUDIT_COLUMNS, decodeAuditColumns, type AuditColumn } from '../../src/audit/audit-columns.js';
@@ -194,5 +195,30 @@ describe('PostgreSQL audit sink', () => {
     await sql(statements.insert, decodeAuditColumns([line], columns).values);
     const [row] = await sql<{ cost_usd: string; tool_calls: unknown; first_tool: string }>(`SELECT cost_usd, tool_calls, tool_calls->>0 AS first_tool FROM "${table}"`);
     expect(row).toEqual({ cost_usd: '0.0123', tool_calls: ['search', 'calculator'], first_tool: 'search' });
+  });
+
+  it('runs each usage query of docs/observability.md against a table the sink filled', async () => {
+    const table = uniqueTable('docsql');
+    tables.push(table);
+    const sink = new PostgresAuditSink({ url: POSTGRES_URL, table, maxConnections: 2, timeoutMs: 5_000, logger: silentLogger });
+    cleanups.push(() => sink.close());
+    const now = new Date().toISOString();
+    const lines = ['ok', 'ok', 'upstream_error'].map((outcome, i) =>
+      toAuditLine({
+        id: `d${i}`, request_id: `d${i}`, ts: now, key_id: 'key_3xQ…', account: 'acme', plan: 'pro', agent: 'support', route: 'chat', status: outcome === 'ok' ? 200 : 503,
+        outcome: outcome as AuditRecord['outcome'], tokens_used: 10 * (i + 1), latency_ms: 3, upstream_latency_ms: 2, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: `u${i % 2}`, session_id: null,
+      }),
+    );
+    // And one of the key in March 2026, outside every other query's period (this test runs later than that).
+    lines.push(toAuditLine({ ...(JSON.parse(lines[0]!) as AuditRecord), id: 'march', request_id: 'march', ts: '2026-03-15T10:00:00.000Z' }));
+    await sink.write(lines);
+    const doc = await readFile(resolve(import.meta.dirname, '../../docs/observability.md'), 'utf8');
+    const queries = [...doc.matchAll(/```sql\n([\s\S]*?)```/g)].map((match) => match[1]!.replaceAll('agentgw_audit', table));
+    expect(queries).toHaveLength(4);
+    const [perMonth, topUsers, errorRate, oneKey] = await Promise.all(queries.map((query) => sql(query)));
+    expect(perMonth).toEqual([expect.objectContaining({ account: 'acme', requests: '3', tokens: '60' })]);
+    expect(topUsers).toEqual([expect.objectContaining({ user_id: 'u0', tokens: '40' }), expect.objectContaining({ user_id: 'u1', tokens: '20' })]);
+    expect(errorRate).toEqual([expect.objectContaining({ agent: 'support', requests: '3', error_rate: '0.3333' })]);
+    expect(oneKey).toEqual([expect.objectContaining({ request_id: 'march', status: 200, outcome: 'ok' })]);
   });
 });
