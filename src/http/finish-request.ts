@@ -1,5 +1,5 @@
 // What happens once per request when its response closes: one audit record (if the key was
-// accepted), metrics, and one log line.
+// accepted), metrics, the end of its trace spans (when traced), and one log line.
 import type { ServerResponse } from 'node:http';
 import type { AuditLog, AuditRecord } from '../audit/audit-record.js';
 import { isoTimestampCache } from '../clock.js';
