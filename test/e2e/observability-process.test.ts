@@ -53,7 +53,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe('the built gateway with observability', () => {
+// Waits below allow for a loaded machine; the test's own deadline is longer than any of them.
+describe('the built gateway with observability', { timeout: 180_000 }, () => {
   it('traces when only the OTEL_* variables name the collector', async () => {
     const receiver: OtlpReceiver = await startOtlpReceiver();
     try {

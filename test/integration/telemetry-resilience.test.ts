@@ -25,7 +25,8 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
-describe('a collector that is down, hanging or failing', () => {
+// Waits below allow for a loaded machine; the test's own deadline is longer than any of them.
+describe('a collector that is down, hanging or failing', { timeout: 180_000 }, () => {
   let runner: FakeUpstream;
   const receivers: Record<'up' | 'hanging' | 'failing', OtlpReceiver> = {} as never;
   const gateways: Record<'up' | 'hanging' | 'failing' | 'down', { gateway: TestGateway; key: string }> = {} as never;

@@ -64,7 +64,8 @@ async function traceOf(receiver: OtlpReceiver, traceId: string, clientSpans = 1)
 
 const traceIdOfTraceparent = (value: unknown): string => String(value).split('-')[1]!;
 
-describe('traces over OTLP/HTTP', () => {
+// Waits below allow for a loaded machine; the test's own deadline is longer than any of them.
+describe('traces over OTLP/HTTP', { timeout: 180_000 }, () => {
   let receiver: OtlpReceiver;
   let runner: FakeUpstream;
   let gateway: TestGateway;
@@ -180,7 +181,8 @@ describe('traces over OTLP/HTTP', () => {
   });
 });
 
-describe('traces of retries, upstream failures, sampling and user ids', () => {
+// Waits below allow for a loaded machine; the test's own deadline is longer than any of them.
+describe('traces of retries, upstream failures, sampling and user ids', { timeout: 180_000 }, () => {
   let receiver: OtlpReceiver;
   let runner: FakeUpstream;
   const gateways: TestGateway[] = [];
@@ -274,5 +276,36 @@ describe('traces of retries, upstream failures, sampling and user ids', () => {
     await res.text();
     const { server } = await traceOf(receiver, traceId);
     expect(server.attributes['user.id']).toBe(USER_ID);
+  });
+
+  it('bounds what a hostile runner or client puts in a span: events, attribute lengths, a garbled traceparent', async () => {
+    const hostile = await startFakeUpstream((_req, res) => {
+      const body = JSON.stringify({
+        response: 'x',
+        // Under the 1 MiB the relay keeps to read an answer: 200 calls of 3,000-character names.
+        tool_calls: Array.from({ length: 200 }, (_, i) => ({ tool: `t${i}-${'y'.repeat(3000)}` })),
+        metadata: { model: 'm'.repeat(5000), tokens_used: 1 },
+      });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+    try {
+      const { gateway, key } = await gatewayWith({ support: hostile.baseUrl });
+      // A traceparent of the reserved version ff, with a session id far longer than any attribute may be.
+      const res = await postChat(gateway.url, '/agents/support/api/v1/chat', key, { message: 'hi', context: { session_id: 's'.repeat(20_000) } }, { traceparent: `ff-${'9'.repeat(32)}-${CLIENT_SPAN}-01` });
+      expect(res.status).toBe(200);
+      await res.text();
+      const traceId = traceIdOfTraceparent(hostile.requests.at(-1)!.headers.traceparent);
+      expect(traceId).not.toBe('9'.repeat(32));
+      const { server } = await traceOf(receiver, traceId);
+      expect(server.parentSpanId).toBe('');
+      expect(server.events.length).toBeLessThanOrEqual(128);
+      expect(server.events.length).toBeGreaterThan(0);
+      for (const event of server.events) expect(String(event.attributes['gen_ai.tool.name']).length).toBeLessThanOrEqual(1024);
+      expect(String(server.attributes['gen_ai.conversation.id']).length).toBe(1024);
+      expect(String(server.attributes['gen_ai.response.model']).length).toBe(1024);
+    } finally {
+      await hostile.close();
+    }
   });
 });
