@@ -23,7 +23,6 @@ import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
 import type { RateLimiter } from './ratelimit/rate-limiter.js';
 import { createRedisClientFactory, redisIsReachable, waitForRedis, type RedisClient } from './redis/redis-client.js';
-import { openTracing } from './telemetry/open-tracing.js';
 
 /** How long a starting gateway waits for Redis before it serves without it. */
 const REDIS_START_WAIT_MS = 2_000;
@@ -126,8 +125,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const auditRedis = redisClients && (config.audit.redisStream || config.audit.adminRedisStream) && config.audit.waitReplicas > 0 ? redisClients.connect('shared', 'agentgw-audit') : redis;
   const auditLog = openAuditLog(config, { redis: auditRedis, logger, clock });
   const runtime = new GatewayRuntime(config, { logger, clock });
-  // Off (undefined) unless telemetry names a collector.
-  const tracing = openTracing(config.telemetry, logger);
+  // Off (undefined) unless telemetry names a collector; only then is the OpenTelemetry SDK loaded.
+  const tracing = config.telemetry.endpoint === undefined ? undefined : (await import('./telemetry/open-tracing.js')).openTracing(config.telemetry, logger);
   const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing }, certificate);
   // The certificate files as they change (or on SIGHUP); the paths are the ones started with
   // (listen is a restart-only section).

@@ -4,8 +4,9 @@
 // batch written again (a replay after a spool, a journal read back after a kill) adds no row
 // twice. Behind the sink channel like every sink, so an unreachable or slow server sends
 // records to the spool, never back to the request path. The pool is bounded (one batch at a
-// time per sink; the migration may take a second connection).
-import pg from 'pg';
+// time per sink; the migration may take a second connection). The driver is loaded with the
+// first connection, so a gateway without this sink never loads it.
+import type pg from 'pg';
 import type { Logger } from '../logger.js';
 import { decodeAuditColumns } from './audit-columns.js';
 import type { AuditLine } from './audit-record.js';
@@ -24,7 +25,8 @@ export interface PostgresAuditSinkOptions {
 
 export class PostgresAuditSink implements AuditSink {
   readonly name: AuditSinkName = 'postgres';
-  private readonly pool: pg.Pool;
+  private readonly poolConfig: pg.PoolConfig;
+  private pool: Promise<pg.Pool> | undefined;
   private readonly sql: AuditTableSql;
   private readonly insertName: string;
   private readonly logger: Logger;
@@ -40,7 +42,7 @@ export class PostgresAuditSink implements AuditSink {
     this.insertName = 'agentgw_audit_insert';
     const url = new URL(options.url);
     this.where = { host: url.hostname, port: url.port || '5432', database: decodeURIComponent(url.pathname.slice(1)), table: options.table };
-    this.pool = new pg.Pool({
+    this.poolConfig = {
       connectionString: options.url,
       max: options.maxConnections,
       connectionTimeoutMillis: options.timeoutMs,
@@ -50,10 +52,7 @@ export class PostgresAuditSink implements AuditSink {
       idleTimeoutMillis: 30_000,
       keepAlive: true,
       application_name: 'agent-gateway audit',
-    });
-    // An idle connection the server drops (a restart, a failover) is reported here; without a
-    // listener it would end the process. The next batch opens a new one.
-    this.pool.on('error', (err) => this.logger.warn({ err: { message: err.message }, ...this.where }, 'audit postgres: an idle connection was lost; the next batch reconnects'));
+    };
     // The table is made at start (in the background: an unreachable server must not hold it).
     this.ensureTable().catch((err: unknown) => this.logger.warn({ err: { message: (err as Error).message }, ...this.where }, 'audit postgres: cannot prepare the table yet; records are spooled until it can'));
   }
@@ -64,12 +63,25 @@ export class PostgresAuditSink implements AuditSink {
     const batch = decodeAuditColumns(lines);
     if (batch.skipped > 0) this.logger.error({ ...this.where, skipped: batch.skipped }, 'audit postgres: lines that are not audit records were left out of a batch');
     if (batch.rows === 0) return;
-    await this.pool.query({ name: this.insertName, text: this.sql.insert, values: batch.values });
+    await (await this.connections()).query({ name: this.insertName, text: this.sql.insert, values: batch.values });
   }
 
   async close(): Promise<void> {
     await this.migrated?.catch(() => undefined);
-    await this.pool.end();
+    const pool = await this.pool?.catch(() => undefined);
+    await pool?.end();
+  }
+
+  /** The bounded pool, made (and the driver loaded) on first use. */
+  private connections(): Promise<pg.Pool> {
+    this.pool ??= import('pg').then(({ default: driver }) => {
+      const pool = new driver.Pool(this.poolConfig);
+      // An idle connection the server drops (a restart, a failover) is reported here; without a
+      // listener it would end the process. The next batch opens a new one.
+      pool.on('error', (err) => this.logger.warn({ err: { message: err.message }, ...this.where }, 'audit postgres: an idle connection was lost; the next batch reconnects'));
+      return pool;
+    });
+    return this.pool;
   }
 
   /** Runs the migration once per process; a failure is forgotten so the next batch tries again. */
@@ -82,7 +94,7 @@ export class PostgresAuditSink implements AuditSink {
   }
 
   private async migrate(): Promise<void> {
-    const client = await this.pool.connect();
+    const client = await (await this.connections()).connect();
     let failed = false;
     try {
       await client.query('BEGIN');
