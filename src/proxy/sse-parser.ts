@@ -24,12 +24,12 @@ const F_OTHER = 5; // a comment, or a field the gateway does not count
 const FIELD_NAMES: readonly (readonly number[])[] = [[], [...'event'], [...'data'], [...'id'], [...'retry']].map((name) =>
   name.map((char) => char.charCodeAt(0)),
 );
-// The event names whose data is decoded: none, `done`, `tool_call` (only when asked).
+// The event names whose data is decoded: `done`, and `tool_call` only when asked.
 const N_OTHER = 0;
 const N_DONE = 1;
 const N_TOOL_CALL = 2;
-const EVENT_NAMES: readonly (readonly number[])[] = [[], [...'done'], [...'tool_call']].map((name) => name.map((char) => char.charCodeAt(0)));
-const D = 0x64;
+const DONE: readonly number[] = [...'done'].map((char) => char.charCodeAt(0));
+const TOOL_CALL: readonly number[] = [...'tool_call'].map((char) => char.charCodeAt(0));
 const T = 0x74;
 
 // Where the line being read is.
@@ -56,8 +56,8 @@ export class SseSideParser {
   private field = F_NONE;
   /** Bytes of FIELD_NAMES[field] matched so far. */
   private nameMatched = 0;
-  /** In an `event` value: which of EVENT_NAMES it may be (N_OTHER until its first byte), and bytes of it matched. */
-  private valueName = N_OTHER;
+  /** In an `event` value: the name it may be (chosen by its first byte), and bytes of it matched; -1 once it is neither. */
+  private valueName = N_DONE;
   private valueMatched = 0;
   // The event being read.
   private hasFields = false;
@@ -133,22 +133,21 @@ export class SseSideParser {
       this.data.append(chunk, at, to);
       return;
     }
-    // An `event` value: only whether it is exactly "done" (or "tool_call") matters.
-    let name = this.valueName;
+    // An `event` value: only whether it is exactly "done" (or "tool_call", when asked) matters.
+    // Its first byte picks the one name it may be, so the loop compares against one name, as
+    // it did when `done` was the only one.
     let matched = this.valueMatched;
+    if (matched === 0 && this.readToolCalls) this.valueName = chunk[at] === T ? N_TOOL_CALL : N_DONE;
+    const expected = this.valueName === N_DONE ? DONE : TOOL_CALL;
     for (let i = at; i < to; i++) {
-      const byte = chunk[i];
-      if (matched === 0) name = byte === D ? N_DONE : byte === T && this.readToolCalls ? N_TOOL_CALL : N_OTHER;
-      const expected = EVENT_NAMES[name]!;
-      if (matched < expected.length && byte === expected[matched]) {
+      if (matched < expected.length && chunk[i] === expected[matched]) {
         matched++;
       } else {
-        name = N_OTHER;
+        matched = -1;
         this.phase = P_SKIP;
         break;
       }
     }
-    this.valueName = name;
     this.valueMatched = matched;
   }
 
@@ -188,12 +187,12 @@ export class SseSideParser {
     // A line ended inside its name ("data", "event"): that field with an empty value, if the name is whole.
     let field = this.field;
     if (this.phase === P_NAME && field !== F_NONE && this.nameMatched !== FIELD_NAMES[field]!.length) field = F_OTHER;
-    const valueName = this.valueMatched === EVENT_NAMES[this.valueName]!.length ? this.valueName : N_OTHER;
+    const valueName = this.valueMatched === (this.valueName === N_DONE ? DONE : TOOL_CALL).length ? this.valueName : N_OTHER;
     this.lineBytes = 0;
     this.phase = P_NAME;
     this.field = F_NONE;
     this.nameMatched = 0;
-    this.valueName = N_OTHER;
+    this.valueName = N_DONE;
     this.valueMatched = 0;
     this.atLineBoundary = true;
     if (length === 0) {
