@@ -3,7 +3,8 @@
 // swings by ×1.5 between rounds of the same build (docs/performance.md), which hides any
 // change smaller than ~20 %; an instruction count is the same whatever else the machine is
 // doing. What it does not see: cache misses, the kernel's share (system calls), and time.
-// Not part of `npm run bench`.
+// The one tool beside bench/run.mjs rather than a measurement of it (docs/performance.md,
+// "Measurements outside the suite"): it runs builds under valgrind, where nothing else may run.
 //
 //   node bench/count-instructions.mjs base=/path/to/old-checkout new=.
 //   node bench/count-instructions.mjs --runs 3 cur=. cur-nolog=.:no-request-log

@@ -1,13 +1,17 @@
-// `npm run bench` (issue 7): one command that starts, on loopback, a stub agent runner, a
-// Redis, the built gateway in its full production configuration, and the references (stub
-// direct, nginx proxy_pass when installed, bare node:http + http-proxy, bare node:http +
-// undici) and the peer gateways (bench/peers: a fastify stack and Portkey, issue 26), drives the same load at each in turn, and prints one set of tables plus a JSON
-// file (bench/results/<date>.json). See docs/performance.md for what the numbers mean.
+// `npm run bench` (issue 7): bench/'s one runner. Without a name it runs the suite: on
+// loopback, a stub agent runner, a Redis, the built gateway in its full production
+// configuration, the references (stub direct, nginx proxy_pass when installed, bare node:http +
+// http-proxy, bare node:http + undici) and the peer gateways (bench/peers: a fastify stack and
+// Portkey, issue 26); it drives the same load at each in turn, and prints one set of tables
+// plus a JSON file (bench/results/<date>.json). With a name it runs one measurement of
+// bench/scenarios on its own (bench/lib/measurements.mjs lists them). See docs/performance.md
+// for what the numbers mean and how to run each measurement.
 //
 //   npm run bench                 full run (~12–15 min on 2 cores)
 //   npm run bench -- --quick      smoke test of every scenario (~2–3 min)
 //   npm run bench -- --node 22,24,26   the gateway under each Node line too, side by side
-//   npm run bench -- --help       flags
+//   npm run bench -- --help       flags, and the measurements
+//   node bench/run.mjs compare-builds base=../old new=.   one measurement (NAME --help: its flags)
 //
 // The machine is shared and noisy: runs are short and repeated (medians), targets are
 // measured in rotated order within each round, and every figure is also given relative to
@@ -19,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { startEnvironment } from './lib/environment.mjs';
 import { findWrk } from './lib/load-tools.mjs';
 import { describeMachine, hardFdLimit } from './lib/machine.mjs';
+import { measurementsHelp, runMeasurement } from './lib/measurements.mjs';
 import { findNginx } from './lib/nginx.mjs';
 import { parseOptions, USAGE } from './lib/options.mjs';
 import { resolveNodeRuntimes } from './lib/node-runtimes.mjs';
@@ -49,15 +54,17 @@ function freshResultPath(date) {
 }
 
 async function main() {
+  const argv = process.argv.slice(2);
+  if (argv[0] !== undefined && !argv[0].startsWith('-')) return runMeasurement(argv[0], argv.slice(1));
   let options;
   try {
-    options = parseOptions(process.argv.slice(2));
+    options = parseOptions(argv);
   } catch (error) {
     process.stderr.write(`${error.message}\n`);
     process.exit(2);
   }
   if (options.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(`${USAGE}\n${measurementsHelp()}`);
     return;
   }
   if (!existsSync(join(repoRoot, 'dist/cli/main.js'))) throw new Error('dist/ is missing: run `node scripts/build-if-needed.mjs` (npm run bench does)');
@@ -205,6 +212,10 @@ function report(results, options) {
 main().then(
   () => process.exit(0),
   async (error) => {
+    if (error.usage) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
     process.stderr.write(`bench: ${error.stack ?? error}\n${error.tmpDir ? `temp files (logs, configs) kept in ${error.tmpDir}\n` : ''}`);
     await stopAll(2_000);
     process.exit(1);

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from './free-port.mjs';
+import { freePort } from '../../scripts/free-port.mjs';
 import { spawnProcess } from './processes.mjs';
 
 const REDIS_BINARIES = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'];

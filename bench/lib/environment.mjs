@@ -11,7 +11,7 @@ import { BENCH_ACCOUNT, BENCH_AGENT, createBenchKey, startGatewayProcess, writeG
 import { REQUEST_BODY } from './load-tools.mjs';
 import { startNginx } from './nginx.mjs';
 import { startPeers } from './peers.mjs';
-import { spawnProcess } from './processes.mjs';
+import { startNodeProgram, startStubRunner } from './processes.mjs';
 import { CHAT_RESPONSE } from '../reference/stub-runner.mjs';
 
 /** Table order: the gateway, the peers users compare it with, then the references. */
@@ -24,21 +24,6 @@ const orderOf = (name, runtimes) => {
 
 const STUB_CHAT_PATH = '/api/v1/chat';
 const STUB_STREAM_PATH = '/api/v1/chat/stream';
-const LISTENING = /^listening (\d+)$/m;
-
-function nodeProgram(name, script, args, { tmpDir, fdLimit }) {
-  const env = { ...process.env };
-  delete env.PORT;
-  return spawnProcess({
-    name,
-    command: process.execPath,
-    args: [script, ...args],
-    env,
-    fdLimit,
-    readyPattern: LISTENING,
-    logFile: join(tmpDir, `${name}.out`),
-  });
-}
 
 /**
  * @param {object} args
@@ -54,9 +39,8 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, peers
   log(`redis: ${redis.shared ? `REDIS_URL (shared: commands of other clients also count in scenario 5)` : `redis-server ${redis.version} child`} at ${redis.url}`);
   if (redis.shared) notes.push('REDIS_URL was set: the bench used that shared Redis, so scenario 5 counts may include other clients\' commands.');
 
-  const stubHandle = await nodeProgram('stub', join(repoRoot, 'bench', 'lib', 'timed-stub-runner.mjs'), ['--port', '0'], { tmpDir, fdLimit });
-  const stubUrl = `http://127.0.0.1:${stubHandle.match[1]}`;
-  const stub = { handle: stubHandle, url: stubUrl, pid: stubHandle.pid };
+  const stub = await startStubRunner({ tmpDir, fdLimit });
+  const stubUrl = stub.url;
 
   const prefix = `agentgw-bench-${process.pid}:`;
   const configPath = writeGatewayConfig({ tmpDir, redisUrl: redis.url, prefix, stubUrl, heartbeat });
@@ -82,17 +66,16 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, peers
   const references = [];
 
   if (nginx) {
-    const proxy = await startNginx({ nginx, tmpDir, upstreamPort: Number(stubHandle.match[1]), workerFdLimit: fdLimit });
+    const proxy = await startNginx({ nginx, tmpDir, upstreamPort: stub.port, workerFdLimit: fdLimit });
     references.push(proxy.handle);
     targets.push(plain('nginx', proxy.url, proxy.pids));
     log(`nginx ${nginx.version}: ${proxy.url}`);
   }
-  const undici = await nodeProgram('bare-undici', ref('bare-undici-proxy.mjs'), ['--upstream', stubUrl, '--port', '0'], { tmpDir, fdLimit });
-  references.push(undici);
-  targets.push(plain('bare-undici', `http://127.0.0.1:${undici.match[1]}`, () => [undici.pid]));
-  const httpProxy = await nodeProgram('bare-http-proxy', ref('bare-http-proxy.mjs'), ['--upstream', stubUrl, '--port', '0'], { tmpDir, fdLimit });
-  references.push(httpProxy);
-  targets.push(plain('bare-http-proxy', `http://127.0.0.1:${httpProxy.match[1]}`, () => [httpProxy.pid]));
+  for (const [name, script] of [['bare-undici', 'bare-undici-proxy.mjs'], ['bare-http-proxy', 'bare-http-proxy.mjs']]) {
+    const proxy = await startNodeProgram({ name, script: ref(script), args: ['--upstream', stubUrl, '--port', '0'], tmpDir, fdLimit });
+    references.push(proxy.handle);
+    targets.push(plain(name, proxy.url, () => [proxy.pid]));
+  }
 
   /** Each peer: ran, or skipped with the reason (printed, and kept in the result file). */
   let peerStatus = [];
@@ -174,7 +157,7 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, peers
     stop: async () => {
       await Promise.all([gateway, ...runtimeGateways.map((r) => r.gateway)].map((g) => g.stop()));
       await Promise.all([...references, ...limitGateways].map((handle) => handle.stop()));
-      await stubHandle.stop();
+      await stub.stop();
       await redis.close();
     },
   };

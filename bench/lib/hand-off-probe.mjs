@@ -1,4 +1,4 @@
-// Preloaded instead of stage-timestamps.mjs (which it loads too) by `bench/stream-stages.mjs
+// Preloaded instead of stage-timestamps.mjs (which it loads too) by `bench/run.mjs stream-stages
 // --probe`: what happens between the hand-off to undici (`undici:request:create`) and the
 // request's first byte on the wire (`undici:client:sendHeaders`), in the process under test.
 // Counted per request: whether undici wrote it in the same call (before a microtask could

@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, waitForPort } from './free-port.mjs';
+import { freePort, waitForPort } from '../../scripts/free-port.mjs';
 import { childPids } from './proc-stats.mjs';
 import { spawnProcess } from './processes.mjs';
 

@@ -5,7 +5,7 @@
 export const IDLE_TOPOLOGY_DEFAULT = 'workers';
 const IDLE_TOPOLOGIES = new Set(['workers', 'reuseport']);
 
-export const USAGE = `npm run bench -- [flags]
+export const USAGE = `npm run bench -- [flags]   the suite (scenarios 1–6 against every target)
 
   --quick                 smoke test (~2-3 min): 1 run of 2 s per measurement, fewer streams
   --scenarios 1,2,3,4,5   which scenarios to run (5 needs 1: it reads Redis during 1's runs);

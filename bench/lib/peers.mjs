@@ -13,7 +13,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { freePort } from './free-port.mjs';
+import { freePort } from '../../scripts/free-port.mjs';
 import { spawnProcess } from './processes.mjs';
 
 export const PEER_NAMES = ['fastify-stack', 'portkey'];

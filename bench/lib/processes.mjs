@@ -157,17 +157,40 @@ export function installExitHandlers(onSignal) {
   }
 }
 
+/** The stub agent runner every measurement and reference talks to. */
+export const STUB_RUNNER_SCRIPT = join(import.meta.dirname, '..', 'reference', 'stub-runner.mjs');
+
 /**
- * The timed stub runner (bench/lib/timed-stub-runner.mjs) as a process of its own, for the
- * bench scripts that drive one gateway at a time; `url` is where it listens.
+ * A node program of bench/ (the stub runner, a bare reference proxy) as a child process, ready
+ * once it prints `listening <port>`; `port` is that port. PORT is taken out of its
+ * environment: the bench chooses every port itself.
+ *
+ * @param {object} options
+ * @param {string} options.name for messages and its log file, `<tmpDir>/<name>.out`
+ * @param {string} options.script
+ * @param {string[]} [options.args]
+ * @param {string} options.tmpDir
+ * @param {number} [options.fdLimit]
+ * @param {string[]} [options.nodeArgs] node flags before the script
+ * @param {NodeJS.ProcessEnv} [options.env] added to this process's environment
  */
-export async function startStubRunner({ tmpDir, name = 'stub' }) {
+export async function startNodeProgram({ name, script, args = [], tmpDir, fdLimit, nodeArgs = [], env = {} }) {
+  const childEnv = { ...process.env, ...env };
+  delete childEnv.PORT;
   const handle = await spawnProcess({
     name,
     command: process.execPath,
-    args: [join(import.meta.dirname, 'timed-stub-runner.mjs'), '--port', '0'],
+    args: [...nodeArgs, script, ...args],
+    env: childEnv,
+    fdLimit,
     readyPattern: /^listening (\d+)$/m,
     logFile: join(tmpDir, `${name}.out`),
   });
-  return { handle, url: `http://127.0.0.1:${handle.match[1]}` };
+  const port = Number(handle.match[1]);
+  return { handle, pid: handle.pid, port, url: `http://127.0.0.1:${port}`, stop: (graceMs) => handle.stop(graceMs) };
+}
+
+/** The stub runner (bench/reference/stub-runner.mjs) as a process of its own; `url` is where it listens. */
+export function startStubRunner({ tmpDir, name = 'stub', fdLimit }) {
+  return startNodeProgram({ name, script: STUB_RUNNER_SCRIPT, args: ['--port', '0'], tmpDir, fdLimit });
 }

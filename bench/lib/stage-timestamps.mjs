@@ -1,4 +1,4 @@
-// Preloaded (`node --import`) into the process bench/stream-stages.mjs measures: the moments a
+// Preloaded (`node --import`) into the process bench/run.mjs stream-stages measures: the moments a
 // stream's start passes, from node:http's and undici's diagnostics channels, keyed by the
 // stream's `x-request-id` (the gateway forwards the client's to the runner; bare undici copies
 // every header). On SIGUSR2 it writes what it has to /tmp/agentgw-stages-<pid>.json and

@@ -8,7 +8,7 @@
 //
 // --connections 0 lifts the pool's cap, as scenario 4's floor needs (an SSE stream holds its
 // upstream connection for its whole life); --reuse-port lets two of these processes share one
-// port (bench/idle-floor.mjs: the floor of two processes holding 10,000 streams).
+// port (bench/run.mjs idle-floor: the floor of two processes holding 10,000 streams).
 //
 // The request body is read into one Buffer and sent as bytes (the gateway has to hold the
 // body anyway to validate it); the response is relayed by streaming, with the headers of an

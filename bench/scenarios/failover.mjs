@@ -9,25 +9,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { runFixedRate } from '../lib/fixed-rate-client.mjs';
 import { BENCH_AGENT, createBenchKey, startGatewayProcess, writeGatewayConfig } from '../lib/gateway.mjs';
-import { spawnProcess } from '../lib/processes.mjs';
+import { startStubRunner } from '../lib/processes.mjs';
 import { percentiles, round } from '../lib/stats.mjs';
 import { fmt, renderTable } from '../lib/table.mjs';
-
-const LISTENING = /^listening (\d+)$/m;
-
-function startStub(repoRoot, dir, fdLimit, name) {
-  const env = { ...process.env };
-  delete env.PORT;
-  return spawnProcess({
-    name,
-    command: process.execPath,
-    args: [join(repoRoot, 'bench', 'lib', 'timed-stub-runner.mjs'), '--port', '0'],
-    env,
-    fdLimit,
-    readyPattern: LISTENING,
-    logFile: join(dir, `${name}.out`),
-  });
-}
 
 async function counter(adminUrl, name) {
   const text = await (await fetch(`${adminUrl}/metrics`)).text();
@@ -39,8 +23,8 @@ async function counter(adminUrl, name) {
 export async function runFailoverScenario({ repoRoot, tmpDir, redis, fdLimit, options, log }) {
   const dir = join(tmpDir, 'failover');
   mkdirSync(dir, { recursive: true });
-  const stubs = await Promise.all([0, 1, 2].map((i) => startStub(repoRoot, dir, fdLimit, `failover-stub-${i}`)));
-  const upstreamUrls = stubs.map((s) => `http://127.0.0.1:${s.match[1]}/api/v1`);
+  const stubs = await Promise.all([0, 1, 2].map((i) => startStubRunner({ tmpDir: dir, fdLimit, name: `failover-stub-${i}` })));
+  const upstreamUrls = stubs.map((s) => `${s.url}/api/v1`);
   const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `agentgw-bench-failover-${process.pid}:`, upstreamUrls, heartbeat: options.heartbeat });
   const key = await createBenchKey({ repoRoot, configPath });
   const gateway = await startGatewayProcess({ repoRoot, configPath, redisUrl: redis.url, tmpDir: dir, fdLimit, name: 'gateway-failover' });

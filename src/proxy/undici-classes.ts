@@ -4,6 +4,8 @@
 // these two classes do not need (docs/decisions/0028-worker-runtime-memory.md has the figures).
 // `Dispatcher.prototype` gets the request API (client.request(), used by the health checks)
 // exactly as the index gives it. Types still come from `import type … from 'undici'`.
+// Internal paths are not undici's public API: package.json pins undici with `~` (patch releases
+// only) and test/unit/proxy/undici-classes.test.ts fails an upgrade that moves or changes them.
 import { createRequire } from 'node:module';
 import type { Client as ClientClass, Dispatcher as DispatcherClass, Pool as PoolClass } from 'undici';
 

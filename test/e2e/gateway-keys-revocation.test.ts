@@ -3,21 +3,19 @@
 // invalidation), and one gateway on the key file (directory watch). The cache TTL is 10
 // minutes, so only the invalidation can make it in time. `keys list` / `keys show` never print
 // the raw key or its hash.
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey, parseApiKey } from '../../src/keys/key-format.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat } from '../helpers/gateway.js';
-import { CLI_PATH, startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
+import { builtCliOutput } from '../helpers/cli.js';
+import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { sleep } from '../helpers/wait.js';
 import { metricsText, metricValue } from '../helpers/metrics-text.js';
 
-const run = promisify(execFile);
 const CHAT = '/agents/support/api/v1/chat';
 const ANY_KEY = /ha_[0-9A-Za-z]{38}/;
 const POLL_INTERVAL_MS = 50;
@@ -57,9 +55,8 @@ function gatewayConfig(name: string, store: 'redis' | 'file'): Record<string, un
 }
 
 /** The built CLI, as an operator runs it; rejects on a non-zero exit. */
-async function cli(configPath: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run(process.execPath, [CLI_PATH, 'keys', ...args, '--config', configPath], { env: { ...process.env, REDIS_URL: '' }, timeout: 15_000 });
-  return stdout;
+function cli(configPath: string, ...args: string[]): Promise<string> {
+  return builtCliOutput(['keys', ...args, '--config', configPath], { timeoutMs: 15_000 });
 }
 
 interface CreatedKey {

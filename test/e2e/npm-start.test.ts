@@ -1,15 +1,14 @@
 // What a new user does: `npm start` (serve --demo with config/gateway.yaml) from a fresh
 // directory, then the printed curl line. Tokens must arrive one by one. Every start prints
 // the dashboard's address, a demo admin token that signs in, and a working keys create line.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { builtCliOutput, spawnBuiltCli } from '../helpers/cli.js';
 import { freePort } from '../helpers/free-port.js';
-import { CLI_PATH } from '../helpers/gateway-process.js';
 import { openSse } from '../helpers/sse-client.js';
 
 let child: ChildProcess | undefined;
@@ -24,16 +23,9 @@ afterEach(async () => {
 });
 
 async function startDemo(workDir: string, env: NodeJS.ProcessEnv): Promise<{ process: ChildProcess; output: () => string }> {
-  const proc = spawn(process.execPath, [CLI_PATH, 'serve', '--demo', '--config', 'gateway.yaml'], { cwd: workDir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  proc.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  proc.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-  const deadline = Date.now() + 15_000;
-  while (!output.includes('Make another key')) {
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`npm start did not come up:\n${output}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return { process: proc, output: () => output };
+  const demo = spawnBuiltCli(['serve', '--demo', '--config', 'gateway.yaml'], { cwd: workDir, env });
+  await demo.waitForOutput((output) => output.includes('Make another key'), 'npm start to come up', 15_000);
+  return { process: demo.child, output: demo.output };
 }
 
 /** The dashboard block of the banner: address, demo admin token, keys create line. */
@@ -72,8 +64,8 @@ describe('npm start (serve --demo)', () => {
     expect((await readFile(join(dir, 'var/demo-admin-token'), 'utf8')).trim()).toBe(dashboard.token);
     // The printed keys create line works as printed (from the checkout: dist/cli/main.js).
     const args = dashboard.createLine.replace(/^node dist\/cli\/main\.js /, '').match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ''));
-    const made = await promisify(execFile)(process.execPath, [CLI_PATH, ...args], { cwd: dir, env: { ...process.env, ...env } });
-    expect(made.stdout.split('\n')[0]).toMatch(/^ha_[0-9A-Za-z]{38}$/);
+    const made = await builtCliOutput(args, { cwd: dir, env });
+    expect(made.split('\n')[0]).toMatch(/^ha_[0-9A-Za-z]{38}$/);
     // The same token opens the admin API.
     const listed = await fetch(`http://127.0.0.1:${env.ADMIN_PORT}/admin/v1/keys`, { headers: { authorization: `Bearer ${dashboard.token}` } });
     expect(listed.status).toBe(200);

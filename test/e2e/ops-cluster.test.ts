@@ -1,8 +1,7 @@
 // `serve --workers 2` with the built CLI: two workers share one port, the primary's /metrics
 // gathers both (AggregatorRegistry, one `worker` label per worker), a dead worker is
 // replaced, SIGHUP and SIGTERM reach every worker, and the instance exits 0.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,17 +14,11 @@ import { parseWorkerCount, perWorkerPath, withWorkerPaths } from '../../src/cli/
 import { WORKER_MALLOC_ARENA_MAX, WORKER_SEMI_SPACE_MB } from '../../src/cli/worker-runtime.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
+import { spawnBuiltCli, type CliChild } from '../helpers/cli.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { freePort } from '../helpers/free-port.js';
-import { CLI_PATH } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { type MetricSample, parseMetrics, sumSamples } from '../helpers/metrics-text.js';
-
-interface Cli {
-  child: ChildProcess;
-  exited: Promise<[number | null, NodeJS.Signals | null]>;
-  output(): string;
-}
 
 let dir: string;
 let redis: TestRedis;
@@ -33,29 +26,17 @@ let upstream: FakeUpstream;
 let key: string;
 let port: number;
 let adminPort: number;
-let primary: Cli;
+let primary: CliChild;
 const children: ChildProcess[] = [];
 
-function runCli(args: string[]): Cli {
-  const child = spawn(process.execPath, [CLI_PATH, ...args], { env: { ...process.env, REDIS_URL: '', PORT: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  return { child, exited: once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>, output: () => output };
-}
-
-async function waitFor(cli: Cli, test: (output: string) => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!test(cli.output())) {
-    if (cli.child.exitCode !== null) throw new Error(`exited (${cli.child.exitCode}) before ${what}:\n${cli.output()}`);
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${cli.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+function runCli(args: string[]): CliChild {
+  const cli = spawnBuiltCli(args);
+  children.push(cli.child);
+  return cli;
 }
 
 type LogLine = Record<string, unknown>;
-function logLines(cli: Cli): LogLine[] {
+function logLines(cli: CliChild): LogLine[] {
   return cli
     .output()
     .split('\n')
@@ -107,7 +88,7 @@ beforeAll(async () => {
   ({ rawKey: key } = await new KeyService({ store, config: parseConfig(configDocument(), 'test', {}) }).createKey({ account: 'acme', plan: 'scale', agents: ['support'] }));
   await store.close();
   primary = runCli(['serve', '--config', join(dir, 'gateway.yaml'), '--workers', '2']);
-  await waitFor(primary, (out) => out.includes('agent-gateway listening') && out.includes('2 workers'), 'the cluster to listen');
+  await primary.waitForOutput((out) => out.includes('agent-gateway listening') && out.includes('2 workers'), 'the cluster to listen');
 });
 
 afterAll(async () => {
@@ -141,7 +122,7 @@ describe('serve --workers 2', () => {
     expect(sumSamples(samples, 'agentgw_request_duration_seconds_count', { route: 'chat' })).toBe(40);
     // Each serving process turned V8's allocation-site pretenuring off for itself (decision 0010).
     const listeningLines = (): LogLine[] => logLines(primary).filter((line) => line.msg === 'worker listening');
-    await waitFor(primary, () => listeningLines().length === 2, "both workers' listening lines");
+    await primary.waitForOutput(() => listeningLines().length === 2, "both workers' listening lines");
     const listening = listeningLines();
     expect(listening.map((line) => line.v8_flags)).toEqual([['--no-allocation-site-pretenuring'], ['--no-allocation-site-pretenuring']]);
     // The primary forked each worker with a capped young generation and glibc arenas (decision 0028).
@@ -159,7 +140,7 @@ describe('serve --workers 2', () => {
 
   it('forwards SIGHUP to every worker, each of which reloads the file', async () => {
     primary.child.kill('SIGHUP');
-    await waitFor(primary, (out) => (out.match(/"msg":"config reloaded"/g) ?? []).length >= 2, 'both workers to reload');
+    await primary.waitForOutput((out) => (out.match(/"msg":"config reloaded"/g) ?? []).length >= 2, 'both workers to reload');
     const reloaded = logLines(primary).filter((line) => line.msg === 'config reloaded').map((line) => line.worker);
     expect(reloaded.sort()).toEqual([1, 2]);
   });
@@ -167,8 +148,8 @@ describe('serve --workers 2', () => {
   it('replaces a worker that dies, under the same worker label', async () => {
     const victim = logLines(primary).find((line) => line.msg === 'worker listening' && line.worker === 2)!;
     process.kill(victim.pid as number, 'SIGKILL');
-    await waitFor(primary, (out) => out.includes('worker died; replacing it'), 'the primary to notice');
-    await waitFor(primary, () => logLines(primary).filter((line) => line.msg === 'worker listening' && line.worker === 2).length === 2, 'a new worker 2');
+    await primary.waitForOutput((out) => out.includes('worker died; replacing it'), 'the primary to notice');
+    await primary.waitForOutput(() => logLines(primary).filter((line) => line.msg === 'worker listening' && line.worker === 2).length === 2, 'a new worker 2');
     const statuses = await Promise.all(Array.from({ length: 10 }, () => chatOnNewConnection()));
     expect(statuses).toEqual(Array(10).fill(200));
     const workers = (await scrape()).filter((s) => s.name === 'process_resident_memory_bytes').map((s) => s.labels.worker).sort();

@@ -1,8 +1,7 @@
 // `serve --workers 2` with `listen.tls`, the built CLI: both workers serve HTTPS (HTTP/1.1 and
 // HTTP/2) on the one port, each picks up a replaced certificate by itself, SIGHUP makes
 // every worker read the files again, and SIGTERM still ends the instance cleanly.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,9 +11,9 @@ import { FileKeyStore } from '../../src/keys/file-key-store.js';
 import { KeyService } from '../../src/keys/key-service.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { silentLogger } from '../../src/logger.js';
+import { spawnBuiltCli, type CliChild } from '../helpers/cli.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { freePort } from '../helpers/free-port.js';
-import { CLI_PATH } from '../helpers/gateway-process.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { makeTestCertificates, type TestCertificates } from '../helpers/tls-certs.js';
 import { clientTls, http2Post, httpsPost, openHttp2, servedFingerprint, fingerprintOf, replaceFile, type ClientTls } from '../helpers/tls-clients.js';
@@ -30,8 +29,8 @@ let second: TestCertificates;
 let trustBoth: ClientTls;
 let port: number;
 let apiKey: string;
+let cluster: CliChild;
 let primary: ChildProcess;
-let output = '';
 let certFile: string;
 let keyFile: string;
 
@@ -68,15 +67,9 @@ beforeAll(async () => {
   const store = await FileKeyStore.open({ path: join(dir, 'keys.json'), logger: silentLogger, watch: false });
   ({ rawKey: apiKey } = await new KeyService({ store, config: parseConfig(document, 'test', {}) }).createKey({ account: 'acme', plan: 'scale', agents: ['support'] }));
   await store.close();
-  primary = spawn(process.execPath, [CLI_PATH, 'serve', '--config', join(dir, 'gateway.yaml'), '--workers', '2'], { env: { ...process.env, REDIS_URL: '', PORT: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  primary.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  primary.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  await waitFor('the cluster to listen', () => {
-    if (primary.exitCode !== null) throw new Error(`exited: ${output}`);
-    return output.includes(`agent-gateway listening on https://127.0.0.1:${port}`) && output.includes('2 workers');
-  }, 30_000, 25).catch((error: Error) => {
-    throw new Error(`${error.message}\n${output}`);
-  });
+  cluster = spawnBuiltCli(['serve', '--config', join(dir, 'gateway.yaml'), '--workers', '2']);
+  primary = cluster.child;
+  await cluster.waitForOutput((output) => output.includes(`agent-gateway listening on https://127.0.0.1:${port}`) && output.includes('2 workers'), 'the cluster to listen', 30_000);
 });
 
 afterAll(async () => {
@@ -125,9 +118,8 @@ describe('serve --workers 2 with listen.tls', () => {
   });
 
   it('stops cleanly on SIGTERM', async () => {
-    const exited = once(primary, 'exit');
     primary.kill('SIGTERM');
-    const [code] = (await exited) as [number | null];
+    const [code] = await cluster.exited;
     expect(code).toBe(0);
   });
 });

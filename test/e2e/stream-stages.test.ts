@@ -1,4 +1,4 @@
-// `bench/stream-stages.mjs` with the hand-off probe (decision 0031) runs end to end against
+// `node bench/run.mjs stream-stages` with the hand-off probe (decision 0031) runs end to end against
 // bare undici and the gateway and reports every stream's stages and the probe's counts. No
 // timing is asserted (speed is the tool's report, never a test's verdict on a shared machine):
 // only that the numbers are there, add up, and came from the process under test.
@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 function runStages(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  return runNodeScript('bench/stream-stages.mjs', args, { ...process.env, REDIS_URL: redis.url, STAGES_JSON: '1', STAGES_STREAMS: String(STREAMS), ...env });
+  return runNodeScript('bench/run.mjs', ['stream-stages', ...args], { ...process.env, REDIS_URL: redis.url, STAGES_JSON: '1', STAGES_STREAMS: String(STREAMS), ...env });
 }
 
 function stagesLine(output: string): StagesLine {
@@ -51,7 +51,7 @@ function stagesLine(output: string): StagesLine {
   return JSON.parse(line) as StagesLine;
 }
 
-describe('bench/stream-stages.mjs with the hand-off probe', () => {
+describe('bench/run.mjs stream-stages with the hand-off probe', () => {
   it.each([
     ['bare-undici', []],
     ['gateway', ['no-limits,no-request-log']],

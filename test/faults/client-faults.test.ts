@@ -3,19 +3,17 @@
 // client that reads a stream very slowly. Checked on the runner (no upstream request left
 // open), in the process (descriptors, handles, RSS) and in the audit sinks.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
-import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
-import { silentLogger } from '../../src/logger.js';
+import type { RedisClient } from '../../src/redis/redis-client.js';
 import { parseSseReference } from '../helpers/reference-sse.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { describeSample, MB, startFaultGateway, type FaultGateway } from '../helpers/faults/fault-gateway.js';
-import { FIREHOSE_EVENT, startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
+import type { TestRedis } from '../helpers/redis.js';
+import { startFaultBed, type FaultBed } from '../helpers/faults/fault-bed.js';
+import { describeSample, MB, type FaultGateway } from '../helpers/faults/fault-gateway.js';
+import { FIREHOSE_EVENT, type FaultRunner } from '../helpers/faults/fault-runner.js';
 import { createKeys } from '../helpers/faults/create-keys.js';
 import { reportRow } from '../helpers/faults/report.js';
 import { answerSummary, startTraffic, type Outcome } from '../helpers/faults/traffic.js';
@@ -27,6 +25,7 @@ const IDLE_CONNECTIONS_WANTED = Number(process.env.FAULT_IDLE_CONNECTIONS ?? 10_
 const ABORTED_STREAMS = Number(process.env.FAULT_ABORTED_STREAMS ?? 1_000);
 const FIREHOSE_BYTES = 64 * MB;
 
+let bed: FaultBed;
 let dir: string;
 let redis: TestRedis;
 let inspect: RedisClient;
@@ -52,15 +51,15 @@ function documentFor(name: string, listen: Record<string, unknown>): Record<stri
 }
 
 beforeAll(async () => {
-  [dir, redis, runner] = await Promise.all([mkdtemp(join(tmpdir(), 'agentgw-faults-clients-')), startRedis(), startFaultRunner()]);
-  inspect = createRedisClient({ url: redis.url, prefix: 'faults-cl:', commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
+  bed = await startFaultBed({ name: 'clients', prefix: 'faults-cl:' });
+  ({ dir, redis, runner, inspect } = bed);
   const hard = execFileSync('bash', ['-c', 'ulimit -Hn']).toString().trim();
   hardFdLimit = hard === 'unlimited' ? Number.POSITIVE_INFINITY : Number(hard) || 1_024;
   const main = documentFor('main', { headers_timeout: '30s', request_timeout: '60s' });
   key = (await createKeys(main, [{ account: 'clients', plan: 'bulk', agents: ['ok', 'slow', 'firehose'] }]))[0]!;
   [gateway, strict] = await Promise.all([
-    startFaultGateway({ dir, name: 'main', config: main, fdLimit: 65_536 }),
-    startFaultGateway({ dir, name: 'strict', config: documentFor('strict', { headers_timeout: '2s', request_timeout: '3s' }) }),
+    bed.startGateway({ name: 'main', config: main, fdLimit: 65_536 }),
+    bed.startGateway({ name: 'strict', config: documentFor('strict', { headers_timeout: '2s', request_timeout: '3s' }) }),
   ]);
   // Warm both up: compiled code, pools, limiter on Redis.
   await Promise.all(
@@ -68,13 +67,7 @@ beforeAll(async () => {
   );
 });
 
-afterAll(async () => {
-  await Promise.all([gateway?.stop('SIGKILL'), strict?.stop('SIGKILL')]);
-  inspect?.disconnect();
-  await runner?.close();
-  await redis?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => bed?.close());
 
 /** mulberry32: random but reproducible abort moments (the seed is in every failure message). */
 function seededRandom(seed: number): () => number {

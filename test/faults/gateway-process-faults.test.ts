@@ -5,18 +5,17 @@
 // kept, no request disturbed), then a storm of valid reloads.
 // (SIGKILL with traffic stopped first: test/e2e/gateway-audit-crash.test.ts; one invalid
 // SIGHUP without traffic: test/e2e/ops-reload.test.ts.)
-import { mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import { spoolPathFor } from '../../src/audit/audit-spool.js';
-import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
-import { silentLogger } from '../../src/logger.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { MB, startFaultGateway, type FaultGateway } from '../helpers/faults/fault-gateway.js';
-import { startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
+import type { RedisClient } from '../../src/redis/redis-client.js';
+import type { TestRedis } from '../helpers/redis.js';
+import { startFaultBed, type FaultBed } from '../helpers/faults/fault-bed.js';
+import { MB, type FaultGateway } from '../helpers/faults/fault-gateway.js';
+import type { FaultRunner } from '../helpers/faults/fault-runner.js';
 import { createKeys } from '../helpers/faults/create-keys.js';
 import { reportRow } from '../helpers/faults/report.js';
 import { answerSummary, startTraffic, type Outcome } from '../helpers/faults/traffic.js';
@@ -27,25 +26,18 @@ const FLUSH_INTERVAL_MS = 50;
 /** Answers older than this at the kill must have reached the spool (10 flush intervals: slack for a slow disk's fdatasync). */
 const UNFLUSHED_WINDOW_MS = FLUSH_INTERVAL_MS * 10;
 
+let bed: FaultBed;
 let dir: string;
 let redis: TestRedis;
 let inspect: RedisClient;
 let runner: FaultRunner;
-const processes: FaultGateway[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'agentgw-faults-process-'));
-  [redis, runner] = await Promise.all([startRedis({ controllable: true, extraArgs: ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir] }), startFaultRunner()]);
-  inspect = createRedisClient({ url: redis.url, prefix: 'faults-pr:', commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
+  bed = await startFaultBed({ name: 'process', prefix: 'faults-pr:', persistentRedis: true });
+  ({ dir, redis, runner, inspect } = bed);
 });
 
-afterAll(async () => {
-  await Promise.all(processes.map((p) => p.stop('SIGKILL')));
-  inspect?.disconnect();
-  await runner?.close();
-  await redis?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => bed?.close());
 
 describe('SIGKILL under traffic while the audit stream is spooling, then a restart', () => {
   it('replays the spool; every answer older than the unflushed window at the kill is in both sinks', async () => {
@@ -61,8 +53,7 @@ describe('SIGKILL under traffic while the audit stream is spooling, then a resta
       shutdown_grace: '2s',
     };
     const key = (await createKeys(document, [{ account: 'killed', plan: 'bulk', agents: ['ok', 'slow'] }]))[0]!;
-    const first = await startFaultGateway({ dir, name: 'kill', config: document });
-    processes.push(first);
+    const first = await bed.startGateway({ name: 'kill', config: document });
     let target = first.url;
     // 16 loops: chat, and streams lasting ~200 ms, so some are always mid-stream at the kill.
     const streamBody = JSON.stringify({ message: 'hi', runner: { tokens: 20, intervalMs: 10 } });
@@ -76,8 +67,7 @@ describe('SIGKILL under traffic while the audit stream is spooling, then a resta
     expect(killed.signal).toBe('SIGKILL');
     const spoolAtKill = (await readFile(spoolPathFor(spool, 'redis'), 'utf8').catch(() => '')) + (await readFile(`${spoolPathFor(spool, 'redis')}.replaying`, 'utf8').catch(() => ''));
     await redis.start();
-    const second = await startFaultGateway({ dir, name: 'kill', config: document, port: first.port, adminPort: first.adminPort });
-    processes.push(second);
+    const second = await bed.startGateway({ name: 'kill', config: document, port: first.port, adminPort: first.adminPort });
     const restartedAtMs = performance.now();
     target = `${second.url} (restarted)`;
     await sleep(2_000);
@@ -144,8 +134,7 @@ describe('SIGHUP with a broken config under traffic', () => {
       shutdown_grace: '2s',
     };
     key = (await createKeys(document, [{ account: 'hup', plan: 'bulk', agents: ['ok', 'slow'] }]))[0]!;
-    gateway = await startFaultGateway({ dir, name: 'hup', config: document });
-    processes.push(gateway);
+    gateway = await bed.startGateway({ name: 'hup', config: document });
   });
 
   /** The config file with the ports the running process listens on. */

@@ -3,15 +3,14 @@
 // journal (decision 0022) every request the client got a whole answer for has its record
 // in the Redis stream and in the file once the last process has caught up: 0 lost. Real
 // gateway processes (the built CLI), a real Redis, a real upstream.
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
-import { silentLogger } from '../../src/logger.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startFaultGateway, type FaultGateway } from '../helpers/faults/fault-gateway.js';
-import { startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
+import type { RedisClient } from '../../src/redis/redis-client.js';
+import type { TestRedis } from '../helpers/redis.js';
+import { startFaultBed, type FaultBed } from '../helpers/faults/fault-bed.js';
+import type { FaultGateway } from '../helpers/faults/fault-gateway.js';
+import type { FaultRunner } from '../helpers/faults/fault-runner.js';
 import { createKeys } from '../helpers/faults/create-keys.js';
 import { reportRow } from '../helpers/faults/report.js';
 import { answerSummary, startTraffic, type Outcome } from '../helpers/faults/traffic.js';
@@ -23,26 +22,18 @@ const KILLS = Number(process.env.SIGKILL_COUNT ?? 20);
 /** Requests each process answers in full before its kill: the floor of the answered count. */
 const ANSWERS_PER_PROCESS = 3;
 
+let bed: FaultBed;
 let dir: string;
 let redis: TestRedis;
 let inspect: RedisClient;
 let runner: FaultRunner;
-const processes: FaultGateway[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'agentgw-faults-sigkill-'));
-  [redis, runner] = await Promise.all([startRedis(), startFaultRunner()]);
-  inspect = createRedisClient({ url: redis.url, prefix: 'faults-kill:', commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
+  bed = await startFaultBed({ name: 'sigkill', prefix: 'faults-kill:', keepDirWhen: 'SIGKILL_DEBUG' });
+  ({ dir, redis, runner, inspect } = bed);
 });
 
-afterAll(async () => {
-  await Promise.all(processes.map((p) => p.stop('SIGKILL')));
-  inspect?.disconnect();
-  await runner?.close();
-  await redis?.close();
-  if (dir && !process.env.SIGKILL_DEBUG) await rm(dir, { recursive: true, force: true });
-  else if (dir) console.log('kept', dir);
-});
+afterAll(() => bed?.close());
 
 /** The client got the whole answer: a status, the body to its end, and for a 200 stream its done event. */
 function answered(o: Outcome): boolean {
@@ -64,8 +55,7 @@ describe(`SIGKILL ×${KILLS} under traffic, a restart after each`, () => {
       shutdown_grace: '2s',
     };
     const key = (await createKeys(document, [{ account: 'killed', plan: 'bulk', agents: ['ok', 'slow'] }]))[0]!;
-    let gateway = await startFaultGateway({ dir, name: 'kill', config: document });
-    processes.push(gateway);
+    let gateway = await bed.startGateway({ name: 'kill', config: document });
     const { port, adminPort } = gateway;
     // Streams of ~100 ms, so some are always mid-answer at a kill.
     const streamBody = JSON.stringify({ message: 'hi', runner: { tokens: 10, intervalMs: 10 } });
@@ -97,9 +87,8 @@ describe(`SIGKILL ×${KILLS} under traffic, a restart after each`, () => {
       if (kill > 1) recoveredPerStart.push(recoveredRecords(gateway));
       phase = kill;
       const restartAt = performance.now();
-      gateway = await startFaultGateway({ dir, name: 'kill', config: document, port, adminPort, startTimeoutMs: 60_000 });
+      gateway = await bed.startGateway({ name: 'kill', config: document, port, adminPort, startTimeoutMs: 60_000 });
       startMs.push(performance.now() - restartAt);
-      processes.push(gateway);
     }
     await sleep(500);
     const outcomes = await traffic.stop();
@@ -123,7 +112,7 @@ describe(`SIGKILL ×${KILLS} under traffic, a restart after each`, () => {
     const journalNames = (await readdir(dir)).filter((name) => name.startsWith('spool.journal.'));
     const journalLeft = (await Promise.all(journalNames.map((name) => readFile(join(dir, name), 'utf8')))).join('');
 
-    if (process.env.SIGKILL_DEBUG) for (const p of processes) console.log(p.logLines().filter((l) => l.level !== 'info' && l.level !== 30).map((l) => JSON.stringify(l)).join('\n'));
+    if (process.env.SIGKILL_DEBUG) for (const p of bed.gateways) console.log(p.logLines().filter((l) => l.level !== 'info' && l.level !== 30).map((l) => JSON.stringify(l)).join('\n'));
     if (process.env.SIGKILL_DEBUG) console.log(JSON.stringify(outcomes.filter((o) => lostStream.includes(o.id)).map((o) => [o.id, o.label, o.route, o.status, Math.round(o.startedMs - t0), Math.round(o.latencyMs)])));
     reportRow({
       fault: `SIGKILL ×${KILLS} under traffic (16 loops: JSON and ~100 ms streams; each process killed 0–150 ms after its ${ANSWERS_PER_PROCESS}rd answer), restart on the same ports after each (restart to listening: median ${Math.round(median(startMs))} ms, max ${Math.round(Math.max(...startMs))} ms; whole run ${Math.round((performance.now() - t0) / 1000)} s)`,

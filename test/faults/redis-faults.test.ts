@@ -6,17 +6,16 @@
 // Redis, and once it is back every answered request is in both audit sinks.
 // (Redis SIGKILLed mid-load for the limiter alone: test/integration/gateway-rate-limits-cluster.test.ts;
 // stopped for the audit sink alone: test/integration/gateway-audit-outage.test.ts.)
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { silentLogger } from '../../src/logger.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import type { TestRedis } from '../helpers/redis.js';
 import { answered, checkAudit } from '../helpers/faults/audit-check.js';
-import { describeSample, MB, startFaultGateway, type FaultGateway, type ProcessSample } from '../helpers/faults/fault-gateway.js';
+import { startFaultBed, type FaultBed } from '../helpers/faults/fault-bed.js';
+import { describeSample, MB, type FaultGateway, type ProcessSample } from '../helpers/faults/fault-gateway.js';
 import type { RetainedMemory } from '../../scripts/inspector-gc.mjs';
-import { startFaultRunner, type FaultRunner } from '../helpers/faults/fault-runner.js';
+import type { FaultRunner } from '../helpers/faults/fault-runner.js';
 import { createKeys } from '../helpers/faults/create-keys.js';
 import { findSecrets, revealingErrorBodies } from '../helpers/faults/leaks.js';
 import { reportRow } from '../helpers/faults/report.js';
@@ -35,6 +34,7 @@ const HANG_BOUND_MS = 1_500;
 const BUSY_SCRIPT = `local t = redis.call('TIME') local start = t[1] * 1000000 + t[2]
 while true do local n = redis.call('TIME') if (n[1] * 1000000 + n[2]) - start >= ARGV[1] * 1000 then return 1 end end`;
 
+let bed: FaultBed;
 let dir: string;
 let redis: TestRedis;
 let inspect: RedisClient;
@@ -54,10 +54,9 @@ const retainedBaselines = new Map<Mode, RetainedMemory>();
 const RETAINED_GROWTH_BOUND = 4 * MB;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'agentgw-faults-redis-'));
   // AOF: keys and audit entries written before a stop survive the restart, as in production.
-  [redis, runner] = await Promise.all([startRedis({ controllable: true, extraArgs: ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir] }), startFaultRunner()]);
-  inspect = createRedisClient({ url: redis.url, prefix: PREFIX, commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
+  bed = await startFaultBed({ name: 'redis', prefix: PREFIX, persistentRedis: true });
+  ({ dir, redis, runner, inspect } = bed);
   const documentFor = (mode: Mode): Record<string, unknown> => ({
     redis: { url: redis.url, prefix: PREFIX, command_timeout: '100ms' },
     rate_limits: { on_store_error: mode },
@@ -68,7 +67,7 @@ beforeAll(async () => {
     shutdown_grace: '2s',
   });
   key = (await createKeys(documentFor('allow'), [{ account: 'redis-faults', plan: 'bulk', agents: ['ok'] }]))[0]!;
-  const started = await Promise.all(MODES.map((mode) => startFaultGateway({ dir, name: mode, config: documentFor(mode), inspect: true })));
+  const started = await Promise.all(MODES.map((mode) => bed.startGateway({ name: mode, config: documentFor(mode), inspect: true })));
   for (const [i, mode] of MODES.entries()) gateways.set(mode, started[i]!);
   for (const mode of MODES) {
     traffic.set(
@@ -87,11 +86,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const t of traffic.values()) await t.stop();
   redis?.resume();
-  await Promise.all([...gateways.values()].map((g) => g.stop('SIGKILL')));
-  inspect?.disconnect();
-  await runner?.close();
-  await redis?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await bed?.close();
 });
 
 /** Runs busy scripts of `busyMs` with `gapMs` between them for `forMs`, on its own connection. */

@@ -5,18 +5,16 @@
 // agent is untouched, no upstream request is left open, memory stays bounded, and every
 // answered request has its audit record in both sinks. (Single-request versions of some of
 // these live in test/integration/gateway-upstream-failures.test.ts and gateway-streaming.test.ts.)
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
-import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
-import { silentLogger } from '../../src/logger.js';
+import type { RedisClient } from '../../src/redis/redis-client.js';
 import { refusingPort } from '../helpers/free-port.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import type { TestRedis } from '../helpers/redis.js';
 import { answered, checkAudit } from '../helpers/faults/audit-check.js';
-import { describeSample, MB, startFaultGateway, type FaultGateway, type ProcessSample } from '../helpers/faults/fault-gateway.js';
-import { HUGE_BODY_BYTES, startFaultRunner, type FaultRunner, type RunnerMode } from '../helpers/faults/fault-runner.js';
+import { startFaultBed, type FaultBed } from '../helpers/faults/fault-bed.js';
+import { describeSample, MB, type FaultGateway, type ProcessSample } from '../helpers/faults/fault-gateway.js';
+import { HUGE_BODY_BYTES, type FaultRunner, type RunnerMode } from '../helpers/faults/fault-runner.js';
 import { createKeys } from '../helpers/faults/create-keys.js';
 import { findSecrets, revealingErrorBodies } from '../helpers/faults/leaks.js';
 import { reportRow } from '../helpers/faults/report.js';
@@ -28,6 +26,7 @@ const STREAM_KEY = 'faults:upstream:audit';
 const FAULT_WINDOW_MS = 1_200;
 const CONCURRENCY = 24;
 
+let bed: FaultBed;
 let dir: string;
 let redis: TestRedis;
 let inspect: RedisClient;
@@ -40,8 +39,8 @@ const all: Outcome[] = [];
 let runs = 0;
 
 beforeAll(async () => {
-  [dir, redis, runner, refusedPort] = await Promise.all([mkdtemp(join(tmpdir(), 'agentgw-faults-upstream-')), startRedis(), startFaultRunner(), refusingPort()]);
-  inspect = createRedisClient({ url: redis.url, prefix: 'faults-up:', commandTimeoutMs: 2_000 }, silentLogger, 'test-inspect');
+  [bed, refusedPort] = await Promise.all([startFaultBed({ name: 'upstream', prefix: 'faults-up:' }), refusingPort()]);
+  ({ dir, redis, runner, inspect } = bed);
   const agents: Record<string, unknown> = { refused: { upstream: `http://127.0.0.1:${refusedPort}/api/v1` } };
   for (const mode of ['silent', 'stall', 'reset', 'garbage', 'plain', 'err500', 'huge'] as RunnerMode[]) agents[mode] = { upstream: runner.baseUrl(mode), timeout: '500ms' };
   // The healthy runner gets a deadline no loaded machine reaches: its answers are asserted
@@ -61,20 +60,14 @@ beforeAll(async () => {
     shutdown_grace: '2s',
   };
   key = (await createKeys(document, [{ account: 'faults', plan: 'bulk', agents: Object.keys(agents) }]))[0]!;
-  gateway = await startFaultGateway({ dir, name: 'upstream-faults', config: document });
+  gateway = await bed.startGateway({ name: 'upstream-faults', config: document });
   // Warm up (compiled code, pools, limiter on Redis) before the baseline sample.
   const warm = startTraffic({ baseUrl: gateway.url, key, concurrency: CONCURRENCY, idPrefix: 'up-warm', count: 300, plan: (i) => ({ agent: 'ok', route: i % 2 ? 'chat' : 'chat/stream' }) });
   all.push(...(await warm.done));
   baseline = await gateway.sample();
 });
 
-afterAll(async () => {
-  await gateway?.stop('SIGKILL');
-  inspect?.disconnect();
-  await runner?.close();
-  await redis?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => bed?.close());
 
 interface FaultRun {
   faulty: Outcome[];

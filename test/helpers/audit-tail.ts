@@ -1,7 +1,5 @@
-// `agent-gateway audit tail` run in process through commander, its output captured.
-import { PassThrough } from 'node:stream';
-import { Command } from 'commander';
-import { registerAuditCommand } from '../../src/cli/audit.js';
+// `agent-gateway audit tail` run in process (test/helpers/cli.ts), its output as lines.
+import { runCliInProcess } from './cli.js';
 
 export interface AuditTailRun {
   /** The non-empty lines written to stdout. */
@@ -13,15 +11,6 @@ export interface AuditTailRun {
 
 /** Runs `audit tail <args>`; a usage error (commander's) rejects. */
 export async function runAuditTail(args: string[]): Promise<AuditTailRun> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString()));
-  stderr.on('data', (c: Buffer) => (err += c.toString()));
-  let exitCode: number | undefined;
-  const program = new Command('agent-gateway').exitOverride().configureOutput({ writeErr: () => {} });
-  registerAuditCommand(program, { stdout, stderr, setExitCode: (code) => (exitCode = code) });
-  await program.parseAsync(['audit', 'tail', ...args], { from: 'user' });
-  return { lines: out.split('\n').filter(Boolean), exitCode, stderr: err };
+  const run = await runCliInProcess(['audit', 'tail', ...args], { rejectUsageErrors: true });
+  return { lines: run.stdout.split('\n').filter(Boolean), exitCode: run.setExitCode, stderr: run.stderr };
 }

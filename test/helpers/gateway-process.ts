@@ -1,13 +1,12 @@
 // The built CLI (`dist/cli/main.js serve`) as a child process, with a YAML config written
 // per test: for tests that need several gateway processes, signals or a hard kill.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { spawnBuiltCli } from './cli.js';
 import { checkAnswersFrom } from './openapi-answers.js';
 
-export const CLI_PATH = join(process.cwd(), 'dist/cli/main.js');
 /** The line `serve` prints once both listeners are bound (one process or a cluster's primary). */
 const LISTENING = /agent-gateway listening on https?:\/\/[^\s]+:(\d+) \(admin :(\d+)/;
 
@@ -59,27 +58,13 @@ export async function startGatewayProcess(
   };
   const configPath = join(dir, `${name}.yaml`);
   await writeFile(configPath, stringify(document));
-  const args = [...(options.nodeArgs ?? []), CLI_PATH, 'serve', '--config', configPath];
-  const spawnOptions = { env: { ...process.env, REDIS_URL: '', PORT: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
-  const child = options.fdLimit
-    ? // exec keeps the pid: signals reach node, not bash.
-      spawn('bash', ['-c', `ulimit -n ${options.fdLimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, process.execPath, ...args], spawnOptions)
-    : spawn(process.execPath, args, spawnOptions);
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  const exited = once(child, 'exit');
-
-  const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
-  let listening: RegExpExecArray | null = null;
-  while ((listening = LISTENING.exec(output)) === null) {
-    if (child.exitCode !== null) throw new Error(`gateway ${name} exited early (${child.exitCode}):\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`gateway ${name} did not start:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  const cli = spawnBuiltCli(['serve', '--config', configPath], { env, nodeArgs: options.nodeArgs, fdLimit: options.fdLimit });
+  const { child, output } = cli;
+  await cli.waitForOutput((text) => LISTENING.test(text), 'listening', options.startTimeoutMs ?? 20_000).catch((error: Error) => {
+    child.kill('SIGKILL');
+    throw new Error(`gateway ${name} did not start: ${error.message}`);
+  });
+  const listening = LISTENING.exec(output())!;
 
   const port = Number(listening[1]);
   const adminPort = Number(listening[2]);
@@ -87,7 +72,7 @@ export async function startGatewayProcess(
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   // Every answer the test fetches from either listener is checked against the OpenAPI documents.
   const unregister = [checkAnswersFrom(url, 'agent-chat'), checkAnswersFrom(adminUrl, 'admin')];
-  void exited.then(() => unregister.forEach((stop) => stop()));
+  void cli.exited.then(() => unregister.forEach((stop) => stop()));
   return {
     url,
     adminUrl,
@@ -95,10 +80,10 @@ export async function startGatewayProcess(
     adminPort,
     configPath,
     child,
-    output: () => output,
+    output,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      const [code, exitSignal] = (await exited) as [number | null, NodeJS.Signals | null];
+      const [code, exitSignal] = await cli.exited;
       return { code, signal: exitSignal };
     },
   };

@@ -1,11 +1,11 @@
-// An agent runner in a process of its own (the bench's stub, bench/lib/timed-stub-runner.mjs),
+// An agent runner in a process of its own (the bench's stub, bench/reference/stub-runner.mjs),
 // for tests where a runner must die the way a real one does: SIGKILL, the kernel closing its
 // sockets, and a restart on the same port.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 
-const STUB_PATH = join(process.cwd(), 'bench/lib/timed-stub-runner.mjs');
+const STUB_PATH = join(process.cwd(), 'bench/reference/stub-runner.mjs');
 const LISTENING = /^listening (\d+)$/m;
 
 export interface RunnerProcess {

@@ -4,20 +4,16 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { Command, CommanderError } from 'commander';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AdminAuditLog } from '../../src/audit/admin-audit-log.js';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
 import { FileUsageRollup } from '../../src/audit/file-usage-rollup.js';
 import { openAdminAuditBatches } from '../../src/audit/open-audit-log.js';
-import { registerAuditCommand } from '../../src/cli/audit.js';
-import { registerKeysCommand } from '../../src/cli/keys.js';
-import { registerUsageCommand } from '../../src/cli/usage-command.js';
 import { systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { parseApiKey } from '../../src/keys/key-format.js';
 import { silentLogger } from '../../src/logger.js';
+import { runCliInProcess, type CliRun } from '../helpers/cli.js';
 
 let dir: string;
 let configPath: string;
@@ -42,30 +38,8 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(args: string[]): Promise<Run> {
-  const result: Run = { code: 0, stdout: '', stderr: '' };
-  const program = new Command('agent-gateway').exitOverride().configureOutput({ writeOut: (t) => void (result.stdout += t), writeErr: (t) => void (result.stderr += t) });
-  const io = { stdout: (t: string) => void (result.stdout += t), stderr: (t: string) => void (result.stderr += t), setExitCode: (c: number) => void (result.code = c) };
-  registerKeysCommand(program, { ...io, env: {} });
-  registerUsageCommand(program, io);
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  stdout.on('data', (chunk: Buffer) => (result.stdout += chunk.toString('utf8')));
-  stderr.on('data', (chunk: Buffer) => (result.stderr += chunk.toString('utf8')));
-  registerAuditCommand(program, { stdout, stderr, setExitCode: io.setExitCode });
-  try {
-    await program.parseAsync(args, { from: 'user' });
-  } catch (error) {
-    if (!(error instanceof CommanderError)) throw error;
-    result.code = error.exitCode;
-  }
-  return result;
+function cli(args: string[]): Promise<CliRun> {
+  return runCliInProcess(args);
 }
 
 async function createJson(...extra: string[]): Promise<Record<string, unknown>> {

@@ -1,7 +1,5 @@
 // `agent-gateway audit tail` against the JSON Lines file sink: in process for the options,
 // and as the built bin to show it exits on its own (no --follow) and on SIGINT (--follow).
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +10,7 @@ import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logger.js';
 import { idOfLine, makeLines, makeRecord, makeRecords } from '../helpers/audit-records.js';
 import { runAuditTail } from '../helpers/audit-tail.js';
+import { runBuiltCli, spawnBuiltCli } from '../helpers/cli.js';
 
 const idsOf = (from: number, count: number): string[] => makeRecords(from, count).map((r) => r.id);
 
@@ -55,27 +54,22 @@ describe('audit tail (file sink)', () => {
   });
 
   it('as the built bin: prints and exits 0 by itself without --follow', async () => {
-    const child = spawn(process.execPath, ['dist/cli/main.js', 'audit', 'tail', '--config', configPath, '--limit', '3'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    const [code] = (await once(child, 'exit')) as [number | null];
+    const { code, stdout: out } = await runBuiltCli(['audit', 'tail', '--config', configPath, '--limit', '3']);
     expect(code).toBe(0);
     expect(out.split('\n').filter(Boolean).map(idOfLine)).toEqual(idsOf(97, 3));
   });
 
   it('as the built bin: --follow prints appended records and exits 0 on SIGINT', async () => {
-    const child = spawn(process.execPath, ['dist/cli/main.js', 'audit', 'tail', '--config', configPath, '--limit', '1', '--follow', '--key', 'key_odd'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    const exited = once(child, 'exit');
+    const { child, stdout, exited } = spawnBuiltCli(['audit', 'tail', '--config', configPath, '--limit', '1', '--follow', '--key', 'key_odd']);
     try {
-      await vi.waitFor(() => expect(out.split('\n').filter(Boolean).map(idOfLine)).toEqual([makeRecord(99).id]), { timeout: 5_000 });
+      // The first wait includes the bin's start, seconds on a loaded machine.
+      await vi.waitFor(() => expect(stdout().split('\n').filter(Boolean).map(idOfLine)).toEqual([makeRecord(99).id]), { timeout: 20_000 });
       const sink = new FileAuditSink(auditFile);
       await sink.write(makeLines(100, 4));
       await sink.close();
-      await vi.waitFor(() => expect(out.split('\n').filter(Boolean).map(idOfLine)).toEqual([99, 101, 103].map((n) => makeRecord(n).id)), { timeout: 5_000 });
+      await vi.waitFor(() => expect(stdout().split('\n').filter(Boolean).map(idOfLine)).toEqual([99, 101, 103].map((n) => makeRecord(n).id)), { timeout: 5_000 });
       child.kill('SIGINT');
-      const [code] = (await exited) as [number | null];
+      const [code] = await exited;
       expect(code).toBe(0);
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -1,17 +1,16 @@
 // `agent-gateway keys ...` run in process through commander, against a temp config: the
 // file store by default, and the Redis store through REDIS_URL.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Command, CommanderError } from 'commander';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FileKeyStore } from '../../src/keys/file-key-store.js';
 import { KeyAuthenticator } from '../../src/auth/key-authenticator.js';
 import { FailedAuthThrottle } from '../../src/auth/failed-auth-throttle.js';
 import { hashApiKey, parseApiKey } from '../../src/keys/key-format.js';
-import { registerKeysCommand } from '../../src/cli/keys.js';
 import { ManualClock, systemClock } from '../../src/clock.js';
 import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
+import { runCliInProcess, type CliRun } from '../helpers/cli.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 import { tempDir } from '../helpers/files.js';
@@ -21,32 +20,8 @@ let cleanup: () => Promise<void>;
 let configPath: string;
 const clock = new ManualClock(Date.parse('2024-06-01T00:00:00.000Z'));
 
-interface RunResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}, globalConfig = false): Promise<RunResult> {
-  const result: RunResult = { code: 0, stdout: '', stderr: '' };
-  const program = new Command('agent-gateway')
-    .exitOverride()
-    .configureOutput({ writeOut: (t) => void (result.stdout += t), writeErr: (t) => void (result.stderr += t) });
-  if (globalConfig) program.option('--config <path>', 'config', 'config/gateway.yaml');
-  registerKeysCommand(program, {
-    clock,
-    env,
-    stdout: (t) => void (result.stdout += t),
-    stderr: (t) => void (result.stderr += t),
-    setExitCode: (code) => void (result.code = code),
-  });
-  try {
-    await program.parseAsync(args, { from: 'user' });
-  } catch (error) {
-    if (!(error instanceof CommanderError)) throw error;
-    result.code = error.exitCode;
-  }
-  return result;
+function cli(args: string[], env: NodeJS.ProcessEnv = {}, programConfigOption = false): Promise<CliRun> {
+  return runCliInProcess(args, { env, clock, programConfigOption });
 }
 
 async function writeConfig(extra = ''): Promise<void> {

@@ -3,15 +3,14 @@
 // cap's worth is admitted and every other one is refused concurrency_limit_exceeded; the
 // holder refreshes its slots; a SIGKILLed holder's slots are freed once their lease runs out.
 // Keys are made with the built CLI's `keys create --limits '<json>'`.
-import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
-import { promisify } from 'node:util';
 import { request, type Dispatcher } from 'undici';
 import { stringify } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CLI_PATH, type GatewayProcess } from '../helpers/gateway-process.js';
+import { builtCliOutput } from '../helpers/cli.js';
+import type { GatewayProcess } from '../helpers/gateway-process.js';
 import { useSharedRedisGateways } from '../helpers/shared-redis-gateways.js';
 import { sleep } from '../helpers/wait.js';
 
@@ -52,9 +51,9 @@ function endAll(): void {
 async function createKeyWithCli(account: string, plan: string, limits?: string): Promise<string> {
   const configPath = join(shared.dir, 'cli.yaml');
   await writeFile(configPath, stringify(shared.config('cli')));
-  const args = [CLI_PATH, 'keys', 'create', '--config', configPath, '--account', account, '--plan', plan, '--agent', 'support', '--json'];
+  const args = ['keys', 'create', '--config', configPath, '--account', account, '--plan', plan, '--agent', 'support', '--json'];
   if (limits !== undefined) args.push('--limits', limits);
-  const { stdout } = await promisify(execFile)(process.execPath, args, { env: { ...process.env, REDIS_URL: '' } });
+  const stdout = await builtCliOutput(args);
   return (JSON.parse(stdout) as { key: string }).key;
 }
 

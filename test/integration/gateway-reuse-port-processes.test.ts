@@ -2,15 +2,14 @@
 // port, on one Redis, one runner behind both. Connections to the one port reach both (each
 // process's own agentgw_requests_total shows what it served), and a plan's limit is exact
 // across them, as for any instances sharing a Redis. `serve --workers` refuses reuse_port.
-import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { runBuiltCli } from '../helpers/cli.js';
 import { answerChat } from '../helpers/fake-upstream.js';
-import { CLI_PATH, type GatewayProcess } from '../helpers/gateway-process.js';
+import type { GatewayProcess } from '../helpers/gateway-process.js';
 import { useSharedRedisGateways } from '../helpers/shared-redis-gateways.js';
 
 const LIMIT = 30;
@@ -81,11 +80,8 @@ describe('two gateway processes on one port (listen.reuse_port)', () => {
   it('is refused with serve --workers, with the reason', async () => {
     const configPath = join(shared.dir, 'workers.yaml');
     await writeFile(configPath, stringify({ ...shared.config('workers'), listen: { host: '127.0.0.1', port: 0, reuse_port: true }, admin: { host: '127.0.0.1', port: 0 } }));
-    const failed = await promisify(execFile)(process.execPath, [CLI_PATH, 'serve', '--config', configPath, '--workers', '2'], { env: { ...process.env, REDIS_URL: '' } }).then(
-      () => undefined,
-      (error: { code: number; stderr: string }) => error,
-    );
-    expect(failed?.code).toBe(1);
-    expect(failed?.stderr).toMatch(/listen\.reuse_port .* cannot be combined with serve --workers/);
+    const failed = await runBuiltCli(['serve', '--config', configPath, '--workers', '2']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/listen\.reuse_port .* cannot be combined with serve --workers/);
   });
 });
