@@ -26,6 +26,9 @@ const LAYERS = [
   // request/: what one request carries (RequestState, ChatRoute, UpstreamFailureKind),
   // shared by proxy/ and http/ so neither has to import the other's types upward.
   { name: 'request', path: '^src/request/' },
+  // telemetry/: the request's trace spans (OpenTelemetry), which proxy/ and http/ report to;
+  // over request/, whose RequestTrace interface it implements.
+  { name: 'telemetry', path: '^src/telemetry/' },
   // proxy/: the upstream exchange and the SSE relay.
   { name: 'proxy', path: '^src/proxy/' },
   // http/: the public listener: routing, validation, error responses.
@@ -39,7 +42,7 @@ const LAYERS = [
 ];
 
 // Peers share a rank: keys/, ratelimit/ and audit/ sit at the same height.
-const RANKS = [['base'], ['config'], ['metrics'], ['redis'], ['keys', 'ratelimit', 'audit'], ['auth'], ['request'], ['proxy'], ['http'], ['admin'], ['gateway'], ['cli']];
+const RANKS = [['base'], ['config'], ['metrics'], ['redis'], ['keys', 'ratelimit', 'audit'], ['auth'], ['request'], ['telemetry'], ['proxy'], ['http'], ['admin'], ['gateway'], ['cli']];
 
 // demo-agent/ is a standalone program outside the order: it imports only base files,
 // and only cli/ (which starts it) imports it.
@@ -50,7 +53,7 @@ const DEMO_AGENT = '^src/demo-agent/';
 const IMPLEMENTATIONS = {
   keys: ['file-key-store', 'redis-key-store'],
   ratelimit: ['memory-rate-limiter', 'redis-rate-limiter', 'failover-rate-limiter'],
-  audit: ['file-audit-sink', 'redis-stream-audit-sink', 'batching-audit-log', 'file-audit-reader', 'redis-stream-audit-reader'],
+  audit: ['file-audit-sink', 'redis-stream-audit-sink', 'postgres-audit-sink', 'batching-audit-log', 'file-audit-reader', 'redis-stream-audit-reader'],
 };
 
 const byName = new Map(LAYERS.map((layer) => [layer.name, layer]));
@@ -125,6 +128,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/redis/|redis[^/]*[.]ts$' },
       to: { path: '(^|/)node_modules/ioredis/' },
+    },
+    {
+      name: 'pg-only-in-postgres-files',
+      comment: 'Only files named *postgres* talk to the pg driver; everything else goes through the sink they make.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: 'postgres[^/]*[.]ts$' },
+      to: { path: '(^|/)node_modules/pg/' },
+    },
+    {
+      name: 'opentelemetry-only-in-telemetry',
+      comment: 'Only src/telemetry/ uses the OpenTelemetry SDK; the request path sees the RequestTrace interface (src/request/request-trace.ts).',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/telemetry/' },
+      to: { path: '(^|/)node_modules/@opentelemetry/' },
     },
   ],
   options: {

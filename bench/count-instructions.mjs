@@ -44,6 +44,7 @@ import { installExitHandlers, spawnProcess, startStubRunner, stopAll } from './l
 import { ensurePeersInstalled } from './lib/peers.mjs';
 import { pathToFileURL } from 'node:url';
 import { median } from './lib/stats.mjs';
+import { startOtlpSink } from './lib/otlp-sink.mjs';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const { values, positionals } = parseArgs({
@@ -94,6 +95,11 @@ const { url: stubUrl } = await startStubRunner({ tmpDir });
 const tlsDir = join(tmpDir, 'tls');
 const tlsCa = builds.some(usesTls) ? benchCertificate(tlsDir) : undefined;
 const body = Buffer.from(REQUEST_BODY);
+// The telemetry-on variation exports to a collector stand-in here; audit-postgres writes to a
+// table of its own per run on the machine's PostgreSQL (AGENTGW_BENCH_POSTGRES_URL), dropped at the end.
+const otlpSink = builds.some((b) => b.variations?.includes('telemetry-on')) ? await startOtlpSink() : undefined;
+const postgresUrl = process.env.AGENTGW_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const postgresTables = [];
 
 /** Closed loop: `count` requests, `connections` at a time; returns how many were not 200. */
 async function send(pool, headers, count, path) {
@@ -192,7 +198,9 @@ async function countOnce(build, run) {
   if (build.reference) return countReference(build, run);
   const dir = mkdtempSync(join(tmpDir, `${build.name}-${run}-`));
   const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `instructions-${build.name}-${run}:`, stubUrl, heartbeat: '5s' });
-  applyConfigVariations(configPath, build.variations, { tlsDir });
+  const postgresTable = `agentgw_bench_${process.pid}_${build.name.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 12)}_${run}`;
+  if (build.variations.includes('audit-postgres')) postgresTables.push(postgresTable);
+  applyConfigVariations(configPath, build.variations, { tlsDir, otlpUrl: otlpSink?.url, postgresUrl, postgresTable });
   const key = await createBenchKey({ repoRoot: build.root, configPath });
   const outFile = join(dir, 'callgrind.out');
   const gateway = await spawnProcess({
@@ -242,7 +250,36 @@ try {
       `${build.name.padEnd(18)} main thread ${Math.round(main)} instructions per request (runs ${rows.map((r) => Math.round(r.main)).join(', ')}), all threads ${Math.round(all)}, ×${(main / baseline).toFixed(3)} of ${builds[0].name}, not 200: ${rows.reduce((a, r) => a + r.failed, 0)}`,
     );
   }
+  if (otlpSink) console.log(`telemetry-on: the collector stand-in took ${otlpSink.requests()} export requests, ${otlpSink.bytes()} bytes`);
+  if (postgresTables.length > 0) console.log(`audit-postgres: rows written per table: ${(await postgresRowCounts()).join(', ')}`);
 } finally {
   await stopAll(120_000);
   await redis.close();
+  await otlpSink?.close();
+  await dropPostgresTables();
+}
+
+async function postgresRowCounts() {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: postgresUrl });
+  await client.connect();
+  try {
+    const counts = [];
+    for (const table of postgresTables) counts.push(Number((await client.query(`SELECT count(*) AS n FROM "${table}"`)).rows[0].n));
+    return counts;
+  } finally {
+    await client.end();
+  }
+}
+
+async function dropPostgresTables() {
+  if (postgresTables.length === 0) return;
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: postgresUrl });
+  await client.connect();
+  try {
+    for (const table of postgresTables) await client.query(`DROP TABLE IF EXISTS "${table}"`);
+  } finally {
+    await client.end();
+  }
 }

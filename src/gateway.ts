@@ -125,7 +125,9 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const auditRedis = redisClients && (config.audit.redisStream || config.audit.adminRedisStream) && config.audit.waitReplicas > 0 ? redisClients.connect('shared', 'agentgw-audit') : redis;
   const auditLog = openAuditLog(config, { redis: auditRedis, logger, clock });
   const runtime = new GatewayRuntime(config, { logger, clock });
-  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock }, certificate);
+  // Off (undefined) unless telemetry names a collector; only then is the OpenTelemetry SDK loaded.
+  const tracing = config.telemetry.endpoint === undefined ? undefined : (await import('./telemetry/open-tracing.js')).openTracing(config.telemetry, logger);
+  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing }, certificate);
   // The certificate files as they change (or on SIGHUP); the paths are the ones started with
   // (listen is a restart-only section).
   const certificates = listenTls && new CertificateReloader(listenTls, gateway.server as SecureContextTarget, logger);
@@ -174,6 +176,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     certificates?.close();
     await authenticator.close();
     await auditLog.close();
+    await tracing?.shutdown();
     await controlPlane?.close();
     await rateLimiter.close();
     await keyStore.close();

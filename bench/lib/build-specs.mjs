@@ -27,7 +27,19 @@ export const CONFIG_VARIATIONS = {
   // bench's clients still speak HTTP/1.1: what either server costs that path.
   'tls-h1': (yaml, context) => withListenTls(yaml, context, false),
   'tls-h2': (yaml, context) => withListenTls(yaml, context, true),
+  // Traces on at ratio 1.0 to a local collector stand-in (decision 0056): what tracing costs
+  // when every request is recorded. The tool that runs the build starts the stand-in.
+  'telemetry-on': (yaml, context) => `${yaml}telemetry:\n  otlp_endpoint: ${JSON.stringify(needs(context, 'otlpUrl', 'telemetry-on'))}\n  sample_ratio: 1\n`,
+  // The usage audit also into a PostgreSQL table (its own per run, dropped after).
+  'audit-postgres': (yaml, context) =>
+    yaml.replace(/( {2}spool: .*\n)/, `$1  postgres: { url: ${JSON.stringify(needs(context, 'postgresUrl', 'audit-postgres'))}, table: ${needs(context, 'postgresTable', 'audit-postgres')} }\n`),
 };
+
+/** Variations that need a service the running tool provides (bench/count-instructions.mjs does). */
+function needs(context, name, variation) {
+  if (context[name] === undefined) throw new Error(`the ${variation} variation needs ${name}; run it with bench/count-instructions.mjs`);
+  return context[name];
+}
 
 function withListenTls(yaml, context, http2) {
   const dir = context.tlsDir;

@@ -1,5 +1,5 @@
-// Builds the AuditLog the config asks for: the file sink, the Redis stream sink, or both,
-// behind one BatchingAuditLog. The composition root passes in its shared Redis client;
+// Builds the AuditLog the config asks for: the file sink, the Redis stream sink, or both, and
+// the PostgreSQL sink beside them, behind one BatchingAuditLog. The composition root passes in its shared Redis client;
 // this file never creates one.
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
@@ -14,6 +14,7 @@ import { FileUsageSource } from './file-usage-source.js';
 import type { RedisClient } from '../redis/redis-client.js';
 import { keyBeside } from '../redis/redis-key-layout.js';
 import { RedisStreamAuditSink } from './redis-stream-audit-sink.js';
+import { PostgresAuditSink } from './postgres-audit-sink.js';
 import { RedisUsageSource } from './redis-usage-source.js';
 import type { UsageSource } from './usage-report.js';
 
@@ -66,6 +67,8 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
       audit.redisStream || !audit.usageRollups ? file : new UsageRollupSink(file, new FileUsageRollup({ dir: audit.usageDir, retentionMs: audit.usageRetentionMs, logger: deps.logger, now: () => deps.clock.now() })),
     );
   }
+  // Beside the file or stream sink, which usage reports and `audit tail` read (decision 0055).
+  if (audit.postgres) sinks.push(new PostgresAuditSink({ ...audit.postgres, logger: deps.logger }));
   const journalPath = journalPathFor(audit);
   const journal = journalPath === undefined ? undefined : new AuditJournal(journalPath, { logger: deps.logger });
   return batchesFor(sinks, audit, deps, journal);

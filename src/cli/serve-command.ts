@@ -23,7 +23,7 @@ interface ServeOptions {
 }
 
 /** Config sections a reload cannot apply: their listeners, clients and files are already open. */
-const RESTART_ONLY_SECTIONS = ['listen', 'admin', 'redis', 'keys', 'audit'] as const;
+const RESTART_ONLY_SECTIONS = ['listen', 'admin', 'redis', 'keys', 'audit', 'telemetry'] as const;
 
 export function registerServeCommand(program: Command): void {
   program

@@ -4,6 +4,7 @@ import { YAMLParseError } from 'yaml';
 import type { z } from 'zod';
 import { parseYamlWithEnv } from './env-substitution.js';
 import { configSchema, type GatewayConfig } from './schema.js';
+import { telemetryWithEnv } from './telemetry-schema.js';
 
 export const DEFAULT_CONFIG_PATH = 'config/gateway.yaml';
 
@@ -33,6 +34,10 @@ export function parseConfig(document: unknown, source: string, env: NodeJS.Proce
   }
   if (env.PORT) raw.listen = { ...(raw.listen as object | undefined), port: env.PORT };
   if (env.REDIS_URL) raw.redis = { ...(raw.redis as object | undefined), url: env.REDIS_URL };
+  // The standard OTEL_* variables fill what the telemetry block leaves unset (telemetry-schema.ts).
+  const telemetry = telemetryWithEnv(raw.telemetry, env);
+  if (telemetry.problems.length > 0) throw new ConfigError(source, telemetry.problems);
+  raw.telemetry = telemetry.block;
   const result = configSchema.safeParse(raw);
   if (!result.success) throw new ConfigError(source, result.error.issues.map(describeIssue));
   return result.data;

@@ -11,6 +11,8 @@ import { AGENT_ID, agentSchema } from './agent-schema.js';
 import { DEFAULT_PLANS, PLAN_NAME, planSchema } from './plan-schema.js';
 import { adminTokenSchema } from './admin-schema.js';
 import { TAGGABLE_KEY, redisSchema } from './redis-schema.js';
+import { telemetrySchema } from './telemetry-schema.js';
+import { auditPostgresSchema } from './audit-postgres-schema.js';
 
 export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWindows, planWithKeyLimits, type KeyLimits, type PlanConfig, type RateWindow, type StreamCap } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
@@ -150,6 +152,8 @@ export const configSchema = z
         // Redis stream sinks (usage and admin trail): a batch counts as written once up to this many of the master's
         // connected replicas have it (WAIT), so a failover cannot lose it; 0: once the master has it.
         wait_replicas: z.number().int().min(0).max(16).default(0),
+        // A PostgreSQL table beside the file or stream sink (docs/audit.md "PostgreSQL").
+        postgres: auditPostgresSchema.optional(),
       })
       .prefault({}),
     log: z
@@ -159,6 +163,7 @@ export const configSchema = z
       })
       .prefault({}),
     shutdown_grace: duration.default(30_000),
+    telemetry: telemetrySchema.prefault({}),
   })
   .superRefine((config, ctx) => {
     if (config.keys.store === 'redis' && !config.redis) {
@@ -223,9 +228,11 @@ export const configSchema = z
       usageDir: c.audit.usage_dir ?? join(dirname(c.audit.file ?? DEFAULT_AUDIT_FILE), 'usage'),
       ...adminAuditSinks(c.audit),
       waitReplicas: c.audit.wait_replicas,
+      postgres: c.audit.postgres,
     },
     log: { level: c.log.level, file: c.log.file },
     shutdownGraceMs: c.shutdown_grace,
+    telemetry: c.telemetry,
   }));
 
 /**

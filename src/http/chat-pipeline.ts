@@ -30,6 +30,7 @@ import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import type { RateLimitDecision, RateLimiter, RateWindow, StreamSlot } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
+import type { RequestTracing } from '../telemetry/request-tracing.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
 import { finishRequest, recordAtEnd } from './finish-request.js';
@@ -51,6 +52,8 @@ export interface GatewayDependencies {
   logger: Logger;
   clock: Clock;
   activeStreams?: ActiveStreams;
+  /** Present only while telemetry is on (src/telemetry/open-tracing.ts). */
+  tracing?: RequestTracing | undefined;
 }
 
 /** One request on its way through the stages: what they share, and the body's receiver. */
@@ -94,6 +97,7 @@ export class ChatPipeline {
   private readonly auditLog: AuditLog;
   private readonly logger: Logger;
   private readonly clock: Clock;
+  private readonly tracing: RequestTracing | undefined;
   /** The runner's headers deadline and a `/chat` body's idle deadline, for every request at once. */
   private readonly deadlines = new DeadlineSweeper();
   private readonly logRequest: RequestLogWriter;
@@ -105,6 +109,7 @@ export class ChatPipeline {
     this.auditLog = deps.auditLog;
     this.logger = deps.logger;
     this.clock = deps.clock;
+    this.tracing = deps.tracing;
     this.activeStreams = deps.activeStreams ?? new ActiveStreams();
     const logger = deps.logger;
     // The per-request line is built only from fields that never hold key material (key_id is
@@ -123,8 +128,10 @@ export class ChatPipeline {
     const address = clientAddress(req, config.listen.trustProxy);
     // The state makes both ids: the audit record's own, and the exchange's X-Request-Id.
     const state = new RequestState(req.headers['x-request-id'], address.clientIp, this.clock.now(), performance.now());
-    // Known from the start so every log line, rejections included, carries the trace id.
-    const trace = traceContextFor(req.headers.traceparent, state.requestId);
+    // Known from the start so every log line, rejections included, carries the trace id. With
+    // tracing on, the server span continues the client's trace (and a sampled request gets state.trace).
+    const tracing = this.tracing;
+    const trace = tracing === undefined ? traceContextFor(req.headers.traceparent, state.requestId) : tracing.begin(req.headers.traceparent, state);
     state.traceId = trace.traceId;
     const request = new ChatRequest(this, req, res, state, config, address, trace);
     // 'close' comes once; `on` spares the wrapper `once` allocates per request.
@@ -255,9 +262,11 @@ export class ChatPipeline {
       const agent = request.agent!;
       const key = state.key!;
       state.bytesIn = body.length;
-      const summary = validateChatRequest(parseJsonBody(body, config.limits), agent, config.limits);
+      const parsed = parseJsonBody(body, config.limits);
+      const summary = validateChatRequest(parsed, agent, config.limits);
       state.userId = summary.userId;
       state.sessionId = summary.sessionId;
+      if (state.trace !== undefined) state.trace.requested(parsed as Record<string, unknown>);
 
       const upstreams = this.runtime.pools.upstreams(agent.id);
       if (!upstreams) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
@@ -299,7 +308,7 @@ export class ChatPipeline {
     if (request.tokenWindows !== undefined && tokensUsed !== null && tokensUsed > 0) {
       this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokensUsed);
     }
-    finishRequest(request.state, request.res, this.auditLog, this.logRequest);
+    finishRequest(request.state, request.res, this.auditLog, this.logRequest, this.tracing);
   }
 
   /** Any stage's error: answered, unless the client is gone. */

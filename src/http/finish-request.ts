@@ -1,5 +1,5 @@
 // What happens once per request when its response closes: one audit record (if the key was
-// accepted), metrics, and one log line.
+// accepted), metrics, the end of its trace spans (when traced), and one log line.
 import type { ServerResponse } from 'node:http';
 import type { AuditLog, AuditRecord } from '../audit/audit-record.js';
 import { isoTimestampCache } from '../clock.js';
@@ -7,13 +7,14 @@ import { routeSeries } from '../metrics/metrics.js';
 import type { RequestLogWriter } from './request-log-line.js';
 import { requestOutcome } from './request-outcome.js';
 import type { RequestState } from '../request/request-state.js';
+import type { RequestTracing } from '../telemetry/request-tracing.js';
 
 /** nginx's convention: the client closed the connection before any answer was sent. */
 export const CLIENT_CLOSED_STATUS = 499;
 
 const auditTimestamp = isoTimestampCache();
 
-export function finishRequest(state: RequestState, res: ServerResponse, auditLog: AuditLog, logRequest: RequestLogWriter): void {
+export function finishRequest(state: RequestState, res: ServerResponse, auditLog: AuditLog, logRequest: RequestLogWriter, tracing?: RequestTracing): void {
   const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
   const outcome = requestOutcome(state, res);
   const key = state.key;
@@ -30,6 +31,9 @@ export function finishRequest(state: RequestState, res: ServerResponse, auditLog
     series.overhead.observe(Math.max(0, latencyMs - upstreamLatencyMs) / 1000);
   }
   if (state.tokensUsed !== null) series.tokens.inc(state.tokensUsed);
+
+  // A sampled request's spans (state.trace is set only by tracing.begin).
+  if (state.trace !== undefined) tracing!.end(state, status, outcome);
 
   if (!state.audited) {
     const record = auditRecordOf(state, res, latencyMs, false);

@@ -94,6 +94,12 @@ export const metrics = {
     labelNames: ['sink', 'result'] as const,
     registers: [registry],
   }),
+  telemetryDropped: new Counter({
+    name: 'agentgw_telemetry_dropped_total',
+    help: 'Finished trace spans never delivered to the collector, by reason (queue_full: the export queue was full; export_failed: the collector refused or did not answer).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
   // Per target of an agent (docs/upstreams.md). `target` is the configured URL's origin, so
   // the label set is bounded by the config.
   upstreamRequests: new HotCounter({

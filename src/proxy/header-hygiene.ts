@@ -102,6 +102,7 @@ export function upstreamRequestHeaders(client: IncomingHttpHeaders, identity: Up
     identity.forwardedProto,
   );
   if (identity.forwardedHost) headers.push('x-forwarded-host', identity.forwardedHost);
+  // Last, always: with tracing on, each attempt overwrites it with its own client span (upstream-dispatch.ts).
   headers.push('traceparent', identity.traceparent);
   return headers;
 }

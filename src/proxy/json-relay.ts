@@ -10,6 +10,7 @@ import type { DeadlineEntry } from './deadline-sweeper.js';
 import { UPSTREAM_TIMED_OUT, type RelayedExchange, type ResponseRelay } from './forward-request.js';
 import { appendRelayedHeaders } from './header-hygiene.js';
 import { tokensFromChatResponse } from './tokens-used.js';
+import { traceJsonAnswer } from '../telemetry/answer-facts.js';
 
 /** JSON bodies up to this size are kept (by reference) to read `metadata.tokens_used` afterwards. */
 const MAX_TOKEN_SCAN_BYTES = 1024 * 1024;
@@ -70,7 +71,11 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
     const { res, state } = this.exchange.request;
     const kept = this.kept;
     // Only a body kept whole is read: a longer one's tokens stay unknown.
-    if (kept !== null && this.keptBytes === state.bytesOut) state.tokensUsed = tokensFromChatResponse(kept, this.keptBytes);
+    if (kept !== null && this.keptBytes === state.bytesOut) {
+      state.tokensUsed = tokensFromChatResponse(kept, this.keptBytes);
+      // A traced request's span takes the model and tool calls the answer names.
+      if (state.trace !== undefined) traceJsonAnswer(state.trace, kept, this.keptBytes);
+    }
     this.exchange.settle();
     const held = this.held;
     this.held = undefined;

@@ -1,11 +1,12 @@
 // Side-parser for the upstream's Server-Sent Events. It reads the same Buffer chunks that
 // are written to the client (it never holds a byte back) and reports whole events, so the
-// gateway can count events and read `done.tokens_used`. Works on bytes: a multi-byte
+// gateway can count events, read `done.tokens_used` and, when asked, the `tool_call` events'
+// data (a traced request's tool calls, docs/observability.md). Works on bytes: a multi-byte
 // character or a CRLF split across chunks is handled. It reads the line grammar; an event's
 // data lines are kept by SseEventData (sse-event-data.ts).
 //
-// Allocation-lean, because it runs on every relayed event: field names and the name `done`
-// are matched byte by byte as they stream past.
+// Allocation-lean, because it runs on every relayed event: field names and the event names
+// `done` and `tool_call` are matched byte by byte as they stream past.
 import { MAX_LINE_BYTES, SseEventData } from './sse-event-data.js';
 
 const LF = 0x0a;
@@ -23,7 +24,13 @@ const F_OTHER = 5; // a comment, or a field the gateway does not count
 const FIELD_NAMES: readonly (readonly number[])[] = [[], [...'event'], [...'data'], [...'id'], [...'retry']].map((name) =>
   name.map((char) => char.charCodeAt(0)),
 );
+// The event names whose data is decoded: `done`, and `tool_call` only when asked.
+const N_OTHER = 0;
+const N_DONE = 1;
+const N_TOOL_CALL = 2;
 const DONE: readonly number[] = [...'done'].map((char) => char.charCodeAt(0));
+const TOOL_CALL: readonly number[] = [...'tool_call'].map((char) => char.charCodeAt(0));
+const T = 0x74;
 
 // Where the line being read is.
 const P_NAME = 0; // in the field name
@@ -37,6 +44,8 @@ export interface SseEventSink {
    * when the event is named `done`, with null for any other event (its data is never decoded).
    */
   onEvent(doneData: string | null): void;
+  /** A `tool_call` event's data, after its onEvent(null); called only by a parser made to read them. */
+  onToolCall?(data: string): void;
 }
 
 export class SseSideParser {
@@ -47,11 +56,12 @@ export class SseSideParser {
   private field = F_NONE;
   /** Bytes of FIELD_NAMES[field] matched so far. */
   private nameMatched = 0;
-  /** In an `event` value: bytes of "done" matched so far. */
-  private doneMatched = 0;
+  /** In an `event` value: the name it may be (chosen by its first byte), and bytes of it matched; -1 once it is neither. */
+  private valueName = N_DONE;
+  private valueMatched = 0;
   // The event being read.
   private hasFields = false;
-  private nameIsDone = false;
+  private eventName = N_OTHER;
   private readonly data = new SseEventData();
   /** True when the bytes seen so far end exactly at an event boundary (or nothing was seen). */
   atEventBoundary = true;
@@ -62,7 +72,11 @@ export class SseSideParser {
    */
   atLineBoundary = true;
 
-  constructor(private readonly sink: SseEventSink) {}
+  /** `readToolCalls`: decode `tool_call` events for sink.onToolCall (otherwise their data is never decoded). */
+  constructor(
+    private readonly sink: SseEventSink,
+    private readonly readToolCalls = false,
+  ) {}
 
   push(chunk: Buffer): void {
     let start = 0;
@@ -119,10 +133,14 @@ export class SseSideParser {
       this.data.append(chunk, at, to);
       return;
     }
-    // An `event` value: only whether it is exactly "done" matters.
-    let matched = this.doneMatched;
+    // An `event` value: only whether it is exactly "done" (or "tool_call", when asked) matters.
+    // Its first byte picks the one name it may be, so the loop compares against one name, as
+    // it did when `done` was the only one.
+    let matched = this.valueMatched;
+    if (matched === 0 && this.readToolCalls) this.valueName = chunk[at] === T ? N_TOOL_CALL : N_DONE;
+    const expected = this.valueName === N_DONE ? DONE : TOOL_CALL;
     for (let i = at; i < to; i++) {
-      if (matched < DONE.length && chunk[i] === DONE[matched]) {
+      if (matched < expected.length && chunk[i] === expected[matched]) {
         matched++;
       } else {
         matched = -1;
@@ -130,7 +148,7 @@ export class SseSideParser {
         break;
       }
     }
-    this.doneMatched = matched;
+    this.valueMatched = matched;
   }
 
   /** Matches the field name against FIELD_NAMES; returns where the name's part in from..to ends. */
@@ -169,12 +187,13 @@ export class SseSideParser {
     // A line ended inside its name ("data", "event"): that field with an empty value, if the name is whole.
     let field = this.field;
     if (this.phase === P_NAME && field !== F_NONE && this.nameMatched !== FIELD_NAMES[field]!.length) field = F_OTHER;
-    const isDone = this.doneMatched === DONE.length;
+    const valueName = this.valueMatched === (this.valueName === N_DONE ? DONE : TOOL_CALL).length ? this.valueName : N_OTHER;
     this.lineBytes = 0;
     this.phase = P_NAME;
     this.field = F_NONE;
     this.nameMatched = 0;
-    this.doneMatched = 0;
+    this.valueName = N_DONE;
+    this.valueMatched = 0;
     this.atLineBoundary = true;
     if (length === 0) {
       this.dispatch();
@@ -185,7 +204,7 @@ export class SseSideParser {
     // A line too long to be ours to read counts as nothing (its data was already let go of).
     if (length <= MAX_LINE_BYTES) {
       if (field === F_EVENT) {
-        this.nameIsDone = isDone;
+        this.eventName = valueName;
         this.hasFields = true;
       } else if (field === F_DATA) {
         this.data.endLine();
@@ -198,9 +217,15 @@ export class SseSideParser {
 
   private dispatch(): void {
     if (!this.hasFields) return;
-    const data = this.data.take(this.nameIsDone);
-    this.nameIsDone = false;
+    const name = this.eventName;
+    const data = this.data.take(name !== N_OTHER);
+    this.eventName = N_OTHER;
     this.hasFields = false;
+    if (name === N_TOOL_CALL) {
+      this.sink.onEvent(null);
+      this.sink.onToolCall!(data!);
+      return;
+    }
     this.sink.onEvent(data);
   }
 }

@@ -14,6 +14,7 @@ import type { RelayedExchange, ResponseRelay } from './forward-request.js';
 import { appendRelayedHeaders } from './header-hygiene.js';
 import { SseSideParser, type SseEventSink } from './sse-parser.js';
 import { tokensFromDoneData } from './tokens-used.js';
+import { traceDoneEvent, traceToolCallEvent } from '../telemetry/answer-facts.js';
 
 /**
  * Upstream headers a stream does not relay: the gateway re-frames the body (chunked,
@@ -25,7 +26,7 @@ const PING_EVENT = Buffer.from(': ping\n\n');
 const PING_LINE = Buffer.from(': ping\n');
 
 export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
-  private readonly parser = new SseSideParser(this);
+  private readonly parser: SseSideParser;
   private readonly eventsCounter: { inc(): void };
   // A stream has three deadlines (heartbeat, idle, max duration) and one timer, armed for
   // the earliest: per event only two timestamps move, instead of two timers being
@@ -41,6 +42,8 @@ export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
   private sawFirstByte = false;
 
   constructor(private readonly exchange: RelayedExchange) {
+    // A traced stream's tool calls are span events: only then are `tool_call` events decoded.
+    this.parser = new SseSideParser(this, exchange.request.state.trace !== undefined);
     this.eventsCounter = metrics.streamEvents.labels(exchange.request.agent.id);
   }
 
@@ -68,6 +71,7 @@ export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
     if (!this.sawFirstByte) {
       this.sawFirstByte = true;
       metrics.streamFirstToken.observe({ agent: agent.id }, (performance.now() - state.startedMonoMs) / 1000);
+      if (state.trace !== undefined) state.trace.firstToken();
     }
     const flushed = res.write(chunk);
     this.parser.push(chunk);
@@ -85,8 +89,16 @@ export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
     this.eventsCounter.inc();
     if (doneData !== null) {
       this.sawDone = true;
-      this.exchange.request.state.tokensUsed = tokensFromDoneData(doneData);
+      const state = this.exchange.request.state;
+      state.tokensUsed = tokensFromDoneData(doneData);
+      if (state.trace !== undefined) traceDoneEvent(state.trace, doneData);
     }
+  }
+
+  /** SseEventSink: a `tool_call` event, read only for a traced stream. */
+  onToolCall(data: string): void {
+    const trace = this.exchange.request.state.trace;
+    if (trace !== undefined) traceToolCallEvent(trace, data);
   }
 
   end(): void {

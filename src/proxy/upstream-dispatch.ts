@@ -125,10 +125,16 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     this.target = target;
     this.sent = false;
     const call = this.call!;
+    const path = this.request.route === 'chat' ? target.chatPath : target.streamPath;
+    // A traced request: each attempt is a client span, and the runner sees it as its parent.
+    // traceparent is the last header (upstreamRequestHeaders); undici copies the headers as
+    // it takes the request, so the next attempt may overwrite it.
+    const trace = this.request.state.trace;
+    if (trace !== undefined) call.headers[call.headers.length - 1] = trace.attemptStarted(target.origin, path);
     target.pool.dispatch(
       {
         method: 'POST',
-        path: this.request.route === 'chat' ? target.chatPath : target.streamPath,
+        path,
         headers: call.headers,
         body: call.body,
         // Enforced by the exchange and its relay instead.
@@ -145,6 +151,7 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     upstreams.failed(target, kind);
     upstreams.release(target);
     this.target = null;
+    this.request.state.trace?.attemptFailed(kind);
     (this.tried ??= []).push(target);
     metrics.upstreamRetries.inc({ agent: this.request.agent.id });
     process.nextTick(retryAttempt, this);
@@ -159,6 +166,7 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
    */
   private retryAfterAbortGuard(target: UpstreamTarget): void {
     this.request.upstreams.release(target);
+    this.request.state.trace?.attemptFailed('reconnect_refused');
     this.target = null;
     process.nextTick(retryAttempt, this);
   }
@@ -179,6 +187,8 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     this.controller = controller;
     this.call = null;
     this.request.upstreams.responded(this.target!, statusCode);
+    const trace = this.request.state.trace;
+    if (trace !== undefined) trace.attemptAnswered(statusCode);
     let relay: ResponseRelay;
     if (this.request.route === 'chat/stream' && statusCode < 300) {
       if (!isEventStream(headers['content-type'])) {
@@ -266,6 +276,7 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     state.failureKind = kind;
     if (state.upstreamEndMs < 0) state.upstreamEndMs = performance.now();
     metrics.upstreamErrors.inc({ agent: agent.id, kind });
+    state.trace?.attemptFailed(kind);
   }
 
   abort(reason: Error): void {

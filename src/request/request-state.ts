@@ -4,6 +4,7 @@ import type { ServerResponse } from 'node:http';
 import type { AuthenticatedKey } from '../keys/key-record.js';
 import type { UpstreamFailureKind } from './upstream-failure-kind.js';
 import type { ChatRoute } from './chat-route.js';
+import type { RequestTrace } from './request-trace.js';
 import { newRequestId, saneClientRequestId } from './request-ids.js';
 
 export class RequestState {
@@ -25,6 +26,8 @@ export class RequestState {
   userId: string | null = null;
   sessionId: string | null = null;
   traceId = '';
+  /** Set only while tracing is on and this request's trace is sampled (docs/observability.md). */
+  trace: RequestTrace | undefined = undefined;
   // What the stages saw, from which the audit outcome is decided once, when the response
   // closes (requestOutcome, src/http/request-outcome.ts). Stages record facts, not outcomes.
   /** The rate limiter refused the request. */

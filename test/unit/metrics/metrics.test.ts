@@ -34,6 +34,7 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_token_budget_exceeded_total: { type: 'counter', labels: ['plan'] },
   agentgw_concurrency_limited_total: { type: 'counter', labels: ['plan'] },
   agentgw_stream_slots_held: { type: 'gauge', labels: [] },
+  agentgw_telemetry_dropped_total: { type: 'counter', labels: ['reason'] },
 };
 
 /** Label names a metric accepts: prom-client keeps them on the metric object. */

@@ -187,3 +187,41 @@ describe('SseSideParser', () => {
     expect(parseAll(chunks).events).toEqual([lines.join('\n')]);
   });
 });
+
+describe('SseSideParser reading tool_call events (a traced stream)', () => {
+  const TOOL_STREAM =
+    'event: token\ndata: {"content":"a"}\n\n' +
+    'event: tool_call\r\ndata: {"tool":"search",\r\ndata: "input":{"q":"x"}}\r\n\r\n' +
+    'event: tool_calls\ndata: {"tool":"not-this-one"}\n\n' +
+    'event: tool_cal\ndata: {"tool":"nor-this"}\n\n' +
+    'data: {"tool":"calculator"}\nevent:tool_call\n\n' +
+    'event: done\ndata: {"tokens_used":1}\n\n';
+
+  function parseTools(chunks: Buffer[], readToolCalls: boolean): { events: (string | null)[]; tools: string[] } {
+    const events: (string | null)[] = [];
+    const tools: string[] = [];
+    const parser = new SseSideParser({ onEvent: (doneData) => events.push(doneData), onToolCall: (data) => tools.push(data) }, readToolCalls);
+    for (const chunk of chunks) parser.push(chunk);
+    return { events, tools };
+  }
+
+  it('hands each tool_call event\'s data to onToolCall, exactly that name, however the bytes are cut', () => {
+    const expected = JSON.stringify({
+      events: [null, null, null, null, null, '{"tokens_used":1}'],
+      tools: ['{"tool":"search",\n"input":{"q":"x"}}', '{"tool":"calculator"}'],
+    });
+    const wrong: string[] = [];
+    let cuts = 0;
+    for (const chunks of twoCuts(Buffer.from(TOOL_STREAM))) {
+      cuts++;
+      const got = JSON.stringify(parseTools(chunks, true));
+      if (got !== expected) wrong.push(`${chunks.map((c) => c.length).join('+')}: ${got}`);
+    }
+    expect(cuts).toBeGreaterThan(10_000);
+    expect(wrong.slice(0, 3)).toEqual([]);
+  });
+
+  it('never decodes them when not asked to', () => {
+    expect(parseTools([Buffer.from(TOOL_STREAM)], false)).toEqual({ events: [null, null, null, null, null, '{"tokens_used":1}'], tools: [] });
+  });
+});

@@ -1,0 +1,108 @@
+// The usage audit record as table columns (docs/audit.md "PostgreSQL"): one column per record
+// field, by the field's name, and the typed decoder that turns the record's JSON line (the
+// one encoding every sink and spool shares, audit-record.ts) back into column values. A new
+// record field is one line in AUDIT_COLUMNS; the gateway adds the column to an existing table
+// at its next start (postgres-audit-table.ts). The compiler refuses a field without a column.
+import type { AuditLine, AuditRecord } from './audit-record.js';
+
+/** The SQL types a column may have, and so the shapes a field's value may take. */
+export type AuditColumnType = 'text' | 'timestamptz' | 'integer' | 'bigint' | 'numeric' | 'jsonb';
+
+export interface AuditColumn {
+  readonly name: keyof AuditRecord;
+  readonly type: AuditColumnType;
+}
+
+/** In the record's order; `id` first, the primary key. */
+export const AUDIT_COLUMNS = [
+  { name: 'id', type: 'text' },
+  { name: 'request_id', type: 'text' },
+  { name: 'ts', type: 'timestamptz' },
+  { name: 'key_id', type: 'text' },
+  { name: 'account', type: 'text' },
+  { name: 'plan', type: 'text' },
+  { name: 'agent', type: 'text' },
+  { name: 'route', type: 'text' },
+  { name: 'status', type: 'integer' },
+  { name: 'outcome', type: 'text' },
+  { name: 'tokens_used', type: 'bigint' },
+  { name: 'latency_ms', type: 'bigint' },
+  { name: 'upstream_latency_ms', type: 'bigint' },
+  { name: 'bytes_in', type: 'bigint' },
+  { name: 'bytes_out', type: 'bigint' },
+  { name: 'client_ip', type: 'text' },
+  { name: 'user_id', type: 'text' },
+  { name: 'session_id', type: 'text' },
+] as const satisfies readonly AuditColumn[];
+
+/** Compiles only while every AuditRecord field has a column above. */
+type FieldsWithoutColumn = Exclude<keyof AuditRecord, (typeof AUDIT_COLUMNS)[number]['name']>;
+export const EVERY_FIELD_HAS_A_COLUMN: [FieldsWithoutColumn] extends [never] ? true : FieldsWithoutColumn = true;
+
+/** A batch as columns: values[c][r] is column c of row r (the form `unnest` takes, one array per column). */
+export interface AuditColumnValues {
+  values: unknown[][];
+  rows: number;
+  /** Lines that were not a record with a string `id` (never written; see the sink's log). */
+  skipped: number;
+}
+
+const INT4_MIN = -2_147_483_648;
+const INT4_MAX = 2_147_483_647;
+/** ISO 8601 with a time zone, as the gateway writes `ts`; anything else is stored as null, never refused. */
+const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * Decodes a batch of record lines into column values. Each value is checked against its
+ * column's type and stored as null when it does not fit, so no line can make PostgreSQL
+ * refuse a batch (which would hold the sink's spool forever): text loses NUL characters
+ * (PostgreSQL text cannot hold them; they become U+FFFD), integers must be safe integers in
+ * range, a timestamp must be ISO 8601. A line without a string `id` is skipped.
+ */
+export function decodeAuditColumns(lines: readonly AuditLine[], columns: readonly AuditColumn[] = AUDIT_COLUMNS): AuditColumnValues {
+  const values: unknown[][] = columns.map(() => []);
+  let rows = 0;
+  let skipped = 0;
+  for (const line of lines) {
+    const record = parseRecord(line);
+    if (record === undefined || typeof record.id !== 'string' || record.id.length === 0) {
+      skipped += 1;
+      continue;
+    }
+    for (let c = 0; c < columns.length; c++) values[c]!.push(columnValue(columns[c]!.type, record[columns[c]!.name]));
+    rows += 1;
+  }
+  return { values, rows, skipped };
+}
+
+function parseRecord(line: AuditLine): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The value as its column stores it, or null. jsonb values travel as JSON text. */
+export function columnValue(type: AuditColumnType, value: unknown): unknown {
+  switch (type) {
+    case 'text':
+      return typeof value === 'string' ? withoutNul(value) : null;
+    case 'timestamptz':
+      return typeof value === 'string' && ISO_TIMESTAMP.test(value) && Number.isFinite(Date.parse(value)) ? value : null;
+    case 'integer':
+      return Number.isSafeInteger(value) && (value as number) >= INT4_MIN && (value as number) <= INT4_MAX ? value : null;
+    case 'bigint':
+      return Number.isSafeInteger(value) ? value : null;
+    case 'numeric':
+      return typeof value === 'number' && Number.isFinite(value) ? value : null;
+    case 'jsonb':
+      // jsonb refuses the escape \u0000 too: strings lose NUL before they are encoded.
+      return value === undefined || value === null ? null : JSON.stringify(value, (_key, inner: unknown) => (typeof inner === 'string' ? withoutNul(inner) : inner));
+  }
+}
+
+function withoutNul(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text;
+}
