@@ -13,6 +13,8 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY web ./web
+# The Node.js version check the CLI imports first (and its types, for tsc).
+COPY scripts/node-guard.mjs scripts/node-guard.d.mts ./scripts/
 # tsc, then the dashboard (web/ → dist/dashboard/, served by the admin listener).
 RUN npx tsc -p tsconfig.build.json && npx vite build --config web/vite.config.ts
 
@@ -23,6 +25,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+COPY scripts/node-guard.mjs ./scripts/
 COPY config ./config
 # The OpenAPI documents the admin listener serves at /openapi/*.json.
 COPY openapi ./openapi

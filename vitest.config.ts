@@ -1,9 +1,13 @@
+// An unsupported Node.js is refused in one line before vitest loads a test (`npx vitest run`).
+import './scripts/node-guard.mjs';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
+    // Kills what a test file left running (test/helpers/child-processes.ts).
+    setupFiles: ['test/helpers/child-process-cleanup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Two cores: integration tests start real processes; keep the fan-out modest.

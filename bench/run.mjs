@@ -16,6 +16,8 @@
 // The machine is shared and noisy: runs are short and repeated (medians), targets are
 // measured in rotated order within each round, and every figure is also given relative to
 // the references measured in the same round.
+// First: an unsupported Node.js is refused in one line (`node bench/run.mjs` without npm).
+import '../scripts/node-guard.mjs';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative } from 'node:path';

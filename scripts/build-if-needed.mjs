@@ -1,6 +1,7 @@
 // Builds what is missing or older than its sources, so `npm start` and `npm test` work from a
 // fresh clone without a separate build step: dist/ from src/ (tsc), and dist/dashboard/ from
-// web/ (vite).
+// web/ (vite). An unsupported Node.js is refused first, before anything is built.
+import './node-guard.mjs';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join } from 'node:path';

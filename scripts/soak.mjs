@@ -50,6 +50,21 @@ function parseDuration(text) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// Every process the soak starts (the gateway, redis-server) ends with it, however it ends: a
+// thrown error (main's catch calls process.exit), SIGTERM/SIGINT from a test's cleanup or
+// Ctrl-C. A failed soak once left its `node --inspect … serve` running for good.
+const started = new Set();
+function startChild(command, args, options) {
+  const child = spawn(command, args, options);
+  started.add(child);
+  child.once('exit', () => started.delete(child));
+  return child;
+}
+process.once('exit', () => {
+  for (const child of started) child.kill('SIGKILL');
+});
+for (const signal of ['SIGTERM', 'SIGINT']) process.once(signal, () => process.exit(1));
+
 // ---------- the fake runner ----------
 
 const EVENT = (text) => `event: token\ndata: {"content":"${text}"}\n\n`;
@@ -137,7 +152,7 @@ async function startRedisServer(dir) {
   const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((path) => existsSync(path));
   if (!binary) return undefined;
   const port = await freePort();
-  const child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = startChild(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
   const deadline = Date.now() + 10_000;
   for (;;) {
     const ok = await new Promise((resolve) => {
@@ -195,7 +210,7 @@ async function startGatewayProcess(dir, runnerPort, redisUrl) {
 
   // The inspector (loopback, random port) lets the soak force a full GC before each sample,
   // so the heap series shows what is retained, not what is merely not collected yet.
-  const child = spawn(process.execPath, ['--inspect=127.0.0.1:0', CLI, 'serve', '--config', configPath], { env: { ...process.env, REDIS_URL: '', PORT: '', LOG_FORMAT: 'json' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = startChild(process.execPath, ['--inspect=127.0.0.1:0', CLI, 'serve', '--config', configPath], { env: { ...process.env, REDIS_URL: '', PORT: '', LOG_FORMAT: 'json' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (c) => (output += c));
   child.stderr.on('data', (c) => (output += c));

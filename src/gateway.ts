@@ -147,8 +147,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         },
       });
 
-  const port = await listen(gateway.server, config.listen.port, config.listen.host, { reusePort: config.listen.reusePort });
-  const adminPort = admin ? await listen(admin, config.admin.port, config.admin.host) : undefined;
+  const port = await listen(gateway.server, config.listen.port, config.listen.host, { reusePort: config.listen.reusePort, listener: 'gateway' });
+  const adminPort = admin ? await listen(admin, config.admin.port, config.admin.host, { listener: 'admin' }) : undefined;
 
   let closing: Promise<void> | undefined;
   async function close(graceMs = config.shutdownGraceMs): Promise<void> {

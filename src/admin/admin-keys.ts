@@ -8,6 +8,11 @@ import { keyServiceOf, sendJson } from './admin-context.js';
 import { createKeyBody, emptyBody, listKeysQuery, rotateKeyBody, updateKeyBody } from './admin-key-requests.js';
 import { queryObject, readJsonBody, validate } from './admin-request-body.js';
 
+/** The admin trail's request id and actor (the admin token's name) of this request. */
+function originOf(x: AdminExchange): { request_id: string; actor: string } {
+  return { request_id: x.requestId, actor: x.actor.name };
+}
+
 export async function listKeys(x: AdminExchange): Promise<void> {
   const query = validate(listKeysQuery, queryObject(x.url.searchParams));
   const { keys, nextCursor } = await keyServiceOf(x).listKeyPage(query);
@@ -27,7 +32,7 @@ export async function createKey(x: AdminExchange): Promise<void> {
     metadata: body.metadata,
     limits: body.limits as KeyLimits | null | undefined,
   });
-  await x.deps.adminAudit.record({ request_id: x.requestId, actor: x.actor.name, action: 'key.create', key_id: record.keyId, changed: Object.keys(body).sort() });
+  await x.deps.adminAudit.keyCreated(originOf(x), record.keyId, Object.keys(body));
   sendJson(x.res, 201, { key: rawKey, ...toKeyView(record, x.deps.clock.now()) });
 }
 
@@ -46,28 +51,21 @@ export async function updateKey(x: AdminExchange, keyId: string): Promise<void> 
     metadata: body.metadata,
     limits: body.limits as KeyLimits | null | undefined,
   });
-  if (changed.length > 0) await x.deps.adminAudit.record({ request_id: x.requestId, actor: x.actor.name, action: 'key.update', key_id: keyId, changed });
+  if (changed.length > 0) await x.deps.adminAudit.keyUpdated(originOf(x), keyId, changed);
   sendJson(x.res, 200, toKeyView(record, x.deps.clock.now()));
 }
 
 export async function revokeKey(x: AdminExchange, keyId: string): Promise<void> {
   validate(emptyBody, await readJsonBody(x.req, true));
   const { record, alreadyRevoked } = await keyServiceOf(x).revokeKey(keyId);
-  if (!alreadyRevoked) await x.deps.adminAudit.record({ request_id: x.requestId, actor: x.actor.name, action: 'key.revoke', key_id: keyId, changed: ['revoked_at'] });
+  if (!alreadyRevoked) await x.deps.adminAudit.keyRevoked(originOf(x), keyId);
   sendJson(x.res, 200, toKeyView(record, x.deps.clock.now()));
 }
 
 export async function rotateKey(x: AdminExchange, keyId: string): Promise<void> {
   const body = validate(rotateKeyBody, await readJsonBody(x.req, true));
   const { rawKey, record, previous } = await keyServiceOf(x).rotateKey(keyId, { graceMs: body.grace === undefined ? undefined : parseDurationMs(body.grace) });
-  await x.deps.adminAudit.record({
-    request_id: x.requestId,
-    actor: x.actor.name,
-    action: 'key.rotate',
-    key_id: keyId,
-    changed: ['expires_at', 'replaced_by'],
-    new_key_id: record.keyId,
-  });
+  await x.deps.adminAudit.keyRotated(originOf(x), keyId, record.keyId);
   const nowMs = x.deps.clock.now();
   sendJson(x.res, 201, { key: rawKey, ...toKeyView(record, nowMs), previous: toKeyView(previous, nowMs) });
 }

@@ -95,10 +95,10 @@ export function openUsageSource(config: Pick<GatewayConfig, 'audit' | 'redis'>, 
 }
 
 /**
- * The admin audit trail's log (docs/admin-api.md "Admin audit trail"): its own sinks
- * (audit.admin_file / audit.admin_redis_stream) and spools, beside the usage audit.
+ * The admin audit trail's sinks (docs/admin-api.md "Admin audit trail"): audit.admin_file
+ * and/or audit.admin_redis_stream, beside the usage audit.
  */
-export function openAdminAuditBatches(config: Pick<GatewayConfig, 'audit' | 'redis'>, deps: OpenAuditLogDeps): BatchingAuditLog {
+export function adminAuditSinks(config: Pick<GatewayConfig, 'audit' | 'redis'>, deps: Pick<OpenAuditLogDeps, 'redis'>): AuditSink[] {
   const { audit } = config;
   const sinks: AuditSink[] = [];
   if (audit.adminRedisStream) {
@@ -115,7 +115,12 @@ export function openAdminAuditBatches(config: Pick<GatewayConfig, 'audit' | 'red
     );
   }
   if (audit.adminFile) sinks.push(new FileAuditSink(audit.adminFile, 'admin-file'));
-  return batchesFor(sinks, audit, deps);
+  return sinks;
+}
+
+/** The admin audit trail's log for a running gateway: its sinks, each with a spool of its own. */
+export function openAdminAuditBatches(config: Pick<GatewayConfig, 'audit' | 'redis'>, deps: OpenAuditLogDeps): BatchingAuditLog {
+  return batchesFor(adminAuditSinks(config, deps), config.audit, deps);
 }
 
 /** The batching, spooling and retry settings both audit logs share (each sink spools apart). */

@@ -39,7 +39,7 @@ export function registerAuditCommand(program: Command, io: AuditCommandIo = proc
     .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
     .option('-f, --follow', 'keep printing new records until interrupted')
     .option('--key <keyId>', 'only records of this key_id')
-    .option('--admin', 'the admin audit trail (writes through the admin API) instead of usage records')
+    .option('--admin', 'the admin audit trail (key writes through the admin API and the CLI) instead of usage records')
     .option('-n, --limit <n>', 'how many of the newest records to print first', parseLimit, 20)
     .action(async (options: TailOptions, command: Command) => {
       // --config may also be a program-wide option defined by the main command.

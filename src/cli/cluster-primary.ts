@@ -75,7 +75,7 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
       return { ready: true };
     },
   });
-  const adminPort = await listen(admin, config.admin.port, config.admin.host);
+  const adminPort = await listen(admin, config.admin.port, config.admin.host, { listener: 'admin' });
 
   // Workers may get a new shutdown_grace on reload; the primary's stop deadline follows it.
   let graceMs = config.shutdownGraceMs;

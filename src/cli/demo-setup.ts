@@ -7,6 +7,7 @@ import type { KeyStore } from '../keys/key-store.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { DEFAULT_CONFIG_PATH } from '../config/load-config.js';
 import { startDemoAgent } from '../demo-agent/demo-agent.js';
+import { ListenError } from '../http/listen.js';
 
 export const DEMO_AGENT_ID = 'demo';
 
@@ -16,7 +17,12 @@ export async function startDemoUpstream(config: GatewayConfig): Promise<Server |
   if (!agent) return undefined;
   const url = new URL(agent.upstream);
   if (url.hostname !== '127.0.0.1' && url.hostname !== 'localhost') return undefined;
-  return startDemoAgent({ port: Number(url.port || 80), host: '127.0.0.1' });
+  const port = Number(url.port || 80);
+  try {
+    return await startDemoAgent({ port, host: '127.0.0.1' });
+  } catch (error) {
+    throw new ListenError('demo agent', '127.0.0.1', port, (error as NodeJS.ErrnoException).code, error);
+  }
 }
 
 /** Returns the text to print for a freshly created demo key, or undefined when keys already exist. */
@@ -61,6 +67,8 @@ export function dashboardBanner(options: { config: GatewayConfig; configPath: st
           `    ${demoAdminToken}`,
           '  The same token opens the admin API (docs/admin-api.md):',
           `    curl http://${host}:${adminPort}/admin/v1/keys -H 'Authorization: Bearer ${demoAdminToken}'`,
+          "  The README's examples read it from the environment:",
+          `    export AGENTGW_ADMIN_TOKEN=$(cat ${options.demoAdminTokenFile})`,
         ];
   return [
     '',

@@ -1,6 +1,7 @@
 // `agent-gateway keys create|list|show|update|revoke|rotate` (docs/keys.md): the same
-// KeyService as the admin API. The raw key is printed once, by create and rotate (first
-// line of stdout, or the `key` field with --json); nothing prints a hash.
+// KeyService as the admin API, and each write recorded in the same admin audit trail (actor
+// `cli:<os user>`). The raw key is printed once, by create and rotate (first line of stdout,
+// or the `key` field with --json); nothing prints a hash.
 import type { Command } from 'commander';
 import { systemClock, type Clock } from '../clock.js';
 import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
@@ -13,6 +14,7 @@ import type { KeyLimits } from '../keys/key-record.js';
 import type { KeyStore } from '../keys/key-store.js';
 import { openKeyStore } from '../keys/open-key-store.js';
 import { createRedisClientFactory } from '../redis/redis-client.js';
+import { openCliAdminAudit, type CliAdminAudit } from './cli-admin-audit.js';
 
 export interface KeysCommandOptions {
   /** Opens the store the config names; tests inject their own. */
@@ -22,6 +24,8 @@ export interface KeysCommandOptions {
   stderr?: (text: string) => void;
   /** Where a failure's exit status goes (default: process.exitCode). */
   setExitCode?: (code: number) => void;
+  /** Opens the admin audit trail the config names (default: openCliAdminAudit). */
+  openAdminAudit?: (config: GatewayConfig, clock: Clock) => Promise<CliAdminAudit>;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -61,8 +65,9 @@ function table(views: KeyView[]): string {
   return line(header) + rows.map(line).join('');
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
+/** A repeatable option's values; no default, so an option that is never given stays undefined (and a required one is reported). */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
 /** --limits '<json>': a plan-shaped object, or null (only for update: back to the plan's). */
@@ -116,35 +121,46 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
   const openStore = options.openStore ?? openCliKeyStore;
   const clock = options.clock ?? systemClock;
 
-  async function run(command: Command, work: (service: KeyService) => Promise<void>): Promise<void> {
+  const openAdminAudit = options.openAdminAudit ?? openCliAdminAudit;
+
+  /**
+   * Loads the config, opens the key store (and, for a write, the admin audit trail: opened
+   * first, so a Redis trail that cannot be reached stops the command before the key changes)
+   * and runs `work`. A write prints its result, then records it in the trail; a record that
+   * cannot be written then is reported and the exit status is 1 (the change itself is made).
+   */
+  async function run(command: Command, work: (service: KeyService, audit: CliAdminAudit | undefined) => Promise<void>, writes = false): Promise<void> {
     let store: KeyStore | undefined;
+    let audit: CliAdminAudit | undefined;
     try {
       const config = await loadConfig(configPath(command), options.env ?? process.env);
+      if (writes) audit = await openAdminAudit(config, clock);
       store = await openStore(config);
-      await work(new KeyService({ store, config, clock }));
+      await work(new KeyService({ store, config, clock }), audit);
     } catch (error) {
       err(`agent-gateway keys ${command.name()}: ${messageOf(error)}\n`);
       setExitCode(1);
     } finally {
       await store?.close().catch(() => {});
+      await audit?.close().catch(() => {});
     }
   }
 
-  const keys = program.command('keys').description('create, list, show and revoke ha_ API keys');
+  const keys = program.command('keys').description('create, list, show, update, rotate and revoke ha_ API keys');
   const withConfig = (command: Command) => command.option('--config <path>', 'gateway config file', DEFAULT_CONFIG_PATH);
 
   withConfig(keys.command('create'))
     .description('make a key and print it once (first line of stdout)')
     .requiredOption('--account <account>', 'account the key belongs to (rate limits count per account)')
     .requiredOption('--plan <plan>', 'plan from the config')
-    .option('--agent <agent>', 'agent the key may call (repeat for several)', collect, [] as string[])
+    .requiredOption('--agent <agent>', 'agent the key may call (repeat for several)', collect)
     .option('--expires-in <duration>', 'lifetime such as 30d, 12h or 90m (default: never expires)')
     .option('--name <name>', 'a label for people')
-    .option('--metadata <key=value>', 'a label for the operator (repeat for several)', collect, [] as string[])
+    .option('--metadata <key=value>', 'a label for the operator (repeat for several)', collect)
     .option('--limits <json>', "the key's own limits, the shape of a plan, e.g. '{\"windows\":[{\"requests\":10,\"per\":\"1m\"}]}'")
     .option('--json', 'print one JSON object (with `key` and `key_id`)')
-    .action(async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; metadata: string[]; limits?: string; json?: boolean }, command: Command) => {
-      await run(command, async (service) => {
+    .action(async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; metadata?: string[]; limits?: string; json?: boolean }, command: Command) => {
+      await run(command, async (service, audit) => {
         const expiresInMs = opts.expiresIn === undefined ? undefined : durationOption('--expires-in', opts.expiresIn);
         const { rawKey, record } = await service.createKey({
           account: opts.account,
@@ -152,7 +168,7 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
           agents: opts.agent,
           name: opts.name,
           expiresInMs,
-          metadata: metadataOf(opts.metadata),
+          metadata: metadataOf(opts.metadata ?? []),
           limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
         });
         const v = view(record, clock.now());
@@ -162,7 +178,10 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
           out(`${rawKey}\n${describe(v)}`);
           err('Store this key now: it is shown only this once and cannot be recovered.\n');
         }
-      });
+        // The fields the admin API's body would have held for the same key.
+        const fields = ['account', 'plan', 'agents', ...(opts.name === undefined ? [] : ['name']), ...(expiresInMs === undefined ? [] : ['expires_in']), ...((opts.metadata ?? []).length > 0 ? ['metadata'] : []), ...(opts.limits === undefined ? [] : ['limits'])];
+        await audit!.log.keyCreated(audit!.origin, record.keyId, fields);
+      }, true);
     });
 
   withConfig(keys.command('list'))
@@ -194,10 +213,11 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     .description('revoke a key; running gateways reject it within 1 s')
     .argument('<key_id>', 'the key id, e.g. key_...')
     .action(async (keyId: string, _opts: unknown, command: Command) => {
-      await run(command, async (service) => {
+      await run(command, async (service, audit) => {
         const { record, alreadyRevoked } = await service.revokeKey(keyId);
         out(alreadyRevoked ? `${record.keyId} was already revoked at ${record.revokedAt}\n` : `revoked ${record.keyId} at ${record.revokedAt}\n`);
-      });
+        if (!alreadyRevoked) await audit!.log.keyRevoked(audit!.origin, record.keyId);
+      }, true);
     });
 
   withConfig(keys.command('update'))
@@ -205,35 +225,36 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     .argument('<key_id>', 'the key id, e.g. key_...')
     .option('--name <name>', 'a label for people')
     .option('--plan <plan>', 'plan from the config')
-    .option('--agent <agent>', 'the agents the key may call from now on (repeat for several)', collect, [] as string[])
+    .option('--agent <agent>', 'the agents the key may call from now on (repeat for several)', collect)
     .option('--expires-at <time>', 'ISO 8601 time, or "never"')
     .option('--expires-in <duration>', 'expire this long from now, e.g. 30d')
-    .option('--metadata <key=value>', 'replace the metadata with these entries (repeat for several)', collect, [] as string[])
+    .option('--metadata <key=value>', 'replace the metadata with these entries (repeat for several)', collect)
     .option('--clear-metadata', 'remove every metadata entry')
     .option('--limits <json>', 'replace the key\'s own limits (JSON), or "null" to use the plan\'s')
     .option('--json', 'print a JSON object')
     .action(
       async (
         keyId: string,
-        opts: { name?: string; plan?: string; agent: string[]; expiresAt?: string; expiresIn?: string; metadata: string[]; clearMetadata?: boolean; limits?: string; json?: boolean },
+        opts: { name?: string; plan?: string; agent?: string[]; expiresAt?: string; expiresIn?: string; metadata?: string[]; clearMetadata?: boolean; limits?: string; json?: boolean },
         command: Command,
       ) => {
-        await run(command, async (service) => {
+        await run(command, async (service, audit) => {
           if (opts.expiresAt !== undefined && opts.expiresIn !== undefined) throw new Error('give --expires-at or --expires-in, not both');
           let expiresAt: string | null | undefined = opts.expiresAt === 'never' ? null : opts.expiresAt;
           if (opts.expiresIn !== undefined) expiresAt = new Date(clock.now() + durationOption('--expires-in', opts.expiresIn)).toISOString();
           const { record, changed } = await service.updateKey(keyId, {
             name: opts.name,
             plan: opts.plan,
-            agents: opts.agent.length > 0 ? opts.agent : undefined,
+            agents: opts.agent,
             expiresAt,
-            metadata: opts.clearMetadata ? null : opts.metadata.length > 0 ? metadataOf(opts.metadata) : undefined,
+            metadata: opts.clearMetadata ? null : opts.metadata !== undefined ? metadataOf(opts.metadata) : undefined,
             limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
           });
           const v = view(record, clock.now());
           if (opts.json) out(`${JSON.stringify({ ...v, changed })}\n`);
           else out(`${changed.length === 0 ? 'nothing changed' : `updated ${changed.join(', ')}`}\n${describe(v)}`);
-        });
+          if (changed.length > 0) await audit!.log.keyUpdated(audit!.origin, keyId, changed);
+        }, true);
       },
     );
 
@@ -243,7 +264,7 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     .option('--grace <duration>', 'how long the old key keeps working', '24h')
     .option('--json', 'print one JSON object (with `key`, `key_id` and `previous`)')
     .action(async (keyId: string, opts: { grace: string; json?: boolean }, command: Command) => {
-      await run(command, async (service) => {
+      await run(command, async (service, audit) => {
         const { rawKey, record, previous } = await service.rotateKey(keyId, { graceMs: durationOption('--grace', opts.grace, true) });
         const now = clock.now();
         if (opts.json) {
@@ -252,7 +273,8 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
           out(`${rawKey}\n${describe(view(record, now))}`);
           err(`Store this key now: it is shown only this once. ${previous.keyId} keeps working until ${previous.expiresAt}.\n`);
         }
-      });
+        await audit!.log.keyRotated(audit!.origin, keyId, record.keyId);
+      }, true);
     });
 
   return keys;

@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 // The `agent-gateway` bin: one sub-command per file (docs/design.md, "Commands").
+// First, before any other module is loaded: refuse an unsupported Node.js in one line.
+import '../../scripts/node-guard.mjs';
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerAuditCommand } from './audit.js';
+import { TOP_LEVEL_EXAMPLES, markRequiredOptions } from './cli-help.js';
 import { registerConfigCommand } from './config-command.js';
 import { registerDemoAgentCommand } from './demo-agent-command.js';
 import { registerKeysCommand } from './keys.js';
@@ -12,7 +15,8 @@ import { registerUsageCommand } from './usage-command.js';
 /** src/cli/ and dist/cli/ both sit two levels below the package root. */
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
-const program = new Command('agent-gateway').description('API gateway for conversational agent runners').version(version).showHelpAfterError();
+const program = markRequiredOptions(new Command('agent-gateway').description('API gateway for conversational agent runners').version(version).showHelpAfterError());
+program.addHelpText('after', TOP_LEVEL_EXAMPLES);
 registerServeCommand(program);
 registerKeysCommand(program);
 registerConfigCommand(program);

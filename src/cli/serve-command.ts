@@ -6,6 +6,8 @@
 import type { Command } from 'commander';
 import type { Server } from 'node:http';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
+import { ListenError } from '../http/listen.js';
+import { describeListenFailure } from './listen-failure.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logger.js';
 import { exposeWorkerMetrics } from '../metrics/cluster-metrics.js';
@@ -40,11 +42,15 @@ export function registerServeCommand(program: Command): void {
         return;
       }
       const workerIndex = currentWorkerIndex();
-      if (workerIndex === undefined && workers > 1) {
-        await runClusterPrimary({ configPath: options.config, workers, demo: options.demo === true });
-        return;
+      try {
+        if (workerIndex === undefined && workers > 1) await runClusterPrimary({ configPath: options.config, workers, demo: options.demo === true });
+        else await runGatewayProcess(options, workerIndex);
+      } catch (error) {
+        if (!(error instanceof ListenError)) throw error;
+        // One line naming the listener and the setting (and variable) that picks its port.
+        process.stderr.write(`agent-gateway: ${await describeListenFailure(error, options.config)}\n`);
+        process.exit(1);
       }
-      await runGatewayProcess(options, workerIndex);
     });
 }
 

@@ -1,7 +1,7 @@
 // `agent-gateway usage [--by key|account|agent] [--since 7d] [--granularity hour|day]
 // [--key K] [--account A] [--agent G] [--json]`: the admin API's usage report
 // (docs/admin-api.md "Usage") from the same rollups through the same code, as a table.
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { openUsageSource } from '../audit/open-audit-log.js';
 import { usageReport, type UsageGranularity, type UsageGroupBy, type UsageRow } from '../audit/usage-report.js';
 import { parseDurationMs } from '../config/duration.js';
@@ -52,7 +52,7 @@ export function registerUsageCommand(program: Command, io: UsageCommandIo = proc
     .description('usage per key, account or agent from the hourly rollups (requests, tokens, errors, latency)')
     .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
     .option('--by <group>', 'key, account or agent', oneOf(['key', 'account', 'agent'] as const), 'key')
-    .option('--since <duration>', 'how far back, e.g. 7d or 24h', since, 7 * 86_400_000)
+    .addOption(new Option('--since <duration>', 'how far back, e.g. 7d or 24h').argParser(since).default(7 * 86_400_000, '7d'))
     .option('--granularity <period>', 'hour or day', oneOf(['hour', 'day'] as const), 'day')
     .option('--key <keyId>', 'only this key')
     .option('--account <account>', 'only this account')

@@ -1,7 +1,15 @@
 // An agent's part of the config (docs/configuration.md "agents"): its runners, deadlines,
 // tool allow-list, connection bounds, health checks and TLS to its runners.
 import { z } from 'zod';
-import { positiveDuration, upstreamUrl } from './schema-primitives.js';
+import { asMapping, evenWithOtherProblems, positiveDuration, upstreamUrl } from './schema-primitives.js';
+
+function originOf(url: unknown): string | undefined {
+  try {
+    return typeof url === 'string' ? new URL(url).origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
@@ -76,25 +84,29 @@ export const agentSchema = z
     tls: upstreamTlsSchema.optional(),
   })
   .superRefine((agent, ctx) => {
+    // Runs even when other keys of the agent have problems (evenWithOtherProblems), so its
+    // fields may be anything the file holds: nothing here assumes their types.
     if (agent.upstream !== undefined && agent.upstreams !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['upstreams'], message: 'set either "upstream" (one runner) or "upstreams" (a list), not both' });
     } else if (agent.upstream === undefined && agent.upstreams === undefined) {
       ctx.addIssue({ code: 'custom', path: ['upstream'], message: 'set "upstream" (the runner\'s base URL) or "upstreams" (a list of { url, weight })' });
     }
+    const targetUrls = (Array.isArray(agent.upstreams) ? agent.upstreams : []).map((target) => asMapping(target)?.url);
     // A target is named by its origin (metrics, logs, the admin view), so two may not share one.
     const origins = new Set<string>();
-    for (const [index, target] of (agent.upstreams ?? []).entries()) {
-      const origin = new URL(target.url).origin;
+    for (const [index, url] of targetUrls.entries()) {
+      const origin = originOf(url);
+      if (origin === undefined) continue;
       if (origins.has(origin)) ctx.addIssue({ code: 'custom', path: ['upstreams', index, 'url'], message: `origin ${origin} is listed twice` });
       origins.add(origin);
     }
-    if (agent.tls !== undefined && ![agent.upstream, ...(agent.upstreams ?? []).map((t) => t.url)].some((url) => url?.startsWith('https:'))) {
+    if (agent.tls !== undefined && ![agent.upstream, ...targetUrls].some((url) => typeof url === 'string' && url.startsWith('https:'))) {
       ctx.addIssue({ code: 'custom', path: ['tls'], message: 'applies to https:// runners only; no upstream of this agent is https://' });
     }
     if (agent.queue !== undefined && agent.max_connections === undefined) {
       ctx.addIssue({ code: 'custom', path: ['queue'], message: '"queue" bounds the wait for a connection beyond "max_connections"; set max_connections too' });
     }
-  })
+  }, evenWithOtherProblems)
   .transform((agent) => {
     const upstreams = agent.upstreams ?? [{ url: agent.upstream!, weight: 1 }];
     return {

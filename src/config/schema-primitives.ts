@@ -30,3 +30,15 @@ export const upstreamUrl = z
     }
   }, { message: 'must be an http:// or https:// base URL without query or fragment, e.g. http://127.0.0.1:8081/api/v1' })
   .transform((text) => text.replace(/\/+$/, ''));
+
+/**
+ * For a check across fields (superRefine) that must run even when another field of the same
+ * mapping has a problem, so `config check` reports both at once (zod skips such a check by
+ * default). The check then sees the other fields as given, so it must not assume their types.
+ */
+export const evenWithOtherProblems = { when: (payload: { value: unknown }) => typeof payload.value === 'object' && payload.value !== null };
+
+/** `value` as a mapping of keys, or undefined when it is not one (for checks that see unvalidated input). */
+export function asMapping(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}

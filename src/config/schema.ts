@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { parseTrustProxy } from './trust-proxy.js';
 import { reusePortUnsupported } from './reuse-port-support.js';
-import { duration, host, port, positiveDuration } from './schema-primitives.js';
+import { asMapping, duration, evenWithOtherProblems, host, port, positiveDuration } from './schema-primitives.js';
 import { AGENT_ID, agentSchema } from './agent-schema.js';
 import { DEFAULT_PLANS, PLAN_NAME, planSchema } from './plan-schema.js';
 import { adminTokenSchema } from './admin-schema.js';
@@ -166,26 +166,32 @@ export const configSchema = z
     telemetry: telemetrySchema.prefault({}),
   })
   .superRefine((config, ctx) => {
-    if (config.keys.store === 'redis' && !config.redis) {
+    // Runs even when other keys have problems (evenWithOtherProblems): each block may then be
+    // anything the file holds, so nothing here assumes its shape.
+    const keys = asMapping(config.keys);
+    const audit = asMapping(config.audit);
+    const hasRedis = asMapping(config.redis) !== undefined;
+    if (keys?.store === 'redis' && !hasRedis) {
       ctx.addIssue({ code: 'custom', path: ['keys', 'store'], message: '"redis" needs a redis block (or REDIS_URL)' });
     }
-    if (config.audit.admin_redis_stream && !config.redis) {
+    if (audit?.admin_redis_stream && !hasRedis) {
       ctx.addIssue({ code: 'custom', path: ['audit', 'admin_redis_stream'], message: 'the Redis stream sink needs a redis block (or REDIS_URL)' });
     }
-    if (config.audit.redis_stream && !config.redis) {
+    if (audit?.redis_stream && !hasRedis) {
       ctx.addIssue({ code: 'custom', path: ['audit', 'redis_stream'], message: 'the Redis stream sink needs a redis block (or REDIS_URL)' });
     }
-    if (config.audit.wait_replicas > 0 && !config.audit.redis_stream) {
+    if (typeof audit?.wait_replicas === 'number' && audit.wait_replicas > 0 && !audit.redis_stream) {
       ctx.addIssue({ code: 'custom', path: ['audit', 'wait_replicas'], message: 'only applies to the Redis stream sink; set audit.redis_stream or remove it' });
     }
     const hosts = new Map<string, string>();
-    for (const [id, agent] of Object.entries(config.agents)) {
-      if (!agent.host) continue;
-      const other = hosts.get(agent.host);
-      if (other) ctx.addIssue({ code: 'custom', path: ['agents', id, 'host'], message: `host "${agent.host}" is already used by agent "${other}"` });
-      hosts.set(agent.host, id);
+    for (const [id, agent] of Object.entries(asMapping(config.agents) ?? {})) {
+      const host = asMapping(agent)?.host;
+      if (typeof host !== 'string') continue;
+      const other = hosts.get(host);
+      if (other) ctx.addIssue({ code: 'custom', path: ['agents', id, 'host'], message: `host "${host}" is already used by agent "${other}"` });
+      hosts.set(host, id);
     }
-  })
+  }, evenWithOtherProblems)
   .transform((c) => ({
     listen: {
       host: c.listen.host,

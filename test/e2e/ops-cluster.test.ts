@@ -30,7 +30,7 @@ let primary: CliChild;
 const children: ChildProcess[] = [];
 
 function runCli(args: string[]): CliChild {
-  const cli = spawnBuiltCli(args);
+  const cli = spawnBuiltCli(args, { group: true });
   children.push(cli.child);
   return cli;
 }

@@ -67,7 +67,7 @@ beforeAll(async () => {
   const store = await FileKeyStore.open({ path: join(dir, 'keys.json'), logger: silentLogger, watch: false });
   ({ rawKey: apiKey } = await new KeyService({ store, config: parseConfig(document, 'test', {}) }).createKey({ account: 'acme', plan: 'scale', agents: ['support'] }));
   await store.close();
-  cluster = spawnBuiltCli(['serve', '--config', join(dir, 'gateway.yaml'), '--workers', '2']);
+  cluster = spawnBuiltCli(['serve', '--config', join(dir, 'gateway.yaml'), '--workers', '2'], { group: true });
   primary = cluster.child;
   await cluster.waitForOutput((output) => output.includes(`agent-gateway listening on https://127.0.0.1:${port}`) && output.includes('2 workers'), 'the cluster to listen', 30_000);
 });

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/audit-record.js';
 import type { RedisClient } from '../../src/redis/redis-client.js';
 import { parseSseReference } from '../helpers/reference-sse.js';
+import { trackChildProcess } from '../helpers/child-processes.js';
 import type { TestRedis } from '../helpers/redis.js';
 import { startFaultBed, type FaultBed } from '../helpers/faults/fault-bed.js';
 import { describeSample, MB, type FaultGateway } from '../helpers/faults/fault-gateway.js';
@@ -208,9 +209,11 @@ describe('clients misbehaving (gateway processes, real Redis)', () => {
     const count = Math.min(IDLE_CONNECTIONS_WANTED, hardFdLimit - 300);
     expect(count, `hard descriptor limit ${hardFdLimit}`).toBeGreaterThanOrEqual(100);
     const before = await gateway.sample();
-    const clients = spawn('bash', ['-c', `ulimit -n ${count + 500} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, process.execPath, join(import.meta.dirname, '../helpers/faults/idle-clients.mjs'), String(gateway.port), String(count)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const clients = trackChildProcess(
+      spawn('bash', ['-c', `ulimit -n ${count + 500} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, process.execPath, join(import.meta.dirname, '../helpers/faults/idle-clients.mjs'), String(gateway.port), String(count)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      }),
+    );
     let report = '';
     clients.stdout!.on('data', (chunk: Buffer) => (report += chunk.toString('utf8')));
     const exited = new Promise<void>((resolve) => clients.on('exit', () => resolve()));

@@ -3,6 +3,7 @@
 // no lost audit record, a clean exit, flat memory after warm-up, and descriptors, handles and
 // streams back near their baseline once traffic stops. `npm run soak` is the long version.
 import { spawn } from 'node:child_process';
+import { trackChildProcess } from '../helpers/child-processes.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { reportRow } from '../helpers/faults/report.js';
@@ -31,7 +32,12 @@ interface SoakSummary {
 function runSoak(): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     // Not flat out: the rest of the suite shares the two CI cores, and some of it times things.
-    const child = spawn(process.execPath, [join(process.cwd(), 'scripts/soak.mjs'), '--duration', DURATION, '--sample', '2s', '--concurrency', '16', '--think', '10ms', '--json'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SOAK_DURATION: '' } });
+    // Its own process group: if this test fails or times out, the cleanup ends the soak's
+    // gateway and Redis with it (test/helpers/child-processes.ts).
+    const child = trackChildProcess(
+      spawn(process.execPath, [join(process.cwd(), 'scripts/soak.mjs'), '--duration', DURATION, '--sample', '2s', '--concurrency', '16', '--think', '10ms', '--json'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SOAK_DURATION: '' }, detached: true }),
+      { group: true },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));

@@ -12,6 +12,7 @@ import { registerAuditCommand } from '../../src/cli/audit.js';
 import { registerKeysCommand } from '../../src/cli/keys.js';
 import { registerUsageCommand } from '../../src/cli/usage-command.js';
 import type { Clock } from '../../src/clock.js';
+import { trackChildProcess } from './child-processes.js';
 
 export const CLI_PATH = join(process.cwd(), 'dist/cli/main.js');
 
@@ -83,10 +84,12 @@ function childEnvironment(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 /** Runs the built bin to its exit; a non-zero exit resolves too (its code says so). */
 export function runBuiltCli(args: string[], options: BuiltCliOptions & { timeoutMs?: number } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI_PATH, ...args], { env: childEnvironment(options.env), cwd: options.cwd, timeout: options.timeoutMs ?? 30_000 }, (error, stdout, stderr) => {
-      if (error && typeof error.code !== 'number') reject(new Error(`agent-gateway ${args.join(' ')}: ${error.message}\n${stderr}`));
-      else resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
-    });
+    trackChildProcess(
+      execFile(process.execPath, [CLI_PATH, ...args], { env: childEnvironment(options.env), cwd: options.cwd, timeout: options.timeoutMs ?? 30_000 }, (error, stdout, stderr) => {
+        if (error && typeof error.code !== 'number') reject(new Error(`agent-gateway ${args.join(' ')}: ${error.message}\n${stderr}`));
+        else resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
+      }),
+    );
   });
 }
 
@@ -114,16 +117,21 @@ export interface CliChildOptions extends BuiltCliOptions {
   nodeArgs?: string[];
   /** Soft `ulimit -n` for the child (falls back to the hard limit). */
   fdLimit?: number;
+  /** Leads its own process group (a cluster primary and its workers), killed as one at cleanup. */
+  group?: boolean;
 }
 
 /** Starts the built bin as a child that keeps running. */
 export function spawnBuiltCli(args: string[], options: CliChildOptions = {}): CliChild {
   const argv = [...(options.nodeArgs ?? []), CLI_PATH, ...args];
-  const spawnOptions = { env: childEnvironment(options.env), cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
-  const child = options.fdLimit
-    ? // exec keeps the pid: signals reach node, not bash.
-      spawn('bash', ['-c', `ulimit -n ${options.fdLimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, process.execPath, ...argv], spawnOptions)
-    : spawn(process.execPath, argv, spawnOptions);
+  const spawnOptions = { env: childEnvironment(options.env), cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], detached: options.group ?? false };
+  const child = trackChildProcess(
+    options.fdLimit
+      ? // exec keeps the pid: signals reach node, not bash.
+        spawn('bash', ['-c', `ulimit -n ${options.fdLimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, process.execPath, ...argv], spawnOptions)
+      : spawn(process.execPath, argv, spawnOptions),
+    { group: options.group ?? false },
+  );
   let output = '';
   let stdout = '';
   child.stdout!.on('data', (chunk: Buffer) => {

@@ -1,6 +1,7 @@
 // One redis-server or redis-sentinel child process for the topology helpers (redis-cluster.ts,
 // redis-sentinel.ts): started on a given port, asked things through redis-cli, killed for real.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { trackChildProcess } from './child-processes.js';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
 import { freePort } from './free-port.js';
@@ -24,7 +25,7 @@ export interface RedisProcess {
  * PING (through redis-cli with `cliArgs`, e.g. its --tls options).
  */
 export async function startRedisProcess(binary: string, port: number, args: string[], cliArgs: string[] = []): Promise<RedisProcess> {
-  const child: ChildProcess = spawn(binary, args, { stdio: 'ignore' });
+  const child: ChildProcess = trackChildProcess(spawn(binary, args, { stdio: 'ignore' }));
   child.unref();
   const exited = once(child, 'exit');
   const handle: RedisProcess = {

@@ -2,6 +2,7 @@
 // cannot be killed), else a `redis-server` child on a free port, else a testcontainers
 // container. Tests that kill, pause or restart Redis ask for `controllable: true`.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { trackChildProcess } from './child-processes.js';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
@@ -61,7 +62,7 @@ class ChildRedis implements TestRedis {
     this.url = `redis://127.0.0.1:${port}/0`;
   }
   async start(): Promise<void> {
-    const child = spawn(this.binary, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...this.extraArgs], { stdio: 'ignore' });
+    const child = trackChildProcess(spawn(this.binary, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...this.extraArgs], { stdio: 'ignore' }));
     this.child = child;
     child.unref();
     await waitForPing(this.url);

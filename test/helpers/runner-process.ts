@@ -2,6 +2,7 @@
 // for tests where a runner must die the way a real one does: SIGKILL, the kernel closing its
 // sockets, and a restart on the same port.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { trackChildProcess } from './child-processes.js';
 import { once } from 'node:events';
 import { join } from 'node:path';
 
@@ -23,7 +24,7 @@ export interface RunnerProcess {
 export async function startRunnerProcess(port = 0, startTimeoutMs = 20_000): Promise<RunnerProcess> {
   const env = { ...process.env };
   delete env.PORT;
-  const child = spawn(process.execPath, [STUB_PATH, '--port', String(port)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = trackChildProcess(spawn(process.execPath, [STUB_PATH, '--port', String(port)], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));

@@ -1,8 +1,8 @@
 // CLI parity with the admin API (docs/admin-api.md "CLI"): keys update, keys rotate, keys
 // create --limits/--metadata, usage (table and JSON, from the rollups), audit tail --admin —
 // each through commander in process against a temp config on the key file.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AdminAuditLog } from '../../src/audit/admin-audit-log.js';
@@ -95,6 +95,54 @@ describe('keys CLI: create --limits/--metadata, update, rotate', () => {
     expect(Date.parse(old.expires_at!) - Date.now()).toBeLessThanOrEqual(2 * 3_600_000);
     const again = await cli(['keys', 'rotate', created.key_id as string, '--config', configPath]);
     expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/already rotated/)]);
+  });
+});
+
+describe('keys CLI writes in the admin audit trail', () => {
+  const adminTrail = async () => (await readFile(join(dir, 'admin-audit.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+
+  it('records create, update, revoke and rotate as cli:<os user>, in the admin API\'s record shape, and nothing for reads or no-ops', async () => {
+    const created = await createJson('--name', 'n', '--expires-in', '30d', '--metadata', 'team=a');
+    const id = created.key_id as string;
+    expect((await cli(['keys', 'list', '--config', configPath])).code).toBe(0);
+    expect((await cli(['keys', 'show', id, '--config', configPath])).code).toBe(0);
+    expect((await cli(['keys', 'update', id, '--config', configPath, '--plan', 'starter'])).code).toBe(0);
+    expect((await cli(['keys', 'update', id, '--config', configPath, '--plan', 'starter'])).stdout).toMatch(/^nothing changed/);
+    const rotated = await cli(['keys', 'rotate', id, '--config', configPath, '--grace', '1h', '--json']);
+    const newId = (JSON.parse(rotated.stdout) as { key_id: string }).key_id;
+    expect((await cli(['keys', 'revoke', newId, '--config', configPath])).code).toBe(0);
+    expect((await cli(['keys', 'revoke', newId, '--config', configPath])).stdout).toMatch(/already revoked/);
+
+    const trail = await adminTrail();
+    const actor = `cli:${userInfo().username}`;
+    expect(trail.map((r) => [r.action, r.key_id, r.changed, r.actor])).toEqual([
+      ['key.create', id, ['account', 'agents', 'expires_in', 'metadata', 'name', 'plan'], actor],
+      ['key.update', id, ['plan'], actor],
+      ['key.rotate', id, ['expires_at', 'replaced_by'], actor],
+      ['key.revoke', newId, ['revoked_at'], actor],
+    ]);
+    // The documented record (docs/admin-api.md "Admin audit trail"), each with its own ids.
+    for (const r of trail) {
+      expect(Object.keys(r).sort()).toEqual(['action', 'actor', 'changed', 'id', 'key_id', 'request_id', 'ts', ...(r.action === 'key.rotate' ? ['new_key_id'] : [])].sort());
+      expect(Number.isNaN(Date.parse(r.ts as string))).toBe(false);
+    }
+    expect(trail.find((r) => r.action === 'key.rotate')!.new_key_id).toBe(newId);
+    expect(new Set(trail.map((r) => r.request_id)).size).toBe(trail.length);
+    // Never a raw key or a hash.
+    const text = await readFile(join(dir, 'admin-audit.jsonl'), 'utf8');
+    expect(text).not.toContain(created.key as string);
+    expect(text).not.toMatch(/ha_[0-9A-Za-z]{20}|[0-9a-f]{64}/);
+  });
+
+  it('a trail that cannot be written: the change is made and printed, the command says so and exits 1', async () => {
+    // The trail's directory is a file: nothing can be appended below it.
+    await writeFile(join(dir, 'blocked'), '');
+    const blocked = (await readFile(configPath, 'utf8')).replace(`admin_file: ${join(dir, 'admin-audit.jsonl')}`, `admin_file: ${join(dir, 'blocked', 'admin-audit.jsonl')}`);
+    await writeFile(configPath, blocked);
+    const made = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support']);
+    expect(made.code).toBe(1);
+    expect(made.stdout.split('\n')[0]).toMatch(/^ha_/);
+    expect(made.stderr).toMatch(/agent-gateway keys create: the admin audit record could not be written \(admin-file: .*(ENOTDIR|EEXIST)/);
   });
 });
 

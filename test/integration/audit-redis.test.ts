@@ -2,6 +2,7 @@
 // server hung) with records arriving throughout, a SIGKILLed gateway's spool replayed by the
 // next one, and `audit tail` reading the stream.
 import { spawn } from 'node:child_process';
+import { trackChildProcess } from '../helpers/child-processes.js';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -205,7 +206,7 @@ describe('audit log with the Redis stream sink', () => {
         process.stdout.write('SPOOLED\\n');
         setInterval(() => { for (let i = 0; i < 20; i++) log.record(record(n++)); }, 1);
       `;
-      const child = spawn(process.execPath, ['--input-type=module', '-e', script, '--', redis.url, spool], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = trackChildProcess(spawn(process.execPath, ['--input-type=module', '-e', script, '--', redis.url, spool], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] }));
       let output = '';
       child.stdout.setEncoding('utf8');
       await new Promise<void>((resolve, reject) => {

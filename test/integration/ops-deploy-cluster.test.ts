@@ -27,7 +27,7 @@ const compose = parseYaml(read('docker-compose.cluster.yml'), { merge: true }) a
   networks: Record<string, { ipam: { config: Array<{ subnet: string }> } }>;
 };
 const services = compose.services;
-const config = parseConfigText(read(CONFIG_FILE), CONFIG_FILE, {});
+const config = parseConfigText(read(CONFIG_FILE), CONFIG_FILE, { AGENTGW_ADMIN_TOKEN: 'a-token-of-at-least-16-characters' });
 const nodeServices = Object.entries(services).filter(([, s]) => s.command?.[0] === 'redis-server');
 const gateways = Object.entries(services).filter(([, s]) => s.command?.[0] === 'serve');
 const init = services['redis-cluster-init']!;
@@ -63,7 +63,7 @@ describe('docker-compose.cluster.yml', () => {
       expect(service.networks, name).toContain('redis-cluster');
       expect(Number.parseInt(service.stop_grace_period!, 10) * 1000).toBeGreaterThan(config.shutdownGraceMs);
     }
-    expect(gateways.map(([, s]) => s.ports![0]!.split(':')[0])).toEqual(['8080', '8082']);
+    expect(gateways.map(([, s]) => s.ports![0]!.split(':')[0])).toEqual(['8180', '8182']);
   });
 
   it('serves HTTPS with a development certificate made at start by scripts/dev-cert.sh, none committed', () => {

@@ -48,7 +48,8 @@ function execForm(args: string): string[] {
 }
 
 const dockerfile = parseDockerfile(read('Dockerfile'));
-const dockerConfig: GatewayConfig = parseConfigText(read(DOCKER_CONFIG), DOCKER_CONFIG, {});
+// The admin token compose passes in from .env (test/integration/ops-compose.test.ts checks that wiring).
+const dockerConfig: GatewayConfig = parseConfigText(read(DOCKER_CONFIG), DOCKER_CONFIG, { AGENTGW_ADMIN_TOKEN: 'a-token-of-at-least-16-characters' });
 const lastStage = Math.max(...dockerfile.map((i) => i.stage));
 const inStage = (stage: number, op: string) => dockerfile.filter((i) => i.stage === stage && i.op === op);
 
@@ -168,16 +169,18 @@ describe('docker-compose.yml', () => {
     expect(existsSync(join(ROOT, DOCKER_CONFIG))).toBe(true);
   });
 
-  it('publishes each gateway on its own host port, mapped to listen.port; the admin port stays internal', () => {
+  it('publishes each gateway on its own host port, mapped to listen.port, and its admin port on loopback only', () => {
     const hostPorts = gatewayServices.map(([, s]) => {
-      expect(s.ports).toHaveLength(1);
+      expect(s.ports).toHaveLength(2);
       const [host, container] = s.ports![0]!.split(':');
       expect(Number(container)).toBe(dockerConfig.listen.port);
+      const [adminHost, , adminContainer] = s.ports![1]!.split(':');
+      expect([adminHost, Number(adminContainer)]).toEqual(['127.0.0.1', dockerConfig.admin.port]);
       return host;
     });
     expect(new Set(hostPorts).size).toBe(gatewayServices.length);
     for (const [, s] of gatewayServices) expect(s.expose).toEqual(expect.arrayContaining([String(dockerConfig.listen.port), String(dockerConfig.admin.port)]));
-    const published = Object.values(services).flatMap((s) => (s.ports ?? []).map((p) => p.split(':')[0]));
+    const published = Object.values(services).flatMap((s) => (s.ports ?? []).map((p) => p.split(':').at(-2)));
     expect(new Set(published).size).toBe(published.length);
   });
 

@@ -50,3 +50,39 @@ export function useDebounced<T>(value: T, delayMs: number): T {
   }, [value, delayMs]);
   return settled;
 }
+
+/**
+ * Calls `refresh` every `intervalMs` while the page is visible. A hidden tab (another tab in
+ * front, a minimised window) makes no requests; when it is shown again after an interval or
+ * more, it refreshes at once and then keeps the interval.
+ */
+export function useAutoRefresh(intervalMs: number, refresh: () => void): void {
+  const latest = useRef(refresh);
+  latest.current = refresh;
+  useEffect(() => {
+    let timer: ReturnType<typeof setInterval> | undefined;
+    let last = Date.now();
+    const tick = () => {
+      last = Date.now();
+      latest.current();
+    };
+    const start = () => {
+      timer ??= setInterval(tick, intervalMs);
+    };
+    const stop = () => {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+    };
+    const onVisibility = () => {
+      if (document.visibilityState === 'hidden') return stop();
+      if (Date.now() - last >= intervalMs) tick();
+      start();
+    };
+    if (document.visibilityState !== 'hidden') start();
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => {
+      stop();
+      document.removeEventListener('visibilitychange', onVisibility);
+    };
+  }, [intervalMs]);
+}

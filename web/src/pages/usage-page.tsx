@@ -6,12 +6,13 @@ import { useMemo, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
 import { formatCount } from '../format.js';
-import { useAsync, useCatalog, useDebounced } from '../hooks.js';
+import { useAsync, useAutoRefresh, useCatalog, useDebounced } from '../hooks.js';
 import { AgentFilter } from '../components/form-parts.js';
 import type { Granularity, GroupBy, KeyPage } from '../types.js';
 import { fetchUsage } from '../usage/fetch-usage.js';
 import { SERIES_COLORS, UsageChart } from '../usage/usage-chart.js';
 import { buildSeries, groupTotals, periodStarts, topGroups, type GroupTotals, type Metric } from '../usage/usage-series.js';
+import { USAGE_REFRESH_MS } from '../usage/usage-refresh.js';
 
 const RANGES = { '24h': { label: 'Last 24 hours', ms: 86_400_000, granularity: 'hour' }, '7d': { label: 'Last 7 days', ms: 7 * 86_400_000, granularity: 'day' }, '30d': { label: 'Last 30 days', ms: 30 * 86_400_000, granularity: 'day' } } as const;
 type Range = keyof typeof RANGES;
@@ -63,6 +64,7 @@ export function UsagePage() {
   const account = useDebounced(accountText.trim(), 400);
   const [agent, setAgent] = useState('');
   const [refreshed, setRefreshed] = useState(0);
+  useAutoRefresh(USAGE_REFRESH_MS, () => setRefreshed((n) => n + 1));
 
   const report = useAsync(async () => {
     const toMs = Date.now();
@@ -97,7 +99,10 @@ export function UsagePage() {
       <div class="page-header">
         <div>
           <h1 id="usage-title">Usage</h1>
-          <p class="muted">From the gateway's hourly rollups of its usage audit records. Times are in your time zone; days are UTC days.</p>
+          <p class="muted">
+            From the gateway's hourly rollups of its usage audit records. Times are in your time zone; days are UTC days. Refreshes every {USAGE_REFRESH_MS / 1000} s while this tab is
+            visible.
+          </p>
         </div>
         <button type="button" class="button" onClick={() => setRefreshed((n) => n + 1)}>
           Refresh
