@@ -3,7 +3,8 @@
 // row names a file that exists, with the number its file name carries. Beside it, the docs'
 // relative links: every link in README.md and docs/**/*.md to a local file resolves, and a link
 // with a #fragment into a Markdown page names one of that page's headings, so a moved or renamed
-// page (or heading) cannot leave a dangling link behind.
+// page (or heading) cannot leave a dangling link behind; and a record named by its path in a
+// source comment, a bench script, a test or a doc (`docs/decisions/0007…`) is where it says.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -126,5 +127,36 @@ describe('relative links in README.md and docs/', () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+});
+
+/** Files that may name a record by its path: sources, bench, tests, scripts, docs. */
+function filesNamingRecords(): string[] {
+  const files = ['README.md'];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(join(ROOT, dir))) {
+      if (name === 'node_modules' || name === 'results' || name.startsWith('.')) continue;
+      const path = `${dir}/${name}`;
+      if (statSync(join(ROOT, path)).isDirectory()) walk(path);
+      else if (/\.(ts|tsx|mjs|js|md|json|ya?ml|sh)$/.test(name)) files.push(path);
+    }
+  };
+  for (const dir of ['src', 'bench', 'test', 'scripts', 'docs']) if (existsSync(join(ROOT, dir))) walk(dir);
+  return files;
+}
+
+describe('records named by path', () => {
+  it('resolve: a full path to its file, a bare number (docs/decisions/0020) to a file with that number there', () => {
+    const missing: string[] = [];
+    for (const file of filesNamingRecords()) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      for (const match of text.matchAll(/docs\/(decisions|performance)\/(\d{4})(-[a-z0-9-]*[a-z0-9](?:\.md)?)?/g)) {
+        const [mention, dir, number, slugPart] = match as unknown as [string, string, string, string | undefined];
+        const names = readdirSync(join(ROOT, 'docs', dir));
+        const found = slugPart ? names.includes(`${number}${slugPart.endsWith('.md') ? slugPart : `${slugPart}.md`}`) : names.some((name) => name.startsWith(`${number}-`));
+        if (!found) missing.push(`${file}: ${mention}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 });
