@@ -60,18 +60,20 @@ describe('docs/decisions/README.md, the index of records', () => {
   });
 });
 
+/** Repo-relative paths of the files below `dir` whose name `keep` accepts (no node_modules, results or dot folders). */
+function filesUnder(dir: string, keep: (name: string) => boolean): string[] {
+  if (!existsSync(join(ROOT, dir))) return [];
+  return readdirSync(join(ROOT, dir)).flatMap((name) => {
+    if (name === 'node_modules' || name === 'results' || name.startsWith('.')) return [];
+    const path = `${dir}/${name}`;
+    if (statSync(join(ROOT, path)).isDirectory()) return filesUnder(path, keep);
+    return keep(name) ? [path] : [];
+  });
+}
+
 /** Every Markdown page the link check reads: README.md and docs/ (recursively). */
 function markdownPages(): string[] {
-  const pages = ['README.md'];
-  const walk = (dir: string) => {
-    for (const name of readdirSync(join(ROOT, dir))) {
-      const path = `${dir}/${name}`;
-      if (statSync(join(ROOT, path)).isDirectory()) walk(path);
-      else if (name.endsWith('.md')) pages.push(path);
-    }
-  };
-  walk('docs');
-  return pages;
+  return ['README.md', ...filesUnder('docs', (name) => name.endsWith('.md'))];
 }
 
 /** The page's text without fenced code blocks, where a `# line` is no heading and `](x)` no link. */
@@ -132,17 +134,8 @@ describe('relative links in README.md and docs/', () => {
 
 /** Files that may name a record by its path: sources, bench, tests, scripts, docs. */
 function filesNamingRecords(): string[] {
-  const files = ['README.md'];
-  const walk = (dir: string) => {
-    for (const name of readdirSync(join(ROOT, dir))) {
-      if (name === 'node_modules' || name === 'results' || name.startsWith('.')) continue;
-      const path = `${dir}/${name}`;
-      if (statSync(join(ROOT, path)).isDirectory()) walk(path);
-      else if (/\.(ts|tsx|mjs|js|md|json|ya?ml|sh)$/.test(name)) files.push(path);
-    }
-  };
-  for (const dir of ['src', 'bench', 'test', 'scripts', 'docs']) if (existsSync(join(ROOT, dir))) walk(dir);
-  return files;
+  const keep = (name: string) => /\.(ts|tsx|mjs|js|md|json|ya?ml|sh)$/.test(name);
+  return ['README.md', ...['src', 'bench', 'test', 'scripts', 'docs'].flatMap((dir) => filesUnder(dir, keep))];
 }
 
 describe('records named by path', () => {
