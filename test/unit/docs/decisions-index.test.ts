@@ -1,10 +1,11 @@
 // docs/decisions/README.md against the records on disk, both ways: every record file (under
 // docs/decisions/, and the measurement logs moved to docs/performance/) has one row, and every
-// row names a file that exists, with the number its file name carries. Beside it, the docs'
-// relative links: every link in README.md and docs/**/*.md to a local file resolves, and a link
-// with a #fragment into a Markdown page names one of that page's headings, so a moved or renamed
-// page (or heading) cannot leave a dangling link behind; and a record named by its path in a
-// source comment, a bench script, a test or a doc (`docs/decisions/0007…`) is where it says.
+// row names a file that exists, with the number its file name carries and the title its first
+// line gives. Beside it, the docs' relative links: every link in README.md and docs/**/*.md to
+// a local file resolves, and a link with a #fragment into a Markdown page names one of that
+// page's headings, so a moved or renamed page (or heading) cannot leave a dangling link behind;
+// and a record named by its path in a source comment, a bench script, a test or a doc
+// (`docs/decisions/0007…`) is where it says.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -22,14 +23,24 @@ function recordFiles(): string[] {
   );
 }
 
+type IndexRow = { number: string; path: string; title: string; status: string };
+
 /** The index's rows: a table row whose first cell is `[NNNN](path)`, with the path made repo-relative. */
-function indexRows(): { number: string; path: string; status: string }[] {
-  const rows: { number: string; path: string; status: string }[] = [];
+function indexRows(): IndexRow[] {
+  const rows: IndexRow[] = [];
   for (const line of readFileSync(INDEX, 'utf8').split('\n')) {
-    const match = /^\|\s*\[(\d{4})\]\(([^)#\s]+)\)\s*\|[^|]*\|([^|]*)\|/.exec(line);
-    if (match) rows.push({ number: match[1]!, path: relative(ROOT, resolve(dirname(INDEX), match[2]!)), status: match[3]!.trim() });
+    const match = /^\|\s*\[(\d{4})\]\(([^)#\s]+)\)\s*\|([^|]*)\|([^|]*)\|/.exec(line);
+    if (match) {
+      rows.push({ number: match[1]!, path: relative(ROOT, resolve(dirname(INDEX), match[2]!)), title: match[3]!.trim(), status: match[4]!.trim() });
+    }
   }
   return rows;
+}
+
+/** A record's title: its first line without `# NNNN — ` (or `# NNNN: `); backticks dropped, as the index may add them. */
+function titleOf(path: string): string {
+  const first = readFileSync(join(ROOT, path), 'utf8').split('\n', 1)[0]!;
+  return first.replace(/^#\s*\d{4}\s*(?:—|:)\s*/, '').replace(/`/g, '');
 }
 
 describe('docs/decisions/README.md, the index of records', () => {
@@ -43,10 +54,11 @@ describe('docs/decisions/README.md, the index of records', () => {
     expect(listed.filter((path, i) => listed.indexOf(path) !== i)).toEqual([]);
   });
 
-  it('names in each row a file that exists, under the number in its name', () => {
+  it('names in each row a file that exists, under the number in its name, with its title', () => {
     for (const row of rows) {
       expect(existsSync(join(ROOT, row.path)), `${row.number} → ${row.path}`).toBe(true);
       expect(RECORD_FILE.exec(row.path.split('/').pop()!)?.[1], row.path).toBe(row.number);
+      expect(row.title.replace(/`/g, ''), row.path).toBe(titleOf(row.path));
     }
     const numbers = rows.map((row) => row.number);
     expect(numbers.filter((n, i) => numbers.indexOf(n) !== i)).toEqual([]);
