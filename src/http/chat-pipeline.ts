@@ -193,9 +193,7 @@ export class ChatPipeline {
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
-      // Token budgets come last in the list (config/schema.ts): one check tells a plan that has them.
-      // (A stream on a plan with a concurrency cap and no windows gets here with none.)
-      if (windows.length > 0 && windows[windows.length - 1]!.tokens === true) {
+      if (limits.tokens.length > 0) {
         request.tokenWindows = windows;
         request.tokenSubject = subject;
       }
