@@ -26,7 +26,7 @@ import type { RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './ra
 import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
 import { RedisStreamSlots, streamSlotsKey } from './redis-stream-slots.js';
 import { leaseGrantOf, toDecisions } from './redis-decisions.js';
-import { OperationClient } from './protocol/operation-client.js';
+import { OperationClient } from './protocol/redis-operation-client.js';
 import { decodeAdmit, decodeCharge, decodeRefund, decodeRenew, encodeAdmit, encodeCharge, encodeRefund, encodeRenew } from './protocol/codec.js';
 
 export interface RedisRateLimiterOptions {

@@ -14,7 +14,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { metrics } from '../metrics/metrics.js';
 import type { StreamSlot } from './rate-limiter.js';
 import { decodeSlotRefresh, encodeSlotRefresh } from './protocol/codec.js';
-import type { OperationClient } from './protocol/operation-client.js';
+import type { OperationClient } from './protocol/redis-operation-client.js';
 
 /** `${prefix}streams:{${subject}}` — the layout docs/operations.md "Key layout" describes. */
 export function streamSlotsKey(prefix: string, subject: string): string {

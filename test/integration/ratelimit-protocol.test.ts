@@ -23,7 +23,7 @@ import {
   encodeSlotRefresh,
   RateLimitProtocolError,
 } from '../../src/ratelimit/protocol/codec.js';
-import { OperationClient } from '../../src/ratelimit/protocol/operation-client.js';
+import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
 import { admitLua, OPERATION } from '../../src/ratelimit/protocol/operations.js';
 import { bucketExpiryMs, bucketWidthMs } from '../../src/ratelimit/window-math.js';
 import { captureLogLines } from '../helpers/log-capture.js';
