@@ -40,7 +40,7 @@ export interface LeaseState {
   renewing: boolean;
 }
 
-/** What a renewal asks for: the script's leaseWanted (and tokenLeaseWanted) and where to count it. */
+/** What a renewal asks for: the renew operation's units (and tokens) and where to count them. */
 export interface Renewal {
   windows: readonly RateWindow[];
   units: number;

@@ -28,8 +28,8 @@ export const MAX_LEASE_UNITS = 1_024;
 /** A lease ends with its bucket, and never later than this (a day window's buckets are 24 min). */
 export const MAX_LEASE_MS = 1_000;
 /**
- * How far ahead a renewal may count the next lease (the script's MAX_LEASE_AHEAD_MS: keep in
- * step). A renewal asks for the end of the lease it replaces, at most RENEW_BEFORE_MS away.
+ * How far ahead a renewal may count the next lease (the renew operation's clamp; protocol/lua-windows.ts
+ * takes it from here). A renewal asks for the end of the lease it replaces, at most RENEW_BEFORE_MS away.
  */
 export const MAX_LEASE_AHEAD_MS = 1_000;
 /**

@@ -8,10 +8,12 @@
 // A window is a table { key, limit, windowMs, bucketMs, refundBucket, tokens }; loadWindow
 // adds its live buckets (indexes ascending, counts by index, total) and whether its hash was
 // new. A window's hash: field "bw" = bucket width, numeric fields = bucket index -> count.
+import { MAX_LEASE_AHEAD_MS } from '../rate-limit-leases.js';
+
 export const LUA_WINDOWS = `
 if redis.replicate_commands then redis.replicate_commands() end
 local LEASE_SHARE = 16
-local MAX_LEASE_AHEAD_MS = 1000
+local MAX_LEASE_AHEAD_MS = ${MAX_LEASE_AHEAD_MS}
 
 -- "" (or nothing): the server's TIME, so every gateway instance agrees on time.
 local function serverNow(arg)
