@@ -19,6 +19,7 @@
 // the lease runs out as before and the next request goes to Redis.
 import { hasTokenBudget, windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 import type { LeaseGrant, LeaseRefund, LeaseState, Renewal } from './lease-types.js';
+import { MAX_LEASE_AHEAD_MS } from './protocol/lua-windows.js';
 
 export type { LeaseGrant, LeaseRefund, LeaseState, Renewal };
 import { bucketWidthMs } from './window-math.js';
@@ -27,11 +28,9 @@ import { bucketWidthMs } from './window-math.js';
 export const MAX_LEASE_UNITS = 1_024;
 /** A lease ends with its bucket, and never later than this (a day window's buckets are 24 min). */
 export const MAX_LEASE_MS = 1_000;
-/**
- * How far ahead a renewal may count the next lease (the renew operation's clamp; protocol/lua-windows.ts
- * takes it from here). A renewal asks for the end of the lease it replaces, at most RENEW_BEFORE_MS away.
- */
-export const MAX_LEASE_AHEAD_MS = 1_000;
+// How far ahead a renewal may count the next lease: the renew operation's clamp. A renewal
+// asks for the end of the lease it replaces, at most RENEW_BEFORE_MS away.
+export { MAX_LEASE_AHEAD_MS };
 /**
  * A lease with this little life left is renewed by the next request it admits: far more than
  * a loaded Redis round trip (2.5–7 ms in bench/stream-stages.mjs), and wide enough that a

@@ -8,7 +8,11 @@
 // A window is a table { key, limit, windowMs, bucketMs, refundBucket, tokens }; loadWindow
 // adds its live buckets (indexes ascending, counts by index, total) and whether its hash was
 // new. A window's hash: field "bw" = bucket width, numeric fields = bucket index -> count.
-import { MAX_LEASE_AHEAD_MS } from '../rate-limit-leases.js';
+/**
+ * How far ahead of the server's now a renewal may count the next lease (the renew operation
+ * clamps leaseFromMs to it; rate-limit-leases.ts sizes renewals by it).
+ */
+export const MAX_LEASE_AHEAD_MS = 1_000;
 
 export const LUA_WINDOWS = `
 if redis.replicate_commands then redis.replicate_commands() end
