@@ -2,7 +2,7 @@
 // read before and after each of the gateway's scenario-1 runs, divided by the requests it
 // answered in that run; the median over runs per command.
 // Redis also counts the commands a Lua script runs (HGETALL, HINCRBY, … inside the
-// sliding-window EVALSHA). Those cost Redis CPU but no network trip, so they are listed
+// limiter's operations, sent by EVALSHA). Those cost Redis CPU but no network trip, so they are listed
 // apart: a command is "inside a script" when the gateway's built Lua scripts call it (a
 // command that is also sent directly, like HGETALL for a key lookup on a cache refresh, is
 // counted with the script's).
@@ -14,7 +14,7 @@ import { commandStatsDelta } from '../lib/bench-redis.mjs';
 import { median, round } from '../lib/stats.mjs';
 import { renderTable } from '../lib/table.mjs';
 
-const SCRIPT_SOURCES = ['dist/ratelimit/sliding-window.lua.js', 'dist/ratelimit/redis-stream-slots.js', 'dist/audit/redis-stream-audit-sink.js', 'dist/keys/redis-key-store.js'];
+const SCRIPT_SOURCES = ['dist/ratelimit/protocol/lua-windows.js', 'dist/ratelimit/protocol/operations.js', 'dist/audit/redis-stream-audit-sink.js', 'dist/keys/redis-key-store.js'];
 
 /** Lower-case names of every command the gateway's Lua scripts run (`redis.call('x'`). */
 export function scriptCommandNames(repoRoot) {

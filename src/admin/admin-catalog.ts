@@ -7,8 +7,8 @@ import { sendJson } from './admin-context.js';
 export function listPlans(x: AdminExchange): void {
   const data = [...x.deps.config().plans].map(([name, plan]) => ({
     name,
-    windows: plan.windows.filter((w) => w.tokens !== true).map((w) => ({ name: w.name, requests: w.limit, per: formatDurationMs(w.windowMs) })),
-    tokens: plan.windows.filter((w) => w.tokens === true).map((w) => ({ name: w.name, tokens: w.limit, per: formatDurationMs(w.windowMs) })),
+    windows: plan.requests.map((w) => ({ name: w.name, requests: w.limit, per: formatDurationMs(w.windowMs) })),
+    tokens: plan.tokens.map((w) => ({ name: w.name, tokens: w.limit, per: formatDurationMs(w.windowMs) })),
   }));
   sendJson(x.res, 200, { data });
 }

@@ -19,25 +19,46 @@ const tokenWindowSchema = z.strictObject({
   name: z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"').optional(),
 });
 
-/**
- * A plan's limits as the limiter takes them: one list, request windows first, then token
- * budgets (`tokens: true`: admission while the budget has tokens left, charged after the
- * answer; docs/rate-limits.md "Token budgets"). Token windows are named `tokens-<period>`.
- */
 type WindowInput = z.output<typeof windowSchema>;
 type TokenWindowInput = z.output<typeof tokenWindowSchema>;
 
-/** The limiter's window list for request windows and token budgets (the one place that names them). */
-export function planWindows(requestWindows: readonly WindowInput[], tokenWindows: readonly TokenWindowInput[]): Array<{ name: string; limit: number; windowMs: number; tokens?: true }> {
-  const windows: Array<{ name: string; limit: number; windowMs: number; tokens?: true }> = requestWindows.map((w) => ({
-    name: w.name ?? WINDOW_NAMES[w.per] ?? `${w.per / 1000}s`,
-    limit: w.requests,
-    windowMs: w.per,
-  }));
-  for (const t of tokenWindows) {
-    windows.push({ name: t.name ?? `tokens-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.tokens, windowMs: t.per, tokens: true });
-  }
-  return windows;
+/** One window as the limiter takes it; `tokens: true` on a token budget (its figures count tokens). */
+export interface RateWindow {
+  name: string;
+  limit: number;
+  windowMs: number;
+  tokens?: true;
+}
+
+/**
+ * A plan's (or a key's) resolved limits, built once here: the limiter and the rest of the
+ * gateway read each dimension by its field, never by its place in a list. DESIGN.md section
+ * 12's dimensions come as fields of their own (`endUser`, `toolCalls`, `cost`; docs/rate-limits.md
+ * "Adding a dimension: end-user windows").
+ */
+export interface Limits {
+  /** Request windows. */
+  requests: readonly RateWindow[];
+  /** Token budgets: admission while a budget has tokens left, charged after the answer (docs/rate-limits.md "Token budgets"). */
+  tokens: readonly RateWindow[];
+  /** `requests` then `tokens`: the one list the limiter counts and reports statuses in, in this order. */
+  windows: readonly RateWindow[];
+  /** The stream concurrency cap (undefined: none). */
+  concurrency?: StreamCap | undefined;
+}
+
+function requestWindows(inputs: readonly WindowInput[]): RateWindow[] {
+  return inputs.map((w) => ({ name: w.name ?? WINDOW_NAMES[w.per] ?? `${w.per / 1000}s`, limit: w.requests, windowMs: w.per }));
+}
+
+/** Token windows are named `tokens-<period>` unless named. */
+function tokenWindows(inputs: readonly TokenWindowInput[]): RateWindow[] {
+  return inputs.map((t) => ({ name: t.name ?? `tokens-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.tokens, windowMs: t.per, tokens: true }));
+}
+
+/** The one place that puts a Limits together. */
+function limitsOf(requests: readonly RateWindow[], tokens: readonly RateWindow[], concurrency: StreamCap | undefined): Limits {
+  return { requests, tokens, windows: [...requests, ...tokens], concurrency };
 }
 
 function duplicateName(windows: ReadonlyArray<{ name: string }>): string | undefined {
@@ -76,11 +97,11 @@ export const planSchema = z
   })
   // `concurrency` is optional in the type (plans built in code need not name it) but always
   // set here, undefined without a cap, so every parsed plan object has one shape.
-  .transform((plan, ctx): { windows: ReturnType<typeof planWindows>; concurrency?: StreamCap | undefined } => {
-    const windows = planWindows(plan.windows, plan.tokens);
-    const duplicate = duplicateName(windows);
+  .transform((plan, ctx): Limits => {
+    const limits = limitsOf(requestWindows(plan.windows), tokenWindows(plan.tokens), streamCap(plan.concurrency));
+    const duplicate = duplicateName(limits.windows);
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
-    return { windows, concurrency: streamCap(plan.concurrency) };
+    return limits;
   });
 
 /**
@@ -94,7 +115,7 @@ export const keyLimitsSchema = z
     concurrency: concurrencySchema.optional(),
   })
   .superRefine((limits, ctx) => {
-    const duplicate = duplicateName(planWindows(limits.windows ?? [], limits.tokens ?? []));
+    const duplicate = duplicateName([...requestWindows(limits.windows ?? []), ...tokenWindows(limits.tokens ?? [])]);
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
   });
 
@@ -104,8 +125,8 @@ export const DEFAULT_PLANS = {
   scale: { windows: [] },
 };
 
-export type PlanConfig = z.output<typeof planSchema>;
-export type RateWindow = PlanConfig['windows'][number];
+/** A plan is its limits. */
+export type PlanConfig = Limits;
 export type KeyLimits = z.input<typeof keyLimitsSchema>;
 
 /**
@@ -115,8 +136,9 @@ export type KeyLimits = z.input<typeof keyLimitsSchema>;
 export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConfig {
   // Stored as written (durations as text): validated when set, read into milliseconds here.
   const limits = keyLimitsSchema.parse(stored);
-  const own = planWindows(limits.windows ?? [], limits.tokens ?? []);
-  const requestWindows = limits.windows === undefined ? plan.windows.filter((w) => w.tokens !== true) : own.filter((w) => w.tokens !== true);
-  const tokenWindows = limits.tokens === undefined ? plan.windows.filter((w) => w.tokens === true) : own.filter((w) => w.tokens === true);
-  return { ...plan, windows: [...requestWindows, ...tokenWindows], concurrency: limits.concurrency === undefined ? plan.concurrency : streamCap(limits.concurrency) };
+  return limitsOf(
+    limits.windows === undefined ? plan.requests : requestWindows(limits.windows),
+    limits.tokens === undefined ? plan.tokens : tokenWindows(limits.tokens),
+    limits.concurrency === undefined ? plan.concurrency : streamCap(limits.concurrency),
+  );
 }

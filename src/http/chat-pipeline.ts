@@ -193,9 +193,7 @@ export class ChatPipeline {
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
-      // Token budgets come last in the list (config/schema.ts): one check tells a plan that has them.
-      // (A stream on a plan with a concurrency cap and no windows gets here with none.)
-      if (windows.length > 0 && windows[windows.length - 1]!.tokens === true) {
+      if (limits.tokens.length > 0) {
         request.tokenWindows = windows;
         request.tokenSubject = subject;
       }
@@ -227,18 +225,18 @@ export class ChatPipeline {
       }
       state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
       if (!decision.allowed) {
-        state.rateLimited = true;
         if (decision.concurrencyLimited === true) {
           metrics.concurrencyLimited.inc({ plan: state.key!.plan });
-          state.concurrencyLimited = true;
+          state.refusal = 'concurrency_limit_exceeded';
           throw new GatewayError('concurrency_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
         }
         if (request.tokenWindows !== undefined && refusedByTokenBudget(decision)) {
           metrics.tokenBudgetExceeded.inc({ plan: state.key!.plan });
-          state.tokenBudgetExceeded = true;
+          state.refusal = 'token_budget_exceeded';
           throw new GatewayError('token_budget_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
         }
         metrics.rateLimited.inc({ plan: state.key!.plan });
+        state.refusal = 'rate_limited';
         throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
       }
       this.body(request);

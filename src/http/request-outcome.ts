@@ -11,7 +11,7 @@ export function requestOutcome(state: RequestState, res: ServerResponse, ending 
   if (state.failureKind !== undefined) return outcomeForFailure(state.failureKind);
   if (state.endedInError) return 'error';
   if (state.streamDone) return 'ok';
-  if (state.rateLimited) return state.tokenBudgetExceeded ? 'token_budget_exceeded' : state.concurrencyLimited ? 'concurrency_limit_exceeded' : 'rate_limited';
+  if (state.refusal !== undefined) return state.refusal;
   const refused = state.errorStatus;
   if (refused === 400 || refused === 413 || refused === 415) return 'invalid_request';
   if (state.upstreamStatus >= 500) return 'upstream_error';

@@ -78,8 +78,8 @@ export function appendRateLimitHeaders(decision: RateLimitDecision, out: Array<s
   if (closest === undefined) return appendTokenOnlyHeaders(decision, out);
   const remaining = String(closest.remaining);
   let items = `"${closest.name}";r=${remaining};t=${windowSeconds(closest.recoverMs, closest.windowMs)}`;
-  // Token budgets follow as their own items; a plan without them pays for this check only.
-  if (decision.windows[decision.windows.length - 1]!.tokens === true) items += tokenItems(decision.windows);
+  // Token budgets follow as their own items (each status says whether it is one).
+  items += tokenItems(decision.windows);
   out.push(
     'X-RateLimit-Limit',
     String(closest.limit),

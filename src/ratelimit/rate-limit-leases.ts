@@ -17,18 +17,20 @@
 // outlives the bucket boundary; when it answers it replaces this one, whose unused units go
 // back as any replaced lease's do. One renewal per lease: if it fails or brings nothing,
 // the lease runs out as before and the next request goes to Redis.
-import { windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import { hasTokenBudget, windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import type { LeaseGrant, LeaseRefund, LeaseState, Renewal } from './lease-types.js';
+import { MAX_LEASE_AHEAD_MS } from './protocol/lua-windows.js';
+
+export type { LeaseGrant, LeaseRefund, LeaseState, Renewal };
 import { bucketWidthMs } from './window-math.js';
 
 /** The most units one lease asks for (at thousands of requests per second: a few calls a second). */
 export const MAX_LEASE_UNITS = 1_024;
 /** A lease ends with its bucket, and never later than this (a day window's buckets are 24 min). */
 export const MAX_LEASE_MS = 1_000;
-/**
- * How far ahead a renewal may count the next lease (the script's MAX_LEASE_AHEAD_MS: keep in
- * step). A renewal asks for the end of the lease it replaces, at most RENEW_BEFORE_MS away.
- */
-export const MAX_LEASE_AHEAD_MS = 1_000;
+// How far ahead a renewal may count the next lease: the renew operation's clamp. A renewal
+// asks for the end of the lease it replaces, at most RENEW_BEFORE_MS away.
+export { MAX_LEASE_AHEAD_MS };
 /**
  * A lease with this little life left is renewed by the next request it admits: far more than
  * a loaded Redis round trip (2.5–7 ms in bench/stream-stages.mjs), and wide enough that a
@@ -38,31 +40,6 @@ export const MAX_LEASE_AHEAD_MS = 1_000;
 export const RENEW_BEFORE_MS = 250;
 /** A lease is renewed once this share of its units (or, beside a budget, its tokens) is handed out. */
 export const RENEW_SPENT_SHARE = 3 / 4;
-
-/** What the script answered about a lease (figures after the lease was counted). */
-export interface LeaseGrant {
-  units: number;
-  /** Tokens reserved beside the units (plans with budgets only). */
-  tokens?: number;
-  validMs: number;
-  serverNowMs: number;
-  /** How far after serverNowMs the lease was counted (a renewal ahead; 0 otherwise). */
-  aheadMs?: number;
-  /** Per window, from the reply: remaining (without the lease), resetMs, oldestMs. */
-  remaining: number[];
-  resetMs: number[];
-  oldestMs: number[];
-}
-
-/** Unused units to give back, and the bucket of each window they were counted in. */
-export interface LeaseRefund {
-  subject: string;
-  windows: readonly RateWindow[];
-  units: number;
-  buckets: number[];
-  /** Unused reserved tokens (set only when there are some), back to the same buckets of the budgets. */
-  tokens?: number;
-}
 
 /** The shortest time a subject's pace is measured over. */
 const PACE_MIN_MS = 100;
@@ -104,27 +81,6 @@ interface Lease {
   requesting: boolean;
   /** This lease was marked due for renewal (once per lease, whatever comes of it). */
   renewing: boolean;
-}
-
-/** A lease as tests and diagnostics see it. */
-export interface LeaseState {
-  units: number;
-  granted: number;
-  /** Local clock (the limiter's `now`). */
-  expiresAtMs: number;
-  /** A call that may bring the next lease is on its way. */
-  requesting: boolean;
-  /** Marked due for renewal (once per lease). */
-  renewing: boolean;
-}
-
-/** What a renewal asks for: the script's leaseWanted (and tokenLeaseWanted) and where to count it. */
-export interface Renewal {
-  windows: readonly RateWindow[];
-  units: number;
-  tokens: number;
-  /** Server time to count the lease at (the end of the current one), or 0: now. */
-  leaseFromMs: number;
 }
 
 export class LeaseBook {
@@ -294,7 +250,7 @@ export class LeaseBook {
       // A renewal within the bucket continues the pace of the lease it replaces; anything else starts it over.
       paceUsed: carryPace ? current.paceUsed : 0,
       paceSinceMs: carryPace ? current.paceSinceMs : sentAtMs,
-      budgeted: windows.length > 0 && windows[windows.length - 1]!.tokens === true,
+      budgeted: hasTokenBudget(windows),
       tokensLeft: tokens,
       tokensGranted: tokens,
       averageTokens: current === undefined ? 0 : current.averageTokens,

@@ -27,9 +27,10 @@ export function windowStatus(window: RateWindow, remaining: number, resetMs: num
   return { name: window.name, limit: window.limit, windowMs: window.windowMs, remaining, resetMs, recoverMs };
 }
 
-/** Whether a window is a token budget (checked at admission, charged after the answer) rather than a request window. */
-export function isTokenWindow(window: { tokens?: true }): boolean {
-  return window.tokens === true;
+/** Whether any window of a list is a token budget: each window's own flag, wherever it stands. */
+export function hasTokenBudget(windows: readonly RateWindow[]): boolean {
+  for (const window of windows) if (window.tokens === true) return true;
+  return false;
 }
 
 /**

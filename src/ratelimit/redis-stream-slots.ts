@@ -1,46 +1,25 @@
 // The stream slots this instance holds under concurrency caps, in Redis (docs/rate-limits.md
 // "Concurrency caps"). A subject's slots are one sorted set, `${prefix}streams:{subject}`
 // (the subject's hash tag, like its window keys: one slot of a Redis Cluster), member =
-// this instance's id + a sequence number, score = when the slot expires. The request
-// windows' script takes slots (sliding-window.lua.ts); this module keeps them alive and
-// gives them back:
-// - refresh: every lease/3, one call per subject holding slots, all sent in the same turn
-//   (auto-pipelined: one socket write per Redis node), never one per request;
-// - release: queued when a stream ends, and sent once per subject per event-loop turn;
+// this instance's id + a sequence number, score = when the slot expires. The admit
+// operation takes slots (protocol/operations.ts); this module keeps them alive and gives
+// them back:
+// - refresh: every lease/3, one slotRefresh call per subject holding slots, all sent in the
+//   same turn (auto-pipelined: one socket write per Redis node), never one per request;
+// - release: queued when a stream ends, and sent (one ZREM) once per subject per event-loop turn;
 // - a holder that dies stops refreshing: its slots expire `lease` after the last refresh,
 //   and the next admission on that subject removes them (ZREMRANGEBYSCORE) before counting.
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { metrics } from '../metrics/metrics.js';
 import type { StreamSlot } from './rate-limiter.js';
+import { decodeSlotRefresh, encodeSlotRefresh } from './protocol/codec.js';
+import type { OperationClient } from './protocol/redis-operation-client.js';
 
 /** `${prefix}streams:{${subject}}` — the layout docs/operations.md "Key layout" describes. */
 export function streamSlotsKey(prefix: string, subject: string): string {
   return `${prefix}streams:{${subject}}`;
 }
-
-// Uses the server's TIME, as the admission script does, so every instance dates slots alike.
-// ARGV[1] leaseMs, ARGV[2..] members. XX: a slot already expired (or released) stays gone.
-const REFRESH_LUA = `
-if redis.replicate_commands then redis.replicate_commands() end
-local t = redis.call('TIME')
-local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
-local args = { 'XX' }
-for i = 2, #ARGV do
-  args[#args + 1] = expiry
-  args[#args + 1] = ARGV[i]
-  if #args >= 1001 or i == #ARGV then
-    redis.call('ZADD', KEYS[1], unpack(args))
-    args = { 'XX' }
-  end
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1
-`;
-
-const REFRESH_COMMAND = 'agentgwStreamSlotsRefresh';
-
-type RefreshCall = (key: string, leaseMs: number, ...members: string[]) => Promise<unknown>;
 
 /** Below this a lease/3 refresh would be a busy loop; the config's minimum lease is 1 s. */
 const MIN_REFRESH_MS = 300;
@@ -70,7 +49,7 @@ export class RedisStreamSlots {
   /** Names this process's slots; a restarted instance never refreshes its predecessor's. */
   private readonly instanceId = randomBytes(9).toString('base64url');
   private sequence = 0;
-  private readonly refreshCall: RefreshCall;
+  private readonly operations: OperationClient;
   private readonly client: Redis | Cluster;
   private readonly held = new Map<string, HeldKey>();
   private releases = new Map<string, string[]>();
@@ -85,10 +64,10 @@ export class RedisStreamSlots {
     for (const [key, members] of releases) this.client.zrem(key, ...members).catch(() => undefined);
   };
 
-  constructor(client: Redis | Cluster) {
+  /** `client` sends the releases (ZREM); `operations` the refreshes. */
+  constructor(operations: OperationClient, client: Redis | Cluster) {
+    this.operations = operations;
     this.client = client;
-    client.defineCommand(REFRESH_COMMAND, { numberOfKeys: 1, lua: REFRESH_LUA });
-    this.refreshCall = ((client as unknown as Record<string, RefreshCall>)[REFRESH_COMMAND] as RefreshCall).bind(client);
   }
 
   /** The members of one admission call: `${head}:${i}` for its i-th admitted request. */
@@ -137,7 +116,8 @@ export class RedisStreamSlots {
   /** One call per subject holding slots, all in this turn. */
   refresh(): void {
     for (const [key, entry] of this.held) {
-      this.refreshCall(key, entry.leaseMs, ...entry.members).catch(() => undefined);
+      // Lost only if Redis fails: the slots then expire within their lease, as a dead holder's do.
+      this.operations.call('slotRefresh', encodeSlotRefresh(key, entry.leaseMs, entry.members)).then(decodeSlotRefresh).catch(() => undefined);
     }
   }
 

@@ -1,6 +1,7 @@
 // The sliding-window algorithm (docs/design.md, "Plans and limits"), pure: no I/O, time passed
-// in. The memory limiter runs it directly; sliding-window.lua.ts is a line-by-line port of it,
-// so both stores take the same decisions for the same request sequence.
+// in. The memory limiter runs it directly; protocol/lua-windows.ts is a line-by-line port of it
+// that the Redis operations share, so both stores take the same decisions for the same
+// request sequence.
 //
 // Each window is split into buckets of `bucketWidthMs(windowMs)` aligned on epoch time.
 // A request at nowMs counts every bucket from the one holding (nowMs - windowMs + 1) to the
@@ -16,7 +17,7 @@ export const BUCKETS_PER_WINDOW = 60;
 /** Finer buckets than this buy nothing at gateway request rates and cost memory. */
 export const MIN_BUCKET_MS = 100;
 
-/** The bucket width for a window; the Lua script receives this value, it never recomputes it. */
+/** The bucket width for a window; the Redis operations receive this value, they never recompute it. */
 export function bucketWidthMs(windowMs: number): number {
   return Math.min(windowMs, Math.max(MIN_BUCKET_MS, Math.ceil(windowMs / BUCKETS_PER_WINDOW)));
 }

@@ -3,6 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import type { AuthenticatedKey } from '../keys/key-record.js';
 import type { UpstreamFailureKind } from './upstream-failure-kind.js';
+import type { RateLimitRefusal } from './rate-limit-refusal.js';
 import type { ChatRoute } from './chat-route.js';
 import type { RequestTrace } from './request-trace.js';
 import { newRequestId, saneClientRequestId } from './request-ids.js';
@@ -30,12 +31,8 @@ export class RequestState {
   trace: RequestTrace | undefined = undefined;
   // What the stages saw, from which the audit outcome is decided once, when the response
   // closes (requestOutcome, src/http/request-outcome.ts). Stages record facts, not outcomes.
-  /** The rate limiter refused the request. */
-  rateLimited = false;
-  /** Refused because a token budget was spent (rateLimited is set too). */
-  tokenBudgetExceeded = false;
-  /** Refused because the concurrency cap's stream slots were all held (rateLimited is set too). */
-  concurrencyLimited = false;
+  /** Why the rate limiter refused the request (undefined: it did not). */
+  refusal: RateLimitRefusal | undefined = undefined;
   /** The gateway ended the request in error itself: an unexpected exception, or shutdown ending its stream. */
   endedInError = false;
   /** The stream ended after its `done` event. */

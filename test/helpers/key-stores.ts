@@ -5,10 +5,13 @@ import type { KeyRecord } from '../../src/keys/key-record.js';
 import { StoreUnavailableError, type KeyChange, type KeyListFilter, type KeyStore, type KeyUpdate, type LastUsedEntry, type InvalidationListener } from '../../src/keys/key-store.js';
 import { silentLogger } from '../../src/logger.js';
 
+/** A plan without limits. */
+export const NO_LIMITS = { requests: [], tokens: [], windows: [] };
+
 export const testConfig = {
   plans: new Map([
-    ['starter', { windows: [] }],
-    ['pro', { windows: [] }],
+    ['starter', NO_LIMITS],
+    ['pro', NO_LIMITS],
   ]),
   agents: new Map([
     ['support', {} as never],

@@ -13,11 +13,12 @@ import type { KeyStore } from '../../src/keys/key-store.js';
 import { KeyService, KeyServiceError } from '../../src/keys/key-service.js';
 import { createRedisKeyStore } from '../../src/keys/redis-key-store.js';
 import { createRedisClientFactory } from '../../src/redis/redis-client.js';
+import { NO_LIMITS } from '../helpers/key-stores.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const config = {
-  plans: new Map([['pro', { windows: [] }]]),
+  plans: new Map([['pro', NO_LIMITS]]),
   agents: new Map([['support', {} as never]]),
 };
 

@@ -1,4 +1,4 @@
-// The limiter on a real 3-master Redis Cluster: the script's keys share the hash tag
+// The limiter on a real 3-master Redis Cluster: each operation's keys share the hash tag
 // {subject}, so every call lands on one slot and works wherever that slot lives.
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,6 +76,35 @@ describe('RedisRateLimiter on Redis Cluster', () => {
     for (const decision of decisions) decision.slot?.release();
     await waitFor('every slot released', async () => (await Promise.all(subjects.map((s) => cluster.zcard(streamSlotsKey(PREFIX, s))))).every((n) => n === 0));
     await limiter.close();
+  });
+
+  it('leases, token reserves, charges and give-backs (admit, charge, refund) on every master leave Redis holding exactly what was admitted and charged', async () => {
+    const limiter = new RedisRateLimiter({ client: cluster, prefix: PREFIX, commandTimeoutMs: 2_000, leases: true });
+    const budgeted: RateWindow[] = [
+      { name: 'minute', limit: 100_000, windowMs: 60_000 },
+      { name: 'tokens-hour', limit: 10_000_000, windowMs: 3_600_000, tokens: true },
+    ];
+    const subjects = Array.from({ length: 9 }, (_, i) => `account:leased-${i}`);
+    for (let i = 0; i < 60; i += 1) {
+      for (const subject of subjects) {
+        const decision = limiter.consumeNow(subject, budgeted) ?? (await limiter.consume(subject, budgeted));
+        expect(decision.allowed).toBe(true);
+        limiter.charge(subject, budgeted, 3);
+      }
+    }
+    // Some subjects were served from leases; closing gives every unused unit and token back.
+    expect(limiter.counters.requestCalls).toBeLessThan(60 * subjects.length);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await limiter.close();
+    const total = async (subject: string, window: string): Promise<number> => {
+      const fields = await cluster.hgetall(rateLimitKey(PREFIX, subject, window));
+      return Object.entries(fields).reduce((sum, [field, count]) => (field === 'bw' ? sum : sum + Number(count)), 0);
+    };
+    await waitFor('every charge and give-back landed', async () => (await Promise.all(subjects.map((s) => total(s, 'tokens-hour')))).every((t) => t === 60 * 3));
+    expect(await Promise.all(subjects.map((s) => total(s, 'minute')))).toEqual(subjects.map(() => 60));
+    // The subjects' keys are spread over the masters: the operations ran on several nodes.
+    const holding = await Promise.all(cluster.nodes('master').map(async (node) => (await node.keys(`${PREFIX}rl:{account:leased-*`)).length > 0));
+    expect(holding.filter(Boolean).length).toBeGreaterThan(1);
   });
 
   it("uses the cluster node's own time when no nowMs is given", async () => {

@@ -1,6 +1,6 @@
 // The Redis limiter's concurrency slots on a real Redis (docs/rate-limits.md "Concurrency
-// caps"): taken in the request windows' script call (and a call without a cap sends exactly
-// the arguments it always did), coalesced requests admitted in order up to the cap, released
+// caps"): taken in the request windows' admit call (the slot set one more key, the slot's
+// values in admit's fixed head, 0 without a cap), coalesced requests admitted in order up to the cap, released
 // in one batched call, expired slots removed on read, and the same decisions as the memory
 // limiter for the same sequence.
 import { Redis } from 'ioredis';
@@ -45,7 +45,7 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 }
 
 describe('RedisRateLimiter with a concurrency cap', () => {
-  it('sends the script one more key and three more arguments with a cap, and exactly the old layout without one', async () => {
+  it('sends admit one more key with a cap, and the cap in its fixed head (streams 0 without one)', async () => {
     const monitor = await client.duplicate().monitor();
     const calls: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
@@ -62,14 +62,16 @@ describe('RedisRateLimiter with a concurrency cap', () => {
     }
     const plain = calls.find((args) => args.includes('cc:rl:{account:plain}:minute'))!;
     const capped = calls.find((args) => args.includes('cc:rl:{account:capped}:minute'))!;
-    // evalsha sha|source numkeys KEYS... ARGV...: 2 window keys; 4 + 4 × 2 arguments.
+    // evalsha sha|source numkeys KEYS... ARGV...: 2 window keys; admit's 9 head values, 5 per window.
+    // The head's 7th and 8th values: the cap's streams and slot lease (0 without a cap).
     expect(plain[2]).toBe('2');
     expect(plain.slice(3, 5)).toEqual(['cc:rl:{account:plain}:minute', 'cc:rl:{account:plain}:day']);
-    expect(plain.length).toBe(3 + 2 + 4 + 8);
+    expect(plain.length).toBe(3 + 2 + 9 + 5 * 2);
+    expect(plain.slice(3 + 2 + 6, 3 + 2 + 8)).toEqual(['0', '0']);
     expect(capped[2]).toBe('3');
     expect(capped[5]).toBe('cc:streams:{account:capped}');
-    expect(capped.length).toBe(3 + 3 + 4 + 8 + 3);
-    expect(capped.slice(-3, -1)).toEqual(['3', '30000']);
+    expect(capped.length).toBe(3 + 3 + 9 + 5 * 2);
+    expect(capped.slice(3 + 3 + 6, 3 + 3 + 8)).toEqual(['3', '30000']);
   });
 
   it('admits coalesced stream requests in order up to the cap, counts only those in the windows, and releases in one call', async () => {

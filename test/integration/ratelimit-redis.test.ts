@@ -5,7 +5,7 @@ import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
 import type { RateLimitDecision, RateWindow } from '../../src/ratelimit/rate-limiter.js';
 import { RateLimitStoreTimeoutError } from '../../src/ratelimit/rate-limit-store-error.js';
 import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
-import { SLIDING_WINDOW_LUA } from '../../src/ratelimit/sliding-window.lua.js';
+import { OPERATION_SOURCES } from '../../src/ratelimit/protocol/operations.js';
 import { bucketWidthMs } from '../../src/ratelimit/window-math.js';
 import { lcg } from '../helpers/lcg.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -153,7 +153,7 @@ describe('RedisRateLimiter', () => {
 
   it('reloads the script by itself after SCRIPT FLUSH (NOSCRIPT)', async () => {
     const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: 60_000 }];
-    const sha = createHash('sha1').update(SLIDING_WINDOW_LUA).digest('hex');
+    const sha = createHash('sha1').update(OPERATION_SOURCES.admit).digest('hex');
     expect((await limiterA.consume('account:flush', windows)).windows[0]!.remaining).toBe(9);
     expect((await limiterA.consume('account:flush', windows)).windows[0]!.remaining).toBe(8);
     expect(await clientB.script('EXISTS', sha)).toEqual([1]);

@@ -5,7 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import type { RateLimitDecision, RateWindow } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
-import { SLIDING_WINDOW_LUA } from '../../src/ratelimit/sliding-window.lua.js';
+import { createHash } from 'node:crypto';
+import { decodeAdmit, encodeAdmit, encodeCharge } from '../../src/ratelimit/protocol/codec.js';
+import { OPERATION, OPERATION_SOURCES, type OperationKind } from '../../src/ratelimit/protocol/operations.js';
 import { bucketWidthMs } from '../../src/ratelimit/window-math.js';
 import { leasesOver, useLeaseLimiterRedis } from '../helpers/rate-limit-leases.js';
 
@@ -17,7 +19,7 @@ const HOUR_MS = 3_600_000;
 const leases = useLeaseLimiterRedis({ prefix: PREFIX, commandTimeoutMs: 5_000 });
 const { instance, scriptCalls, counted, earlyInBucket } = leases;
 
-describe('the script with the token tail (sliding-window.lua.ts)', () => {
+describe('the admit and charge operations beside a budget (protocol/operations.ts)', () => {
   const BUDGET = 1_000;
   const tokenBucket = (nowMs: number): number => Math.floor(nowMs / bucketWidthMs(HOUR_MS));
   const minuteBucket = (nowMs: number): number => Math.floor(nowMs / bucketWidthMs(MINUTE_MS));
@@ -27,20 +29,34 @@ describe('the script with the token tail (sliding-window.lua.ts)', () => {
     leaseWanted?: number;
     refundUnits?: number;
     refundAtMs?: number;
-    /** Without it, the call as a plan with a budget made it before token leases: no tail. */
+    /** The token reserve wanted and the unused tokens given back. */
     tail?: { tokensWanted: number; tokenRefund: number };
     charge?: number;
   }
 
-  /** One script call for subject `s` with a minute window of 100,000 requests and a budget of 1,000 tokens per hour. */
+  /** An encoded [numKeys, ...KEYS, ...ARGV] run as EVAL of the operation's source. */
+  const evalOperation = (source: string, args: Array<string | number>): Promise<unknown> => leases.admin.eval(source, args[0]!, ...args.slice(1));
+
+  /**
+   * One operation for subject `s` with a minute window of 100,000 requests and a budget of
+   * 1,000 tokens per hour: charge when `charge` is given, else admit. The admit reply, as
+   * admitted, retryAfterMs, nowMs, lease, leaseValidMs, 2 × (remaining, resetMs, oldestMs), tokenLease.
+   */
   async function run(s: string, nowMs: number, call: Call): Promise<number[]> {
-    const keys = [rateLimitKey(PREFIX, s, 'minute'), rateLimitKey(PREFIX, s, 'tokens-hour')];
+    const windows: RateWindow[] = [
+      { name: 'minute', limit: 100_000, windowMs: MINUTE_MS },
+      { name: 'tokens-hour', limit: BUDGET, windowMs: HOUR_MS, tokens: true },
+    ];
+    const keyHead = `${PREFIX}rl:{${s}}:`;
+    if (call.charge !== undefined) {
+      await evalOperation(OPERATION_SOURCES.charge, encodeCharge({ keyHead, windows, nowMs, tokens: call.charge })!);
+      return [];
+    }
     const refundAt = call.refundAtMs;
-    const args: Array<string | number> = [nowMs, call.count ?? 0, call.leaseWanted ?? 0, call.refundUnits ?? 0];
-    args.push(100_000, MINUTE_MS, bucketWidthMs(MINUTE_MS), refundAt === undefined ? -1 : minuteBucket(refundAt));
-    if (call.tail === undefined) args.push(-BUDGET, HOUR_MS, bucketWidthMs(HOUR_MS), call.charge ?? 0);
-    else args.push(-BUDGET, HOUR_MS, bucketWidthMs(HOUR_MS), refundAt === undefined ? -1 : tokenBucket(refundAt), call.tail.tokensWanted, call.tail.tokenRefund);
-    return ((await leases.admin.eval(SLIDING_WINDOW_LUA, keys.length, ...keys, ...args)) as Array<number | string>).map(Number);
+    const refund = refundAt === undefined ? undefined : { units: call.refundUnits ?? 0, tokens: call.tail?.tokenRefund ?? 0, buckets: [minuteBucket(refundAt), tokenBucket(refundAt)] };
+    const args = encodeAdmit({ keyHead, windows, nowMs, count: call.count ?? 0, leaseUnits: call.leaseWanted ?? 0, leaseTokens: call.tail?.tokensWanted ?? 0, refund, slot: undefined });
+    const r = decodeAdmit(await evalOperation(OPERATION_SOURCES.admit, args), windows.length);
+    return [r.admitted, r.retryAfterMs, r.nowMs, r.leaseUnits, r.leaseValidMs, r.remaining[0]!, r.resetMs[0]!, r.oldestMs[0]!, r.remaining[1]!, r.resetMs[1]!, r.oldestMs[1]!, r.leaseTokens];
   }
 
   async function bucketCount(s: string, window: string, bucket: number): Promise<number> {
@@ -78,9 +94,8 @@ describe('the script with the token tail (sliding-window.lua.ts)', () => {
     expect([none[0], none[3], none[11]]).toEqual([1, 0, 0]);
     expect(await counted('account:none', 'minute')).toBe(1);
     expect(await counted('account:none', 'tokens-hour')).toBe(10);
-    // Without the tail (as before token leases): no lease beside a budget, and the reply as before.
+    // No token reserve asked for at all: no lease beside a budget.
     const old = await run('account:none', T0 + 2, { count: 1, leaseWanted: 4 });
-    expect(old).toHaveLength(5 + 3 * 2);
     expect(old[3]).toBe(0);
   });
 
@@ -98,17 +113,26 @@ describe('the script with the token tail (sliding-window.lua.ts)', () => {
 });
 
 describe('RedisRateLimiter with leases beside a budget', () => {
-  it('sends the token tail only for a plan with budgets: a plan without sends and reads what it did before', async () => {
+  it('sends each operation in its fixed shape, the same for a plan with budgets as without; a charge names the budgets only', async () => {
     const limiter = instance();
     const plain: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: MINUTE_MS }];
     const budgeted: RateWindow[] = [...plain, { name: 'tokens-hour', limit: 1_000_000, windowMs: HOUR_MS, tokens: true }];
+    const operationOf = new Map<string, OperationKind>();
+    const kindOf = new Map<string, OperationKind>();
+    for (const [kind, source] of Object.entries(OPERATION_SOURCES)) {
+      operationOf.set(createHash('sha1').update(source).digest('hex'), kind as OperationKind);
+      kindOf.set(OPERATION[kind as OperationKind], kind as OperationKind);
+    }
     const monitor = await leases.admin.duplicate().monitor();
-    const calls: string[][] = [];
+    const calls: Array<{ kind: OperationKind | undefined; args: string[] }> = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
       // EVAL when the script was not loaded yet (ioredis then re-sends the source): same layout.
-      if (args[0]?.toLowerCase() === 'evalsha' || args[0]?.toLowerCase() === 'eval') calls.push(args);
+      const command = args[0]?.toLowerCase();
+      if (command === 'evalsha') calls.push({ kind: operationOf.get(args[1]!), args });
+      // MONITOR shows the source escaped: the operation's name in it tells which one it is.
+      else if (command === 'eval') calls.push({ kind: kindOf.get(/'(agw_[a-z_]+_v\d+)'/.exec(args[1]!)?.[1] ?? ''), args });
     });
-    const of = (subject: string): string[][] => calls.filter((args) => args[3] === rateLimitKey(PREFIX, subject, 'minute'));
+    const of = (subject: string, key: string): Array<{ kind: OperationKind | undefined; args: string[] }> => calls.filter((call) => call.args[3] === rateLimitKey(PREFIX, subject, key));
     try {
       await earlyInBucket();
       // Busy enough for leases, then closed: lease requests and give-backs among the calls.
@@ -122,13 +146,23 @@ describe('RedisRateLimiter with leases beside a budget', () => {
     } finally {
       monitor.disconnect();
     }
-    // evalsha sha|source numkeys KEYS... ARGV...
-    expect(of('account:mon-plain').length).toBeGreaterThan(1);
-    for (const args of of('account:mon-plain')) expect(args.length).toBe(3 + 1 + 4 + 4);
-    const budgetCalls = of('account:mon-budget');
-    // Charges (4 + 4n arguments) and lease calls with the tail (4 + 4n + 2).
-    expect(new Set(budgetCalls.map((args) => args.length))).toEqual(new Set([3 + 2 + 4 + 8, 3 + 2 + 4 + 8 + 2]));
-    expect(budgetCalls.some((args) => args.length === 19 && Number(args[17]) > 0)).toBe(true);
+    // evalsha sha numkeys KEYS... head ARGV... 5 per window: admit's head is 9 values, renew's and refund's 3, charge's 2.
+    const shape: Record<OperationKind, number> = { admit: 9, renew: 3, refund: 3, charge: 2, slotRefresh: 0 };
+    const expectShapes = (list: Array<{ kind: OperationKind | undefined; args: string[] }>, windows: number): void => {
+      for (const { kind, args } of list) expect(args.length).toBe(3 + windows + shape[kind!] + 5 * windows);
+    };
+    const plainCalls = of('account:mon-plain', 'minute');
+    expect(plainCalls.length).toBeGreaterThan(1);
+    expect(plainCalls.every((call) => call.kind !== undefined && call.kind !== 'charge')).toBe(true);
+    expectShapes(plainCalls, 1);
+    const budgetCalls = of('account:mon-budget', 'minute');
+    expectShapes(budgetCalls, 2);
+    // Some admit asked for a token reserve (its 4th head value) beside the units.
+    expect(budgetCalls.some((call) => call.kind === 'admit' && Number(call.args[3 + 2 + 3]) > 0)).toBe(true);
+    const charges = of('account:mon-budget', 'tokens-hour');
+    expect(charges.length).toBeGreaterThan(0);
+    expect(charges.every((call) => call.kind === 'charge')).toBe(true);
+    expectShapes(charges, 1);
   });
 
   it('serves a busy budgeted subject with few script calls, charges from the reserve first, and Redis then holds exactly the charged tokens', async () => {

@@ -60,9 +60,9 @@ describe('requestOutcome', () => {
   });
 
   it('keeps the refusal reason even when the client left before the refusal was out', () => {
-    expect(outcome((s) => ((s.rateLimited = true), (s.errorStatus = 429)), cutShort(429))).toBe('rate_limited');
-    expect(outcome((s) => ((s.rateLimited = true), (s.tokenBudgetExceeded = true), (s.errorStatus = 429)), finished(429))).toBe('token_budget_exceeded');
-    expect(outcome((s) => ((s.rateLimited = true), (s.concurrencyLimited = true), (s.errorStatus = 429)), finished(429))).toBe('concurrency_limit_exceeded');
+    expect(outcome((s) => ((s.refusal = 'rate_limited'), (s.errorStatus = 429)), cutShort(429))).toBe('rate_limited');
+    expect(outcome((s) => ((s.refusal = 'token_budget_exceeded'), (s.errorStatus = 429)), finished(429))).toBe('token_budget_exceeded');
+    expect(outcome((s) => ((s.refusal = 'concurrency_limit_exceeded'), (s.errorStatus = 429)), finished(429))).toBe('concurrency_limit_exceeded');
     for (const status of [400, 413, 415]) expect(outcome((s) => (s.errorStatus = status), cutShort(status))).toBe('invalid_request');
   });
 

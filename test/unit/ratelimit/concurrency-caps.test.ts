@@ -10,7 +10,8 @@ import { FailoverRateLimiter } from '../../../src/ratelimit/failover-rate-limite
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
 import type { RateLimitDecision, RateLimiter, RateWindow, StreamCap, StreamSlot } from '../../../src/ratelimit/rate-limiter.js';
 import { RateLimitStoreTimeoutError } from '../../../src/ratelimit/rate-limit-store-error.js';
-import { toDecisions } from '../../../src/ratelimit/redis-rate-limiter.js';
+import { toDecisions } from '../../../src/ratelimit/redis-decisions.js';
+import { decodeAdmit } from '../../../src/ratelimit/protocol/codec.js';
 import { captureLogLines } from '../../helpers/log-capture.js';
 
 const CAP: StreamCap = { streams: 2, leaseMs: 30_000 };
@@ -106,11 +107,11 @@ describe('FailoverRateLimiter with a cap, Redis down', () => {
   });
 });
 
-describe("the Redis script's reply with a slot", () => {
-  // admitted, retryAfterMs, nowMs, lease, leaseValidMs | remaining, resetMs, oldestMs | windowAdmitted, slotsFree
+describe("the admit operation's reply with a slot", () => {
+  // tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted, slotsFree | remaining, resetMs, oldestMs
   it('splits the refusals: past what the windows admit → the window; between → the cap', () => {
-    const reply = [1, 2_000, 1_700_000_000_000, 0, 500, 0, 2_000, 2_000, 2, 0];
-    const decisions = toDecisions(reply, MINUTE, 3, true);
+    const reply = ['agw_admit_v1', 1, 2_000, 1_700_000_000_000, 0, 0, 500, 2, 0, 0, 2_000, 2_000];
+    const decisions = toDecisions(decodeAdmit(reply, MINUTE.length), MINUTE, 3);
     expect(decisions.map((d) => [d.allowed, d.concurrencyLimited === true])).toEqual([
       [true, false],
       [false, true],
@@ -121,7 +122,7 @@ describe("the Redis script's reply with a slot", () => {
   });
 
   it('refuses a reply of the wrong length', () => {
-    expect(() => toDecisions([1, 0, 0, 0, 0, 1, 0, 0], MINUTE, 1, true)).toThrow(/unexpected reply/);
+    expect(() => decodeAdmit(['agw_admit_v1', 1, 0, 0, 0, 0, 1, 0, 0], MINUTE.length)).toThrow(/unexpected reply/);
   });
 });
 

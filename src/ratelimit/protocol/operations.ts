@@ -1,0 +1,143 @@
+// The limiter's named operations on Redis (docs/rate-limits.md "The limiter protocol"): one
+// script per operation, each with a fixed argument shape, sent by EVALSHA under its name
+// (ioredis re-sends the source on NOSCRIPT, so a flushed or restarted or failed-over Redis
+// reloads them by itself; decision 0033). Every reply starts with the operation's versioned
+// name, which its decoder (codec.ts) checks: a gateway never reads another version's reply.
+// A change of behaviour or shape is a new version, a new name: two gateway versions on one
+// Redis then run side by side, each its own scripts (their SHA1s differ).
+//
+// The Lua sources are built from the shared window math (lua-windows.ts) and the operation's
+// name, so a test can build the same operation under a later version's name.
+import { LUA_WINDOWS } from './lua-windows.js';
+
+/** Operations and their current versioned names (the reply tag each decoder expects). */
+export const OPERATION = {
+  admit: 'agw_admit_v1',
+  renew: 'agw_renew_v1',
+  charge: 'agw_charge_v1',
+  refund: 'agw_refund_v1',
+  slotRefresh: 'agw_slot_refresh_v1',
+} as const;
+
+export type OperationKind = keyof typeof OPERATION;
+
+/** ARGV values per window: limit, windowMs, bucketMs, refundBucket (-1: none), kind (0 requests, 1 tokens). */
+export const WINDOW_ARGS = 5;
+/** ARGV before the windows' values, per operation. */
+export const ADMIT_HEAD_ARGS = 9;
+export const RENEW_HEAD_ARGS = 3;
+export const CHARGE_HEAD_ARGS = 2;
+export const REFUND_HEAD_ARGS = 3;
+/** Reply fields before the windows' figures (admit and renew). */
+export const DECISION_REPLY_HEAD = 9;
+/** Reply figures per window: remaining, resetMs, oldestMs. */
+export const FIGURES_PER_WINDOW = 3;
+
+function windowsFrom(head: number): string {
+  return `
+local wins = {}
+for k = 1, (#ARGV - ${head}) / ${WINDOW_ARGS} do wins[k] = windowAt(k, ${head + 1} + (k - 1) * ${WINDOW_ARGS}) end
+`;
+}
+
+/**
+ * admit: KEYS = the windows' hashes, then the slot set when slotStreams > 0.
+ * ARGV = nowMs ("": server TIME), count, leaseUnits, leaseTokens, refundUnits, refundTokens,
+ * slotStreams (0: no slot), slotLeaseMs, slotHead, then WINDOW_ARGS per window.
+ * Reply: tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted,
+ * slotsFree, then remaining, resetMs, oldestMs per window (after the admitted and the lease were counted).
+ */
+export function admitLua(tag: string = OPERATION.admit): string {
+  return `${LUA_WINDOWS}${windowsFrom(ADMIT_HEAD_ARGS)}
+local slot = false
+local streams = tonumber(ARGV[7])
+if streams > 0 then slot = { key = KEYS[#wins + 1], streams = streams, leaseMs = tonumber(ARGV[8]), head = ARGV[9] } end
+return admitCore('${tag}', { nowMs = serverNow(ARGV[1]), wins = wins, count = tonumber(ARGV[2]),
+  leaseWanted = tonumber(ARGV[3]), tokenLeaseWanted = tonumber(ARGV[4]), leaseFromMs = 0,
+  refundUnits = tonumber(ARGV[5]), refundTokens = tonumber(ARGV[6]), slot = slot })
+`;
+}
+
+/**
+ * renew: the next lease of a subject, no request admitted (decision 0029). KEYS = the windows.
+ * ARGV = units, tokens, leaseFromMs (0: count it now; else at the end of the lease it
+ * replaces), then WINDOW_ARGS per window. Reply: admit's.
+ */
+export function renewLua(tag: string = OPERATION.renew): string {
+  return `${LUA_WINDOWS}${windowsFrom(RENEW_HEAD_ARGS)}
+return admitCore('${tag}', { nowMs = serverNow(''), wins = wins, count = 0,
+  leaseWanted = tonumber(ARGV[1]), tokenLeaseWanted = tonumber(ARGV[2]), leaseFromMs = tonumber(ARGV[3]),
+  refundUnits = 0, refundTokens = 0, slot = false })
+`;
+}
+
+/**
+ * charge: an answer's tokens, after the answer. KEYS = the token budgets only.
+ * ARGV = nowMs ("": server TIME), tokens, then WINDOW_ARGS per budget. Reply: tag, nowMs.
+ */
+export function chargeLua(tag: string = OPERATION.charge): string {
+  return `${LUA_WINDOWS}${windowsFrom(CHARGE_HEAD_ARGS)}
+local nowMs = serverNow(ARGV[1])
+local units = tonumber(ARGV[2])
+for w = 1, #wins do
+  local win = wins[w]
+  loadWindow(win, nowMs, 0)
+  if units > 0 then
+    countIn(win, math.floor(nowMs / win.bucketMs), units)
+    touch(win, nowMs)
+  end
+end
+return { '${tag}', nowMs }
+`;
+}
+
+/**
+ * refund: a lease's unused units (and tokens) back to the buckets they were counted in, if
+ * those still count. KEYS = the windows. ARGV = nowMs ("": server TIME), units, tokens,
+ * then WINDOW_ARGS per window. Reply: tag, nowMs.
+ */
+export function refundLua(tag: string = OPERATION.refund): string {
+  return `${LUA_WINDOWS}${windowsFrom(REFUND_HEAD_ARGS)}
+local nowMs = serverNow(ARGV[1])
+local units, tokens = tonumber(ARGV[2]), tonumber(ARGV[3])
+for w = 1, #wins do
+  local win = wins[w]
+  if win.tokens then loadWindow(win, nowMs, tokens) else loadWindow(win, nowMs, units) end
+end
+return { '${tag}', nowMs }
+`;
+}
+
+/**
+ * slotRefresh: keeps this instance's stream slots alive (redis-stream-slots.ts). KEYS[1] =
+ * the subject's slot set; ARGV = leaseMs, then the members. XX: a slot already expired (or
+ * released) stays gone. Server TIME, as admit uses, so every instance dates slots alike.
+ * Reply: tag. (Releasing a slot is one ZREM, atomic on its own: no script.)
+ */
+export function slotRefreshLua(tag: string = OPERATION.slotRefresh): string {
+  return `
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+local args = { 'XX' }
+for i = 2, #ARGV do
+  args[#args + 1] = expiry
+  args[#args + 1] = ARGV[i]
+  if #args >= 1001 or i == #ARGV then
+    redis.call('ZADD', KEYS[1], unpack(args))
+    args = { 'XX' }
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return { '${tag}' }
+`;
+}
+
+/** Every operation's current source, by kind (what a client registers). */
+export const OPERATION_SOURCES: Record<OperationKind, string> = {
+  admit: admitLua(),
+  renew: renewLua(),
+  charge: chargeLua(),
+  refund: refundLua(),
+  slotRefresh: slotRefreshLua(),
+};

@@ -1,0 +1,58 @@
+// From an admit (or renew) reply to what the limiter hands out: one decision per coalesced
+// request, and the lease the call brought.
+import { CONCURRENCY_RETRY_AFTER_MS, windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import type { LeaseGrant } from './lease-types.js';
+import type { DecisionReply } from './protocol/codec.js';
+
+/**
+ * One decision per coalesced request, in arrival order: request i < admitted was counted
+ * when `admitted - 1 - i` of its batch were still to come, so it sees that many more
+ * remaining than the final state; the rest see the final state and are refused (those
+ * between admitted and windowAdmitted by the concurrency cap, the others by a window).
+ */
+export function toDecisions(reply: DecisionReply, windows: readonly RateWindow[], count: number): RateLimitDecision[] {
+  const { admitted, windowAdmitted, retryAfterMs } = reply;
+  // A lease was counted after this batch's requests: they all saw it as still remaining.
+  const leased = reply.leaseUnits;
+  const decisions: RateLimitDecision[] = new Array(count);
+  let refused: RateLimitDecision | undefined;
+  let capped: RateLimitDecision | undefined;
+  for (let i = 0; i < count; i += 1) {
+    if (i >= windowAdmitted) {
+      refused ??= { allowed: false, windows: windowStatuses(reply, windows, 0, 0), retryAfterMs };
+      decisions[i] = refused;
+    } else if (i >= admitted) {
+      capped ??= { allowed: false, windows: windowStatuses(reply, windows, 0, 0), retryAfterMs: CONCURRENCY_RETRY_AFTER_MS, concurrencyLimited: true };
+      decisions[i] = capped;
+    } else {
+      decisions[i] = { allowed: true, windows: windowStatuses(reply, windows, leased + admitted - 1 - i, reply.leaseTokens), retryAfterMs: 0 };
+    }
+  }
+  return decisions;
+}
+
+function windowStatuses(reply: DecisionReply, windows: readonly RateWindow[], extraRemaining: number, extraTokens: number): WindowStatus[] {
+  const statuses: WindowStatus[] = new Array(windows.length);
+  for (let i = 0; i < windows.length; i += 1) {
+    const window = windows[i] as RateWindow;
+    // A token window is not counted per request: its remaining is the same for the whole group
+    // (plus the token reserve of a lease counted with it, not spent yet).
+    const remaining = (reply.remaining[i] as number) + (window.tokens === true ? extraTokens : extraRemaining);
+    const resetMs = remaining > 0 ? 0 : (reply.resetMs[i] as number);
+    statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? (reply.oldestMs[i] as number) : resetMs);
+  }
+  return statuses;
+}
+
+/** The lease a reply brought (possibly 0 units, which still dates the subject's pace). */
+export function leaseGrantOf(reply: DecisionReply): LeaseGrant {
+  return {
+    units: reply.leaseUnits,
+    tokens: reply.leaseTokens,
+    validMs: reply.leaseValidMs,
+    serverNowMs: reply.nowMs,
+    remaining: reply.remaining,
+    resetMs: reply.resetMs,
+    oldestMs: reply.oldestMs,
+  };
+}

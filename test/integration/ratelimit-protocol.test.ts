@@ -1,0 +1,231 @@
+// The limiter protocol (src/ratelimit/protocol/, docs/rate-limits.md "The limiter protocol")
+// against a real Redis: every operation through its encoder, its script and its decoder,
+// every reply field checked; a reply of another version (or of no version) refused, counted,
+// and failed over like a store error; two protocol versions on one Redis side by side.
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { FailoverRateLimiter } from '../../src/ratelimit/failover-rate-limiter.js';
+import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
+import type { RateWindow } from '../../src/ratelimit/rate-limiter.js';
+import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-limiter.js';
+import { streamSlotsKey } from '../../src/ratelimit/redis-stream-slots.js';
+import {
+  decodeAdmit,
+  decodeCharge,
+  decodeRefund,
+  decodeRenew,
+  decodeSlotRefresh,
+  encodeAdmit,
+  encodeCharge,
+  encodeRefund,
+  encodeRenew,
+  encodeSlotRefresh,
+  RateLimitProtocolError,
+} from '../../src/ratelimit/protocol/codec.js';
+import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
+import { admitLua, OPERATION } from '../../src/ratelimit/protocol/operations.js';
+import { bucketExpiryMs, bucketWidthMs } from '../../src/ratelimit/window-math.js';
+import { captureLogLines } from '../helpers/log-capture.js';
+import { redisErrorCount } from '../helpers/metric-counts.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+const PREFIX = 'protocol-test:';
+const T0 = 1_700_000_000_037;
+const MINUTE_MS = 60_000;
+const HOUR_MS = 3_600_000;
+const WINDOWS: RateWindow[] = [
+  { name: 'minute', limit: 100, windowMs: MINUTE_MS },
+  { name: 'tokens-hour', limit: 1_000, windowMs: HOUR_MS, tokens: true },
+];
+const keyHead = (subject: string): string => `${PREFIX}rl:{${subject}}:`;
+const bucketOf = (nowMs: number, windowMs: number): number => Math.floor(nowMs / bucketWidthMs(windowMs));
+/** ms from nowMs until the bucket current at atMs stops counting. */
+const expiresIn = (atMs: number, nowMs: number, windowMs: number): number => bucketExpiryMs(bucketOf(atMs, windowMs), windowMs, bucketWidthMs(windowMs)) - nowMs;
+
+let redis: TestRedis;
+let client: Redis;
+let operations: OperationClient;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  operations = new OperationClient(client, 5_000);
+});
+
+afterEach(async () => {
+  await client.flushall();
+});
+
+afterAll(async () => {
+  client?.disconnect();
+  await redis?.close();
+});
+
+async function bucketCount(subject: string, window: string, bucket: number): Promise<number> {
+  return Number((await client.hget(rateLimitKey(PREFIX, subject, window), String(bucket))) ?? 0);
+}
+
+describe('each operation through its codec, on a real Redis', () => {
+  it('charge: counts the tokens in the budgets only, answers the time it ran at', async () => {
+    const reply = decodeCharge(await operations.call('charge', encodeCharge({ keyHead: keyHead('s'), windows: WINDOWS, nowMs: T0, tokens: 300 })!));
+    expect(reply).toEqual({ nowMs: T0 });
+    expect(await bucketCount('s', 'tokens-hour', bucketOf(T0, HOUR_MS))).toBe(300);
+    expect(await client.exists(rateLimitKey(PREFIX, 's', 'minute'))).toBe(0);
+    // No budget among the windows: nothing to send.
+    expect(encodeCharge({ keyHead: keyHead('s'), windows: [WINDOWS[0]!], nowMs: T0, tokens: 5 })).toBeUndefined();
+  });
+
+  it('admit with a slot: every field of the reply, the cap refusing past the free slots', async () => {
+    await operations.call('charge', encodeCharge({ keyHead: keyHead('a'), windows: WINDOWS, nowMs: T0, tokens: 300 })!);
+    const slot = { key: streamSlotsKey(PREFIX, 'a'), streams: 2, leaseMs: 30_000, memberHead: 'inst:1' };
+    const raw = await operations.call('admit', encodeAdmit({ keyHead: keyHead('a'), windows: WINDOWS, nowMs: T0 + 10, count: 3, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot }));
+    const now = T0 + 10;
+    expect(decodeAdmit(raw, WINDOWS.length)).toEqual({
+      admitted: 2,
+      // Refused by the cap, not by a window: no window to wait for.
+      retryAfterMs: 0,
+      nowMs: now,
+      leaseUnits: 0,
+      leaseTokens: 0,
+      leaseValidMs: Math.min(bucketWidthMs(MINUTE_MS) - (now % bucketWidthMs(MINUTE_MS)), bucketWidthMs(HOUR_MS) - (now % bucketWidthMs(HOUR_MS))),
+      windowAdmitted: 3,
+      slotsFree: 0,
+      remaining: [98, 700],
+      resetMs: [0, 0],
+      oldestMs: [expiresIn(now, now, MINUTE_MS), expiresIn(T0, now, HOUR_MS)],
+    });
+    expect(await client.zrange(slot.key, 0, -1)).toEqual(['inst:1:0', 'inst:1:1']);
+  });
+
+  it('admit with a lease and a refund: units and tokens reserved, the earlier lease given back first', async () => {
+    const s = 'lease';
+    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, tokens: 200 })!);
+    const first = decodeAdmit(await operations.call('admit', encodeAdmit({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 4, leaseTokens: 30, refund: undefined, slot: undefined })), 2);
+    expect([first.admitted, first.leaseUnits, first.leaseTokens, first.remaining]).toEqual([1, 4, 30, [95, 770]]);
+    // The lease is given back in full with the next call: it comes off before that call counts.
+    const refund = { units: 4, tokens: 30, buckets: [bucketOf(T0, MINUTE_MS), bucketOf(T0, HOUR_MS)] };
+    const second = decodeAdmit(await operations.call('admit', encodeAdmit({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0 + 5, count: 2, leaseUnits: 0, leaseTokens: 0, refund, slot: undefined })), 2);
+    expect([second.admitted, second.windowAdmitted, second.leaseUnits, second.leaseTokens, second.remaining]).toEqual([2, 2, 0, 0, [97, 800]]);
+  });
+
+  it('admit refused by a full window: retryAfterMs until the oldest counted bucket leaves', async () => {
+    const tight: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: MINUTE_MS }];
+    const call = (nowMs: number, count: number): Promise<unknown> => operations.call('admit', encodeAdmit({ keyHead: keyHead('full'), windows: tight, nowMs, count, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }));
+    await call(T0, 2);
+    const reply = decodeAdmit(await call(T0 + 1_500, 1), 1);
+    expect([reply.admitted, reply.windowAdmitted, reply.remaining[0]]).toEqual([0, 0, 0]);
+    expect(reply.retryAfterMs).toBe(expiresIn(T0, T0 + 1_500, MINUTE_MS));
+    expect(reply.resetMs[0]).toBe(reply.retryAfterMs);
+  });
+
+  it('renew: a lease counted ahead at the end of the one it replaces, on the server clock', async () => {
+    const s = 'renew';
+    // Minute windows only: a lease ahead lands in a later minute bucket (100 ms wide buckets would not show it).
+    const windows: RateWindow[] = [{ name: 'minute', limit: 10_000, windowMs: MINUTE_MS }];
+    const serverMs = Number((await client.time())[0]) * 1_000;
+    const leaseFromMs = serverMs + 60_000;
+    const reply = decodeRenew(await operations.call('renew', encodeRenew({ keyHead: keyHead(s), windows, units: 6, tokens: 0, leaseFromMs })), 1);
+    expect([reply.admitted, reply.windowAdmitted, reply.leaseUnits, reply.leaseTokens, reply.slotsFree, reply.retryAfterMs]).toEqual([0, 0, 6, 0, 0, 0]);
+    // Clamped to one second ahead of the server's now.
+    const leaseAt = reply.nowMs + 1_000;
+    expect(await bucketCount(s, 'minute', bucketOf(leaseAt, MINUTE_MS))).toBe(6);
+    expect(reply.leaseValidMs).toBe((bucketOf(leaseAt, MINUTE_MS) + 1) * bucketWidthMs(MINUTE_MS) - reply.nowMs);
+    expect(reply.remaining).toEqual([10_000 - 6]);
+  });
+
+  it('refund: units and tokens leave the buckets they were counted in, and only those', async () => {
+    const s = 'refund';
+    await operations.call('admit', encodeAdmit({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, count: 5, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }));
+    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, tokens: 50 })!);
+    const refund = { units: 3, tokens: 20, buckets: [bucketOf(T0, MINUTE_MS), bucketOf(T0, HOUR_MS)] };
+    expect(decodeRefund(await operations.call('refund', encodeRefund({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0 + 2_000, refund })))).toEqual({ nowMs: T0 + 2_000 });
+    expect(await bucketCount(s, 'minute', bucketOf(T0, MINUTE_MS))).toBe(2);
+    expect(await bucketCount(s, 'tokens-hour', bucketOf(T0, HOUR_MS))).toBe(30);
+  });
+
+  it('slotRefresh: moves the held slots\' expiry on; a released one stays gone', async () => {
+    const key = streamSlotsKey(PREFIX, 'slots');
+    await client.zadd(key, 1, 'a:0', 1, 'a:1');
+    await client.zrem(key, 'a:1');
+    decodeSlotRefresh(await operations.call('slotRefresh', encodeSlotRefresh(key, 30_000, ['a:0', 'a:1'])));
+    const serverMs = Number((await client.time())[0]) * 1_000;
+    const scores = await client.zrange(key, 0, -1, 'WITHSCORES');
+    expect(scores[0]).toBe('a:0');
+    expect(Number(scores[1])).toBeGreaterThan(serverMs + 25_000);
+    expect(scores).toHaveLength(2);
+  });
+});
+
+describe('replies of another version, or of none', () => {
+  it('each decoder refuses a reply that is not exactly its operation\'s, and counts it', async () => {
+    const before = await redisErrorCount('ratelimit_protocol');
+    const args = encodeAdmit({ keyHead: keyHead('v2'), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
+    const v2 = await client.eval(admitLua('agw_admit_v2'), args[0]!, ...args.slice(1));
+    expect((v2 as unknown[])[0]).toBe('agw_admit_v2');
+    expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(RateLimitProtocolError);
+    expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(/agw_admit_v1 returned an unexpected reply/);
+    // A renew decoder does not take an admit reply, nor the other way round.
+    const admit = await operations.call('admit', encodeAdmit({ keyHead: keyHead('v1'), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }));
+    expect(() => decodeRenew(admit, WINDOWS.length)).toThrow(RateLimitProtocolError);
+    // Malformed: not a list, a figure short, a field not an integer, the pre-protocol reply (no tag).
+    const good = admit as unknown[];
+    for (const bad of [null, 'OK', good.slice(0, -1), [...good.slice(0, 5), '1', ...good.slice(6)], [...good.slice(0, 5), 1.5, ...good.slice(6)], good.slice(1)]) {
+      expect(() => decodeAdmit(bad, WINDOWS.length)).toThrow(RateLimitProtocolError);
+    }
+    expect(() => decodeCharge(['agw_charge_v2', T0])).toThrow(RateLimitProtocolError);
+    expect(() => decodeRefund([OPERATION.refund])).toThrow(RateLimitProtocolError);
+    expect(() => decodeSlotRefresh(1)).toThrow(RateLimitProtocolError);
+    expect(decodeAdmit(admit, WINDOWS.length).admitted).toBe(1);
+    expect((await redisErrorCount('ratelimit_protocol')) - before).toBe(12);
+  });
+
+  it('a limiter given a wrong-version reply fails like a store error: the failover policy decides (deny: 503)', async () => {
+    // A client on which "agw_admit_v1" runs another version's script: its reply is refused.
+    const other = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    const define = other.defineCommand.bind(other);
+    other.defineCommand = (name, definition) => define(name, name === OPERATION.admit ? { ...definition, lua: admitLua('agw_admit_v2') } : definition);
+    try {
+      const primary = new RedisRateLimiter({ client: other, prefix: PREFIX, commandTimeoutMs: 2_000 });
+      const fallback = new MemoryRateLimiter({ clock: new ManualClock() });
+      const before = await redisErrorCount('ratelimit_protocol');
+      await expect(primary.consume('account:x', WINDOWS)).rejects.toThrow(RateLimitProtocolError);
+      const deny = new FailoverRateLimiter({ primary, fallback, mode: 'deny', logger: captureLogLines().logger });
+      await expect(deny.consume('account:x', WINDOWS)).rejects.toMatchObject({ type: 'store_unavailable' });
+      expect((await redisErrorCount('ratelimit_protocol')) - before).toBe(2);
+    } finally {
+      other.disconnect();
+    }
+  });
+});
+
+describe('a rolling upgrade: two protocol versions on one Redis', () => {
+  it('each version answers its own callers, and both count in the same keys', async () => {
+    // The next version's gateway: the same operation under its own name (its own SHA1 in the script cache).
+    const next = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    next.defineCommand('agw_admit_v2', { lua: admitLua('agw_admit_v2') });
+    const admitV2 = (next as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v2']!.bind(next);
+    const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: MINUTE_MS }];
+    const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:both'), windows, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
+    try {
+      const remaining: number[] = [];
+      // Interleaved, as two gateway versions behind one load balancer send them.
+      for (let i = 0; i < 6; i += 1) {
+        if (i % 2 === 0) remaining.push(decodeAdmit(await operations.call('admit', request(T0 + i)), 1).remaining[0]!);
+        else remaining.push(decodeAdmit(await admitV2(...request(T0 + i)), 1, 'agw_admit_v2').remaining[0]!);
+      }
+      expect(remaining).toEqual([9, 8, 7, 6, 5, 4]);
+      expect(Number(await client.hget(rateLimitKey(PREFIX, 'account:both', 'minute'), String(bucketOf(T0, MINUTE_MS))))).toBe(6);
+      // Neither reads the other's reply.
+      const fromV2 = await admitV2(...request(T0 + 8));
+      expect(() => decodeAdmit(fromV2, 1)).toThrow(RateLimitProtocolError);
+      const fromV1 = await operations.call('admit', request(T0 + 9));
+      expect(() => decodeAdmit(fromV1, 1, 'agw_admit_v2')).toThrow(RateLimitProtocolError);
+      // Both scripts live in the cache side by side.
+      const shas = await Promise.all([admitLua(), admitLua('agw_admit_v2')].map((source) => client.script('LOAD', source) as Promise<string>));
+      expect(new Set(shas).size).toBe(2);
+    } finally {
+      next.disconnect();
+    }
+  });
+});
