@@ -10,6 +10,7 @@ import { silentLogger } from '../../../src/logger.js';
 import { openFileStore, testConfig } from '../../helpers/key-stores.js';
 import { waitFor } from '../../helpers/wait.js';
 import { tempDir } from '../../helpers/files.js';
+import { collectKeys } from '../../../src/keys/key-pages.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -33,7 +34,7 @@ describe('FileKeyStore', () => {
   it('treats a missing file as empty and creates the directory and file on first write', async () => {
     const path = join(dir, 'nested', 'var', 'keys.json');
     const store = await open(path);
-    expect(await store.list()).toEqual([]);
+    expect(await collectKeys(store)).toEqual([]);
     const service = new KeyService({ store, config: testConfig, clock: new ManualClock() });
     const { rawKey, record } = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'], name: 'ci' });
     const text = await readFile(path, 'utf8');
@@ -72,8 +73,8 @@ describe('FileKeyStore', () => {
     const service = new KeyService({ store, config: testConfig, clock });
     const a = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
     const b = await service.createKey({ account: 'globex', plan: 'pro', agents: ['sales'] });
-    expect((await store.list({ account: 'acme' })).map((r) => r.keyId)).toEqual([a.record.keyId]);
-    expect(await store.list()).toHaveLength(2);
+    expect((await collectKeys(store, { account: 'acme' })).map((r) => r.keyId)).toEqual([a.record.keyId]);
+    expect(await collectKeys(store)).toHaveLength(2);
     const revoked = await store.revoke(a.record.keyId, '2024-05-02T00:00:00.000Z');
     expect(revoked?.revokedAt).toBe('2024-05-02T00:00:00.000Z');
     const again = await store.revoke(a.record.keyId, '2024-05-03T00:00:00.000Z');
@@ -102,7 +103,7 @@ describe('FileKeyStore', () => {
       })(),
     ]);
     const fresh = await open(path);
-    const all = await fresh.list();
+    const all = await collectKeys(fresh);
     expect(all.map((r) => r.keyId).sort()).toEqual([first.record.keyId, ...created].sort());
     expect((await fresh.findById(first.record.keyId))?.lastUsedAt).toBe('2024-05-01T00:00:07.000Z');
     // the key file itself was never rewritten by the gateway
@@ -120,7 +121,7 @@ describe('FileKeyStore', () => {
     const s1 = new KeyService({ store: one, config: testConfig });
     const s2 = new KeyService({ store: two, config: testConfig });
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? s1 : s2).createKey({ account: 'acme', plan: 'starter', agents: ['support'] })));
-    const stored = await (await open(path)).list();
+    const stored = await collectKeys(await open(path));
     expect(stored.map((r) => r.keyId).sort()).toEqual(results.map((r) => r.record.keyId).sort());
   });
 
