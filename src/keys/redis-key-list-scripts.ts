@@ -2,7 +2,7 @@
 // keep its time statuses current. A page is one script call: its work is bounded by the page
 // size plus the scan budget, never by the number of keys.
 
-// ARGV: key head, start bound (ZRANGE BYLEX: '-' or '(' .. member), limit, scan budget,
+// KEYS[1]: the all index (routing only). ARGV: key head, start bound (ZRANGE BYLEX: '-' or '(' .. member), limit, scan budget,
 // lowercased name prefix ('' for none), n, then n index keys that must all hold a member.
 // Walks the smallest of those indexes (ZCARD is O(1)) in order and checks the others with
 // ZSCORE, the name prefix with the record's name_lc. Returns {state, cursor member, hash1,
@@ -71,7 +71,7 @@ while true do
 end
 `;
 
-// Moves up to ARGV[3] keys whose expiry is due (score <= ARGV[2], ms) from status:active to
+// KEYS[1]: the expiry index (routing only). Moves up to ARGV[3] keys whose expiry is due (score <= ARGV[2], ms) from status:active to
 // status:expired. ARGV[1]: key head. Returns how many moved: each key moves once, so the
 // sweeps' total work is the number of keys that expire, however often they run.
 export const SWEEP_SCRIPT = `

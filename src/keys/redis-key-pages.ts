@@ -20,7 +20,7 @@ const SWEEP_CALLS = 10;
 
 export async function sweepExpired(redis: PageCommands, names: KeyIndexNames, nowMs: number): Promise<void> {
   for (let call = 0; call < SWEEP_CALLS; call++) {
-    if ((await redis.agentgwKeySweep(names.head, String(nowMs), String(SWEEP_BATCH))) < SWEEP_BATCH) return;
+    if ((await redis.agentgwKeySweep(names.expiry(), names.head, String(nowMs), String(SWEEP_BATCH))) < SWEEP_BATCH) return;
   }
 }
 
@@ -44,7 +44,7 @@ export async function readKeyPage(
   if (query.status !== undefined) await sweepExpired(redis, names, query.nowMs);
   const start = query.after === undefined ? '-' : `(${indexMember(query.after)}`;
   const indexes = requiredIndexes(names, query);
-  const reply = await redis.agentgwKeyPage(names.head, start, String(query.limit), String(PAGE_SCAN_BUDGET), query.namePrefix ?? '', String(indexes.length), ...indexes);
+  const reply = await redis.agentgwKeyPage(names.all(), names.head, start, String(query.limit), String(PAGE_SCAN_BUDGET), query.namePrefix ?? '', String(indexes.length), ...indexes);
   const records: KeyRecord[] = [];
   for (let i = 2; i + 1 < reply.length; i += 2) {
     const record = decode(String(reply[i]), pairsToObject(reply[i + 1] as string[]));

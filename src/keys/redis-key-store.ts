@@ -304,8 +304,10 @@ export function keyStoreKeyHead(prefix: string): string {
 export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promise<RedisKeyStore> {
   const redis = options.redis.connect('key-store', CONNECTION_NAME) as KeyRedis;
   redis.defineCommand('agentgwKeyCreate', { numberOfKeys: 2, lua: CREATE_SCRIPT });
-  redis.defineCommand('agentgwKeyPage', { numberOfKeys: 0, lua: LIST_PAGE_SCRIPT });
-  redis.defineCommand('agentgwKeySweep', { numberOfKeys: 0, lua: SWEEP_SCRIPT });
+  // KEYS[1] of these two only routes the call to the store's slot (a Cluster node runs a
+  // script only where its declared keys live); the keys they touch are built from ARGV.
+  redis.defineCommand('agentgwKeyPage', { numberOfKeys: 1, lua: LIST_PAGE_SCRIPT });
+  redis.defineCommand('agentgwKeySweep', { numberOfKeys: 1, lua: SWEEP_SCRIPT });
   redis.defineCommand('agentgwKeyMigrate', { numberOfKeys: 1, lua: MIGRATE_SCRIPT });
   redis.defineCommand('agentgwKeyRevoke', { numberOfKeys: 1, lua: REVOKE_SCRIPT });
   redis.defineCommand('agentgwKeyTouch', { numberOfKeys: 1, lua: TOUCH_SCRIPT });
