@@ -213,12 +213,12 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
         const limit = opts.limit === undefined ? undefined : /^\d{1,4}$/.test(opts.limit) ? Number(opts.limit) : NaN;
         let cursor = opts.cursor;
         let shown = 0;
-        if (opts.json) out('[');
-        for (;;) {
+        for (let first = true; ; first = false) {
           const page = await service.listKeyPage({ account: opts.account, agent: opts.agent, status, namePrefix: opts.namePrefix, limit, cursor });
           const now = clock.now();
           const views = page.keys.map((r) => view(r, now));
-          if (opts.json) out(views.map((v, i) => `${shown + i === 0 ? '' : ','}${JSON.stringify(v)}`).join(''));
+          // The array opens only once the first page is in: a refused query prints nothing.
+          if (opts.json) out(`${first ? '[' : ''}${views.map((v, i) => `${shown + i === 0 ? '' : ','}${JSON.stringify(v)}`).join('')}`);
           else if (views.length > 0) out(table(views, shown === 0));
           shown += views.length;
           if (page.nextCursor === null) break;
