@@ -24,8 +24,8 @@ export interface MigrationOptions {
 
 /** Keys per SSCAN batch: small enough that serving traffic interleaves between batches. */
 const BATCH = 500;
-/** A key changed between its read and its script this many times in a row is left for the next start. */
-const MAX_ATTEMPTS = 5;
+/** Passes over the old set; a key changed between its read and its script in each is left for the next start. */
+const MAX_PASSES = 5;
 
 export async function migrateKeyIndexes(options: MigrationOptions): Promise<void> {
   const { redis, indexes, logger } = options;
@@ -36,15 +36,19 @@ export async function migrateKeyIndexes(options: MigrationOptions): Promise<void
     logger.info({ keys: total }, 'key store: building the listing indexes for keys of the earlier layout (once; the gateway serves meanwhile)');
     const startedAt = Date.now();
     let migrated = 0;
-    let cursor = '0';
-    do {
-      if (options.closed()) return;
-      const [next, ids] = await redis.sscan(legacyAll, cursor, 'COUNT', BATCH);
-      cursor = next;
-      migrated += await migrateBatch(options, legacyAll, ids);
-      // Let requests run between batches.
-      await new Promise((resolve) => setImmediate(resolve));
-    } while (cursor !== '0');
+    // A key that changed between its read and its script stays in the old set; the next
+    // pass reads it again.
+    for (let pass = 0; pass < MAX_PASSES && (await redis.scard(legacyAll)) > 0; pass++) {
+      let cursor = '0';
+      do {
+        if (options.closed()) return;
+        const [next, ids] = await redis.sscan(legacyAll, cursor, 'COUNT', BATCH);
+        cursor = next;
+        migrated += await migrateBatch(options, legacyAll, ids);
+        // Let requests run between batches.
+        await new Promise((resolve) => setImmediate(resolve));
+      } while (cursor !== '0');
+    }
     const left = await redis.scard(legacyAll);
     logger.info({ keys: migrated, left, ms: Date.now() - startedAt }, left === 0 ? 'key store: listing indexes built' : 'key store: listing indexes built but for keys that kept changing; the next start takes them');
   } catch (error) {
@@ -52,32 +56,41 @@ export async function migrateKeyIndexes(options: MigrationOptions): Promise<void
   }
 }
 
+/** Three pipelined round trips per batch: the ids' hashes, the records, one script per record. */
 async function migrateBatch(options: MigrationOptions, legacyAll: string, ids: string[]): Promise<number> {
   const { redis, indexes } = options;
+  if (ids.length === 0) return 0;
+  const hashes = await exec<string | null>(redis, ids.map((id) => ['get', `${indexes.head}keyid:${id}`]));
+  const present = ids.flatMap((id, i) => (hashes[i] === null ? [] : [{ id, hash: hashes[i]! }]));
+  const records = await exec<Record<string, string>>(redis, present.map(({ hash }) => ['hgetall', `${indexes.head}key:${hash}`]));
+  const writes = redis.pipeline() as ReturnType<RedisClient['pipeline']> & { agentgwKeyMigrate(...args: string[]): unknown };
+  // Gone or malformed (decode logged it): nothing to list; take it off the old set.
+  for (const [i, id] of ids.entries()) if (hashes[i] === null) writes.srem(legacyAll, id);
   let done = 0;
-  for (const id of ids) {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const hash = await redis.get(`${indexes.head}keyid:${id}`);
-      if (hash === null) {
-        await redis.srem(legacyAll, id);
-        break;
-      }
-      const recordKey = `${indexes.head}key:${hash}`;
-      const fields = await redis.hgetall(recordKey);
-      const record = options.decode(hash, fields);
-      if (!record) {
-        // Malformed (decode logged it) or gone: nothing to list; leave it off the old set.
-        await redis.srem(legacyAll, id);
-        break;
-      }
-      const set = indexFields(record);
-      const args = [fields.rev ?? '0', legacyAll, `${indexes.head}account:${record.account}`, id, String(set.length / 2), ...set, ...indexOps(indexEntries(indexes, record))];
-      const result = await redis.agentgwKeyMigrate(recordKey, ...args);
-      if (result !== 'conflict') {
-        done++;
-        break;
-      }
+  present.forEach(({ id, hash }, i) => {
+    const fields = records[i]!;
+    const record = options.decode(hash, fields);
+    if (!record) {
+      writes.srem(legacyAll, id);
+      return;
     }
+    const set = indexFields(record);
+    const ops = indexOps(indexEntries(indexes, record));
+    writes.agentgwKeyMigrate(`${indexes.head}key:${hash}`, fields.rev ?? '0', legacyAll, `${indexes.head}account:${record.account}`, id, String(set.length / 2), ...set, ...ops);
+    done++;
+  });
+  for (const [error, result] of (await writes.exec()) ?? []) {
+    if (error) throw error;
+    if (result === 'conflict') done--;
   }
   return done;
+}
+
+async function exec<T>(redis: RedisClient, commands: string[][]): Promise<T[]> {
+  if (commands.length === 0) return [];
+  const results = (await redis.pipeline(commands).exec()) ?? [];
+  return results.map(([error, value]) => {
+    if (error) throw error;
+    return value as T;
+  });
 }
