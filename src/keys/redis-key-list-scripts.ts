@@ -2,8 +2,11 @@
 // keep its time statuses current. A page is one script call: its work is bounded by the page
 // size plus the scan budget, never by the number of keys.
 
-// KEYS[1]: the all index (routing only). ARGV: key head, start bound (ZRANGE BYLEX: '-' or '(' .. member), limit, scan budget,
-// lowercased name prefix ('' for none), n, then n index keys that must all hold a member.
+// KEYS[1]: the all index (routing only). ARGV: key head, start bound (ZRANGE BYLEX: '-' or
+// '(' .. member), limit, scan budget, lowercased name prefix ('' for none), a time in ms
+// ('' for none: then keys whose expiry in ix:expiry is due by it do not match, so
+// status:active is exact before the sweep has moved them), n, then n index keys that must
+// all hold a member.
 // Walks the smallest of those indexes (ZCARD is O(1)) in order and checks the others with
 // ZSCORE, the name prefix with the record's name_lc. Returns {state, cursor member, hash1,
 // fields1, ...}: state 'end' (nothing after this page) or 'more' (the next page starts after
@@ -15,15 +18,16 @@ local start = ARGV[2]
 local limit = tonumber(ARGV[3])
 local budget = tonumber(ARGV[4]) + limit
 local prefix = ARGV[5]
-local n = tonumber(ARGV[6])
+local notDueBy = tonumber(ARGV[6])
+local n = tonumber(ARGV[7])
 local walk, smallest = nil, nil
 for j = 1, n do
-  local card = redis.call('zcard', ARGV[6 + j])
-  if smallest == nil or card < smallest then walk, smallest = ARGV[6 + j], card end
+  local card = redis.call('zcard', ARGV[7 + j])
+  if smallest == nil or card < smallest then walk, smallest = ARGV[7 + j], card end
 end
 if smallest == 0 then return {'end', ''} end
 local checks = {}
-for j = 1, n do if ARGV[6 + j] ~= walk then checks[#checks + 1] = ARGV[6 + j] end end
+for j = 1, n do if ARGV[7 + j] ~= walk then checks[#checks + 1] = ARGV[7 + j] end end
 local out = {'end', ''}
 local rows = 0
 local scanned = 0
@@ -41,6 +45,10 @@ while true do
     local ok = true
     for _, check in ipairs(checks) do
       if not redis.call('zscore', check, member) then ok = false break end
+    end
+    if ok and notDueBy then
+      local due = redis.call('zscore', head .. 'ix:expiry', member)
+      ok = not due or tonumber(due) > notDueBy
     end
     local hash = false
     if ok then

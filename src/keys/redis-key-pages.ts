@@ -1,7 +1,8 @@
 // One page of the Redis key store's listing (docs/admin-api.md, "List keys"): the filters
 // become the indexes a key must be in (redis-key-index.ts), the page script walks the
 // smallest of them and checks the rest, so a page costs O(limit + scan budget) Redis work
-// whatever the number of keys. A status filter first sweeps keys whose expiry is due.
+// whatever the number of keys. A status filter first sweeps (a bounded batch of) keys whose
+// expiry is due; the gateway's sweeper (RedisKeyStore) keeps the rest of the backlog short.
 import type { RedisClient } from '../redis/redis-client.js';
 import { PAGE_SCAN_BUDGET } from './key-pages.js';
 import type { KeyPage, KeyPageQuery } from './key-store.js';
@@ -14,14 +15,12 @@ export interface PageCommands {
   agentgwKeySweep(...args: string[]): Promise<number>;
 }
 
-/** Keys moved from active to expired per sweep call; a sweep repeats this many calls at most. */
-const SWEEP_BATCH = 1_000;
-const SWEEP_CALLS = 10;
+/** Keys moved from active to expired per sweep call (a few ms of Redis work). */
+export const SWEEP_BATCH = 1_000;
 
-export async function sweepExpired(redis: PageCommands, names: KeyIndexNames, nowMs: number): Promise<void> {
-  for (let call = 0; call < SWEEP_CALLS; call++) {
-    if ((await redis.agentgwKeySweep(names.expiry(), names.head, String(nowMs), String(SWEEP_BATCH))) < SWEEP_BATCH) return;
-  }
+/** One sweep call: moves up to SWEEP_BATCH due keys; true when there may be more. */
+export async function sweepExpired(redis: PageCommands, names: KeyIndexNames, nowMs: number): Promise<boolean> {
+  return (await redis.agentgwKeySweep(names.expiry(), names.head, String(nowMs), String(SWEEP_BATCH))) === SWEEP_BATCH;
 }
 
 /** The indexes a key must be in to match `query` (the whole index when there is no filter). */
@@ -44,7 +43,9 @@ export async function readKeyPage(
   if (query.status !== undefined) await sweepExpired(redis, names, query.nowMs);
   const start = query.after === undefined ? '-' : `(${indexMember(query.after)}`;
   const indexes = requiredIndexes(names, query);
-  const reply = await redis.agentgwKeyPage(names.all(), names.head, start, String(query.limit), String(PAGE_SCAN_BUDGET), query.namePrefix ?? '', String(indexes.length), ...indexes);
+  // Until swept, a due key is still in status:active: the script leaves it out there.
+  const notDueBy = query.status === 'active' ? String(query.nowMs) : '';
+  const reply = await redis.agentgwKeyPage(names.all(), names.head, start, String(query.limit), String(PAGE_SCAN_BUDGET), query.namePrefix ?? '', notDueBy, String(indexes.length), ...indexes);
   const records: KeyRecord[] = [];
   for (let i = 2; i + 1 < reply.length; i += 2) {
     const record = decode(String(reply[i]), pairsToObject(reply[i + 1] as string[]));

@@ -29,7 +29,7 @@ import { CREATE_SCRIPT, MIGRATE_SCRIPT, REVOKE_SCRIPT, TOUCH_SCRIPT, UPDATE_SCRI
 import { LIST_PAGE_SCRIPT, SWEEP_SCRIPT } from './redis-key-list-scripts.js';
 import { indexEntries, indexFields, indexOps, KeyIndexNames, possibleEntries } from './redis-key-index.js';
 import { pairsToObject, recordFields, updatableFields } from './redis-key-fields.js';
-import { readKeyPage, type PageCommands } from './redis-key-pages.js';
+import { readKeyPage, sweepExpired, type PageCommands } from './redis-key-pages.js';
 import { migrateKeyIndexes, type MigrateCommands } from './redis-key-migration.js';
 import {
   INVALIDATE_ALL,
@@ -91,6 +91,7 @@ export class RedisKeyStore implements KeyStore {
   readonly indexes: KeyIndexNames;
   private readonly listeners: InvalidationListeners;
   private migration: Promise<void> | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
   private subscriber: RedisClient | undefined;
   private closed = false;
 
@@ -279,8 +280,29 @@ export class RedisKeyStore implements KeyStore {
     return this.migration;
   }
 
+  /**
+   * Moves keys whose expiry is due to status:expired every second (up to 10 batches a run),
+   * so a status=expired page finds them within about a second; pages sweep a batch too.
+   */
+  startExpirySweeper(): void {
+    let running = false;
+    this.sweeper = setInterval(() => {
+      if (running) return;
+      running = true;
+      void (async () => {
+        for (let run = 0; run < 10 && !this.closed; run++) {
+          if (!(await this.run('key_sweep', () => sweepExpired(this.redis, this.indexes, Date.now())))) break;
+        }
+      })()
+        .catch(() => {}) // counted by run(); the next tick tries again
+        .finally(() => (running = false));
+    }, 1_000);
+    this.sweeper.unref();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    if (this.sweeper) clearInterval(this.sweeper);
     await this.migration;
     await Promise.all([quietly(this.subscriber), quietly(this.redis)]);
   }
@@ -324,8 +346,9 @@ export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promis
   }
   if (options.subscribe) {
     await store.startSubscriber();
-    // Gateways (the subscribing users) migrate; one-shot CLI use does not wait for it.
+    // Gateways (the subscribing users) migrate and sweep; one-shot CLI use does neither.
     void store.startIndexMigration();
+    store.startExpirySweeper();
   }
   return store;
 }
