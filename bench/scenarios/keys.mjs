@@ -5,7 +5,7 @@
 // pages per filter (p50/p99 over cursor walks), a timed run of creates and revokes through
 // the admin API, the gateway's RSS after listing, Redis memory per key.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,6 +20,7 @@ import { percentiles, round } from '../lib/stats.mjs';
 import { renderTable } from '../lib/table.mjs';
 
 export const USAGE = `node bench/run.mjs keys [--sizes 10000,100000,1000000] [--pages 40] [--creates 5000] [--revokes 2000] [--json FILE]
+node bench/run.mjs keys --file [--sizes 1000,10000,50000]
 
   Build first (npm run build): the gateway and the layout writer come from dist/.
   --sizes LIST   store sizes, ascending; the store grows from one to the next (default 10000,100000,1000000)
@@ -27,6 +28,9 @@ export const USAGE = `node bench/run.mjs keys [--sizes 10000,100000,1000000] [--
   --creates N    keys created through the admin API per size, 32 in flight (default 5000)
   --revokes N    of those, revoked through the admin API, 32 in flight (default 2000)
   --json FILE    also write the figures as JSON
+  --file         the file store instead (no gateway, no Redis): per size, the file's size,
+                 a create through the KeyService (it rewrites the file), a page of a name
+                 search, and a fresh load of the file
 `;
 
 const repoRoot = join(import.meta.dirname, '..', '..');
@@ -135,18 +139,60 @@ async function rate(count, inFlight, call) {
   return count / ((performance.now() - started) / 1000);
 }
 
+/** The file store at each size: what a create, a page and a load cost as the file grows. */
+async function runFileStore(sizes) {
+  const dist = (path) => import(pathToFileURL(join(repoRoot, 'dist', path)).href);
+  const { FileKeyStore } = await dist('keys/file-key-store.js');
+  const { KeyService } = await dist('keys/key-service.js');
+  const { generateApiKey } = await dist('keys/key-format.js');
+  const { silentLogger } = await dist('logger.js');
+  const config = { plans: new Map([['starter', { windows: [] }]]), agents: new Map([['support', {}]]) };
+  const rows = [];
+  for (const size of sizes) {
+    const dir = mkdtempSync(join(tmpdir(), 'agentgw-bench-keyfile-'));
+    try {
+      const path = join(dir, 'keys.json');
+      const keys = Array.from({ length: size }, (_, i) => {
+        const { keyId, hash } = generateApiKey();
+        return { key_id: keyId, hash, account: `acct${i % 100}`, plan: 'starter', agents: ['support'], name: `svc-${i}`, created_at: new Date(Date.now() - 86_400_000 + i).toISOString(), expires_at: null, revoked_at: null, last_used_at: null, metadata: {}, limits: null, replaces: null, replaced_by: null };
+      });
+      writeFileSync(path, JSON.stringify({ version: 1, keys }, null, 2));
+      const store = await FileKeyStore.open({ path, logger: silentLogger, watch: false });
+      const service = new KeyService({ store, config });
+      let started = performance.now();
+      for (let i = 0; i < 20; i++) await service.createKey({ account: 'bench', plan: 'starter', agents: ['support'] });
+      const createMs = (performance.now() - started) / 20;
+      started = performance.now();
+      let cursor;
+      for (let i = 0; i < 20; i++) cursor = (await service.listKeyPage({ limit: 50, cursor, namePrefix: 'svc-1' })).nextCursor ?? undefined;
+      const pageMs = (performance.now() - started) / 20;
+      started = performance.now();
+      const reopened = await FileKeyStore.open({ path, logger: silentLogger, watch: false });
+      const loadMs = performance.now() - started;
+      await Promise.all([store.close(), reopened.close()]);
+      rows.push([String(size), String(round(statSync(path).size / 1e6, 1)), String(round(createMs, 1)), String(round(pageMs, 2)), String(round(loadMs, 0))]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const table = renderTable(['keys', 'file MB', 'create ms', 'page ms', 'load ms'], rows);
+  process.stdout.write(`${table.text}\n\n${table.markdown}\n`);
+}
+
 export async function run(argv) {
   const { values } = parseArgs({
     args: argv,
     options: {
-      sizes: { type: 'string', default: '10000,100000,1000000' },
+      file: { type: 'boolean', default: false },
+      sizes: { type: 'string' },
       pages: { type: 'string', default: '40' },
       creates: { type: 'string', default: '5000' },
       revokes: { type: 'string', default: '2000' },
       json: { type: 'string' },
     },
   });
-  const sizes = values.sizes.split(',').map(Number);
+  if (values.file) return runFileStore((values.sizes ?? '1000,10000,50000').split(',').map(Number));
+  const sizes = (values.sizes ?? '10000,100000,1000000').split(',').map(Number);
   const PAGES = Number(values.pages);
   const CREATES = Number(values.creates);
   const REVOKES = Number(values.revokes);
