@@ -8,9 +8,10 @@ import { ManualClock } from '../../src/clock.js';
 import { KeyService } from '../../src/keys/key-service.js';
 import type { KeyRecord } from '../../src/keys/key-record.js';
 import { keyStatus } from '../../src/keys/key-record-codec.js';
-import { eachKeyPage, matchesPage, nameKey } from '../../src/keys/key-pages.js';
+import { eachKeyPage, matchesPage, nameKey, PAGE_SCAN_BUDGET } from '../../src/keys/key-pages.js';
 import type { KeyPageQuery } from '../../src/keys/key-store.js';
 import { recordFields } from '../../src/keys/redis-key-fields.js';
+import { indexEntries, indexFields } from '../../src/keys/redis-key-index.js';
 import { createRedisKeyStore, type RedisKeyStore } from '../../src/keys/redis-key-store.js';
 import { silentLogger, type Logger } from '../../src/logger.js';
 import { createRedisClientFactory, type RedisClient, type RedisConfig } from '../../src/redis/redis-client.js';
@@ -107,6 +108,46 @@ describe.each(topologies)('Redis key store indexes (%s)', (_name, configOf) => {
     }
     // The statuses the index answered are the records' statuses at that time.
     expect(truth.some((r) => keyStatus(r, clock.now()) === 'expired')).toBe(true);
+    await store.close();
+  });
+
+  it('stops a rare match at the scan budget with a short page and a cursor that resumes', async () => {
+    const { store, data } = await open();
+    const head = store.indexes.head;
+    const pipeline = data.pipeline();
+    // Two halves, each larger than the budget; only the last key is in both account a and
+    // agent sales, so whichever half the page walks, it looks at over 4,000 entries first.
+    const total = 2 * PAGE_SCAN_BUDGET + 40;
+    for (let i = 0; i < total; i++) {
+      const needle = i === total - 1;
+      const record: KeyRecord = {
+        keyId: `key_${String(i).padStart(16, '0')}`,
+        hash: i.toString(16).padStart(64, '0'),
+        account: needle || i % 2 ? 'a' : 'b',
+        plan: 'pro',
+        agents: needle || i % 2 === 0 ? ['support', 'sales'] : ['support'],
+        name: needle ? 'needle' : 'hay',
+        createdAt: new Date(Date.parse('2029-01-01T00:00:00.000Z') + i).toISOString(),
+        expiresAt: null,
+        revokedAt: null,
+        lastUsedAt: null,
+        metadata: {},
+        limits: null,
+        replaces: null,
+        replacedBy: null,
+      };
+      pipeline.hset(`${head}key:${record.hash}`, ...recordFields(record), ...indexFields(record));
+      pipeline.set(`${head}keyid:${record.keyId}`, record.hash);
+      for (const [key, score, member] of indexEntries(store.indexes, record)) pipeline.zadd(key, score, member);
+    }
+    await pipeline.exec();
+    const query = { account: 'a', agent: 'sales', limit: 5, nowMs: Date.now() };
+    const first = await store.listPage(query);
+    expect(first.records).toEqual([]);
+    expect(first.next).not.toBeNull();
+    const second = await store.listPage({ ...query, after: first.next! });
+    expect(second.records.map((r) => r.name)).toEqual(['needle']);
+    expect(second.next).toBeNull();
     await store.close();
   });
 
