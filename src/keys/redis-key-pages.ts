@@ -2,7 +2,8 @@
 // become the indexes a key must be in (redis-key-index.ts), the page script walks the
 // smallest of them and checks the rest, so a page costs O(limit + scan budget) Redis work
 // whatever the number of keys. A status filter first sweeps (a bounded batch of) keys whose
-// expiry is due; the gateway's sweeper (RedisKeyStore) keeps the rest of the backlog short.
+// expiry is due; when more were due, the store drains the rest in the background
+// (RedisKeyStore.drainExpired), so no page waits for a large backlog.
 import type { RedisClient } from '../redis/redis-client.js';
 import { PAGE_SCAN_BUDGET } from './key-pages.js';
 import type { KeyPage, KeyPageQuery } from './key-store.js';
@@ -34,13 +35,14 @@ function requiredIndexes(names: KeyIndexNames, query: KeyPageQuery): string[] {
   return keys;
 }
 
+/** A page, and whether its sweep left due keys behind (then the caller drains them). */
 export async function readKeyPage(
   redis: RedisClient & PageCommands,
   names: KeyIndexNames,
   query: KeyPageQuery,
   decode: (hash: string, fields: Record<string, string>) => KeyRecord | undefined,
-): Promise<KeyPage> {
-  if (query.status !== undefined) await sweepExpired(redis, names, query.nowMs);
+): Promise<KeyPage & { moreDue: boolean }> {
+  const moreDue = query.status !== undefined && (await sweepExpired(redis, names, query.nowMs));
   const start = query.after === undefined ? '-' : `(${indexMember(query.after)}`;
   const indexes = requiredIndexes(names, query);
   // Until swept, a due key is still in status:active: the script leaves it out there.
@@ -52,5 +54,5 @@ export async function readKeyPage(
     if (record) records.push(record);
   }
   const cursor = String(reply[1]);
-  return { records, next: reply[0] === 'more' && cursor !== '' ? positionOfMember(cursor) : null };
+  return { records, next: reply[0] === 'more' && cursor !== '' ? positionOfMember(cursor) : null, moreDue };
 }

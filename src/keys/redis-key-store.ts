@@ -91,7 +91,7 @@ export class RedisKeyStore implements KeyStore {
   readonly indexes: KeyIndexNames;
   private readonly listeners: InvalidationListeners;
   private migration: Promise<void> | undefined;
-  private sweeper: NodeJS.Timeout | undefined;
+  private draining: Promise<void> | undefined;
   private subscriber: RedisClient | undefined;
   private closed = false;
 
@@ -155,7 +155,9 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async listPage(query: KeyPageQuery): Promise<KeyPage> {
-    return this.run('key_list', () => readKeyPage(this.redis, this.indexes, query, (hash, fields) => this.decode(hash, fields)));
+    const { moreDue, ...page } = await this.run('key_list', () => readKeyPage(this.redis, this.indexes, query, (hash, fields) => this.decode(hash, fields)));
+    if (moreDue) this.drainExpired(query.nowMs);
+    return page;
   }
 
   async create(record: KeyRecord): Promise<void> {
@@ -281,29 +283,28 @@ export class RedisKeyStore implements KeyStore {
   }
 
   /**
-   * Moves keys whose expiry is due to status:expired every second (up to 10 batches a run),
-   * so a status=expired page finds them within about a second; pages sweep a batch too.
+   * Moves the keys due by `nowMs` to status:expired, a batch at a time with the event loop
+   * free between batches, once a page's own sweep found more than one batch due (a bulk
+   * expiry, or right after a migration). Nothing runs while nothing is due: an idle
+   * gateway sends no sweeps.
    */
-  startExpirySweeper(): void {
-    let running = false;
-    this.sweeper = setInterval(() => {
-      if (running) return;
-      running = true;
-      void (async () => {
-        for (let run = 0; run < 10 && !this.closed; run++) {
-          if (!(await this.run('key_sweep', () => sweepExpired(this.redis, this.indexes, Date.now())))) break;
+  private drainExpired(nowMs: number): void {
+    this.draining ??= (async () => {
+      try {
+        while (!this.closed && (await this.run('key_sweep', () => sweepExpired(this.redis, this.indexes, nowMs)))) {
+          await new Promise((resolve) => setImmediate(resolve));
         }
-      })()
-        .catch(() => {}) // counted by run(); the next tick tries again
-        .finally(() => (running = false));
-    }, 1_000);
-    this.sweeper.unref();
+      } catch {
+        // Counted by run(); the next status page sweeps again.
+      } finally {
+        this.draining = undefined;
+      }
+    })();
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.sweeper) clearInterval(this.sweeper);
-    await this.migration;
+    await Promise.all([this.migration, this.draining]);
     await Promise.all([quietly(this.subscriber), quietly(this.redis)]);
   }
 }
@@ -346,9 +347,8 @@ export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promis
   }
   if (options.subscribe) {
     await store.startSubscriber();
-    // Gateways (the subscribing users) migrate and sweep; one-shot CLI use does neither.
+    // Gateways (the subscribing users) migrate; one-shot CLI use does not.
     void store.startIndexMigration();
-    store.startExpirySweeper();
   }
   return store;
 }

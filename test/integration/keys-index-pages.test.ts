@@ -151,6 +151,41 @@ describe.each(topologies)('Redis key store indexes (%s)', (_name, configOf) => {
     await store.close();
   });
 
+  it('moves a backlog of due keys to expired: one batch before the page, the rest in the background', async () => {
+    const { store, data } = await open();
+    const nowMs = Date.parse('2029-06-01T00:00:00.000Z');
+    const pipeline = data.pipeline();
+    for (let i = 0; i < 2_500; i++) {
+      const record: KeyRecord = {
+        keyId: `key_${String(i).padStart(16, '0')}`,
+        hash: i.toString(16).padStart(64, '0'),
+        account: 'due',
+        plan: 'pro',
+        agents: ['support'],
+        name: '',
+        createdAt: new Date(nowMs - 100_000 + i).toISOString(),
+        expiresAt: new Date(nowMs - 10).toISOString(),
+        revokedAt: null,
+        lastUsedAt: null,
+        metadata: {},
+        limits: null,
+        replaces: null,
+        replacedBy: null,
+      };
+      pipeline.hset(`${store.indexes.head}key:${record.hash}`, ...recordFields(record), ...indexFields(record));
+      pipeline.set(`${store.indexes.head}keyid:${record.keyId}`, record.hash);
+      for (const [key, score, member] of indexEntries(store.indexes, record)) pipeline.zadd(key, score, member);
+    }
+    await pipeline.exec();
+    // Not yet moved, and still never listed as active.
+    expect((await store.listPage({ status: 'active', limit: 10, nowMs })).records).toEqual([]);
+    await waitFor('the backlog drained', async () => (await data.zcard(store.indexes.expiry())) === 0 || undefined, 10_000);
+    expect(await data.zcard(store.indexes.status('expired'))).toBe(2_500);
+    expect(await data.zcard(store.indexes.status('active'))).toBe(0);
+    expect((await pages(store, { status: 'expired', limit: 500, nowMs })).length).toBe(2_500);
+    await store.close();
+  });
+
   it('indexes a store written in the layout before the indexes once, resumably, and logs it', async () => {
     const prefix = `${configOf().prefix}legacy${n++}:`;
     const { store: writer, data } = await open({ prefix });
