@@ -21,6 +21,38 @@ import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-clust
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
+/** Key number `i` (id and hash derived from it), with `overrides`. */
+function numberedKey(i: number, overrides: Partial<KeyRecord>): KeyRecord {
+  return {
+    keyId: `key_${String(i).padStart(16, '0')}`,
+    hash: i.toString(16).padStart(64, '0'),
+    account: 'acct',
+    plan: 'pro',
+    agents: ['support'],
+    name: '',
+    createdAt: new Date(Date.parse('2029-01-01T00:00:00.000Z') + i).toISOString(),
+    expiresAt: null,
+    revokedAt: null,
+    lastUsedAt: null,
+    metadata: {},
+    limits: null,
+    replaces: null,
+    replacedBy: null,
+    ...overrides,
+  };
+}
+
+/** Writes `records` as the store's create script would (record, id entry, index entries), pipelined. */
+async function writeIndexed(store: RedisKeyStore, records: KeyRecord[]): Promise<void> {
+  const pipeline = store.client.pipeline();
+  for (const record of records) {
+    pipeline.hset(`${store.indexes.head}key:${record.hash}`, ...recordFields(record), ...indexFields(record));
+    pipeline.set(`${store.indexes.head}keyid:${record.keyId}`, record.hash);
+    for (const [key, score, member] of indexEntries(store.indexes, record)) pipeline.zadd(key, score, member);
+  }
+  await pipeline.exec();
+}
+
 let single: TestRedis;
 let cluster: TestRedisCluster;
 
@@ -112,35 +144,17 @@ describe.each(topologies)('Redis key store indexes (%s)', (_name, configOf) => {
   });
 
   it('stops a rare match at the scan budget with a short page and a cursor that resumes', async () => {
-    const { store, data } = await open();
-    const head = store.indexes.head;
-    const pipeline = data.pipeline();
+    const { store } = await open();
     // Two halves, each larger than the budget; only the last key is in both account a and
     // agent sales, so whichever half the page walks, it looks at over 4,000 entries first.
     const total = 2 * PAGE_SCAN_BUDGET + 40;
-    for (let i = 0; i < total; i++) {
-      const needle = i === total - 1;
-      const record: KeyRecord = {
-        keyId: `key_${String(i).padStart(16, '0')}`,
-        hash: i.toString(16).padStart(64, '0'),
-        account: needle || i % 2 ? 'a' : 'b',
-        plan: 'pro',
-        agents: needle || i % 2 === 0 ? ['support', 'sales'] : ['support'],
-        name: needle ? 'needle' : 'hay',
-        createdAt: new Date(Date.parse('2029-01-01T00:00:00.000Z') + i).toISOString(),
-        expiresAt: null,
-        revokedAt: null,
-        lastUsedAt: null,
-        metadata: {},
-        limits: null,
-        replaces: null,
-        replacedBy: null,
-      };
-      pipeline.hset(`${head}key:${record.hash}`, ...recordFields(record), ...indexFields(record));
-      pipeline.set(`${head}keyid:${record.keyId}`, record.hash);
-      for (const [key, score, member] of indexEntries(store.indexes, record)) pipeline.zadd(key, score, member);
-    }
-    await pipeline.exec();
+    await writeIndexed(
+      store,
+      Array.from({ length: total }, (_, i) => {
+        const needle = i === total - 1;
+        return numberedKey(i, { account: needle || i % 2 ? 'a' : 'b', agents: needle || i % 2 === 0 ? ['support', 'sales'] : ['support'], name: needle ? 'needle' : 'hay' });
+      }),
+    );
     const query = { account: 'a', agent: 'sales', limit: 5, nowMs: Date.now() };
     const first = await store.listPage(query);
     expect(first.records).toEqual([]);
@@ -154,29 +168,7 @@ describe.each(topologies)('Redis key store indexes (%s)', (_name, configOf) => {
   it('moves a backlog of due keys to expired: one batch before the page, the rest in the background', async () => {
     const { store, data } = await open();
     const nowMs = Date.parse('2029-06-01T00:00:00.000Z');
-    const pipeline = data.pipeline();
-    for (let i = 0; i < 2_500; i++) {
-      const record: KeyRecord = {
-        keyId: `key_${String(i).padStart(16, '0')}`,
-        hash: i.toString(16).padStart(64, '0'),
-        account: 'due',
-        plan: 'pro',
-        agents: ['support'],
-        name: '',
-        createdAt: new Date(nowMs - 100_000 + i).toISOString(),
-        expiresAt: new Date(nowMs - 10).toISOString(),
-        revokedAt: null,
-        lastUsedAt: null,
-        metadata: {},
-        limits: null,
-        replaces: null,
-        replacedBy: null,
-      };
-      pipeline.hset(`${store.indexes.head}key:${record.hash}`, ...recordFields(record), ...indexFields(record));
-      pipeline.set(`${store.indexes.head}keyid:${record.keyId}`, record.hash);
-      for (const [key, score, member] of indexEntries(store.indexes, record)) pipeline.zadd(key, score, member);
-    }
-    await pipeline.exec();
+    await writeIndexed(store, Array.from({ length: 2_500 }, (_, i) => numberedKey(i, { account: 'due', expiresAt: new Date(nowMs - 10).toISOString() })));
     // Not yet moved, and still never listed as active.
     expect((await store.listPage({ status: 'active', limit: 10, nowMs })).records).toEqual([]);
     await waitFor('the backlog drained', async () => (await data.zcard(store.indexes.expiry())) === 0 || undefined, 10_000);
@@ -195,22 +187,12 @@ describe.each(topologies)('Redis key store indexes (%s)', (_name, configOf) => {
     const legacy: KeyRecord[] = [];
     for (let i = 0; i < 1_200; i++) {
       clock.advance(1);
-      const record: KeyRecord = {
-        keyId: `key_${String(i).padStart(16, '0')}`,
-        hash: i.toString(16).padStart(64, '0'),
+      const record = numberedKey(i, {
         account: `acct${i % 3}`,
-        plan: 'pro',
-        agents: ['support'],
         name: i % 2 ? `Legacy ${i}` : `other ${i}`,
         createdAt: new Date(clock.now()).toISOString(),
-        expiresAt: null,
         revokedAt: i % 10 === 0 ? new Date(clock.now()).toISOString() : null,
-        lastUsedAt: null,
-        metadata: {},
-        limits: null,
-        replaces: null,
-        replacedBy: null,
-      };
+      });
       legacy.push(record);
       const pipeline = data.pipeline();
       pipeline.hset(`${head}key:${record.hash}`, ...recordFields(record));
