@@ -15,6 +15,7 @@ export const MEASUREMENTS = {
   'usage-report': 'usage reports over 30 days of rollups, both sources, and the rollup script per audit batch',
   'json-guard': "micro benchmark: the JSON guard's ns per call, builds interleaved (or N calls for callgrind)",
   'auth-cached-key': 'micro benchmark: authenticating a key that is already in the in-process cache',
+  keys: 'the key store at 10k, 100k and 1,000,000 keys: admin page p50/p99 per filter, create and revoke rate, gateway RSS, Redis bytes per key',
 };
 
 export function measurementsHelp() {

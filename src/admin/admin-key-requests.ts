@@ -35,6 +35,7 @@ export const listKeysQuery = z.strictObject({
   account: z.string().optional(),
   agent: z.string().optional(),
   status: z.enum(['active', 'expired', 'revoked']).optional(),
+  name_prefix: z.string().optional(),
   limit: z
     .string()
     .regex(/^\d{1,4}$/, 'a whole number')

@@ -15,7 +15,8 @@ function originOf(x: AdminExchange): { request_id: string; actor: string } {
 
 export async function listKeys(x: AdminExchange): Promise<void> {
   const query = validate(listKeysQuery, queryObject(x.url.searchParams));
-  const { keys, nextCursor } = await keyServiceOf(x).listKeyPage(query);
+  const { name_prefix: namePrefix, ...filters } = query;
+  const { keys, nextCursor } = await keyServiceOf(x).listKeyPage({ ...filters, namePrefix });
   const nowMs = x.deps.clock.now();
   sendJson(x.res, 200, { data: keys.map((k) => toKeyView(k, nowMs)), next_cursor: nextCursor });
 }

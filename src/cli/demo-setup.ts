@@ -28,7 +28,7 @@ export async function startDemoUpstream(config: GatewayConfig): Promise<Server |
 /** Returns the text to print for a freshly created demo key, or undefined when keys already exist. */
 export async function createDemoKeyIfEmpty(config: GatewayConfig, store: KeyStore, gatewayPort: number): Promise<string | undefined> {
   if (!config.agents.has(DEMO_AGENT_ID)) return undefined;
-  if ((await store.list()).length > 0) return undefined;
+  if ((await store.listPage({ limit: 1, nowMs: Date.now() })).records.length > 0) return undefined;
   const plan = config.plans.has('starter') ? 'starter' : [...config.plans.keys()][0];
   if (!plan) return undefined;
   const service = new KeyService({ store, config });

@@ -9,7 +9,7 @@ import { parseDurationMs } from '../config/duration.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
 import { toKeyView, type KeyView } from '../keys/key-record-codec.js';
-import { KeyService, KeyServiceError } from '../keys/key-service.js';
+import { DEFAULT_LIST_LIMIT, KeyService, KeyServiceError, MAX_LIST_LIMIT } from '../keys/key-service.js';
 import type { KeyLimits } from '../keys/key-record.js';
 import type { KeyStore } from '../keys/key-store.js';
 import { openKeyStore } from '../keys/open-key-store.js';
@@ -57,12 +57,24 @@ function describe(v: KeyView): string {
   return rows.map(([label, value]) => `${label.padEnd(13)}${value}\n`).join('');
 }
 
-function table(views: KeyView[]): string {
+interface ListOptions {
+  account?: string;
+  agent?: string;
+  status?: string;
+  namePrefix?: string;
+  limit?: string;
+  cursor?: string;
+  all?: boolean;
+  json?: boolean;
+}
+
+/** The listing's table; with --all each page is printed as it arrives, the header once. */
+function table(views: KeyView[], withHeader = true): string {
   const header = ['KEY_ID', 'STATUS', 'ACCOUNT', 'PLAN', 'AGENTS', 'EXPIRES_AT', 'LAST_USED_AT', 'NAME'];
   const rows = views.map((v) => [v.key_id, v.status, v.account, v.plan, v.agents.join(','), v.expires_at ?? 'never', v.last_used_at ?? 'never', v.name || '-']);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `${cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`;
-  return line(header) + rows.map(line).join('');
+  return (withHeader ? line(header) : '') + rows.map(line).join('');
 }
 
 /** A repeatable option's values; no default, so an option that is never given stays undefined (and a required one is reported). */
@@ -185,16 +197,39 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     });
 
   withConfig(keys.command('list'))
-    .description('list keys (never prints hashes or raw keys)')
+    .description('list keys a page at a time, oldest first (never prints hashes or raw keys)')
     .option('--account <account>', 'only this account')
+    .option('--agent <agent>', 'only keys that may call this agent')
+    .option('--status <status>', 'only active, expired or revoked keys')
+    .option('--name-prefix <text>', 'only keys whose name starts with this (case-insensitive)')
+    .option('--limit <n>', `keys per page, 1 to ${MAX_LIST_LIMIT} (default ${DEFAULT_LIST_LIMIT})`)
+    .option('--cursor <cursor>', 'start after this cursor (printed after a page that has more)')
+    .option('--all', 'every page in turn (streamed: memory stays one page)')
     .option('--json', 'print a JSON array')
-    .action(async (opts: { account?: string; json?: boolean }, command: Command) => {
+    .action(async (opts: ListOptions, command: Command) => {
       await run(command, async (service) => {
-        const now = clock.now();
-        const views = (await service.listKeys({ account: opts.account })).map((r) => view(r, now));
-        if (opts.json) out(`${JSON.stringify(views)}\n`);
-        else if (views.length === 0) out(opts.account === undefined ? 'no keys\n' : `no keys for account ${opts.account}\n`);
-        else out(table(views));
+        const status = opts.status;
+        if (status !== undefined && status !== 'active' && status !== 'expired' && status !== 'revoked') throw new KeyServiceError('--status must be active, expired or revoked', 'status');
+        const limit = opts.limit === undefined ? undefined : /^\d{1,4}$/.test(opts.limit) ? Number(opts.limit) : NaN;
+        let cursor = opts.cursor;
+        let shown = 0;
+        for (let first = true; ; first = false) {
+          const page = await service.listKeyPage({ account: opts.account, agent: opts.agent, status, namePrefix: opts.namePrefix, limit, cursor });
+          const now = clock.now();
+          const views = page.keys.map((r) => view(r, now));
+          // The array opens only once the first page is in: a refused query prints nothing.
+          if (opts.json) out(`${first ? '[' : ''}${views.map((v, i) => `${shown + i === 0 ? '' : ','}${JSON.stringify(v)}`).join('')}`);
+          else if (views.length > 0) out(table(views, shown === 0));
+          shown += views.length;
+          if (page.nextCursor === null) break;
+          if (!opts.all) {
+            err(`more keys: run again with --cursor ${page.nextCursor} (or --all)\n`);
+            break;
+          }
+          cursor = page.nextCursor;
+        }
+        if (opts.json) out(']\n');
+        else if (shown === 0) out(opts.account === undefined ? 'no keys\n' : `no keys for account ${opts.account}\n`);
       });
     });
 

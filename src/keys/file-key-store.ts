@@ -6,19 +6,22 @@
 // only by gateways: the CLI and a gateway then never rewrite the same file, so neither can
 // lose the other's change, and a last-used flush does not make every gateway reload keys.
 //
-// Over 300 lines on purpose: one store whose writes, lock, watch and index must agree on one
-// file format; the atomic-write and lock helpers already live apart (src/files.ts).
+// Sized for what one operator edits by hand or with the CLI (docs/keys.md, "Which store"):
+// every write rewrites the whole file. The file format and index live apart
+// (key-file-format.ts), the atomic-write and lock helpers too (src/files.ts).
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { watch, type FSWatcher } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { KeyRecord } from './key-record.js';
-import { fromStoredRecord, laterIso, toStoredRecord } from './key-record-codec.js';
-import { INVALIDATE_ALL, KeyConflictError, type InvalidationListener, type KeyChange, type KeyListFilter, type KeyStore, type KeyUpdate, type LastUsedEntry } from './key-store.js';
+import { laterIso } from './key-record-codec.js';
+import { authShape, buildIndex, emptyIndex, firstAfter, KEY_FILE_VERSION, KeyFileError, parseKeyFile, parseSidecar, serializeKeyFile, sidecarPathFor, type KeyIndex } from './key-file-format.js';
+import { matchesPage, PAGE_SCAN_BUDGET } from './key-pages.js';
+import { INVALIDATE_ALL, KeyConflictError, type InvalidationListener, type KeyChange, type KeyPage, type KeyPageQuery, type KeyStore, type KeyUpdate, type LastUsedEntry } from './key-store.js';
 import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
 
-export const KEY_FILE_VERSION = 1;
+export { KEY_FILE_VERSION, KeyFileError, parseKeyFile, sidecarPathFor } from './key-file-format.js';
 
 export interface FileKeyStoreOptions {
   path: string;
@@ -29,83 +32,6 @@ export interface FileKeyStoreOptions {
   pollIntervalMs?: number;
   /** Use fs.watch as well as the poll (default true; tests turn it off to check the poll alone). */
   fsWatch?: boolean;
-}
-
-export class KeyFileError extends Error {
-  constructor(readonly path: string, detail: string) {
-    super(`key file ${path}: ${detail}`);
-    this.name = 'KeyFileError';
-  }
-}
-
-export function sidecarPathFor(path: string): string {
-  return path.endsWith('.json') ? `${path.slice(0, -'.json'.length)}.last-used.json` : `${path}.last-used.json`;
-}
-
-interface KeyIndex {
-  byHash: Map<string, KeyRecord>;
-  byId: Map<string, KeyRecord>;
-}
-
-function emptyIndex(): KeyIndex {
-  return { byHash: new Map(), byId: new Map() };
-}
-
-function buildIndex(records: KeyRecord[], path: string): KeyIndex {
-  const index = emptyIndex();
-  for (const record of records) {
-    if (index.byId.has(record.keyId)) throw new KeyFileError(path, `key_id ${record.keyId} appears twice`);
-    if (index.byHash.has(record.hash)) throw new KeyFileError(path, `two records share one hash (${record.keyId})`);
-    index.byHash.set(record.hash, record);
-    index.byId.set(record.keyId, record);
-  }
-  return index;
-}
-
-/** Everything that can change whether or how a key authenticates (and what it may do). */
-function authShape(record: KeyRecord): string {
-  return `${record.keyId}|${record.account}|${record.plan}|${record.agents.join(',')}|${record.expiresAt}|${record.revokedAt}|${JSON.stringify(record.limits)}`;
-}
-
-
-/** Parses the key file text; a missing file (undefined) is an empty store. */
-export function parseKeyFile(text: string | undefined, path: string): KeyRecord[] {
-  if (text === undefined || text.trim() === '') return [];
-  let document: unknown;
-  try {
-    document = JSON.parse(text);
-  } catch (error) {
-    throw new KeyFileError(path, `not valid JSON (${(error as Error).message})`);
-  }
-  if (!document || typeof document !== 'object' || Array.isArray(document)) throw new KeyFileError(path, 'expected an object {"version": 1, "keys": [...]}');
-  const { version, keys } = document as { version?: unknown; keys?: unknown };
-  if (version !== KEY_FILE_VERSION) throw new KeyFileError(path, `unsupported version ${JSON.stringify(version)} (expected ${KEY_FILE_VERSION})`);
-  if (!Array.isArray(keys)) throw new KeyFileError(path, '"keys" must be an array');
-  return keys.map((raw, i) => {
-    try {
-      return fromStoredRecord(raw);
-    } catch (error) {
-      throw new KeyFileError(path, `keys[${i}]: ${(error as Error).message}`);
-    }
-  });
-}
-
-function serializeKeyFile(records: Iterable<KeyRecord>): string {
-  return `${JSON.stringify({ version: KEY_FILE_VERSION, keys: [...records].map(toStoredRecord) }, null, 2)}\n`;
-}
-
-function parseSidecar(text: string | undefined): Map<string, string> {
-  const out = new Map<string, string>();
-  if (text === undefined) return out;
-  try {
-    const document = JSON.parse(text) as { last_used?: Record<string, unknown> };
-    for (const [keyId, at] of Object.entries(document.last_used ?? {})) {
-      if (typeof at === 'string' && !Number.isNaN(Date.parse(at))) out.set(keyId, at);
-    }
-  } catch {
-    // A damaged sidecar only loses last-used times; the next flush rewrites it.
-  }
-  return out;
 }
 
 export class FileKeyStore implements KeyStore {
@@ -158,13 +84,20 @@ export class FileKeyStore implements KeyStore {
     return record && this.withLastUsed(record);
   }
 
-  async list(filter: KeyListFilter = {}): Promise<KeyRecord[]> {
+  async listPage(query: KeyPageQuery): Promise<KeyPage> {
     await this.refreshLastUsed();
-    const out: KeyRecord[] = [];
-    for (const record of this.index.byId.values()) {
-      if (filter.account === undefined || record.account === filter.account) out.push(this.withLastUsed(record));
+    const { ordered } = this.index;
+    let i = query.after === undefined ? 0 : firstAfter(ordered, query.after);
+    const records: KeyRecord[] = [];
+    // The same budget as the Redis store: a rare match answers a short page, not a full walk.
+    for (let scanned = 0; i < ordered.length && scanned < PAGE_SCAN_BUDGET + query.limit; i++, scanned++) {
+      const record = ordered[i]!;
+      if (!matchesPage(record, query)) continue;
+      if (records.length === query.limit) return { records, next: records[records.length - 1]! };
+      records.push(this.withLastUsed(record));
     }
-    return out;
+    if (i >= ordered.length) return { records, next: null };
+    return { records, next: ordered[i - 1]! };
   }
 
   async create(record: KeyRecord): Promise<void> {

@@ -9,7 +9,8 @@ import { keyLimitsSchema, type GatewayConfig, type KeyLimits } from '../config/s
 import { generateApiKey, isKeyId } from './key-format.js';
 import type { KeyRecord } from './key-record.js';
 import { keyStatus, type KeyStatus } from './key-record-codec.js';
-import type { KeyStore } from './key-store.js';
+import { nameKey } from './key-pages.js';
+import type { KeyPosition, KeyStore } from './key-store.js';
 
 export const ACCOUNT_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
 const MAX_NAME_LENGTH = 200;
@@ -64,6 +65,8 @@ export interface ListKeysInput {
   account?: string | undefined;
   agent?: string | undefined;
   status?: KeyStatus | undefined;
+  /** Case-insensitive prefix of the key's name. */
+  namePrefix?: string | undefined;
   limit?: number | undefined;
   cursor?: string | undefined;
 }
@@ -134,25 +137,18 @@ export class KeyService {
     return { rawKey, record };
   }
 
-  /** Every key (of one account), oldest first: for the CLI, which prints them all. */
-  async listKeys(filter: { account?: string | undefined } = {}): Promise<KeyRecord[]> {
-    return this.store.list(filter);
-  }
-
-  /** One page of keys, oldest first, with the cursor of the next page (null on the last). */
+  /**
+   * One page of keys in (created_at, key_id) order, with the cursor of the next page (null:
+   * no more). A rare filter may answer a short or empty page with a cursor: the store's
+   * work per page is bounded (key-pages.ts, PAGE_SCAN_BUDGET).
+   */
   async listKeyPage(input: ListKeysInput = {}): Promise<{ keys: KeyRecord[]; nextCursor: string | null }> {
     const limit = input.limit ?? DEFAULT_LIST_LIMIT;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw new KeyServiceError(`limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`, 'limit');
     const after = input.cursor === undefined ? undefined : decodeCursor(input.cursor);
-    const nowMs = this.clock.now();
-    const all = (await this.store.list({ account: input.account }))
-      .filter((r) => (input.agent === undefined || r.agents.includes(input.agent)) && (input.status === undefined || keyStatus(r, nowMs) === input.status))
-      .sort(byCreation);
-    const start = after === undefined ? 0 : all.findIndex((r) => byCreation(r, after) > 0);
-    const page = start < 0 ? [] : all.slice(start, start + limit);
-    const last = page[page.length - 1];
-    const more = start >= 0 && start + limit < all.length;
-    return { keys: page, nextCursor: more && last ? encodeCursor(last) : null };
+    const namePrefix = input.namePrefix === undefined || input.namePrefix === '' ? undefined : nameKey(this.checkName(input.namePrefix, 'name_prefix'));
+    const page = await this.store.listPage({ account: input.account, agent: input.agent, status: input.status, namePrefix, after, limit, nowMs: this.clock.now() });
+    return { keys: page.records, nextCursor: page.next === null ? null : encodeCursor(page.next) };
   }
 
   async showKey(keyId: string): Promise<KeyRecord> {
@@ -251,10 +247,10 @@ export class KeyService {
     return [...new Set(agents)];
   }
 
-  private checkName(name: string): string {
+  private checkName(name: string, param = 'name'): string {
     // Control characters would let a name forge lines in `keys list` output.
     if (name.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name)) {
-      throw new KeyServiceError(`name must be at most ${MAX_NAME_LENGTH} characters without control characters`, 'name');
+      throw new KeyServiceError(`${param} must be at most ${MAX_NAME_LENGTH} characters without control characters`, param);
     }
     return name;
   }
@@ -319,19 +315,18 @@ function changedFields(before: KeyRecord, after: KeyRecord): string[] {
   return SETTINGS.filter(([, get]) => JSON.stringify(get(before)) !== JSON.stringify(get(after))).map(([name]) => name);
 }
 
-function byCreation(a: Pick<KeyRecord, 'createdAt' | 'keyId'>, b: Pick<KeyRecord, 'createdAt' | 'keyId'>): number {
-  return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0;
-}
-
 /** Opaque to clients: the position (creation time, key id) after which the next page starts. */
-function encodeCursor(record: KeyRecord): string {
-  return Buffer.from(JSON.stringify([record.createdAt, record.keyId])).toString('base64url');
+function encodeCursor(position: KeyPosition): string {
+  return Buffer.from(JSON.stringify([position.createdAt, position.keyId])).toString('base64url');
 }
 
-function decodeCursor(cursor: string): Pick<KeyRecord, 'createdAt' | 'keyId'> {
+function decodeCursor(cursor: string): KeyPosition {
   try {
+    if (cursor.length > 200) throw new Error('too long');
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') return { createdAt: value[0], keyId: value[1] };
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string' && isKeyId(value[1]) && /^\d{4}-\d\d-\d\dT/.test(value[0]) && !Number.isNaN(Date.parse(value[0]))) {
+      return { createdAt: value[0], keyId: value[1] };
+    }
   } catch {
     // fall through
   }

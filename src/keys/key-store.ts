@@ -9,8 +9,35 @@ export interface LastUsedEntry {
   atIso: string;
 }
 
-export interface KeyListFilter {
+/** A place in the one order of key listings, (created_at, key_id): a page starts after it. */
+export interface KeyPosition {
+  createdAt: string;
+  keyId: string;
+}
+
+export type KeyStatusFilter = 'active' | 'expired' | 'revoked';
+
+/** One page of a listing: every filter given must hold (docs/admin-api.md, "List keys"). */
+export interface KeyPageQuery {
   account?: string | undefined;
+  agent?: string | undefined;
+  status?: KeyStatusFilter | undefined;
+  /** Lowercased (String.prototype.toLowerCase) prefix of the key's name. */
+  namePrefix?: string | undefined;
+  after?: KeyPosition | undefined;
+  limit: number;
+  /** The time `status` is judged at. */
+  nowMs: number;
+}
+
+/**
+ * Up to `limit` records in (created_at, key_id) order, and where the next page starts (null:
+ * nothing more). A store may stop early at its scan budget with a short (even empty) page
+ * and a `next`, so one page's work stays bounded however rare the matches are.
+ */
+export interface KeyPage {
+  records: KeyRecord[];
+  next: KeyPosition | null;
 }
 
 /** What an update writes: the changed record, and with a rotation the key that replaces it. */
@@ -34,7 +61,7 @@ export interface KeyStore {
   readonly kind: 'file' | 'redis';
   findByHash(hash: string): Promise<KeyRecord | undefined>;
   findById(keyId: string): Promise<KeyRecord | undefined>;
-  list(filter?: KeyListFilter): Promise<KeyRecord[]>;
+  listPage(query: KeyPageQuery): Promise<KeyPage>;
   /** Rejects with KeyConflictError when the key id or hash already exists. */
   create(record: KeyRecord): Promise<void>;
   /** Sets revoked_at (first revocation wins); undefined when no such key. */

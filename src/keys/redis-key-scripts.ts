@@ -1,24 +1,49 @@
-// The Lua scripts of the Redis key store (redis-key-store.ts has the key layout): each
-// checks and writes in one step inside Redis, and publishes the changed key's hash on the
-// invalidation channel in the same step.
+// The Lua scripts of the Redis key store (redis-key-store.ts has the record layout,
+// redis-key-index.ts the indexes): each checks and writes a record and its index entries in
+// one step inside Redis, and publishes the changed key's hash on the invalidation channel in
+// the same step. Index keys share the records' hash tag, so on a Cluster they are local.
 
+/**
+ * Applies the index operations at ARGV[i] (redis-key-index.ts, indexOps) and leaves `i` on
+ * the argument after them.
+ */
+const APPLY_INDEX_OPS = `
+local nops = tonumber(ARGV[i])
+for j = 0, nops - 1 do
+  local at = i + 1 + j * 4
+  if ARGV[at] == 'a' then redis.call('zadd', ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
+  else redis.call('zrem', ARGV[at + 1], ARGV[at + 3]) end
+end
+i = i + 1 + nops * 4
+`;
+
+// KEYS: the record, its id entry. ARGV: hash, key id, channel, n, n field/value pairs, index ops.
 export const CREATE_SCRIPT = `
 if redis.call('exists', KEYS[1]) == 1 then return 'hash_exists' end
 if redis.call('exists', KEYS[2]) == 1 then return 'id_exists' end
-redis.call('hset', KEYS[1], unpack(ARGV, 4))
+local nfields = tonumber(ARGV[4])
+redis.call('hset', KEYS[1], unpack(ARGV, 5, 4 + nfields * 2))
 redis.call('set', KEYS[2], ARGV[1])
-redis.call('sadd', KEYS[3], ARGV[2])
-redis.call('sadd', KEYS[4], ARGV[2])
+local i = 5 + nfields * 2
+${APPLY_INDEX_OPS}
 redis.call('publish', ARGV[3], ARGV[1])
 return 'ok'
 `;
 
-// First revocation wins, so revoking twice keeps the original time.
+// First revocation wins, so revoking twice keeps the original time. The record's index
+// member (field ix) moves to status:revoked. ARGV: time, channel, hash, the store's key head.
 export const REVOKE_SCRIPT = `
 if redis.call('exists', KEYS[1]) == 0 then return nil end
 if not redis.call('hget', KEYS[1], 'revoked_at') then
   redis.call('hset', KEYS[1], 'revoked_at', ARGV[1])
   redis.call('hincrby', KEYS[1], 'rev', 1)
+  local member = redis.call('hget', KEYS[1], 'ix')
+  if member then
+    redis.call('zrem', ARGV[4] .. 'ix:status:active', member)
+    redis.call('zrem', ARGV[4] .. 'ix:status:expired', member)
+    redis.call('zrem', ARGV[4] .. 'ix:expiry', member)
+    redis.call('zadd', ARGV[4] .. 'ix:status:revoked', 0, member)
+  end
 end
 redis.call('publish', ARGV[2], ARGV[3])
 return redis.call('hgetall', KEYS[1])
@@ -35,9 +60,10 @@ return 1
 `;
 
 // Compare-and-set of a key's settings. KEYS[1] the key's hash; for a rotation also KEYS[2]
-// the new key's hash, KEYS[3] its id entry, KEYS[4] its account set, KEYS[5] the all set.
-// ARGV: expected rev, channel, the key's hash, n, n field/value pairs to set, m, m fields
-// to delete, [new key's hash, new key id, its field/value pairs...].
+// the new key's hash, KEYS[3] its id entry. ARGV: expected rev, channel, the key's hash, n,
+// n field/value pairs to set, m, m fields to delete, index ops (both keys'), [new key's
+// hash, new key id, its field/value pairs...]. The index ops were computed from the record
+// at the expected rev, so they apply only with it.
 export const UPDATE_SCRIPT = `
 if redis.call('exists', KEYS[1]) == 0 then return 'gone' end
 local rev = redis.call('hget', KEYS[1], 'rev') or '0'
@@ -51,20 +77,35 @@ local ndel = tonumber(ARGV[i])
 local dels = {}
 for j = 1, ndel do dels[j] = ARGV[i + j] end
 i = i + ndel + 1
-if #KEYS == 5 then
+if #KEYS == 3 then
   if redis.call('exists', KEYS[2]) == 1 then return 'hash_exists' end
   if redis.call('exists', KEYS[3]) == 1 then return 'id_exists' end
 end
 if nset > 0 then redis.call('hset', KEYS[1], unpack(sets)) end
 if ndel > 0 then redis.call('hdel', KEYS[1], unpack(dels)) end
 redis.call('hincrby', KEYS[1], 'rev', 1)
+${APPLY_INDEX_OPS}
 redis.call('publish', ARGV[2], ARGV[3])
-if #KEYS == 5 then
+if #KEYS == 3 then
   redis.call('hset', KEYS[2], unpack(ARGV, i + 2))
   redis.call('set', KEYS[3], ARGV[i])
-  redis.call('sadd', KEYS[4], ARGV[i + 1])
-  redis.call('sadd', KEYS[5], ARGV[i + 1])
   redis.call('publish', ARGV[2], ARGV[i])
 end
+return 'ok'
+`;
+
+// Indexes one record written by the layout before the indexes (redis-key-migration.ts) if
+// it is still at the rev it was read at, and takes it off the old layout's sets. KEYS: the
+// record. ARGV: rev, the old all set, the old account set, key id, n, n field/value pairs,
+// index ops.
+export const MIGRATE_SCRIPT = `
+if redis.call('exists', KEYS[1]) == 0 then return 'gone' end
+if (redis.call('hget', KEYS[1], 'rev') or '0') ~= ARGV[1] then return 'conflict' end
+local nfields = tonumber(ARGV[5])
+redis.call('hset', KEYS[1], unpack(ARGV, 6, 5 + nfields * 2))
+local i = 6 + nfields * 2
+${APPLY_INDEX_OPS}
+redis.call('srem', ARGV[3], ARGV[4])
+redis.call('srem', ARGV[2], ARGV[4])
 return 'ok'
 `;

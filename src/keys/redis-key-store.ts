@@ -5,18 +5,19 @@
 //                                 [expires_at] [revoked_at] [last_used_at]
 //                                 [metadata(JSON)] [limits(JSON)] [replaces] [replaced_by]
 //                                 [rev]: bumped by every update and revocation
+//                                 ix name_lc: its index member and lowercased name
 //   T:keyid:${keyId}        STRING → hash
-//   T:all                   SET of key ids (listing)
-//   T:account:${acct}       SET of key ids (listing by account)
+//   T:ix:…                  the listing indexes (redis-key-index.ts); the layout before them
+//                           (SETs T:all, T:account:${acct}) is migrated at start
+//                           (redis-key-migration.ts)
 //   ${prefix}keys:invalidate  pub/sub channel; message = hash of a changed key. Classic
 //                           PUBLISH: a cluster carries it to every node, so a subscriber
 //                           on any node hears it (invalidations are rare; no sharding needed).
 // Create, revoke and update are Lua scripts, so uniqueness checks, writes and the
 // invalidation PUBLISH happen atomically; an update is computed from a read and written only
 // if `rev` is still what was read (else read again), so concurrent writers never lose one.
-// Every command is bounded by redis.command_timeout.
-// Over 300 lines on purpose: one store whose layout, scripts and invalidation must agree;
-// its Lua scripts already live apart (redis-key-scripts.ts).
+// Every command is bounded by redis.command_timeout. The scripts (redis-key-scripts.ts),
+// the record's fields (redis-key-fields.ts) and the pages (redis-key-pages.ts) live apart.
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { DeadlineExceededError, withDeadline } from '../deadline.js';
 import type { Logger } from '../logger.js';
@@ -24,14 +25,20 @@ import type { RedisClient, RedisClientFactory } from '../redis/redis-client.js';
 import { metrics } from '../metrics/metrics.js';
 import type { KeyRecord } from './key-record.js';
 import { fromStoredRecord } from './key-record-codec.js';
-import { CREATE_SCRIPT, REVOKE_SCRIPT, TOUCH_SCRIPT, UPDATE_SCRIPT } from './redis-key-scripts.js';
+import { CREATE_SCRIPT, MIGRATE_SCRIPT, REVOKE_SCRIPT, TOUCH_SCRIPT, UPDATE_SCRIPT } from './redis-key-scripts.js';
+import { LIST_PAGE_SCRIPT, SWEEP_SCRIPT } from './redis-key-list-scripts.js';
+import { indexEntries, indexFields, indexOps, KeyIndexNames, possibleEntries } from './redis-key-index.js';
+import { pairsToObject, recordFields, updatableFields } from './redis-key-fields.js';
+import { readKeyPage, sweepExpired, type PageCommands } from './redis-key-pages.js';
+import { migrateKeyIndexes, type MigrateCommands } from './redis-key-migration.js';
 import {
   INVALIDATE_ALL,
   KeyConflictError,
   StoreUnavailableError,
   type InvalidationListener,
   type KeyChange,
-  type KeyListFilter,
+  type KeyPage,
+  type KeyPageQuery,
   type KeyStore,
   type KeyUpdate,
   type LastUsedEntry,
@@ -52,8 +59,6 @@ export interface RedisKeyStoreOptions {
   waitForConnectionMs?: number;
 }
 
-/** Settings an update may write; the rest belongs to creation, revocation or last use. */
-const UPDATABLE_FIELDS = ['name', 'plan', 'agents', 'expires_at', 'metadata', 'limits', 'replaces', 'replaced_by'] as const;
 
 /** Past this many lost races in a row, an update reports the store as unavailable. */
 const MAX_UPDATE_ATTEMPTS = 50;
@@ -70,54 +75,30 @@ interface KeyStoreCommands {
   agentgwKeyUpdate(numKeys: number, ...args: string[]): Promise<string>;
 }
 
-type KeyRedis = RedisClient & KeyStoreCommands;
+type KeyRedis = RedisClient & KeyStoreCommands & PageCommands & MigrateCommands;
 
 /** CLIENT SETNAME of the store's connections (data and subscriber). */
 const CONNECTION_NAME = 'agentgw-keys';
 
-function recordFields(record: KeyRecord): string[] {
-  const fields = [
-    'key_id', record.keyId,
-    'account', record.account,
-    'plan', record.plan,
-    'agents', JSON.stringify(record.agents),
-    'name', record.name,
-    'created_at', record.createdAt,
-  ];
-  if (record.expiresAt !== null) fields.push('expires_at', record.expiresAt);
-  if (record.revokedAt !== null) fields.push('revoked_at', record.revokedAt);
-  if (record.lastUsedAt !== null) fields.push('last_used_at', record.lastUsedAt);
-  if (Object.keys(record.metadata).length > 0) fields.push('metadata', JSON.stringify(record.metadata));
-  if (record.limits !== null) fields.push('limits', JSON.stringify(record.limits));
-  if (record.replaces !== null) fields.push('replaces', record.replaces);
-  if (record.replacedBy !== null) fields.push('replaced_by', record.replacedBy);
-  return fields;
-}
 
-/** The updatable fields as the hash stores them (absent: not stored). */
-function updatableFields(record: KeyRecord): Map<string, string> {
-  const all = pairsToObject(recordFields(record));
-  return new Map(UPDATABLE_FIELDS.filter((f) => all[f] !== undefined).map((f) => [f, all[f]!]));
-}
 
-function pairsToObject(pairs: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (let i = 0; i + 1 < pairs.length; i += 2) out[pairs[i]!] = pairs[i + 1]!;
-  return out;
-}
 
 export class RedisKeyStore implements KeyStore {
   readonly kind = 'redis' as const;
   readonly channel: string;
   /** `{${prefix}keys}:`, the start of every key name of the store. */
   private readonly keyHead: string;
+  readonly indexes: KeyIndexNames;
   private readonly listeners: InvalidationListeners;
+  private migration: Promise<void> | undefined;
+  private draining: Promise<void> | undefined;
   private subscriber: RedisClient | undefined;
   private closed = false;
 
   constructor(private readonly redis: KeyRedis, private readonly options: RedisKeyStoreOptions) {
     this.channel = `${options.prefix}keys:invalidate`;
     this.keyHead = keyStoreKeyHead(options.prefix);
+    this.indexes = new KeyIndexNames(this.keyHead);
     this.listeners = new InvalidationListeners(options.logger);
   }
 
@@ -130,16 +111,8 @@ export class RedisKeyStore implements KeyStore {
     return `${this.keyHead}key:${hash}`;
   }
 
-  private idName(keyId: string): string {
+  idName(keyId: string): string {
     return `${this.keyHead}keyid:${keyId}`;
-  }
-
-  private allSetName(): string {
-    return `${this.keyHead}all`;
-  }
-
-  private accountSetName(account: string): string {
-    return `${this.keyHead}account:${account}`;
   }
 
   /** Runs one Redis operation; any failure becomes StoreUnavailableError and is counted. */
@@ -181,52 +154,30 @@ export class RedisKeyStore implements KeyStore {
     return this.decode(hash, await this.run('key_get', () => this.redis.hgetall(this.keyName(hash))));
   }
 
-  async list(filter: KeyListFilter = {}): Promise<KeyRecord[]> {
-    const setName = filter.account === undefined ? this.allSetName() : this.accountSetName(filter.account);
-    return this.run('key_list', async () => {
-      const ids = (await this.redis.smembers(setName)).sort();
-      if (ids.length === 0) return [];
-      const idPipeline = this.redis.pipeline();
-      for (const id of ids) idPipeline.get(this.idName(id));
-      const hashes = ((await idPipeline.exec()) ?? []).map(([error, value]) => {
-        if (error) throw error;
-        return value as string | null;
-      });
-      const present = hashes.filter((hash): hash is string => hash !== null);
-      const recordPipeline = this.redis.pipeline();
-      for (const hash of present) recordPipeline.hgetall(this.keyName(hash));
-      const results = (await recordPipeline.exec()) ?? [];
-      const records: KeyRecord[] = [];
-      results.forEach(([error, fields], i) => {
-        if (error) throw error;
-        const record = this.decode(present[i]!, fields as Record<string, string>);
-        if (record && (filter.account === undefined || record.account === filter.account)) records.push(record);
-      });
-      return records.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId));
-    });
+  async listPage(query: KeyPageQuery): Promise<KeyPage> {
+    const { moreDue, ...page } = await this.run('key_list', () => readKeyPage(this.redis, this.indexes, query, (hash, fields) => this.decode(hash, fields)));
+    if (moreDue) this.drainExpired(query.nowMs);
+    return page;
   }
 
   async create(record: KeyRecord): Promise<void> {
     const result = await this.run('key_create', () =>
-      this.redis.agentgwKeyCreate(
-        this.keyName(record.hash),
-        this.idName(record.keyId),
-        this.accountSetName(record.account),
-        this.allSetName(),
-        record.hash,
-        record.keyId,
-        this.channel,
-        ...recordFields(record),
-      ),
+      this.redis.agentgwKeyCreate(this.keyName(record.hash), this.idName(record.keyId), record.hash, record.keyId, this.channel, ...this.createArgs(record)),
     );
     if (result === 'hash_exists') throw new KeyConflictError('a key with this hash already exists');
     if (result === 'id_exists') throw new KeyConflictError(`key_id ${record.keyId} already exists`);
   }
 
+  /** The field count, the fields (record and index fields), and the record's index ops. */
+  private createArgs(record: KeyRecord): string[] {
+    const fields = [...recordFields(record), ...indexFields(record)];
+    return [String(fields.length / 2), ...fields, ...indexOps(indexEntries(this.indexes, record))];
+  }
+
   async revoke(keyId: string, atIso: string): Promise<KeyRecord | undefined> {
     const hash = await this.run('key_revoke', () => this.redis.get(this.idName(keyId)));
     if (hash === null) return undefined;
-    const pairs = await this.run('key_revoke', () => this.redis.agentgwKeyRevoke(this.keyName(hash), atIso, this.channel, hash));
+    const pairs = await this.run('key_revoke', () => this.redis.agentgwKeyRevoke(this.keyName(hash), atIso, this.channel, hash, this.keyHead));
     return pairs ? this.decode(hash, pairsToObject(pairs)) : undefined;
   }
 
@@ -242,13 +193,18 @@ export class RedisKeyStore implements KeyStore {
       const after = updatableFields(update.record);
       const sets: string[] = [];
       for (const [field, value] of after) if (before.get(field) !== value) sets.push(field, value);
+      // The indexes follow the record: ix and name_lc are rewritten with it, its entries move.
+      sets.push(...indexFields(update.record));
       const deletes = [...before.keys()].filter((field) => !after.has(field));
-      const args = [fields.rev ?? '0', this.channel, hash, String(sets.length / 2), ...sets, String(deletes.length), ...deletes];
+      const adds = indexEntries(this.indexes, { ...update.record, revokedAt: current.revokedAt });
+      if (update.create) adds.push(...indexEntries(this.indexes, update.create));
+      const ops = indexOps(adds, possibleEntries(this.indexes, current));
+      const args = [fields.rev ?? '0', this.channel, hash, String(sets.length / 2), ...sets, String(deletes.length), ...deletes, ...ops];
       const keys = [this.keyName(hash)];
       if (update.create) {
         const created = update.create;
-        keys.push(this.keyName(created.hash), this.idName(created.keyId), this.accountSetName(created.account), this.allSetName());
-        args.push(created.hash, created.keyId, ...recordFields(created));
+        keys.push(this.keyName(created.hash), this.idName(created.keyId));
+        args.push(created.hash, created.keyId, ...recordFields(created), ...indexFields(created));
       }
       const result = await this.run('key_update', () => this.redis.agentgwKeyUpdate(keys.length, ...keys, ...args));
       if (result === 'conflict') {
@@ -311,8 +267,44 @@ export class RedisKeyStore implements KeyStore {
     return Promise.race([subscribed, gaveUp]).finally(() => clearTimeout(timer));
   }
 
+  /**
+   * Builds the indexes of keys written by the layout before them, in the background while
+   * the gateway serves (redis-key-migration.ts). Resolves when done (or failed: logged).
+   */
+  startIndexMigration(): Promise<void> {
+    this.migration ??= migrateKeyIndexes({
+      redis: this.redis,
+      indexes: this.indexes,
+      logger: this.options.logger,
+      closed: () => this.closed,
+      decode: (hash, fields) => this.decode(hash, fields),
+    });
+    return this.migration;
+  }
+
+  /**
+   * Moves the keys due by `nowMs` to status:expired, a batch at a time with the event loop
+   * free between batches, once a page's own sweep found more than one batch due (a bulk
+   * expiry, or right after a migration). Nothing runs while nothing is due: an idle
+   * gateway sends no sweeps.
+   */
+  private drainExpired(nowMs: number): void {
+    this.draining ??= (async () => {
+      try {
+        while (!this.closed && (await this.run('key_sweep', () => sweepExpired(this.redis, this.indexes, nowMs)))) {
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      } catch {
+        // Counted by run(); the next status page sweeps again.
+      } finally {
+        this.draining = undefined;
+      }
+    })();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.all([this.migration, this.draining]);
     await Promise.all([quietly(this.subscriber), quietly(this.redis)]);
   }
 }
@@ -334,10 +326,15 @@ export function keyStoreKeyHead(prefix: string): string {
 
 export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promise<RedisKeyStore> {
   const redis = options.redis.connect('key-store', CONNECTION_NAME) as KeyRedis;
-  redis.defineCommand('agentgwKeyCreate', { numberOfKeys: 4, lua: CREATE_SCRIPT });
+  redis.defineCommand('agentgwKeyCreate', { numberOfKeys: 2, lua: CREATE_SCRIPT });
+  // KEYS[1] of these two only routes the call to the store's slot (a Cluster node runs a
+  // script only where its declared keys live); the keys they touch are built from ARGV.
+  redis.defineCommand('agentgwKeyPage', { numberOfKeys: 1, lua: LIST_PAGE_SCRIPT });
+  redis.defineCommand('agentgwKeySweep', { numberOfKeys: 1, lua: SWEEP_SCRIPT });
+  redis.defineCommand('agentgwKeyMigrate', { numberOfKeys: 1, lua: MIGRATE_SCRIPT });
   redis.defineCommand('agentgwKeyRevoke', { numberOfKeys: 1, lua: REVOKE_SCRIPT });
   redis.defineCommand('agentgwKeyTouch', { numberOfKeys: 1, lua: TOUCH_SCRIPT });
-  // The number of keys varies (1, or 5 with a rotation), so it is the first argument.
+  // The number of keys varies (1, or 3 with a rotation), so it is the first argument.
   redis.defineCommand('agentgwKeyUpdate', { lua: UPDATE_SCRIPT });
   const store = new RedisKeyStore(redis, options);
   if (options.waitForConnectionMs !== undefined) {
@@ -348,6 +345,10 @@ export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promis
       throw new StoreUnavailableError((error as Error).message, { cause: error });
     }
   }
-  if (options.subscribe) await store.startSubscriber();
+  if (options.subscribe) {
+    await store.startSubscriber();
+    // Gateways (the subscribing users) migrate; one-shot CLI use does not.
+    void store.startIndexMigration();
+  }
   return store;
 }

@@ -271,6 +271,19 @@ describe('dashboard in Chromium', () => {
     await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(1);
     await page.getByLabel('Status').selectOption('');
     await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(2);
+    // Search: an exact key id finds that key; a name prefix nobody has, none (any case).
+    await page.getByLabel('Search').fill(newKeyId);
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(1);
+    expect(await row(page, newKeyId).count()).toBe(1);
+    await page.getByLabel('Search').fill('ACME PROD');
+    await expect.poll(async () => {
+      const rows = await page.locator('tr[data-key-id]').allTextContents();
+      return rows.length > 0 && rows.every((text) => text.includes('acme production'));
+    }).toBe(true);
+    await page.getByLabel('Search').fill('no such name');
+    await page.getByText('No keys match these filters.').waitFor();
+    await page.getByLabel('Search').fill('');
+    await expect.poll(() => page.locator('tr[data-key-id]').count()).toBe(2);
     await shot(page, 'keys');
     expect(await lowContrastText(page)).toEqual([]);
 

@@ -2,7 +2,7 @@
 // pretend to be down, and the config slice KeyService needs.
 import { FileKeyStore } from '../../src/keys/file-key-store.js';
 import type { KeyRecord } from '../../src/keys/key-record.js';
-import { StoreUnavailableError, type KeyChange, type KeyListFilter, type KeyStore, type KeyUpdate, type LastUsedEntry, type InvalidationListener } from '../../src/keys/key-store.js';
+import { StoreUnavailableError, type KeyChange, type KeyPage, type KeyPageQuery, type KeyStore, type KeyUpdate, type LastUsedEntry, type InvalidationListener } from '../../src/keys/key-store.js';
 import { silentLogger } from '../../src/logger.js';
 
 /** A plan without limits. */
@@ -46,9 +46,9 @@ export class SpyStore implements KeyStore {
     this.check();
     return this.inner.findById(keyId);
   }
-  async list(filter?: KeyListFilter): Promise<KeyRecord[]> {
+  async listPage(query: KeyPageQuery): Promise<KeyPage> {
     this.check();
-    return this.inner.list(filter);
+    return this.inner.listPage(query);
   }
   async create(record: KeyRecord): Promise<void> {
     this.check();

@@ -12,6 +12,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { OpenApiCheck, type CheckedAnswer } from '../helpers/openapi-check.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { collectKeys } from '../../src/keys/key-pages.js';
 
 const ADMIN_TOKEN = `adm-${randomUUID()}`;
 const VIEWER_TOKEN = `view-${randomUUID()}`;
@@ -109,7 +110,7 @@ async function within1s(check: () => Promise<boolean>): Promise<number> {
 }
 
 async function keyCount(gw: TestGateway): Promise<number> {
-  return (await gw.running.keyStore.list()).length;
+  return (await collectKeys(gw.running.keyStore)).length;
 }
 
 describe('admin API with no admin token configured', () => {

@@ -199,6 +199,35 @@ describe('keys CLI (redis store)', () => {
     expect(JSON.parse((await cli(['keys', 'show', keyId, '--config', configPath, '--json'], env)).stdout).status).toBe('revoked');
   });
 
+  it('list pages with --limit and --cursor, streams every page with --all, and searches by name prefix', async () => {
+    await writeConfig('  store: redis\nredis:\n  prefix: "clipages:"\n');
+    const env = { REDIS_URL: redis.url };
+    const ids: string[] = [];
+    for (const name of ['CI one', 'ci two', 'deploy', 'Ci three', 'other']) {
+      clock.advance(1_000);
+      const created = await cli(['keys', 'create', '--config', configPath, '--account', 'pages', '--plan', 'pro', '--agent', 'support', '--name', name, '--json'], env);
+      ids.push(JSON.parse(created.stdout).key_id);
+    }
+    const idsOf = (stdout: string) => (JSON.parse(stdout) as { key_id: string }[]).map((k) => k.key_id);
+    const first = await cli(['keys', 'list', '--config', configPath, '--account', 'pages', '--limit', '2', '--json'], env);
+    expect(idsOf(first.stdout)).toEqual(ids.slice(0, 2));
+    const cursor = /--cursor (\S+)/.exec(first.stderr)![1]!;
+    const second = await cli(['keys', 'list', '--config', configPath, '--account', 'pages', '--limit', '2', '--cursor', cursor, '--json'], env);
+    expect(idsOf(second.stdout)).toEqual(ids.slice(2, 4));
+    const all = await cli(['keys', 'list', '--config', configPath, '--account', 'pages', '--limit', '2', '--all', '--json'], env);
+    expect(idsOf(all.stdout)).toEqual(ids);
+    expect(all.stderr).toBe('');
+    const table = await cli(['keys', 'list', '--config', configPath, '--account', 'pages', '--limit', '2', '--all'], env);
+    expect(table.stdout.split('\n').filter((line) => line.startsWith('KEY_ID'))).toHaveLength(1);
+    expect(table.stdout.split('\n').filter((line) => line.startsWith('key_'))).toHaveLength(5);
+    const search = await cli(['keys', 'list', '--config', configPath, '--name-prefix', 'ci', '--all', '--json'], env);
+    expect(idsOf(search.stdout)).toEqual([ids[0], ids[1], ids[3]]);
+    for (const bad of [['--status', 'gone'], ['--limit', '0'], ['--cursor', 'forged']]) {
+      const refused = await cli(['keys', 'list', '--config', configPath, ...bad], env);
+      expect(refused.code, bad.join(' ')).toBe(1);
+    }
+  });
+
   it('fails with a clear message when Redis cannot be reached', async () => {
     await writeConfig('  store: redis\nredis:\n  url: redis://127.0.0.1:1/0\n');
     const out = await cli(['keys', 'list', '--config', configPath]);

@@ -18,6 +18,7 @@ import { SpyStore, testConfig } from '../helpers/key-stores.js';
 import { waitFor } from '../helpers/wait.js';
 import { gatewayErrorOf } from '../helpers/gateway-error.js';
 import { redisErrorCount } from '../helpers/metric-counts.js';
+import { collectKeys } from '../../src/keys/key-pages.js';
 
 const PREFIX = 'agentgw:';
 let redis: TestRedis;
@@ -74,14 +75,14 @@ describe('RedisKeyStore', () => {
     expect(await s.findById(b.record.keyId)).toEqual(b.record);
     expect(await s.findByHash(generateApiKey().hash)).toBeUndefined();
     expect(await s.findById('key_0000000000000000')).toBeUndefined();
-    expect((await s.list()).map((r) => r.keyId).sort()).toEqual([a.record.keyId, b.record.keyId].sort());
-    expect(await s.list({ account: 'acme' })).toEqual([a.record]);
-    expect(await s.list({ account: 'nobody' })).toEqual([]);
+    expect((await collectKeys(s)).map((r) => r.keyId).sort()).toEqual([a.record.keyId, b.record.keyId].sort());
+    expect(await collectKeys(s, { account: 'acme' })).toEqual([a.record]);
+    expect(await collectKeys(s, { account: 'nobody' })).toEqual([]);
 
     expect(await admin.type(`{${PREFIX}keys}:key:${a.record.hash}`)).toBe('hash');
     expect(await admin.get(`{${PREFIX}keys}:keyid:${a.record.keyId}`)).toBe(a.record.hash);
-    expect(await admin.smembers(`{${PREFIX}keys}:account:acme`)).toEqual([a.record.keyId]);
-    expect(await admin.smembers(`{${PREFIX}keys}:all`)).toHaveLength(2);
+    expect(await admin.zrange(`{${PREFIX}keys}:ix:account:acme`, 0, -1)).toEqual([`${String(Date.parse(a.record.createdAt)).padStart(15, '0')}:${a.record.keyId}`]);
+    expect(await admin.zcard(`{${PREFIX}keys}:ix:all`)).toBe(2);
 
     await expect(s.create(a.record)).rejects.toBeInstanceOf(KeyConflictError);
     await expect(s.create({ ...a.record, hash: generateApiKey().hash })).rejects.toBeInstanceOf(KeyConflictError);

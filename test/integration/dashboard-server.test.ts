@@ -14,6 +14,7 @@ import { parseConfig } from '../../src/config/load-config.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { OpenApiCheck, type CheckedAnswer } from '../helpers/openapi-check.js';
+import { collectKeys } from '../../src/keys/key-pages.js';
 
 const ADMIN_TOKEN = `adm-${randomUUID()}`;
 const VIEWER_TOKEN = `view-${randomUUID()}`;
@@ -220,7 +221,7 @@ describe('dashboard sessions', () => {
   it('refuses a session write without the CSRF token, with a wrong one, or from another site; writes nothing', async () => {
     const g = await start();
     const session = await signIn(g);
-    const count = async () => (await g.running.keyStore.list()).length;
+    const count = async () => (await collectKeys(g.running.keyStore)).length;
     const refusals = [
       await withSession(g, session, 'POST', '/admin/v1/keys', { csrf: null, body: newKey }),
       await withSession(g, session, 'POST', '/admin/v1/keys', { csrf: `${session.csrf.slice(0, -1)}${session.csrf.endsWith('A') ? 'B' : 'A'}`, body: newKey }),
@@ -238,7 +239,7 @@ describe('dashboard sessions', () => {
     expect(patchNoCsrf.status).toBe(403);
     const revokeNoCsrf = await withSession(g, session, 'POST', `/admin/v1/keys/${keyId}/revoke`, { csrf: null });
     expect(revokeNoCsrf.status).toBe(403);
-    expect((await g.running.keyStore.list())[0]).toMatchObject({ name: '', revokedAt: null });
+    expect((await collectKeys(g.running.keyStore))[0]).toMatchObject({ name: '', revokedAt: null });
     // The admin audit trail (written before the answer) names the token the session was opened with.
     const trail = (await readFile(g.config.audit.adminFile!, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(trail).toEqual([expect.objectContaining({ actor: 'ops', action: 'key.create', key_id: keyId })]);
@@ -251,7 +252,7 @@ describe('dashboard sessions', () => {
     expect((await withSession(g, session, 'GET', '/admin/v1/keys')).status).toBe(200);
     const write = await withSession(g, session, 'POST', '/admin/v1/keys', { body: newKey });
     expect([write.status, (write.body as { error: { type: string } }).error.type]).toEqual([403, 'insufficient_role']);
-    expect(await g.running.keyStore.list()).toHaveLength(0);
+    expect(await collectKeys(g.running.keyStore)).toHaveLength(0);
   });
 
   it('ends a session after the idle timeout and after its lifetime (config keys)', async () => {

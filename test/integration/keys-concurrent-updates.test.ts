@@ -16,6 +16,7 @@ import { createRedisClientFactory } from '../../src/redis/redis-client.js';
 import { NO_LIMITS } from '../helpers/key-stores.js';
 import { silentLogger } from '../../src/logger.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { collectKeys } from '../../src/keys/key-pages.js';
 
 const config = {
   plans: new Map([['pro', NO_LIMITS]]),
@@ -108,7 +109,7 @@ describe.each(['file', 'redis'] as const)('concurrent key updates (%s store)', (
       expect(lost).toHaveLength(1);
       expect(lost[0]!.reason).toBeInstanceOf(KeyServiceError);
       const fresh = await reopen();
-      const keys = await fresh.list();
+      const keys = await collectKeys(fresh);
       await fresh.close();
       expect(keys).toHaveLength(2);
       const old = keys.find((k) => k.keyId === record.keyId)!;

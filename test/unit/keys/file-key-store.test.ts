@@ -10,6 +10,7 @@ import { silentLogger } from '../../../src/logger.js';
 import { openFileStore, testConfig } from '../../helpers/key-stores.js';
 import { waitFor } from '../../helpers/wait.js';
 import { tempDir } from '../../helpers/files.js';
+import { collectKeys, eachKeyPage, matchesPage, PAGE_SCAN_BUDGET } from '../../../src/keys/key-pages.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -30,10 +31,51 @@ async function open(path: string, watch = false, logger: Logger = silentLogger):
 }
 
 describe('FileKeyStore', () => {
+  it('pages every filter and combination in (created_at, key_id) order, and stops a rare match at the scan budget with a cursor', async () => {
+    const path = join(dir, 'keys.json');
+    const clock = new ManualClock(Date.parse('2030-01-01T00:00:00.000Z'));
+    const store = await open(path);
+    const service = new KeyService({ store, config: testConfig, clock });
+    const names = ['Alpha', 'alps', 'beta', ''];
+    for (let i = 0; i < 40; i++) {
+      if (i % 2 === 0) clock.advance(1);
+      const { record } = await service.createKey({ account: `acct${i % 3}`, plan: 'pro', agents: i % 4 === 0 ? ['support', 'sales'] : ['support'], name: names[i % 4]!, ...(i % 5 === 0 ? { expiresInMs: 10 } : {}) });
+      if (i % 7 === 0) await service.revokeKey(record.keyId);
+    }
+    clock.advance(100);
+    const all = await collectKeys(store, { nowMs: clock.now() });
+    expect(all.map((r) => `${r.createdAt}|${r.keyId}`)).toEqual(all.map((r) => `${r.createdAt}|${r.keyId}`).sort());
+    for (const filters of [{}, { account: 'acct1' }, { agent: 'sales' }, { status: 'expired' as const }, { status: 'revoked' as const }, { namePrefix: 'al' }, { account: 'acct0', status: 'active' as const, namePrefix: 'alp' }]) {
+      const query = { ...filters, limit: 3, nowMs: clock.now() };
+      const paged: string[] = [];
+      for await (const page of eachKeyPage(store, query)) paged.push(...page.records.map((r) => r.keyId));
+      expect(paged, JSON.stringify(filters)).toEqual(all.filter((r) => matchesPage(r, query)).map((r) => r.keyId));
+    }
+
+    // Past the budget of entries looked at, a page that found nothing yet says where to go on.
+    const many = [...Array(PAGE_SCAN_BUDGET + 20).keys()].map((i) => ({
+      key_id: `key_${String(i).padStart(16, '0')}`,
+      hash: i.toString(16).padStart(64, '0'),
+      account: 'bulk',
+      plan: 'pro',
+      agents: ['support'],
+      name: i === PAGE_SCAN_BUDGET + 10 ? 'needle' : 'hay',
+      created_at: new Date(Date.parse('2029-01-01T00:00:00.000Z') + i).toISOString(),
+    }));
+    await writeFile(path, JSON.stringify({ version: 1, keys: many }));
+    const big = await open(path);
+    const first = await big.listPage({ namePrefix: 'needle', limit: 5, nowMs: clock.now() });
+    expect(first.records).toEqual([]);
+    expect(first.next).not.toBeNull();
+    const second = await big.listPage({ namePrefix: 'needle', limit: 5, nowMs: clock.now(), after: first.next! });
+    expect(second.records.map((r) => r.name)).toEqual(['needle']);
+    expect(second.next).toBeNull();
+  });
+
   it('treats a missing file as empty and creates the directory and file on first write', async () => {
     const path = join(dir, 'nested', 'var', 'keys.json');
     const store = await open(path);
-    expect(await store.list()).toEqual([]);
+    expect(await collectKeys(store)).toEqual([]);
     const service = new KeyService({ store, config: testConfig, clock: new ManualClock() });
     const { rawKey, record } = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'], name: 'ci' });
     const text = await readFile(path, 'utf8');
@@ -72,8 +114,8 @@ describe('FileKeyStore', () => {
     const service = new KeyService({ store, config: testConfig, clock });
     const a = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
     const b = await service.createKey({ account: 'globex', plan: 'pro', agents: ['sales'] });
-    expect((await store.list({ account: 'acme' })).map((r) => r.keyId)).toEqual([a.record.keyId]);
-    expect(await store.list()).toHaveLength(2);
+    expect((await collectKeys(store, { account: 'acme' })).map((r) => r.keyId)).toEqual([a.record.keyId]);
+    expect(await collectKeys(store)).toHaveLength(2);
     const revoked = await store.revoke(a.record.keyId, '2024-05-02T00:00:00.000Z');
     expect(revoked?.revokedAt).toBe('2024-05-02T00:00:00.000Z');
     const again = await store.revoke(a.record.keyId, '2024-05-03T00:00:00.000Z');
@@ -102,7 +144,7 @@ describe('FileKeyStore', () => {
       })(),
     ]);
     const fresh = await open(path);
-    const all = await fresh.list();
+    const all = await collectKeys(fresh);
     expect(all.map((r) => r.keyId).sort()).toEqual([first.record.keyId, ...created].sort());
     expect((await fresh.findById(first.record.keyId))?.lastUsedAt).toBe('2024-05-01T00:00:07.000Z');
     // the key file itself was never rewritten by the gateway
@@ -120,7 +162,7 @@ describe('FileKeyStore', () => {
     const s1 = new KeyService({ store: one, config: testConfig });
     const s2 = new KeyService({ store: two, config: testConfig });
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? s1 : s2).createKey({ account: 'acme', plan: 'starter', agents: ['support'] })));
-    const stored = await (await open(path)).list();
+    const stored = await collectKeys(await open(path));
     expect(stored.map((r) => r.keyId).sort()).toEqual(results.map((r) => r.record.keyId).sort());
   });
 

@@ -44,7 +44,7 @@ describe('KeyService', () => {
       replacedBy: null,
     });
     expect(await service.showKey(record.keyId)).toEqual(record);
-    expect(JSON.stringify(await service.listKeys())).not.toContain(rawKey);
+    expect(JSON.stringify(await service.listKeyPage())).not.toContain(rawKey);
   });
 
   it.each([
@@ -59,7 +59,7 @@ describe('KeyService', () => {
   ])('rejects %j', async (input, message) => {
     await expect(service.createKey(input)).rejects.toThrow(KeyServiceError);
     await expect(service.createKey(input)).rejects.toThrow(message);
-    expect(await service.listKeys()).toEqual([]);
+    expect((await service.listKeyPage()).keys).toEqual([]);
   });
 
   it('revokes idempotently and reports unknown or malformed key ids', async () => {

@@ -1,8 +1,8 @@
-// Settings → API Keys: the keys of the store with filters (account, agent, status) and
-// cursor paging; create, edit, rotate and revoke for the admin role. A viewer sees the same
+// Settings → API Keys: the keys of the store with filters (account, agent, status), a search
+// box (a name prefix, or one exact key_id) and cursor paging; create, edit, rotate and revoke for the admin role. A viewer sees the same
 // table without any write control (and the API would refuse the write anyway).
 import { useState } from 'preact/hooks';
-import { api, query } from '../api.js';
+import { api, ApiError, query } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
 import { formatDate, relativeTime } from '../format.js';
 import { useAsync, useCatalog, useDebounced } from '../hooks.js';
@@ -12,6 +12,18 @@ import { RevokeDialog, RotateDialog } from './key-actions.js';
 import { CreateKeyDialog, EditKeyDialog } from './key-form.js';
 
 const PAGE_SIZE = 25;
+/** What a key id looks like (docs/keys.md): searched as one exact key, not as a name prefix. */
+const KEY_ID = /^key_[0-9A-Za-z]{16}$/;
+
+/** One exact key as a page: the key, or none when there is no such key. */
+async function exactKey(keyId: string): Promise<KeyPage> {
+  try {
+    return { data: [await api.get<Key>(`/admin/v1/keys/${keyId}`)], next_cursor: null };
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return { data: [], next_cursor: null };
+    throw error;
+  }
+}
 
 type Open = { kind: 'create' } | { kind: 'edit' | 'rotate' | 'revoke'; key: Key } | undefined;
 
@@ -25,18 +37,24 @@ export function KeysPage(props: { canWrite: boolean }) {
   const account = useDebounced(accountText.trim(), 300);
   const [agent, setAgent] = useState('');
   const [status, setStatus] = useState<'' | KeyStatus>('');
+  const [searchText, setSearchText] = useState('');
+  const search = useDebounced(searchText.trim(), 300);
+  const byKeyId = KEY_ID.test(search);
   // Cursors of the pages before this one (the first page has none), for these filters only:
   // new filters start again at the first page.
-  const filterKey = JSON.stringify([account, agent, status]);
+  const filterKey = JSON.stringify([account, agent, status, search]);
   const [paging, setPaging] = useState<{ filterKey: string; cursors: string[] }>({ filterKey, cursors: [] });
   const cursors = paging.filterKey === filterKey ? paging.cursors : [];
   const setCursors = (next: string[]) => setPaging({ filterKey, cursors: next });
   const cursor = cursors.at(-1);
   const [open, setOpen] = useState<Open>(undefined);
 
-  const keys = useAsync(() => api.get<KeyPage>(`/admin/v1/keys${query({ account, agent, status, limit: PAGE_SIZE, cursor })}`), [account, agent, status, cursor]);
+  const keys = useAsync(
+    () => (byKeyId ? exactKey(search) : api.get<KeyPage>(`/admin/v1/keys${query({ account, agent, status, name_prefix: search || undefined, limit: PAGE_SIZE, cursor })}`)),
+    [account, agent, status, search, cursor],
+  );
   const nowMs = Date.now();
-  const filtered = account !== '' || agent !== '' || status !== '';
+  const filtered = account !== '' || agent !== '' || status !== '' || search !== '';
   const close = () => setOpen(undefined);
   // Where focus goes when a key's dialog closes and the button that opened it is gone (the
   // APG dialog pattern: to an element that continues the work logically). A revoked key's
@@ -66,6 +84,10 @@ export function KeysPage(props: { canWrite: boolean }) {
 
       <form class="filters" role="search" aria-label="Filter keys" onSubmit={(e) => e.preventDefault()}>
         <label class="field field-inline">
+          <span>Search</span>
+          <input type="search" name="search" value={searchText} onInput={(e) => setSearchText(e.currentTarget.value)} placeholder="name starts with, or key_…" maxLength={200} />
+        </label>
+        <label class="field field-inline">
           <span>Account</span>
           <input type="search" name="account" value={accountText} onInput={(e) => setAccountText(e.currentTarget.value)} placeholder="any" />
         </label>
@@ -86,7 +108,12 @@ export function KeysPage(props: { canWrite: boolean }) {
       ) : keys.data === undefined ? (
         <Loading what="keys" />
       ) : keys.data.data.length === 0 ? (
-        filtered ? (
+        keys.data.next_cursor ? (
+          // A rare match: the gateway looked at its per-page share of keys and found none yet.
+          <Empty title="No matches on this page yet.">
+            <p>The search goes on from here: use “Next”.</p>
+          </Empty>
+        ) : filtered ? (
           <Empty title="No keys match these filters." />
         ) : (
           <Empty title="No keys yet.">{props.canWrite ? <p>Create the first one with “Create key”; its raw value is shown once.</p> : null}</Empty>
