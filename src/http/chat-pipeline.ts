@@ -30,6 +30,7 @@ import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import type { RateLimitDecision, RateLimiter, RateWindow, StreamSlot } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
+import { tokensToCharge } from '../request/token-charge.js';
 import type { RequestTracing } from '../telemetry/request-tracing.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
@@ -303,10 +304,11 @@ export class ChatPipeline {
     request.finished = true;
     // Whatever ended the stream (its end, the client, the runner, a deadline): the slot is free.
     if (request.slot !== undefined) request.slot.release();
-    const tokensUsed = request.state.tokensUsed;
-    // The answer's tokens, once known (JSON metadata or the stream's done event); batched by the limiter.
-    if (request.tokenWindows !== undefined && tokensUsed !== null && tokensUsed > 0) {
-      this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokensUsed);
+    // The answer's tokens (JSON metadata or the stream's done event), or, without a valid
+    // count (the client left first, an answer too long to read), what was relayed; batched by the limiter.
+    if (request.tokenWindows !== undefined) {
+      const tokens = tokensToCharge(request.state);
+      if (tokens > 0) this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokens);
     }
     finishRequest(request.state, request.res, this.auditLog, this.logRequest, this.tracing);
   }
