@@ -24,6 +24,7 @@ const PLANS = { budget: { tokens: [{ tokens: BUDGET, per: '1h' }] } };
 
 let demo: Server;
 let big: FakeUpstream;
+let poison: FakeUpstream;
 let redis: TestRedis;
 let onRedis: TestGateway;
 let embedded: TestGateway;
@@ -38,8 +39,14 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   });
+  // Finding 5: a count no answer can have.
+  poison = await startFakeUpstream((_req, res) => {
+    const body = '{"response":"hi","metadata":{"tokens_used":1e308}}';
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  });
   redis = await startRedis();
-  const agents = { demo: `http://127.0.0.1:${port}/api/v1`, big: big.baseUrl };
+  const agents = { demo: `http://127.0.0.1:${port}/api/v1`, big: big.baseUrl, poison: poison.baseUrl };
   [onRedis, embedded] = await Promise.all([
     startTestGateway({ agents, config: { plans: PLANS, redis: { prefix: 'gwec:', command_timeout: '5s' } }, redisUrl: redis.url }),
     startTestGateway({ agents, config: { plans: PLANS } }),
@@ -47,7 +54,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([onRedis?.close(), embedded?.close(), big?.close()]);
+  await Promise.all([onRedis?.close(), embedded?.close(), big?.close(), poison?.close()]);
   await new Promise((resolve) => (demo ? demo.close(resolve) : resolve(undefined)));
   await redis?.close();
 });
@@ -128,5 +135,23 @@ describe.each([
     const body = (await second.json()) as { error: { type: string } };
     expect(second.status).toBe(429);
     expect(body.error.type).toBe('token_budget_exceeded');
+  });
+
+  it('tokens_used: 1e308 is an invalid count: charged by its bytes, the budget and the tokens metric stay finite', async () => {
+    const gateway = gatewayOf();
+    const account = `poison-${mode === 'on Redis' ? 'redis' : 'mem'}`;
+    const { rawKey } = await gateway.createKey({ account, plan: 'budget', agents: ['poison'] });
+    for (let i = 1; i <= 3; i += 1) {
+      const answer = await postChat(gateway.url, '/agents/poison/api/v1/chat', rawKey, { message: 'hi' });
+      await answer.text();
+      // 51 bytes: 13 tokens each, far from exhausting 100.
+      expect(answer.status).toBe(200);
+      await waitFor('the answer audited', async () => (await auditedCount(gateway, account)) === i || undefined, 10_000);
+    }
+    const records = (await readAuditFile(join(gateway.dir, 'audit.jsonl'))).filter((r) => r.account === account);
+    expect(records.map((r) => r.tokens_used)).toEqual([null, null, null]);
+    const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
+    const tokenLines = metrics.split('\n').filter((line) => line.startsWith('agentgw_tokens_total'));
+    for (const line of tokenLines) expect(Number(line.split(' ').pop())).toBeLessThan(Number.MAX_SAFE_INTEGER);
   });
 });
