@@ -27,8 +27,22 @@ const listenTlsSchema = z
     ca: z.string().min(1).optional(),
     min_version: z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'),
     http2: z.boolean().default(true),
+    // HTTP/2 limits (docs/security.md, "HTTP/2"): SETTINGS_MAX_CONCURRENT_STREAMS advertised to
+    // every client, and the stream resets a connection may send per `per` before GOAWAY.
+    max_concurrent_streams: z.number().int().min(1).max(10_000).default(100),
+    max_stream_resets: z.number().int().min(1).default(200),
+    stream_resets_per: positiveDuration.default(10_000),
   })
-  .transform((tls) => ({ certFile: tls.cert, keyFile: tls.key, caFile: tls.ca, minVersion: tls.min_version, http2: tls.http2 }));
+  .transform((tls) => ({
+    certFile: tls.cert,
+    keyFile: tls.key,
+    caFile: tls.ca,
+    minVersion: tls.min_version,
+    http2: tls.http2,
+    maxConcurrentStreams: tls.max_concurrent_streams,
+    maxStreamResets: tls.max_stream_resets,
+    streamResetsPerMs: tls.stream_resets_per,
+  }));
 
 
 export const configSchema = z

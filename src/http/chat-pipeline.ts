@@ -177,6 +177,8 @@ export class ChatPipeline {
   /** The caller's plan and its windows: counted at once when the limiter can, else after it answers. */
   limit(request: ChatRequest, key: AuthenticatedKey): void {
     const { state, config } = request;
+    // Gone while its key was looked up (an HTTP/2 reset, a hang-up): nothing more to decide.
+    if (request.finished) return;
     try {
       state.key = key;
       const plan = config.plans.get(key.plan);
@@ -218,14 +220,13 @@ export class ChatPipeline {
   admit(request: ChatRequest, decision: RateLimitDecision): void {
     const { state } = request;
     try {
-      if (decision.slot !== undefined) {
-        // The client left while the limiter decided: nothing will release the slot later.
-        if (request.finished) {
-          decision.slot.release();
-          return;
-        }
-        request.slot = decision.slot;
+      // The client left while the limiter decided: nothing will release the slot later, and
+      // nothing is read or forwarded for it.
+      if (request.finished) {
+        if (decision.slot !== undefined) decision.slot.release();
+        return;
       }
+      if (decision.slot !== undefined) request.slot = decision.slot;
       state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
       if (!decision.allowed) {
         state.rateLimited = true;
@@ -258,6 +259,8 @@ export class ChatPipeline {
 
   /** A valid chat request goes to the agent's runner; the exchange relays the answer from there. */
   forward(request: ChatRequest, body: Buffer): void {
+    // Reset before its body was handed over: no runner is called for a client that is gone.
+    if (request.finished) return;
     try {
       const { req, res, state, config, address, trace } = request;
       const agent = request.agent!;
@@ -310,7 +313,14 @@ export class ChatPipeline {
       const tokens = tokensToCharge(request.state);
       if (tokens > 0) this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokens);
     }
-    finishRequest(request.state, request.res, this.auditLog, this.logRequest, this.tracing);
+    const { req, res, state } = request;
+    // An HTTP/2 stream reset before anything was answered or forwarded (rapid reset, decision
+    // 0045) costs a counter, not an audit record and a log line each.
+    if (req.httpVersionMajor === 2 && !res.headersSent && state.upstreamStartMs < 0 && state.trace === undefined) {
+      metrics.http2StreamsCancelled.inc();
+      return;
+    }
+    finishRequest(state, res, this.auditLog, this.logRequest, this.tracing);
   }
 
   /** Any stage's error: answered, unless the client is gone. */
