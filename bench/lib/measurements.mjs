@@ -15,6 +15,7 @@ export const MEASUREMENTS = {
   'usage-report': 'usage reports over 30 days of rollups, both sources, and the rollup script per audit batch',
   'json-guard': "micro benchmark: the JSON guard's ns per call, builds interleaved (or N calls for callgrind)",
   'auth-cached-key': 'micro benchmark: authenticating a key that is already in the in-process cache',
+  'rapid-reset': 'HTTP/2 rapid reset (20 connections × 5 s) against the TLS listener: another client\'s latency, the admin listener, gateway CPU',
 };
 
 export function measurementsHelp() {

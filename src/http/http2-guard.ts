@@ -40,8 +40,13 @@ export function guardResets(session: ServerHttp2Session, tls: TlsConfig): void {
       resets += 1;
       if (resets === tls.maxStreamResets + 1 && !session.destroyed) {
         metrics.http2SessionsRefused.inc({ reason: 'stream_resets' });
-        session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-        session.destroy();
+        // Out of nghttp2's frame callback: a session destroyed inside it leaves the socket
+        // open (the client is never told).
+        setImmediate(() => {
+          if (session.destroyed) return;
+          session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+          session.destroy();
+        });
       }
     });
   });
