@@ -108,8 +108,8 @@ export async function run(argv) {
       admin_during: { answered: admin.length, failed: adminFailed.length, max_ms: round(Math.max(...admin), 1) },
       gateway_cpu_ms_during_attack: cpuDuring,
       gateway_counted: {
-        streams_cancelled: sample('agentgw_http2_streams_cancelled_total'),
-        sessions_refused: sample('agentgw_http2_sessions_refused_total'),
+        streams_cancelled: sample('agentgw_streams_cancelled_total'),
+        sessions_refused: sample('agentgw_connections_refused_total'),
         chat_requests: sample('agentgw_requests_total'),
       },
     };

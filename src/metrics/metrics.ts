@@ -153,18 +153,18 @@ export const metrics = {
   }),
   // HTTP/2 on the public listener (docs/security.md, "HTTP/2"): what a client's resets and silence cost.
   http2StreamsCancelled: new Counter({
-    name: 'agentgw_http2_streams_cancelled_total',
+    name: 'agentgw_streams_cancelled_total',
     help: 'HTTP/2 streams the client reset before the gateway answered or called a runner (no audit record is written for them).',
     registers: [registry],
   }),
   http2SessionsRefused: new Counter({
-    name: 'agentgw_http2_sessions_refused_total',
+    name: 'agentgw_connections_refused_total',
     help: 'HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM, by reason (stream_resets).',
     labelNames: ['reason'] as const,
     registers: [registry],
   }),
   http2RequestTimeouts: new Counter({
-    name: 'agentgw_http2_request_timeouts_total',
+    name: 'agentgw_stream_request_timeouts_total',
     help: 'HTTP/2 streams whose request was not received within listen.request_timeout (answered 408, or reset).',
     registers: [registry],
   }),

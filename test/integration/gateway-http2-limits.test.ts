@@ -134,7 +134,7 @@ describe('HTTP/2 limits', () => {
     expect(records.length).toBeLessThanOrEqual(MAX_RESETS + 1);
     expect(records.every((r) => r.outcome === 'client_closed')).toBe(true);
     const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
-    expect(metrics).toMatch(/^agentgw_http2_streams_cancelled_total [1-9]/m);
-    expect(metrics).toMatch(/^agentgw_http2_sessions_refused_total\{reason="stream_resets"\} [1-9]/m);
+    expect(metrics).toMatch(/^agentgw_streams_cancelled_total [1-9]/m);
+    expect(metrics).toMatch(/^agentgw_connections_refused_total\{reason="stream_resets"\} [1-9]/m);
   });
 });
