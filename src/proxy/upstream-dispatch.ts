@@ -183,7 +183,10 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
-    if (this.settled) return;
+    // An informational answer (103 Early Hints, 102): the runner's real answer follows; hints
+    // are for a browser's page loads, not an API client, so they are not relayed. (An
+    // unsolicited 100 is refused by undici itself as a bad response.)
+    if (this.settled || statusCode < 200) return;
     this.controller = controller;
     this.call = null;
     this.request.upstreams.responded(this.target!, statusCode);

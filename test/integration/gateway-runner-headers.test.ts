@@ -18,6 +18,7 @@ const STREAM = '/agents/support/api/v1/chat/stream';
 let certs: TestCertificates;
 let tls: ClientTls;
 let upstream: FakeUpstream;
+let hints: FakeUpstream;
 let gateway: TestGateway;
 let apiKey: string;
 
@@ -39,13 +40,26 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   });
-  gateway = await startTestGateway({ agents: { support: upstream.baseUrl }, config: { listen: { tls: { cert: certs.serverCert, key: certs.serverKey } } } });
+  // Worth-fixing item: a runner that sends 103 Early Hints before its answer.
+  hints = await startFakeUpstream((req, res) => {
+    res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+    if (req.url?.endsWith('/chat/stream')) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('event: token\ndata: {"content":"hi"}\n\nevent: done\ndata: {"tokens_used":1,"latency_ms":1}\n\n');
+      return;
+    }
+    const body = JSON.stringify(chatResponse('hinted', 1));
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  });
+  gateway = await startTestGateway({ agents: { support: upstream.baseUrl, hints: hints.baseUrl }, config: { listen: { tls: { cert: certs.serverCert, key: certs.serverKey } } } });
   ({ rawKey: apiKey } = await gateway.createKey({ account: 'runner-headers' }));
 });
 
 afterAll(async () => {
   await gateway?.close();
   await upstream?.close();
+  await hints?.close();
   await certs?.remove();
 });
 
@@ -75,5 +89,22 @@ describe('a runner answering with connection-specific and origin-state headers',
     expect(answer.headers['set-cookie']).toBeUndefined();
     expect(answer.headers['strict-transport-security']).toBeUndefined();
     expect(answer.headers['x-runner']).toBe('kept');
+  });
+});
+
+describe('a runner sending 103 Early Hints before its answer', () => {
+  it.each(['chat', 'chat/stream'])('/%s: the hints are skipped and the answer relayed, over HTTP/1.1 and HTTP/2', async (route) => {
+    const path = `/agents/hints/api/v1/${route}`;
+    const viaH1 = await httpsPost(gateway.running.port, path, { tls, apiKey, body: { message: 'hi' } });
+    expect(viaH1.status).toBe(200);
+    expect(viaH1.headers.link).toBeUndefined();
+    const session = await openHttp2(gateway.running.port, tls);
+    try {
+      const viaH2 = await http2Post(session, path, apiKey, { message: 'hi' });
+      expect(viaH2.headers[':status']).toBe(200);
+      for (const answer of [viaH1.body, viaH2.body]) expect(answer).toContain(route === 'chat' ? 'hinted' : 'event: done');
+    } finally {
+      session.close();
+    }
   });
 });
