@@ -152,6 +152,12 @@ export const metrics = {
     },
   }),
   // HTTP/2 on the public listener (docs/security.md, "HTTP/2"): what a client's resets and silence cost.
+  adminAuthFailures: new Counter({
+    name: 'agentgw_admin_auth_failures_total',
+    help: 'Refused admin tokens (admin API bearer tokens and dashboard sign-ins), by reason.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
   http2StreamsCancelled: new Counter({
     name: 'agentgw_streams_cancelled_total',
     help: 'HTTP/2 streams the client reset before the gateway answered or called a runner (no audit record is written for them).',

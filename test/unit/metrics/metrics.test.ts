@@ -25,6 +25,7 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_audit_records_total: { type: 'counter', labels: ['sink', 'result'] },
   agentgw_key_cache_total: { type: 'counter', labels: ['result'] },
   agentgw_streams_cancelled_total: { type: 'counter', labels: [] },
+  agentgw_admin_auth_failures_total: { type: 'counter', labels: ['reason'] },
   agentgw_connections_refused_total: { type: 'counter', labels: ['reason'] },
   agentgw_stream_request_timeouts_total: { type: 'counter', labels: [] },
   agentgw_upstream_requests_total: { type: 'counter', labels: ['agent', 'target'] },
