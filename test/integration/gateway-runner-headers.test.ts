@@ -3,6 +3,7 @@
 // fields (RFC 9113 8.2.2, `HTTP2-Settings` among them) never reach an HTTP/2 client, which is
 // answered rather than left hanging; `Set-Cookie` and `Strict-Transport-Security` are never
 // relayed, over HTTP/1.1 or HTTP/2.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuditFile } from '../helpers/audit-records.js';
@@ -22,6 +23,18 @@ let hints: FakeUpstream;
 let gateway: TestGateway;
 let apiKey: string;
 
+/** A runner's whole answer: a stream of one token and done, or a JSON answer saying `text`. */
+function answer(req: IncomingMessage, res: ServerResponse, text: string): void {
+  if (req.url?.endsWith('/chat/stream')) {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end('event: token\ndata: {"content":"hi"}\n\nevent: done\ndata: {"tokens_used":1,"latency_ms":1}\n\n');
+    return;
+  }
+  const body = JSON.stringify(chatResponse(text, 1));
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
 beforeAll(async () => {
   certs = await makeTestCertificates('localhost');
   tls = await clientTls([certs.ca]);
@@ -31,26 +44,12 @@ beforeAll(async () => {
     res.setHeader('Set-Cookie', ['agentgw_session=stolen; Path=/', 'runner=1']);
     res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
     res.setHeader('X-Runner', 'kept');
-    if (req.url?.endsWith('/chat/stream')) {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end('event: token\ndata: {"content":"hi"}\n\nevent: done\ndata: {"tokens_used":1,"latency_ms":1}\n\n');
-      return;
-    }
-    const body = JSON.stringify(chatResponse('hi', 1));
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    res.end(body);
+    answer(req, res, 'hi');
   });
   // Worth-fixing item: a runner that sends 103 Early Hints before its answer.
   hints = await startFakeUpstream((req, res) => {
     res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
-    if (req.url?.endsWith('/chat/stream')) {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end('event: token\ndata: {"content":"hi"}\n\nevent: done\ndata: {"tokens_used":1,"latency_ms":1}\n\n');
-      return;
-    }
-    const body = JSON.stringify(chatResponse('hinted', 1));
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    res.end(body);
+    answer(req, res, 'hinted');
   });
   gateway = await startTestGateway({ agents: { support: upstream.baseUrl, hints: hints.baseUrl }, config: { listen: { tls: { cert: certs.serverCert, key: certs.serverKey } } } });
   ({ rawKey: apiKey } = await gateway.createKey({ account: 'runner-headers' }));
