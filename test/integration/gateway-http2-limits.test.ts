@@ -137,4 +137,25 @@ describe('HTTP/2 limits', () => {
     expect(metrics).toMatch(/^agentgw_streams_cancelled_total [1-9]/m);
     expect(metrics).toMatch(/^agentgw_connections_refused_total\{reason="stream_resets"\} [1-9]/m);
   });
+
+  it('after a GOAWAY (graceful stop), a stream still waiting for its body ends with 408 at request_timeout, and the stop completes', async () => {
+    const draining = await startTestGateway({
+      agents: { support: upstream.baseUrl },
+      config: { listen: { request_timeout: '2s', tls: { cert: certs.serverCert, key: certs.serverKey } } },
+    });
+    try {
+      const { rawKey } = await draining.createKey({ account: 'h2-goaway' });
+      const session = await openHttp2(draining.running.port, tls);
+      session.on('error', () => undefined);
+      const { answer } = stalledRequest(session, CHAT, rawKey);
+      await sleep(100);
+      // A grace far past request_timeout: only the stream's own deadline can end it first.
+      const stopped = draining.running.close(60_000);
+      expect((await answer).status).toBe(408);
+      await stopped;
+      session.destroy();
+    } finally {
+      await draining.close().catch(() => undefined);
+    }
+  });
 });
