@@ -140,6 +140,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         api: controlPlane?.api,
         metricsText: registryMetrics(registry),
         upstreams: () => runtime.pools.snapshot(),
+        hosts: () => runtime.current.config.admin.hosts,
         readiness: async () => {
           if (draining) return { ready: false, reason: 'draining' };
           if (redis && !(await redisIsReachable(redis))) return { ready: false, reason: 'redis unreachable' };

@@ -13,7 +13,8 @@ import { requireRole } from './admin-auth.js';
 import { listAgents, listPlans } from './admin-catalog.js';
 import type { AdminApiDeps, AdminExchange } from './admin-context.js';
 import { createKey, listKeys, revokeKey, rotateKey, showKey, updateKey } from './admin-keys.js';
-import { createDashboard, isDashboardPath, type Dashboard } from './dashboard-routes.js';
+import { AdminTokenAttempts } from './admin-token-attempts.js';
+import { createDashboard, isDashboardPath, SESSION_PATH as DASHBOARD_SESSION_PATH, type Dashboard } from './dashboard-routes.js';
 import { getUsage } from './admin-usage.js';
 import { isOpenApiDocumentName, openApiJson } from './openapi-documents.js';
 
@@ -63,13 +64,16 @@ export function isAdminApiPath(path: string): boolean {
 
 export function createAdminApi(deps: AdminApiDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
   const dashboard = createDashboard(deps);
+  const attempts = new AdminTokenAttempts(deps.config(), deps.clock, deps.logger);
   return async (req, res, url) => {
     const requestId = chooseRequestId(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
     try {
+      // An address past its failed attempts is refused before any token is compared.
+      if (presentsToken(req, url)) attempts.check(req);
       await route(req, res, url, requestId, deps, dashboard);
     } catch (error) {
-      sendError(res, toGatewayError(error, deps, requestId), requestId);
+      sendError(res, toGatewayError(await attempts.refused(req, error, url.pathname), deps, requestId), requestId);
     }
   };
 }
@@ -97,6 +101,11 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, reques
   if (!handler) throw methodNotAllowed(Object.keys(found.route.methods).join(', '));
   requireRole(actor, method === 'GET' || method === 'HEAD' ? 'viewer' : 'admin');
   await handler({ req, res, url, requestId, actor, deps }, found.keyId);
+}
+
+/** A bearer token, or a dashboard sign-in (which posts one). */
+function presentsToken(req: IncomingMessage, url: URL): boolean {
+  return req.headers.authorization !== undefined || (req.method === 'POST' && url.pathname === DASHBOARD_SESSION_PATH);
 }
 
 function methodNotAllowed(allow: string): GatewayError {

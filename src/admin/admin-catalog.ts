@@ -1,5 +1,6 @@
 // GET /admin/v1/plans and GET /admin/v1/agents: what keys may name, from the running config,
 // and each agent's runners with their state (docs/upstreams.md).
+import { redactedUrl } from '../config/redacted-url.js';
 import { formatDurationMs } from '../config/duration.js';
 import type { AdminExchange } from './admin-context.js';
 import { sendJson } from './admin-context.js';
@@ -17,8 +18,8 @@ export function listAgents(x: AdminExchange): void {
   const state = x.deps.upstreams?.();
   const data = [...x.deps.config().agents.values()].map((agent) => ({
     id: agent.id,
-    upstream: agent.upstream,
-    upstreams: agent.upstreams.map((target) => ({ url: target.url, weight: target.weight })),
+    upstream: redactedUrl(agent.upstream),
+    upstreams: agent.upstreams.map((target) => ({ url: redactedUrl(target.url), weight: target.weight })),
     // null where this process holds no pools for the agent (a --workers primary).
     targets: state?.[agent.id]?.targets ?? null,
     host: agent.host ?? null,

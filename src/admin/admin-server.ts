@@ -15,6 +15,16 @@ export interface AdminOptions {
   api?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
   /** Every agent's upstream targets and their state (GET /upstreamz); absent: 404. */
   upstreams?(): unknown;
+  /** admin.hosts of the running config: when not empty, the only names accepted in `Host`. */
+  hosts?(): readonly string[];
+}
+
+/** The host name of a Host header, lower-cased, without its port (IPv6 literals keep their brackets). */
+function hostName(host: string | undefined): string {
+  if (host === undefined) return '';
+  const lower = host.toLowerCase();
+  const colon = lower.lastIndexOf(':');
+  return colon > lower.lastIndexOf(']') ? lower.slice(0, colon) : lower;
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string): void {
@@ -34,6 +44,8 @@ export function createAdminServer(options: AdminOptions): Server {
     } catch {
       return send(res, 400, 'text/plain', 'bad request\n');
     }
+    const hosts = options.hosts?.() ?? [];
+    if (hosts.length > 0 && !hosts.includes(hostName(req.headers.host))) return send(res, 421, 'text/plain', 'misdirected request: this admin listener does not serve that Host\n');
     const path = url.pathname;
     if (options.api && isAdminApiPath(path)) return options.api(req, res, url);
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'GET only\n');

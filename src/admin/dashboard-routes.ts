@@ -17,7 +17,7 @@ import { DashboardSessions, tokenByDigest } from './dashboard-sessions.js';
 import { clearedSessionCookie, sessionCookie, sessionIdOf } from './session-cookie.js';
 
 const DASHBOARD_ROOT = '/dashboard';
-const SESSION_PATH = '/dashboard/session';
+export const SESSION_PATH = '/dashboard/session';
 
 const signInBody = z.strictObject({ token: z.string().min(1, 'the admin token') });
 

@@ -29,8 +29,12 @@ export interface ActiveSession {
   expiresAtMs: number;
 }
 
-/** Sign-ins past this many live sessions push out the least recently used one. */
-export const MAX_DASHBOARD_SESSIONS = 1000;
+/**
+ * Live sessions per admin token: a sign-in past it pushes out that token's own least recently
+ * used session, never another token's, so a viewer signing in in a loop cannot sign an admin
+ * out. All sessions together are bounded by this times the configured tokens.
+ */
+export const MAX_SESSIONS_PER_TOKEN = 100;
 
 function lookupKey(sessionId: string): string {
   return createHash('sha256').update(sessionId, 'utf8').digest('base64url');
@@ -48,7 +52,7 @@ export class DashboardSessions {
 
   constructor(
     private readonly clock: Clock,
-    private readonly maxSessions = MAX_DASHBOARD_SESSIONS,
+    private readonly maxSessionsPerToken = MAX_SESSIONS_PER_TOKEN,
   ) {}
 
   get size(): number {
@@ -59,7 +63,7 @@ export class DashboardSessions {
   create(tokenDigest: Buffer, limits: SessionLimits): { sessionId: string; csrfToken: string; expiresAtMs: number } {
     const nowMs = this.clock.now();
     this.sweep(nowMs, limits);
-    while (this.sessions.size >= this.maxSessions) this.evictLeastRecentlyUsed();
+    this.makeRoomFor(tokenDigest);
     const sessionId = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
     this.sessions.set(lookupKey(sessionId), { tokenDigest: Buffer.from(tokenDigest), csrfToken, createdAtMs: nowMs, lastSeenAtMs: nowMs });
@@ -100,8 +104,10 @@ export class DashboardSessions {
     for (const [key, session] of this.sessions) if (this.expired(session, nowMs, limits)) this.sessions.delete(key);
   }
 
-  private evictLeastRecentlyUsed(): void {
-    const oldest = this.sessions.keys().next();
-    if (!oldest.done) this.sessions.delete(oldest.value);
+  /** Pushes out this token's least recently used sessions (the map runs from least to most recently used) until one more fits. */
+  private makeRoomFor(tokenDigest: Buffer): void {
+    const own: string[] = [];
+    for (const [key, session] of this.sessions) if (session.tokenDigest.equals(tokenDigest)) own.push(key);
+    for (let i = 0; i <= own.length - this.maxSessionsPerToken; i += 1) this.sessions.delete(own[i]!);
   }
 }

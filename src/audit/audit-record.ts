@@ -4,6 +4,17 @@ import { isPlainJsonText, jsonNumberLiteral, jsonStringLiteral, PlainTextMemo, r
 
 export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'concurrency_limit_exceeded' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
 
+/**
+ * The most tokens one answer may report (docs/rate-limits.md, "Token budgets"): far above any
+ * model's context, so a count past it is a runner's mistake or malice, never a real answer.
+ */
+export const MAX_TOKENS_USED = 10_000_000;
+
+/** A believable `tokens_used`: a finite integer from 0 to MAX_TOKENS_USED. Anything else is unknown. */
+export function isTokenCount(tokens: unknown): tokens is number {
+  return typeof tokens === 'number' && Number.isInteger(tokens) && tokens >= 0 && tokens <= MAX_TOKENS_USED;
+}
+
 export interface AuditRecord {
   /** Made by the gateway, unique per request: the dedupe key. */
   id: string;

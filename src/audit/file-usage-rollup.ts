@@ -9,7 +9,7 @@ import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
 import type { Logger } from '../logger.js';
-import type { AuditLine } from './audit-record.js';
+import { isTokenCount, type AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
 import { addPacked, addTo, groupsOf, hourOf, latencyBucket, packFields, parseRollupRecord, tupleGroup, usableRecord, USAGE_SPANS, type BucketFields, type RollupRecord } from './usage-buckets.js';
 import { parseUsageFile, serializeUsageFile, USAGE_FILE, usageFileColumns, usageFilePath } from './usage-files.js';
@@ -59,7 +59,7 @@ export class FileUsageRollup {
       if (counts === undefined) this.tuples.set(id, (counts = { record, fields: new Map() }));
       const fields = counts.fields;
       addTo(fields, 'requests', 1);
-      if (record.tokens_used !== null && record.tokens_used > 0) addTo(fields, 'tokens', Math.floor(record.tokens_used));
+      if (isTokenCount(record.tokens_used) && record.tokens_used > 0) addTo(fields, 'tokens', record.tokens_used);
       if (record.outcome !== 'ok') addTo(fields, `e:${record.outcome}`, 1);
       addTo(fields, `l:${latencyBucket(record.latency_ms)}`, 1);
     }

@@ -11,6 +11,8 @@
 // as its bucket's geometric midpoint: within 9.1 % (2^(1/8) − 1) of the true value above
 // 1 ms, within 0.5 ms below. The Redis rollup script computes the same index in Lua.
 
+import { isTokenCount } from './audit-record.js';
+
 /** Bucket families, named as in the Redis keys and the rollup files. */
 export const USAGE_FAMILIES = ['key', 'account', 'agent', 'tuple'] as const;
 export type UsageFamily = (typeof USAGE_FAMILIES)[number];
@@ -136,7 +138,8 @@ export function addTo(fields: BucketFields, field: string, n: number): void {
 /** Counts one record into `fields`. */
 export function countRecord(fields: BucketFields, r: RollupRecord): void {
   addTo(fields, 'requests', 1);
-  if (typeof r.tokens_used === 'number' && r.tokens_used > 0) addTo(fields, 'tokens', Math.floor(r.tokens_used));
+  // A count no answer can have (1e308 from a record written before the check) would make the bucket Infinity.
+  if (isTokenCount(r.tokens_used) && r.tokens_used > 0) addTo(fields, 'tokens', r.tokens_used);
   if (r.outcome !== 'ok') addTo(fields, `e:${r.outcome}`, 1);
   addTo(fields, `l:${latencyBucket(r.latency_ms)}`, 1);
 }

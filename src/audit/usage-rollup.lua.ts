@@ -12,6 +12,7 @@
 // KEYS[1] the stream; ARGV[1] MAXLEN, ARGV[2] the usage key prefix ("{agentgw:audit}:usage:",
 // in the stream's slot), ARGV[3] the retention in seconds, ARGV[4..] one record each.
 // Returns how many records it added.
+import { MAX_TOKENS_USED } from './audit-record.js';
 import { MAX_LATENCY_BUCKET, USAGE_HASH_MARKER } from './usage-buckets.js';
 
 /** `streamField`: the one field of each stream entry (the sink's AUDIT_STREAM_FIELD). */
@@ -42,7 +43,7 @@ for i = 4, #ARGV do
     end
     local f = t[5]
     f['requests'] = (f['requests'] or 0) + 1
-    if type(r.tokens_used) == 'number' and r.tokens_used > 0 then f['tokens'] = (f['tokens'] or 0) + math.floor(r.tokens_used) end
+    if type(r.tokens_used) == 'number' and r.tokens_used > 0 and r.tokens_used <= ${MAX_TOKENS_USED} and r.tokens_used == math.floor(r.tokens_used) then f['tokens'] = (f['tokens'] or 0) + r.tokens_used end
     local outcome = r.outcome
     if type(outcome) ~= 'string' then outcome = 'error' end
     if outcome ~= 'ok' then

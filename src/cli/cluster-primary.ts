@@ -68,6 +68,7 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
   const admin = createAdminServer({
     api: controlPlane.api,
     metricsText: clusterMetricsSource(),
+    hosts: () => current.admin.hosts,
     readiness: async () => {
       if (draining) return { ready: false, reason: 'draining' };
       if (supervisor.listeningCount === 0) return { ready: false, reason: 'no worker listening' };

@@ -9,7 +9,7 @@ import { parseDurationMs } from '../config/duration.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
 import { toKeyView, type KeyView } from '../keys/key-record-codec.js';
-import { DEFAULT_LIST_LIMIT, KeyService, KeyServiceError, MAX_LIST_LIMIT } from '../keys/key-service.js';
+import { DEFAULT_LIST_LIMIT, KeyService, KeyServiceError, MAX_KEY_DURATION_MS, MAX_LIST_LIMIT } from '../keys/key-service.js';
 import type { KeyLimits } from '../keys/key-record.js';
 import type { KeyStore } from '../keys/key-store.js';
 import { openKeyStore } from '../keys/open-key-store.js';
@@ -106,7 +106,7 @@ function metadataOf(pairs: string[]): Record<string, string> {
 
 function durationOption(flag: string, text: string, allowZero = false): number {
   const ms = parseDurationMs(text);
-  if (ms === undefined || ms < 0 || (!allowZero && ms === 0)) throw new Error(`${flag} ${JSON.stringify(text)}: expected a duration such as 30d, 12h or 90m`);
+  if (ms === undefined || ms < 0 || (!allowZero && ms === 0) || ms > MAX_KEY_DURATION_MS) throw new Error(`${flag} ${JSON.stringify(text)}: expected a duration such as 30d, 12h or 90m, at most 36500d`);
   return ms;
 }
 

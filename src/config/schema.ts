@@ -27,8 +27,22 @@ const listenTlsSchema = z
     ca: z.string().min(1).optional(),
     min_version: z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'),
     http2: z.boolean().default(true),
+    // HTTP/2 limits (docs/security.md, "HTTP/2"): SETTINGS_MAX_CONCURRENT_STREAMS advertised to
+    // every client, and the stream resets a connection may send per `per` before GOAWAY.
+    max_concurrent_streams: z.number().int().min(1).max(10_000).default(100),
+    max_stream_resets: z.number().int().min(1).default(200),
+    stream_resets_per: positiveDuration.default(10_000),
   })
-  .transform((tls) => ({ certFile: tls.cert, keyFile: tls.key, caFile: tls.ca, minVersion: tls.min_version, http2: tls.http2 }));
+  .transform((tls) => ({
+    certFile: tls.cert,
+    keyFile: tls.key,
+    caFile: tls.ca,
+    minVersion: tls.min_version,
+    http2: tls.http2,
+    maxConcurrentStreams: tls.max_concurrent_streams,
+    maxStreamResets: tls.max_stream_resets,
+    streamResetsPerMs: tls.stream_resets_per,
+  }));
 
 
 export const configSchema = z
@@ -77,6 +91,9 @@ export const configSchema = z
         // after session_max_age whatever their use.
         session_idle_timeout: positiveDuration.default(30 * 60_000),
         session_max_age: positiveDuration.default(12 * 3_600_000),
+        // The names the admin listener answers to in `Host` (docs/security.md): set, any other
+        // Host is 421, so a DNS-rebound name cannot reach /metrics or /upstreamz from a browser.
+        hosts: z.array(z.string().min(1).toLowerCase()).default([]),
       })
       .prefault({}),
     redis: redisSchema.optional(),
@@ -204,7 +221,7 @@ export const configSchema = z
       tls: c.listen.tls,
       reusePort: c.listen.reuse_port,
     },
-    admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age },
+    admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age, hosts: c.admin.hosts },
     redis: c.redis,
     limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars, maxJsonDepth: c.limits.max_json_depth },
     rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error, lease: c.rate_limits.lease },

@@ -30,6 +30,7 @@ import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import type { RateLimitDecision, RateLimiter, RateWindow, StreamSlot } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
+import { tokensToCharge } from '../request/token-charge.js';
 import type { RequestTracing } from '../telemetry/request-tracing.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
 import { sendError } from './errors.js';
@@ -176,6 +177,8 @@ export class ChatPipeline {
   /** The caller's plan and its windows: counted at once when the limiter can, else after it answers. */
   limit(request: ChatRequest, key: AuthenticatedKey): void {
     const { state, config } = request;
+    // Gone while its key was looked up (an HTTP/2 reset, a hang-up): nothing more to decide.
+    if (request.finished) return;
     try {
       state.key = key;
       const plan = config.plans.get(key.plan);
@@ -215,14 +218,13 @@ export class ChatPipeline {
   admit(request: ChatRequest, decision: RateLimitDecision): void {
     const { state } = request;
     try {
-      if (decision.slot !== undefined) {
-        // The client left while the limiter decided: nothing will release the slot later.
-        if (request.finished) {
-          decision.slot.release();
-          return;
-        }
-        request.slot = decision.slot;
+      // The client left while the limiter decided: nothing will release the slot later, and
+      // nothing is read or forwarded for it.
+      if (request.finished) {
+        if (decision.slot !== undefined) decision.slot.release();
+        return;
       }
+      if (decision.slot !== undefined) request.slot = decision.slot;
       state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
       if (!decision.allowed) {
         if (decision.concurrencyLimited === true) {
@@ -255,6 +257,8 @@ export class ChatPipeline {
 
   /** A valid chat request goes to the agent's runner; the exchange relays the answer from there. */
   forward(request: ChatRequest, body: Buffer): void {
+    // Reset before its body was handed over: no runner is called for a client that is gone.
+    if (request.finished) return;
     try {
       const { req, res, state, config, address, trace } = request;
       const agent = request.agent!;
@@ -301,12 +305,20 @@ export class ChatPipeline {
     request.finished = true;
     // Whatever ended the stream (its end, the client, the runner, a deadline): the slot is free.
     if (request.slot !== undefined) request.slot.release();
-    const tokensUsed = request.state.tokensUsed;
-    // The answer's tokens, once known (JSON metadata or the stream's done event); batched by the limiter.
-    if (request.tokenWindows !== undefined && tokensUsed !== null && tokensUsed > 0) {
-      this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokensUsed);
+    // The answer's tokens (JSON metadata or the stream's done event), or, without a valid
+    // count (the client left first, an answer too long to read), what was relayed; batched by the limiter.
+    if (request.tokenWindows !== undefined) {
+      const tokens = tokensToCharge(request.state);
+      if (tokens > 0) this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokens);
     }
-    finishRequest(request.state, request.res, this.auditLog, this.logRequest, this.tracing);
+    const { req, res, state } = request;
+    // An HTTP/2 stream reset before anything was answered or forwarded (rapid reset, decision
+    // 0045) costs a counter, not an audit record and a log line each.
+    if (req.httpVersionMajor === 2 && !res.headersSent && state.upstreamStartMs < 0 && state.trace === undefined) {
+      metrics.http2StreamsCancelled.inc();
+      return;
+    }
+    finishRequest(state, res, this.auditLog, this.logRequest, this.tracing);
   }
 
   /** Any stage's error: answered, unless the client is gone. */

@@ -11,6 +11,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { Socket } from 'node:net';
 import type { SecureContextOptions } from 'node:tls';
 import type { GatewayConfig } from '../config/schema.js';
+import { guardResets, Http2RequestDeadlines, http2Settings } from './http2-guard.js';
 import { JournaledHttp2Response, JournaledResponse } from './journaled-response.js';
 
 // A response's last bytes wait for its audit record's journal write (journaled-response.ts).
@@ -38,7 +39,17 @@ export function createPublicServer(listen: ListenConfig, handler: RequestHandler
   const mutual = listen.tls.caFile !== undefined ? { requestCert: true, rejectUnauthorized: true } : {};
   if (!listen.tls.http2) return nodeHttpServer(createHttpsServer({ ...options, ...tls, ...mutual, ...HTTP1_RESPONSE }, handler));
   const responses = { Http1ServerResponse: JournaledResponse as unknown as typeof ServerResponse, Http2ServerResponse: JournaledHttp2Response as unknown as typeof Http2ServerResponse };
-  return http2Server(listen, createSecureServer({ ...tls, ...mutual, ...responses, allowHTTP1: true, noDelay: true, settings: { maxHeaderListSize: listen.maxHeaderBytes } }, handler as never));
+  const tlsConfig = listen.tls;
+  const deadlines = new Http2RequestDeadlines(() => listen.requestTimeoutMs);
+  // HTTP/2 requests get the request_timeout node:http2 does not enforce (http2-guard.ts); an
+  // HTTP/1.1 request on this server pays one integer comparison for it.
+  const guarded: RequestHandler = (req, res) => {
+    if (req.httpVersionMajor === 2) deadlines.track(req, res);
+    handler(req, res);
+  };
+  const server = createSecureServer({ ...tls, ...mutual, ...responses, allowHTTP1: true, noDelay: true, settings: http2Settings(listen, tlsConfig) }, guarded as never);
+  server.once('close', () => deadlines.close());
+  return http2Server(listen, tlsConfig, server);
 }
 
 function serverOptions(listen: ListenConfig): ServerOptions {
@@ -58,7 +69,7 @@ function nodeHttpServer(server: HttpServer | HttpsServer): PublicServer {
   return { server, closeIdle: () => server.closeIdleConnections(), closeAll: () => server.closeAllConnections() };
 }
 
-function http2Server(listen: ListenConfig, server: Http2SecureServer): PublicServer {
+function http2Server(listen: ListenConfig, tlsConfig: NonNullable<ListenConfig['tls']>, server: Http2SecureServer): PublicServer {
   // The HTTP/1.1 side of an http2 server takes node:http's limits from these properties, not
   // from its constructor options (Node 20–24); set before listen(), which starts the checks.
   const http1 = server as Http2SecureServer & { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; maxHeaderSize: number; connectionsCheckingInterval: number };
@@ -80,6 +91,7 @@ function http2Server(listen: ListenConfig, server: Http2SecureServer): PublicSer
     // keep_alive_timeout for HTTP/2: a session with no frames for that long is closed
     // gracefully (GOAWAY), which never cuts a stream still open on it.
     session.setTimeout(listen.keepAliveTimeoutMs, () => session.close());
+    guardResets(session, tlsConfig);
   });
   return {
     server,

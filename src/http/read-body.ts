@@ -112,6 +112,21 @@ function onBodyAborted(this: ReadingRequest): void {
   process.nextTick(failRead, read.receiver, new ClientGoneError());
 }
 
+/**
+ * listen.request_timeout passed while the body was still coming (HTTP/2 only: node:http
+ * enforces it itself on HTTP/1.1): the read settles with request_timeout, so a body that
+ * arrives later is never forwarded. False when no read is in progress.
+ */
+export function expireBodyRead(req: IncomingMessage): boolean {
+  const read = openRead(req as ReadingRequest);
+  if (read === undefined) return false;
+  read.settled = true;
+  read.chunks = NO_CHUNKS;
+  req.pause();
+  process.nextTick(failRead, read.receiver, new GatewayError('request_timeout'));
+  return true;
+}
+
 /** The client went away before its body arrived: nothing to answer. */
 export class ClientGoneError extends Error {
   constructor() {

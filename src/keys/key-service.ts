@@ -27,6 +27,9 @@ export const DEFAULT_ROTATION_GRACE_MS = 24 * 3_600_000;
  * exist (`not_found`). The CLI prints the message; the admin API answers 400 with `param`
  * or 404 key_not_found.
  */
+/** The longest `expires_in` or rotation `grace` (100 years): past it a date is not representable for long, and no key needs it. */
+export const MAX_KEY_DURATION_MS = 36_500 * 86_400_000;
+
 export class KeyServiceError extends Error {
   constructor(
     message: string,
@@ -110,7 +113,9 @@ export class KeyService {
     let expiresAt: string | null = null;
     if (input.expiresInMs !== undefined && input.expiresAt !== undefined) throw new KeyServiceError('give expires_in or expires_at, not both', 'expires_at');
     if (input.expiresInMs !== undefined) {
-      if (!(Number.isFinite(input.expiresInMs) && input.expiresInMs > 0)) throw new KeyServiceError('expires-in must be a positive duration such as 30d, 12h or 90m', 'expires_in');
+      if (!(Number.isFinite(input.expiresInMs) && input.expiresInMs > 0 && input.expiresInMs <= MAX_KEY_DURATION_MS)) {
+        throw new KeyServiceError('expires-in must be a positive duration such as 30d, 12h or 90m, at most 36500d', 'expires_in');
+      }
       expiresAt = new Date(nowMs + input.expiresInMs).toISOString();
     } else if (input.expiresAt !== undefined) {
       expiresAt = this.checkTimestamp(input.expiresAt, 'expires_at');
@@ -203,7 +208,7 @@ export class KeyService {
   async rotateKey(keyId: string, options: { graceMs?: number | undefined } = {}): Promise<RotatedKey> {
     this.checkKeyId(keyId);
     const graceMs = options.graceMs ?? DEFAULT_ROTATION_GRACE_MS;
-    if (!(Number.isFinite(graceMs) && graceMs >= 0)) throw new KeyServiceError('grace must be a duration such as 24h, 30m or 0s', 'grace');
+    if (!(Number.isFinite(graceMs) && graceMs >= 0 && graceMs <= MAX_KEY_DURATION_MS)) throw new KeyServiceError('grace must be a duration such as 24h, 30m or 0s, at most 36500d', 'grace');
     const nowMs = this.clock.now();
     const { rawKey, keyId: newKeyId, hash } = generateApiKey();
     const result = await this.store.update(keyId, (current) => {

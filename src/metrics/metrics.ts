@@ -151,6 +151,29 @@ export const metrics = {
       collectUpstreamGauge(this, (t) => t.outstanding);
     },
   }),
+  // HTTP/2 on the public listener (docs/security.md, "HTTP/2"): what a client's resets and silence cost.
+  adminAuthFailures: new Counter({
+    name: 'agentgw_admin_auth_failures_total',
+    help: 'Refused admin tokens (admin API bearer tokens and dashboard sign-ins), by reason.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
+  http2StreamsCancelled: new Counter({
+    name: 'agentgw_streams_cancelled_total',
+    help: 'HTTP/2 streams the client reset before the gateway answered or called a runner (no audit record is written for them).',
+    registers: [registry],
+  }),
+  http2SessionsRefused: new Counter({
+    name: 'agentgw_connections_refused_total',
+    help: 'HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM, by reason (stream_resets).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
+  http2RequestTimeouts: new Counter({
+    name: 'agentgw_stream_request_timeouts_total',
+    help: 'HTTP/2 streams whose request was not received within listen.request_timeout (answered 408, or reset).',
+    registers: [registry],
+  }),
   // Counted on every request (a hit, mostly): a hot-path counter, bound on first use.
   keyCache: new HotCounter({ name: 'agentgw_key_cache_total', help: 'Key cache lookups, by result (hit, miss, negative_hit, stale_hit).', labelNames: ['result'] as const, registers: [registry] }),
 } as const;

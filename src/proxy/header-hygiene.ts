@@ -6,8 +6,11 @@
 // could read a client's `X_Key_Id` as the gateway's `X-Key-Id`.
 import type { IncomingHttpHeaders } from 'node:http';
 
+// With the connection-specific fields of RFC 9113 8.2.2, which node:http2 refuses to send on a
+// response (`HTTP2-Settings` is HTTP/1.1's upgrade to h2c: it describes one connection).
 const HOP_BY_HOP = new Set([
   'connection',
+  'http2-settings',
   'keep-alive',
   'proxy-authenticate',
   'proxy-authorization',
@@ -40,8 +43,13 @@ const NOT_FORWARDED_UPSTREAM = new Set([
   'traceparent',
 ]);
 
-/** Never relayed to the client from the upstream: framing Node sets itself, and our own ids. */
-const NOT_RELAYED_DOWNSTREAM = new Set([...HOP_BY_HOP, 'x-request-id', 'date']);
+/**
+ * Never relayed to the client from the upstream: framing Node sets itself, our own ids, and
+ * what would let a runner set state on the gateway's origin (docs/security.md, "What a
+ * runner's answer may do"): cookies, which ignore ports and so reach the admin listener's
+ * dashboard on the same host, and HSTS, which is the operator's policy for the host.
+ */
+const NOT_RELAYED_DOWNSTREAM = new Set([...HOP_BY_HOP, 'x-request-id', 'date', 'set-cookie', 'strict-transport-security']);
 
 function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
   if (!value) return undefined;

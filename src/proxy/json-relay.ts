@@ -29,6 +29,8 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
   private held: Buffer | undefined = undefined;
   /** Bytes of the relayed Content-Length still to come; -1 without one. */
   private lengthLeft = -1;
+  /** stream.max_duration from the answer's head: a body dripped a byte at a time is cut there. */
+  private endByMs = 0;
   sweepPrev: DeadlineEntry | null = null;
   sweepNext: DeadlineEntry | null = null;
   sweeping = false;
@@ -45,7 +47,9 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
     this.lengthLeft = typeof length === 'string' ? Number(length) : -1;
     const contentType = headers['content-type'];
     if (statusCode < 300 && typeof contentType === 'string' && contentType.includes('json')) this.kept = [];
-    this.exchange.lastUpstreamMs = performance.now();
+    const now = performance.now();
+    this.exchange.lastUpstreamMs = now;
+    this.endByMs = now + this.exchange.request.stream.maxDurationMs;
     deadlines.add(this);
   }
 
@@ -93,10 +97,12 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
     this.exchange.request.res.destroy();
   }
 
-  /** DeadlineEntry: the body's idle deadline, until the exchange settles. */
+  /** DeadlineEntry: the body's idle deadline and its overall one (stream.max_duration), until the exchange settles. */
   checkDeadlines(nowMs: number): void {
-    if (this.exchange.settled || nowMs < this.exchange.idleDeadlineMs()) return;
-    this.fail('idle_timeout');
+    if (this.exchange.settled) return;
+    const overall = nowMs >= this.endByMs;
+    if (!overall && nowMs < this.exchange.idleDeadlineMs()) return;
+    this.fail(overall ? 'max_duration' : 'idle_timeout');
     this.exchange.abort(UPSTREAM_TIMED_OUT);
   }
 

@@ -87,7 +87,9 @@ export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
   /** SseEventSink: every event the side-parser completes. */
   onEvent(doneData: string | null): void {
     this.eventsCounter.inc();
-    if (doneData !== null) {
+    if (doneData === null) {
+      this.exchange.request.state.eventsRelayed += 1;
+    } else {
       this.sawDone = true;
       const state = this.exchange.request.state;
       state.tokensUsed = tokensFromDoneData(doneData);

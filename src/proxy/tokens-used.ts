@@ -9,6 +9,8 @@
 // handle itself (a key with an escape, a top level that is not an object, very deep nesting)
 // goes to JSON.parse. test/property/tokens-used.property.test.ts compares the two.
 
+import { isTokenCount } from '../audit/audit-record.js';
+
 /** Nesting deeper than this is left to JSON.parse (the scan recurses). */
 const MAX_DEPTH = 64;
 /** Ask JSON.parse. */
@@ -58,9 +60,9 @@ export function tokensFromDoneData(data: string): number | null {
   }
 }
 
-/** The one check of a reported count: a non-negative integer, else unknown (null). */
+/** The one check of a reported count: an integer from 0 to MAX_TOKENS_USED, else unknown (null): an invalid runner answer. */
 function validTokens(tokens: unknown): number | null {
-  return typeof tokens === 'number' && Number.isInteger(tokens) && tokens >= 0 ? tokens : null;
+  return isTokenCount(tokens) ? tokens : null;
 }
 
 /**

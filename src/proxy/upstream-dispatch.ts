@@ -183,7 +183,10 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
-    if (this.settled) return;
+    // An informational answer (103 Early Hints, 102): the runner's real answer follows; hints
+    // are for a browser's page loads, not an API client, so they are not relayed. (An
+    // unsolicited 100 is refused by undici itself as a bad response.)
+    if (this.settled || statusCode < 200) return;
     this.controller = controller;
     this.call = null;
     this.request.upstreams.responded(this.target!, statusCode);
@@ -201,7 +204,16 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
       // `/chat`, and any error status on the stream route: relayed unchanged.
       relay = new JsonRelay(this);
     }
-    relay.start(statusCode, headers);
+    const gatewayHeaders = this.request.state.responseHeaders.length;
+    try {
+      relay.start(statusCode, headers);
+    } catch {
+      this.request.state.responseHeaders.length = gatewayHeaders;
+      // writeHead refused the runner's head (a header node:http2 will not send): nothing
+      // reached the client, so it gets the gateway's own error, and the audit that status.
+      this.headersRefused(controller);
+      return;
+    }
     this.relay = relay;
     // The relay watches its own deadlines from here.
     this.request.deadlines.remove(this);
@@ -295,6 +307,15 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     this.settle();
     this.controller?.abort(CLIENT_CLOSED);
   };
+
+  private headersRefused(controller: Dispatcher.DispatchController): void {
+    const { res, state } = this.request;
+    state.upstreamStatus = 0;
+    // The refused head stays on the response object and would fail the error answer too.
+    for (const name of res.getHeaderNames()) res.removeHeader(name);
+    this.failBeforeHeaders('bad_response', 'The agent answered with headers the gateway cannot relay.');
+    controller.abort(new Error('unrelayable response headers'));
+  }
 
   private failBeforeHeaders(kind: UpstreamFailureKind, message?: string): void {
     this.recordFailure(kind);

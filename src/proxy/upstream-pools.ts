@@ -5,6 +5,7 @@
 // connections whichever agent uses them); a pool no target uses any more is closed once the
 // requests already on it have ended (undici's close() waits for them), so a stream in flight
 // is not cut. docs/upstreams.md has the whole picture.
+import { redactedUrl } from '../config/redacted-url.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
@@ -139,7 +140,7 @@ export class UpstreamPools {
       out[agentId] = {
         waiting: upstreams.waiting,
         targets: upstreams.targets.map((t) => ({
-          url: t.url,
+          url: redactedUrl(t.url),
           origin: t.origin,
           weight: t.weight,
           state: t.state,

@@ -19,6 +19,8 @@ export class RequestState {
   /** The audit record was made as the response ended (JournaledResponse); finish() makes none then. */
   audited = false;
   tokensUsed: number | null = null;
+  /** Events of a stream relayed to the client, `done` excepted: what a stream without a count is charged (token-charge.ts). */
+  eventsRelayed = 0;
   /** performance.now() marks; -1 until the upstream is called. */
   upstreamStartMs = -1;
   upstreamEndMs = -1;

@@ -272,6 +272,8 @@ describe.each(['file', 'redis'] as const)('admin keys API (%s store)', (store) =
       ['POST', '/admin/v1/keys', { plan: 'starter', agents: ['support'] }, 'account'],
       ['POST', '/admin/v1/keys', { ...valid, colour: 'red' }, 'colour'],
       ['POST', '/admin/v1/keys', { ...valid, expires_in: 'soon' }, 'expires_in'],
+      // Issue 33: a date past what a Date holds answered 500.
+      ['POST', '/admin/v1/keys', { ...valid, expires_in: '999999999d' }, 'expires_in'],
       ['POST', '/admin/v1/keys', { ...valid, expires_at: 'tomorrow' }, 'expires_at'],
       ['POST', '/admin/v1/keys', { ...valid, expires_at: '2001-01-01T00:00:00Z' }, 'expires_at'],
       ['POST', '/admin/v1/keys', { ...valid, expires_in: '1d', expires_at: '2099-01-01T00:00:00Z' }, 'expires_at'],
@@ -287,6 +289,7 @@ describe.each(['file', 'redis'] as const)('admin keys API (%s store)', (store) =
       ['PATCH', `/admin/v1/keys/${victim.key_id}`, { expires_at: 'never' }, 'expires_at'],
       ['PATCH', '/admin/v1/keys/not-a-key', { name: 'x' }, 'key_id'],
       ['POST', `/admin/v1/keys/${victim.key_id}/rotate`, { grace: 'long' }, 'grace'],
+      ['POST', `/admin/v1/keys/${victim.key_id}/rotate`, { grace: '999999999d' }, 'grace'],
       ['POST', `/admin/v1/keys/${victim.key_id}/rotate`, { grace: '1h', extra: true }, 'extra'],
       ['POST', `/admin/v1/keys/${victim.key_id}/revoke`, { reason: 'x' }, 'reason'],
     ];

@@ -73,7 +73,15 @@ describe('DashboardSessions', () => {
     expect(sessions.delete(id)).toBe(false);
   });
 
-  it('holds at most its cap, pushing out the least recently used session', () => {
+  it('a token signing in past its cap pushes out only its own sessions: a viewer cannot sign an admin out (issue 33, finding 6)', () => {
+    const sessions = new DashboardSessions(manualClock(), 3);
+    const admin = sessions.create(ops.sha256, limits).sessionId;
+    for (let i = 0; i < 1_200; i += 1) sessions.create(viewer.sha256, limits);
+    expect(sessions.use(admin, [ops, viewer], limits)?.actor.role).toBe('admin');
+    expect(sessions.size).toBe(4);
+  });
+
+  it('holds at most its cap per token, pushing out the least recently used session', () => {
     const sessions = new DashboardSessions(manualClock(), 3);
     const [a, b, c] = [0, 1, 2].map(() => sessions.create(ops.sha256, limits).sessionId) as [string, string, string];
     expect(sessions.use(a, [ops], limits)).toBeDefined();

@@ -3,7 +3,7 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { isCrossSite } from '../../../src/admin/admin-session-auth.js';
-import { clearedSessionCookie, readCookie, sessionCookie } from '../../../src/admin/session-cookie.js';
+import { clearedSessionCookie, readCookie, sessionCookie, sessionIdOf } from '../../../src/admin/session-cookie.js';
 
 function request(headers: Record<string, string>, encrypted = false): IncomingMessage {
   return { headers, socket: { encrypted } } as unknown as IncomingMessage;
@@ -22,6 +22,14 @@ describe('session cookie', () => {
     expect(plain).toBe('agentgw_session=id1; Max-Age=3600; Path=/; HttpOnly; SameSite=Strict');
     expect(sessionCookie(request({}, true), 'id1', 3_600_000)).toMatch(/; Secure$/);
     expect(clearedSessionCookie(request({}))).toBe('agentgw_session=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict');
+  });
+
+  it('over TLS: Secure and the __Host- prefix, read back under that name only (issue 33)', () => {
+    expect(sessionCookie(request({}, true), 'id1', 3_600_000)).toBe('__Host-agentgw_session=id1; Max-Age=3600; Path=/; HttpOnly; SameSite=Strict; Secure');
+    expect(clearedSessionCookie(request({}, true))).toBe('__Host-agentgw_session=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict; Secure');
+    expect(sessionIdOf(request({ cookie: '__Host-agentgw_session=tls-id' }, true))).toBe('tls-id');
+    // A cookie without the prefix (plantable over plain HTTP) is not read over TLS.
+    expect(sessionIdOf(request({ cookie: 'agentgw_session=planted' }, true))).toBeUndefined();
   });
 });
 

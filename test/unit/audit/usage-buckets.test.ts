@@ -53,6 +53,15 @@ describe('usage buckets', () => {
     expect(summarize(fields)).toEqual({ requests: 4, tokens: 10, errors: { rate_limited: 2, upstream_error: 1 }, latency_ms: { p50: fiveMs, p99: fiveMs } });
     expect(summarize(new Map()).latency_ms).toEqual({ p50: null, p99: null });
   });
+
+  it('never counts a token figure no answer can have (1e308 twice stays out; the bucket stays finite)', () => {
+    const fields: BucketFields = new Map();
+    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, outcome: 'ok' };
+    countRecord(fields, { ...base, tokens_used: 1e308 });
+    countRecord(fields, { ...base, tokens_used: 1e308 });
+    countRecord(fields, { ...base, tokens_used: 12 });
+    expect(summarize(fields).tokens).toBe(12);
+  });
 });
 
 describe('reading an audit line for the rollup', () => {

@@ -74,7 +74,7 @@ describe('config schema', () => {
   it('fills every default of the configuration file contract (docs/design.md)', () => {
     const config = parseConfigText(MINIMAL, 'test.yaml', {});
     expect(config.listen).toMatchObject({ host: '0.0.0.0', port: 8080, trustProxy: { mode: 'none' } });
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090, tokens: [], sessionIdleTimeoutMs: 30 * 60_000, sessionMaxAgeMs: 12 * 3_600_000 });
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090, tokens: [], sessionIdleTimeoutMs: 30 * 60_000, sessionMaxAgeMs: 12 * 3_600_000, hosts: [] });
     expect(config.redis).toBeUndefined();
     expect(config.limits).toEqual({ maxBodyBytes: 1_048_576, maxMessageChars: 32_000, maxJsonDepth: 64 });
     expect(config.rateLimits).toEqual({ scope: 'account', onStoreError: 'allow', lease: true });

@@ -1,0 +1,23 @@
+// What a token budget is charged for one answer (docs/rate-limits.md, "Token budgets";
+// docs/decisions/0044-budget-charged-for-what-was-relayed.md). The runner's own count when it
+// gave a valid one; otherwise an estimate of what the client was sent, so that a client
+// leaving before `done` (or an answer too large to read, or a runner reporting nonsense)
+// cannot take an answer for free:
+// - a stream: one token per event relayed before it ended (the runner's events are its
+//   token chunks: the demo agent sends one token per event);
+// - a JSON answer: one token per BYTES_PER_TOKEN bytes relayed, rounded up.
+// Only an answer the runner started with a 2xx is estimated: a refusal or an error answer
+// the gateway wrote itself costs nothing.
+import type { RequestState } from './request-state.js';
+
+/** The estimate's byte rule for a JSON answer without a usable count (about 4 bytes of English text per token). */
+export const BYTES_PER_TOKEN = 4;
+
+export function tokensToCharge(state: RequestState): number {
+  const reported = state.tokensUsed;
+  if (reported !== null) return reported;
+  const status = state.upstreamStatus;
+  if (status < 200 || status >= 300) return 0;
+  if (state.route === 'chat/stream') return state.eventsRelayed;
+  return Math.ceil(state.bytesOut / BYTES_PER_TOKEN);
+}
