@@ -147,6 +147,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         },
       });
 
+  // An A2A agent's card decides how the gateway speaks to it: read before the first request.
+  await runtime.cardsRead;
   const port = await listen(gateway.server, config.listen.port, config.listen.host, { reusePort: config.listen.reusePort, listener: 'gateway' });
   const adminPort = admin ? await listen(admin, config.admin.port, config.admin.host, { listener: 'admin' }) : undefined;
 
