@@ -194,7 +194,7 @@ describe('a wanted request dispatched while an aborted one’s socket is closing
     const failures: GatewayError[] = [];
     const forward = (id: string): FakeResponse => {
       const res = new FakeResponse(new FakeRequest('/', {}));
-      const request = { res: res as unknown as ServerResponse, state: new RequestState(id, '10.0.0.1', 0, performance.now()), agent, upstreams, route: 'chat' as const, stream: { heartbeatMs: 1_000, idleTimeoutMs: 5_000, maxDurationMs: 60_000 }, activeStreams: new ActiveStreams(), deadlines };
+      const request = { res: res as unknown as ServerResponse, state: new RequestState(id, '10.0.0.1', 0, performance.now()), agent, upstreams, route: 'chat' as const, stream: { heartbeatMs: 1_000, idleTimeoutMs: 5_000, maxDurationMs: 60_000 }, activeStreams: new ActiveStreams(), deadlines, a2a: undefined };
       forwardToUpstream(request, { headers: [], body: Buffer.from('{}') }, (error) => failures.push(error));
       return res;
     };

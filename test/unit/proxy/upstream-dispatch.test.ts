@@ -42,7 +42,7 @@ function forward(route: ChatRoute, stream: StreamTimings = STREAM): Setup {
   const target = new UpstreamTarget(agent.id, agent.upstream, 1, pool as unknown as Pool);
   const upstreams = new AgentUpstreams(agent.id, [target], {}, agent.outlier, { clock: systemClock, random: Math.random, timers: nodeTimers, logger: undefined });
   forwardToUpstream(
-    { res: res as unknown as ServerResponse, state, agent, upstreams, route, stream, activeStreams, deadlines: new DeadlineSweeper() },
+    { res: res as unknown as ServerResponse, state, agent, upstreams, route, stream, activeStreams, deadlines: new DeadlineSweeper(), a2a: undefined },
     { headers: [], body: Buffer.from('{}') },
     (error) => failures.push(error),
   );
