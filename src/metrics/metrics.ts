@@ -81,7 +81,7 @@ export const metrics = {
     registers: [registry],
   }),
   a2aTaskCancels: new Counter({
-    name: 'agentgw_a2a_task_cancels_total',
+    name: 'agentgw_agent_task_cancels_total',
     help: 'A2A tasks the gateway asked the agent to cancel (the client left, a deadline, shutdown), by agent and outcome (answered, failed).',
     labelNames: ['agent', 'outcome'] as const,
     registers: [registry],

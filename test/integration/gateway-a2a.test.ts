@@ -12,6 +12,7 @@ import { waitFor } from '../helpers/wait.js';
 import { refusingPort } from '../helpers/free-port.js';
 
 const TOKENS = 12;
+const ADMIN_TOKEN = 'adm-a2a-test-token-0123456789';
 const PLANS = {
   scale: { windows: [] },
   twice: { windows: [{ requests: 2, per: '1m' }] },
@@ -49,7 +50,7 @@ beforeAll(async () => {
       legacy: a2a(legacy.url),
       down: a2a(`http://127.0.0.1:${downPort}/a2a/jsonrpc`),
     },
-    config: { plans: PLANS },
+    config: { plans: PLANS, admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'ops', token: ADMIN_TOKEN, role: 'viewer' }] } },
   });
   key = (await gateway.createKey()).rawKey;
 });
@@ -170,6 +171,18 @@ describe('/chat/stream on an A2A agent', () => {
     sse.abort();
     const canceled = await waitFor('the cancel', () => servers.endless.canceled[0], 5_000);
     expect(canceled).toEqual(expect.any(String));
+  });
+});
+
+describe('the admin view of A2A agents', () => {
+  it("lists an A2A agent's card and skills, and null for one whose card was not read", async () => {
+    const res = await fetch(`${gateway.adminUrl}/admin/v1/agents`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const agents = ((await res.json()) as { data: { id: string; protocol: string; a2a: unknown }[] }).data;
+    const byId = new Map(agents.map((agent) => [agent.id, agent]));
+    expect(byId.get('streaming')).toMatchObject({ protocol: 'a2a', a2a: { version: '1.0', streaming: true, skills: [{ id: 'echo', name: 'Echo', tags: ['test'] }] } });
+    expect(byId.get('legacy')?.a2a).toMatchObject({ version: '0.3' });
+    expect(byId.get('plain')?.a2a).toMatchObject({ streaming: false });
+    expect(byId.get('down')).toMatchObject({ protocol: 'a2a', a2a: null });
   });
 });
 
