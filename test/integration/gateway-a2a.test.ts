@@ -49,6 +49,8 @@ beforeAll(async () => {
       endless: a2a(endless.url),
       legacy: a2a(legacy.url),
       down: a2a(`http://127.0.0.1:${downPort}/a2a/jsonrpc`),
+      // Two upstreams, one refusing connections: never-sent requests go to the other.
+      pair: { protocol: 'a2a', upstreams: [{ url: plain.url }, { url: `http://127.0.0.1:${downPort}/a2a/jsonrpc` }] },
     },
     config: { plans: PLANS, admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'ops', token: ADMIN_TOKEN, role: 'viewer' }] } },
   });
@@ -187,6 +189,22 @@ describe('the admin view of A2A agents', () => {
 });
 
 describe('keys, limits, budgets and audit on an A2A agent', () => {
+  it("keeps a key to its agents: one not scoped to an A2A agent is refused", async () => {
+    const { rawKey } = await gateway.createKey({ agents: ['plain'] });
+    const res = await postChat(gateway.url, chat('streaming'), rawKey, { message: 'x' });
+    expect([res.status, ((await res.json()) as { error: { type: string } }).error.type]).toEqual([401, 'agent_not_allowed']);
+  });
+
+  it('sends a request never sent to a refusing upstream to the other one', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await postChat(gateway.url, chat('pair'), key, { message: `n${i}` });
+      await res.text();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+  });
+
   it('counts requests against the plan window', async () => {
     const { rawKey } = await gateway.createKey({ plan: 'twice' });
     const statuses: number[] = [];
@@ -230,6 +248,7 @@ describe('keys, limits, budgets and audit on an A2A agent', () => {
       5_000,
     );
     expect(records[0]).toMatchObject({ agent: 'streaming', status: 200, tokens_used: TOKENS, session_id: 's-audit', user_id: 'u-audit' });
-    expect(records[1]).toMatchObject({ agent: 'failing', status: 502, tokens_used: null });
+    expect(records[0]?.outcome).toBe('ok');
+    expect(records[1]).toMatchObject({ agent: 'failing', status: 502, outcome: 'error', tokens_used: null });
   });
 });
