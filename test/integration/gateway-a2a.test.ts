@@ -9,6 +9,7 @@ import { readAuditFile } from '../helpers/audit-records.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { openSse } from '../helpers/sse-client.js';
 import { waitFor } from '../helpers/wait.js';
+import { metricsText, parseMetrics, sumSamples } from '../helpers/metrics-text.js';
 import { refusingPort } from '../helpers/free-port.js';
 
 const TOKENS = 12;
@@ -173,6 +174,13 @@ describe('/chat/stream on an A2A agent', () => {
     sse.abort();
     const canceled = await waitFor('the cancel', () => servers.endless.canceled[0], 5_000);
     expect(canceled).toEqual(expect.any(String));
+    // The agent answered the cancel: counted once, for this agent.
+    const answered = await waitFor(
+      'the cancel counted',
+      async () => sumSamples(parseMetrics(await metricsText(gateway.adminUrl)), 'agentgw_agent_task_cancels_total', { agent: 'endless', outcome: 'answered' }) || false,
+      5_000,
+    );
+    expect(answered).toBe(1);
   });
 });
 
