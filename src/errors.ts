@@ -26,6 +26,10 @@ export const ERROR_TYPES = {
   token_budget_exceeded: { status: 429, message: "The plan's token budget is spent; retry after the time in the Retry-After header." },
   concurrency_limit_exceeded: { status: 429, message: "The plan's open streams are all in use; retry after the time in the Retry-After header." },
   internal_error: { status: 500, message: 'The gateway failed to handle the request.' },
+  // 502s come from A2A agents only (docs/a2a.md): an Agent Chat runner's own answers pass through.
+  agent_error: { status: 502, message: 'The agent answered the request with an A2A error.' },
+  agent_task_failed: { status: 502, message: "The agent's task ended without an answer (failed, rejected or canceled)." },
+  agent_bad_response: { status: 502, message: "The agent's answer was not a valid A2A answer." },
   agent_unavailable: { status: 503, message: 'The agent is temporarily unavailable; retry after a few seconds.' },
   store_unavailable: { status: 503, message: 'The gateway cannot reach its store right now; retry after a few seconds.' },
 } as const satisfies Record<string, { status: number; message: string }>;
@@ -41,6 +45,9 @@ export const STREAM_ERROR_TYPES = {
   upstream_timeout: 'The agent sent nothing for too long; the stream was closed.',
   stream_timeout: 'The stream reached its maximum duration and was closed.',
   shutting_down: 'The gateway is shutting down; retry the request.',
+  agent_error: 'The agent answered with an A2A error.',
+  agent_task_failed: "The agent's task ended without an answer (failed, rejected or canceled).",
+  agent_bad_response: "The agent's stream was not a valid A2A stream.",
 } as const;
 
 export type StreamErrorType = keyof typeof STREAM_ERROR_TYPES;

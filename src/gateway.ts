@@ -73,6 +73,7 @@ export function openControlPlane(
     logger: Logger;
     clock: Clock;
     upstreams?: AdminApiDeps['upstreams'];
+    a2aCards?: AdminApiDeps['a2aCards'];
   },
 ): ControlPlane {
   const config = currentConfig();
@@ -85,6 +86,7 @@ export function openControlPlane(
     clock: deps.clock,
     logger: deps.logger,
     upstreams: deps.upstreams,
+    a2aCards: deps.a2aCards,
   });
   return { api, close: () => adminAudit.close() };
 }
@@ -133,7 +135,15 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const certificates = listenTls && new CertificateReloader(listenTls, gateway.server as SecureContextTarget, logger);
 
   let draining = false;
-  const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, { keyStore, redis, auditRedis, logger, clock, upstreams: () => runtime.pools.snapshot() });
+  const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, {
+        keyStore,
+        redis,
+        auditRedis,
+        logger,
+        clock,
+        upstreams: () => runtime.pools.snapshot(),
+        a2aCards: () => runtime.cards.snapshot(),
+      });
   const admin = options.admin === false
     ? undefined
     : createAdminServer({
@@ -148,6 +158,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         },
       });
 
+  // An A2A agent's card decides how the gateway speaks to it: read before the first request.
+  await runtime.cardsRead;
   const port = await listen(gateway.server, config.listen.port, config.listen.host, { reusePort: config.listen.reusePort, listener: 'gateway' });
   const adminPort = admin ? await listen(admin, config.admin.port, config.admin.host, { listener: 'admin' }) : undefined;
 

@@ -22,6 +22,8 @@ export const CONFIG_VARIATIONS = {
   // at limits no run reaches (docs/decisions/0020). Requests stay JSON: the cap takes no slot.
   budgets: (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, tokens: [ { tokens: 1000000000000, per: 1d } ] }'),
   'budgets-cap': (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, tokens: [ { tokens: 1000000000000, per: 1d } ], concurrency: { streams: 1000000 } }'),
+  // The bench agent as an A2A agent on the same stub (docs/a2a.md, decision 0058): the adapter's cost.
+  a2a: (yaml) => yaml.replace(/( {4}upstream: .*)\/api\/v1\n/, '    protocol: a2a\n$1/a2a\n'),
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
   // TLS on the listener (decision 0021): node:https, or node:http2 with HTTP/1.1 allowed. The
   // bench's clients still speak HTTP/1.1: what either server costs that path.

@@ -130,7 +130,9 @@ export async function startEnvironment({ repoRoot, tmpDir, fdLimit, nginx, peers
     const variantGateway = await startGatewayProcess({ repoRoot, configPath: variantConfig, redisUrl: redis.url, tmpDir: dir, fdLimit, name: `gateway-${variant}` });
     limitGateways.push(variantGateway);
     log(`gateway-${variant}: pid ${variantGateway.pid} at ${variantGateway.url}`);
-    limitTargets.push({ ...gatewayTarget, name: `gateway-${variant}`, url: variantGateway.url, headers: { authorization: `Bearer ${variantKey.rawKey}` }, pids: () => [variantGateway.pid], adminUrl: variantGateway.adminUrl });
+    // The A2A variant answers the stub's reply in the gateway's A2A shape (docs/a2a.md): same text, its own fields.
+    const a2aAnswer = variant === 'a2a' ? { chatAnswerMatches: (text) => JSON.parse(text).response === CHAT_RESPONSE.response } : {};
+    limitTargets.push({ ...gatewayTarget, ...a2aAnswer, name: `gateway-${variant}`, url: variantGateway.url, headers: { authorization: `Bearer ${variantKey.rawKey}` }, pids: () => [variantGateway.pid], adminUrl: variantGateway.adminUrl });
   }
 
   for (const target of [...targets, ...limitTargets]) if (!target.peer) await checkTarget(target);
@@ -178,7 +180,7 @@ async function checkTarget(target) {
     body: target.streamBody ?? REQUEST_BODY,
   });
   const events = await stream.text();
-  const seqs = [...events.matchAll(/"seq":(\d+)/g)].map((m) => Number(m[1]));
+  const seqs = [...events.matchAll(/"seq":(\d+)|seq=(\d+)/g)].map((m) => Number(m[1] ?? m[2]));
   if (stream.status !== 200 || seqs.join(',') !== '0,1,2' || !isStreamEnd(events)) {
     throw new Error(`${target.name}: POST ${target.streamPath} answered ${stream.status} ${events.slice(0, 300)}`);
   }

@@ -76,7 +76,7 @@ function fail(message) {
 const SWITCHES = new Set(['quick', 'profile', 'no-wrk', 'no-nginx', 'no-usage-rollups', 'no-peers', 'markdown', 'keep-tmp', 'help']);
 const VALUED = new Set(['limit-variants', 'scenarios', 'runs', 'duration-s', 'warmup-s', 'connections', 'rate', 'streams', 'stream-concurrency', 'idle-streams', 'idle-hold-s', 'out', 'timeout-s', 'node', 'idle-workers', 'idle-node-args', 'idle-topology']);
 
-const LIMIT_VARIANTS = new Set(['budgets', 'budgets-cap', 'no-lease', 'no-limits']);
+const LIMIT_VARIANTS = new Set(['budgets', 'budgets-cap', 'no-lease', 'no-limits', 'a2a']);
 
 function idleTopology(value) {
   if (!IDLE_TOPOLOGIES.has(value)) fail(`--idle-topology: ${JSON.stringify(value)} is not one of ${[...IDLE_TOPOLOGIES].join(', ')}`);

@@ -9,7 +9,8 @@ import { performance } from 'node:perf_hooks';
 import { REQUEST_BODY } from './load-tools.mjs';
 
 const TIME_ORIGIN_MS = performance.timeOrigin;
-const TOKEN_STAMP = /"seq":(\d+),"sent_at":([\d.]+)/;
+// The native stub's `"seq":N,"sent_at":T`, or `seq=N sent_at=T` inside the text of its A2A face (stub-a2a-agent.mjs).
+const TOKEN_STAMP = /(?:"seq":(\d+),"sent_at":|seq=(\d+) sent_at=)([\d.]+)/;
 
 /**
  * Runs `streams` streams, `concurrency` at a time.
@@ -116,8 +117,8 @@ function oneStream(agent, target, streamParams, tokens) {
           // a `data:` chunk in OpenAI's shape (a peer that speaks it).
           const stamp = TOKEN_STAMP.exec(event);
           if (stamp !== null) {
-            const seq = Number(stamp[1]);
-            const sentAt = Number(stamp[2]);
+            const seq = Number(stamp[1] ?? stamp[2]);
+            const sentAt = Number(stamp[3]);
             if (firstEventMs === null) firstEventMs = recvMono - t0;
             if (seq !== lastSeq + 1) outOfOrder += 1;
             lastSeq = seq;

@@ -14,6 +14,9 @@
 //                           open, one token event every `eventEveryMs`, until the client goes
 //                           (the "occasional event" of a long agent turn: scenario 4).
 // GET  /_stats              {"openStreams":…,"peakOpenStreams":…}
+// GET  /.well-known/agent-card.json, POST /a2a   the same runner as an A2A 1.0 agent
+//                           (stub-a2a-agent.mjs): a Task for SendMessage, the token events as
+//                           artifact updates for SendStreamingMessage.
 // POST /v1/chat/completions the same runner in OpenAI's shape, for peers that speak only that
 //                           (Portkey's gateway, issue 26): `"stream":true` in the body streams the
 //                           same token events as `data: {chat.completion.chunk}` lines (each still
@@ -27,6 +30,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { isMainModule, readOption } from './cli-args.mjs';
+import { A2A_DIALECT, a2aCard, a2aTaskBody, STREAMING_SEND } from './stub-a2a-agent.mjs';
 
 export const CHAT_RESPONSE = {
   response: 'Hello! I am the stub runner. How can I help you today?',
@@ -73,6 +77,8 @@ function openAiTokenEvent(seq) {
 
 const OPENAI_DONE =
   'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"stub-runner-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
+const A2A_TASK_BODY = a2aTaskBody(CHAT_RESPONSE.response, CHAT_RESPONSE.metadata.tokens_used);
+const A2A_TASK_HEADERS = { 'content-type': 'application/json', 'content-length': String(A2A_TASK_BODY.length) };
 const AGENT_DIALECT = { token: tokenEvent, done: (tokens, intervalMs) => `event: done\ndata: {"tokens_used":${tokens},"latency_ms":${tokens * intervalMs}}\n\n` };
 const OPENAI_DIALECT = { token: openAiTokenEvent, done: () => OPENAI_DONE };
 
@@ -114,6 +120,27 @@ export async function startStubRunner({ port = 0, host = '127.0.0.1' } = {}) {
       });
       return;
     }
+    if (req.method === 'POST' && path === '/a2a') {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (text) => (body += text));
+      req.once('end', () => {
+        if (!STREAMING_SEND.test(body)) {
+          res.writeHead(200, A2A_TASK_HEADERS);
+          res.end(A2A_TASK_BODY);
+          return;
+        }
+        const header = req.headers['x-bench-stream'];
+        stream(res, new URLSearchParams(typeof header === 'string' ? header : q === -1 ? '' : url.slice(q + 1)), A2A_DIALECT);
+      });
+      return;
+    }
+    if (req.method === 'GET' && path === '/.well-known/agent-card.json') {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(a2aCard(`http://${req.headers.host}`));
+      return;
+    }
     if (req.method === 'GET' && path === '/_stats') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ openStreams, peakOpenStreams }));
@@ -142,8 +169,9 @@ export async function startStubRunner({ port = 0, host = '127.0.0.1' } = {}) {
       if (timer) clearTimeout(timer);
     });
     res.writeHead(200, SSE_HEADERS);
-    // A real runner sends its headers before the model produces anything.
-    res.flushHeaders();
+    // A real runner sends its headers before the model produces anything (an A2A agent: its Task).
+    if (dialect.start !== undefined) res.write(dialect.start);
+    else res.flushHeaders();
 
     const next = () => {
       timer = null;

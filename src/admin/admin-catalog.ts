@@ -16,6 +16,7 @@ export function listPlans(x: AdminExchange): void {
 
 export function listAgents(x: AdminExchange): void {
   const state = x.deps.upstreams?.();
+  const cards = x.deps.a2aCards?.();
   const data = [...x.deps.config().agents.values()].map((agent) => ({
     id: agent.id,
     upstream: redactedUrl(agent.upstream),
@@ -27,6 +28,9 @@ export function listAgents(x: AdminExchange): void {
     tools: agent.tools ? [...agent.tools] : null,
     max_tokens: agent.maxTokens,
     max_connections: agent.maxConnections ?? null,
+    protocol: agent.protocol,
+    // An A2A agent's card as read (null until it is, or where this process reads none).
+    a2a: agent.protocol === 'a2a' ? (cards?.[agent.id] ?? null) : null,
   }));
   sendJson(x.res, 200, { data });
 }

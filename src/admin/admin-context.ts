@@ -1,6 +1,7 @@
 // What every admin API handler gets: the exchange, its request id, the caller, and the
 // gateway's parts it may use.
 import type { AgentUpstreamsSnapshot } from '../proxy/upstream-pools.js';
+import type { A2aCard } from '../proxy/a2a/a2a-card.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdminAuditLog } from '../audit/admin-audit-log.js';
 import type { UsageSource } from '../audit/usage-report.js';
@@ -24,6 +25,8 @@ export interface AdminApiDeps {
    * the process holds no pools (a --workers primary: each worker keeps its own).
    */
   upstreams?: () => Record<string, AgentUpstreamsSnapshot>;
+  /** The A2A agents' cards this process read (docs/a2a.md); absent where it reads none (a --workers primary). */
+  a2aCards?: () => Record<string, A2aCard>;
 }
 
 export interface AdminExchange {

@@ -1,5 +1,6 @@
 // An agent's part of the config (docs/configuration.md "agents"): its runners, deadlines,
-// tool allow-list, connection bounds, health checks and TLS to its runners.
+// tool allow-list, connection bounds, health checks, TLS to its runners, and the protocol
+// they speak (Agent Chat API, or A2A: docs/a2a.md).
 import { z } from 'zod';
 import { asMapping, evenWithOtherProblems, positiveDuration, upstreamUrl } from './schema-primitives.js';
 
@@ -65,8 +66,13 @@ const upstreamTlsSchema = z
     rejectUnauthorized: tls.reject_unauthorized,
   }));
 
+/** What an agent's upstreams speak: this gateway's Agent Chat API, or A2A JSON-RPC (docs/a2a.md). */
+export const AGENT_PROTOCOLS = ['agent-chat', 'a2a'] as const;
+export type AgentProtocol = (typeof AGENT_PROTOCOLS)[number];
+
 export const agentSchema = z
   .strictObject({
+    protocol: z.enum(AGENT_PROTOCOLS).default('agent-chat'),
     upstream: upstreamUrl.optional(),
     upstreams: z.array(upstreamTargetSchema).min(1).max(64).optional(),
     host: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
@@ -110,7 +116,8 @@ export const agentSchema = z
   .transform((agent) => {
     const upstreams = agent.upstreams ?? [{ url: agent.upstream!, weight: 1 }];
     return {
-      /** The first target's base URL (the only one for the shorthand). */
+      protocol: agent.protocol,
+      /** The first target's base URL (the only one for the shorthand); for `a2a`, its JSON-RPC endpoint. */
       upstream: upstreams[0]!.url,
       upstreams,
       host: agent.host,

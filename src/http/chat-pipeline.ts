@@ -27,6 +27,7 @@ import type { ForwardFailureHandler } from '../proxy/forward-request.js';
 import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor, type TraceContext } from '../proxy/traceparent.js';
 import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
+import { a2aCall } from '../proxy/a2a/a2a-exchange.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import type { RateLimitDecision, RateLimiter, RateWindow, StreamSlot } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
@@ -272,26 +273,45 @@ export class ChatPipeline {
 
       const upstreams = this.runtime.pools.upstreams(agent.id);
       if (!upstreams) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
+      const headers = upstreamRequestHeaders(req.headers, {
+        requestId: state.requestId,
+        agentId: agent.id,
+        forwardedFor: address.forwardedFor,
+        forwardedProto: config.listen.tls === undefined ? 'http' : 'https',
+        forwardedHost: requestHost(req),
+        keyId: key.keyId,
+        accountId: key.account,
+        traceparent: trace.traceparent,
+      });
+      const route = state.route!;
+      if (agent.protocol === 'a2a') {
+        this.forwardA2a(request, parsed as Record<string, unknown>, headers);
+        return;
+      }
       forwardToUpstream(
-        { res, state, agent, upstreams, route: state.route!, stream: config.stream, activeStreams: this.activeStreams, deadlines: this.deadlines },
-        {
-          body,
-          headers: upstreamRequestHeaders(req.headers, {
-            requestId: state.requestId,
-            agentId: agent.id,
-            forwardedFor: address.forwardedFor,
-            forwardedProto: config.listen.tls === undefined ? 'http' : 'https',
-            forwardedHost: requestHost(req),
-            keyId: key.keyId,
-            accountId: key.account,
-            traceparent: trace.traceparent,
-          }),
-        },
+        { res, state, agent, upstreams, route, stream: config.stream, activeStreams: this.activeStreams, deadlines: this.deadlines, a2a: undefined },
+        { body, headers },
         this.answerForwardFailure,
       );
     } catch (error) {
       this.fail(request, error);
     }
+  }
+
+  /** An A2A agent (docs/a2a.md): the same exchange, with a JSON-RPC call made from the request and the agent's card. */
+  private forwardA2a(request: ChatRequest, parsed: Record<string, unknown>, headers: string[]): void {
+    const { res, state, config } = request;
+    const agent = request.agent!;
+    const card = this.runtime.cards.get(agent.id);
+    const upstreams = this.runtime.pools.upstreams(agent.id)!;
+    // No card read (yet): how to speak to the agent is unknown.
+    if (card === undefined) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 2, message: "The agent's A2A card could not be read; retry after a few seconds." });
+    const call = a2aCall(parsed, card, state.route!, headers);
+    forwardToUpstream(
+      { res, state, agent, upstreams, route: state.route!, stream: config.stream, activeStreams: this.activeStreams, deadlines: this.deadlines, a2a: call.exchange },
+      { body: call.body, headers: call.headers },
+      this.answerForwardFailure,
+    );
   }
 
   /** JournaledResponse's hook, bound once: the audit record as the response ends. */

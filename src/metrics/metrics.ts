@@ -80,6 +80,12 @@ export const metrics = {
     labelNames: ['agent', 'kind'] as const,
     registers: [registry],
   }),
+  a2aTaskCancels: new Counter({
+    name: 'agentgw_agent_task_cancels_total',
+    help: 'A2A tasks the gateway asked the agent to cancel (the client left, a deadline, shutdown), by agent and outcome (answered, failed).',
+    labelNames: ['agent', 'outcome'] as const,
+    registers: [registry],
+  }),
   redisErrors: new Counter({ name: 'agentgw_redis_errors_total', help: 'Redis command failures, by operation.', labelNames: ['op'] as const, registers: [registry] }),
   redisCommandDuration: new Histogram({
     name: 'agentgw_redis_command_duration_seconds',

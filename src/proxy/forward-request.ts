@@ -11,6 +11,8 @@ import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
 import type { ActiveStreams } from './active-streams.js';
 import type { DeadlineSweeper } from './deadline-sweeper.js';
 import type { AgentUpstreams } from './agent-upstreams.js';
+import type { A2aExchange } from './a2a/a2a-exchange.js';
+import type { UpstreamTarget } from './upstream-target.js';
 
 export interface StreamTimings {
   heartbeatMs: number;
@@ -30,6 +32,8 @@ export interface ForwardRequest {
   activeStreams: ActiveStreams;
   /** Checks the runner's headers deadline and a `/chat` body's idle deadline. */
   deadlines: DeadlineSweeper;
+  /** Set when the agent speaks A2A: its answer goes to the A2A relays (a2a/a2a-relays.ts). */
+  a2a: A2aExchange | undefined;
 }
 
 /** What is sent once and then not kept: undici has its own copy of the headers as text. */
@@ -74,7 +78,10 @@ export interface RelayedExchange {
   pauseUntilDrain(controller: Dispatcher.DispatchController): void;
   /** Records how the runner failed: the request's failure kind, its end, the metric. */
   recordFailure(kind: UpstreamFailureKind): void;
-  settle(): void;
+  /** Ends the exchange; with an error, answered by the gateway (only while nothing was written). */
+  settle(error?: GatewayError): void;
+  /** The target of the current attempt (null once settled): where an A2A task lives. */
+  readonly attemptTarget: UpstreamTarget | null;
   /** Aborts the request to the runner, if undici has started it. */
   abort(reason: Error): void;
 }

@@ -32,6 +32,7 @@ import {
   type ResponseRelay,
   type UpstreamCall,
 } from './forward-request.js';
+import { A2aRelay } from './a2a/a2a-relay.js';
 import { JsonRelay } from './json-relay.js';
 import { SseRelay } from './sse-relay.js';
 import { AGENT_RETRY_AFTER_SECONDS, classifyUpstreamError } from './upstream-errors.js';
@@ -193,7 +194,11 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     const trace = this.request.state.trace;
     if (trace !== undefined) trace.attemptAnswered(statusCode);
     let relay: ResponseRelay;
-    if (this.request.route === 'chat/stream' && statusCode < 300) {
+    const a2a = this.request.a2a;
+    if (a2a !== undefined) {
+      // An A2A agent's JSON-RPC answer or event stream, on either route (a2a/a2a-relay.ts).
+      relay = new A2aRelay(this, a2a);
+    } else if (this.request.route === 'chat/stream' && statusCode < 300) {
       if (!isEventStream(headers['content-type'])) {
         this.failBeforeHeaders('bad_response', 'The agent answered the stream route without an event stream.');
         controller.abort(new Error('not an event stream'));
@@ -252,6 +257,10 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     if (this.settled || this.relay !== null || nowMs < this.headersDeadlineMs) return;
     this.failBeforeHeaders('headers_timeout');
     this.controller?.abort(UPSTREAM_TIMED_OUT);
+  }
+
+  get attemptTarget(): UpstreamTarget | null {
+    return this.target;
   }
 
   idleDeadlineMs(): number {

@@ -53,8 +53,8 @@ function poolKey(url: string, maxConnections: number | undefined, tls: UpstreamT
   return `${new URL(url).origin} ${maxConnections ?? 'unlimited'} ${tls?.digest ?? ''}`;
 }
 
-function targetKey(agentId: string, url: string, maxConnections: number | undefined, tls: UpstreamTls | undefined): string {
-  return `${agentId} ${url} ${maxConnections ?? 'unlimited'} ${tls?.digest ?? ''}`;
+function targetKey(agent: AgentConfig, url: string, tls: UpstreamTls | undefined): string {
+  return `${agent.id} ${agent.protocol} ${url} ${agent.maxConnections ?? 'unlimited'} ${tls?.digest ?? ''}`;
 }
 
 export class UpstreamPools {
@@ -89,7 +89,7 @@ export class UpstreamPools {
       for (const { url, weight } of agent.upstreams) {
         // An http:// target of an agent with tls (a mixed list) takes no TLS options.
         const targetTls = url.startsWith('https:') ? tls : undefined;
-        const key = targetKey(agent.id, url, agent.maxConnections, targetTls);
+        const key = targetKey(agent, url, targetTls);
         const sharedKey = poolKey(url, agent.maxConnections, targetTls);
         let target = this.targets.get(key);
         // Same runner and cap: same pool and state; a new weight applies at once.
@@ -97,7 +97,7 @@ export class UpstreamPools {
           target.weight = weight;
         } else {
           const pool = nextPools.get(sharedKey) ?? this.pools.get(sharedKey) ?? this.createPool(new URL(url).origin, agent.maxConnections, targetTls?.connect);
-          target = new UpstreamTarget(agent.id, url, weight, pool);
+          target = new UpstreamTarget(agent.id, url, weight, pool, agent.protocol);
         }
         nextPools.set(sharedKey, target.pool);
         nextTargets.set(key, target);

@@ -3,6 +3,7 @@
 // one; nothing here reads undici's internals.
 import type { ConnectionOptions } from 'node:tls';
 import { Pool } from './undici-classes.js';
+import type { AgentProtocol } from '../config/agent-schema.js';
 import type { BoundCounter } from '../metrics/hot-path-metrics.js';
 import { metrics } from '../metrics/metrics.js';
 import { clientWithoutAbortReconnect } from './no-reconnect-after-abort.js';
@@ -57,12 +58,15 @@ export class UpstreamTarget implements PickableTarget {
     public weight: number,
     /** Made by createTargetPool, or a stand-in in tests. */
     readonly pool: Pool,
+    protocol: AgentProtocol = 'agent-chat',
   ) {
     const parsed = new URL(url);
     this.origin = parsed.origin;
     this.basePath = parsed.pathname.replace(/\/+$/, '');
-    this.chatPath = `${this.basePath}/chat`;
-    this.streamPath = `${this.basePath}/chat/stream`;
+    // An A2A agent's URL is its JSON-RPC endpoint: both routes post there, the method differs.
+    const a2aPath = parsed.pathname;
+    this.chatPath = protocol === 'a2a' ? a2aPath : `${this.basePath}/chat`;
+    this.streamPath = protocol === 'a2a' ? a2aPath : `${this.basePath}/chat/stream`;
     this.requests = metrics.upstreamRequests.labels({ agent: agentId, target: this.origin });
   }
 

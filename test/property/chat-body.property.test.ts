@@ -16,7 +16,7 @@ import { referenceJsonShape } from '../helpers/reference-json-shape.js';
 const TOOLS = ['search', 'calculator', 'weather'];
 const MAX_TOKENS = 512;
 const MAX_MESSAGE_CHARS = 40;
-const agent: AgentConfig = { id: 'support', upstream: 'http://127.0.0.1:1/api/v1', host: undefined, headersTimeoutMs: 1_000, tools: new Set(TOOLS), maxTokens: MAX_TOKENS, upstreams: [{ url: 'http://127.0.0.1:1/api/v1', weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
+const agent: AgentConfig = { id: 'support', protocol: 'agent-chat', upstream: 'http://127.0.0.1:1/api/v1', host: undefined, headersTimeoutMs: 1_000, tools: new Set(TOOLS), maxTokens: MAX_TOKENS, upstreams: [{ url: 'http://127.0.0.1:1/api/v1', weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
 const limits = { maxMessageChars: MAX_MESSAGE_CHARS };
 
 type Body = Record<string, unknown>;

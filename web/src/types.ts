@@ -58,6 +58,17 @@ export interface Agent {
   /** The serving process's view of the runners, with their state; null on a --workers primary. */
   targets?: UpstreamTarget[] | null;
   state?: string;
+  protocol?: 'agent-chat' | 'a2a';
+  /** An A2A agent's card (docs/a2a.md); null until read. */
+  a2a?: A2aCard | null;
+}
+
+export interface A2aCard {
+  name: string;
+  description: string;
+  version: string;
+  streaming: boolean;
+  skills: { id: string; name: string; description: string; tags: string[] }[];
 }
 
 export interface UsageRow {

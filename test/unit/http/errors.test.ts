@@ -28,11 +28,14 @@ describe('error registry', () => {
       token_budget_exceeded: 429,
       concurrency_limit_exceeded: 429,
       internal_error: 500,
+      agent_error: 502,
+      agent_task_failed: 502,
+      agent_bad_response: 502,
       agent_unavailable: 503,
       store_unavailable: 503,
     });
     for (const { message } of Object.values(ERROR_TYPES)) expect(message.length).toBeGreaterThan(10);
-    expect(Object.keys(STREAM_ERROR_TYPES).sort()).toEqual(['shutting_down', 'stream_timeout', 'upstream_error', 'upstream_timeout']);
+    expect(Object.keys(STREAM_ERROR_TYPES).sort()).toEqual(['agent_bad_response', 'agent_error', 'agent_task_failed', 'shutting_down', 'stream_timeout', 'upstream_error', 'upstream_timeout']);
   });
 
   it('renders the one JSON envelope, with param only when set', () => {

@@ -3,7 +3,7 @@ import type { AgentConfig } from '../../../src/config/schema.js';
 import { GatewayError } from '../../../src/errors.js';
 import { buildRouteTable, matchRoute } from '../../../src/http/routing.js';
 
-const support: AgentConfig = { id: 'support', upstream: 'http://127.0.0.1:1/api/v1', host: 'support.example.com', headersTimeoutMs: 1, tools: undefined, maxTokens: 1, upstreams: [{ url: 'http://127.0.0.1:1/api/v1', weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
+const support: AgentConfig = { id: 'support', protocol: 'agent-chat', upstream: 'http://127.0.0.1:1/api/v1', host: 'support.example.com', headersTimeoutMs: 1, tools: undefined, maxTokens: 1, upstreams: [{ url: 'http://127.0.0.1:1/api/v1', weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
 const sales: AgentConfig = { ...support, id: 'sales', host: undefined };
 const table = buildRouteTable(new Map([['support', support], ['sales', sales]]));
 

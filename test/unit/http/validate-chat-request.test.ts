@@ -4,7 +4,7 @@ import type { AgentConfig } from '../../../src/config/schema.js';
 import { GatewayError } from '../../../src/errors.js';
 import { parseJsonBody, validateChatRequest } from '../../../src/http/validate-chat-request.js';
 
-const agent: AgentConfig = { id: 'support', upstream: 'http://127.0.0.1:1/api/v1', host: undefined, headersTimeoutMs: 1000, tools: new Set(['search', 'calculator']), maxTokens: 100, upstreams: [{ url: 'http://127.0.0.1:1/api/v1', weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
+const agent: AgentConfig = { id: 'support', protocol: 'agent-chat', upstream: 'http://127.0.0.1:1/api/v1', host: undefined, headersTimeoutMs: 1000, tools: new Set(['search', 'calculator']), maxTokens: 100, upstreams: [{ url: 'http://127.0.0.1:1/api/v1', weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
 const limits = { maxMessageChars: 10 };
 
 function rejection(body: unknown, withAgent: AgentConfig = agent): { type: string; param: string | undefined } {

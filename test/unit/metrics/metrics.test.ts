@@ -20,6 +20,7 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_rate_limited_total: { type: 'counter', labels: ['plan'] },
   agentgw_auth_failures_total: { type: 'counter', labels: ['reason'] },
   agentgw_upstream_errors_total: { type: 'counter', labels: ['agent', 'kind'] },
+  agentgw_agent_task_cancels_total: { type: 'counter', labels: ['agent', 'outcome'] },
   agentgw_redis_errors_total: { type: 'counter', labels: ['op'] },
   agentgw_redis_command_duration_seconds: { type: 'histogram', labels: ['op'] },
   agentgw_audit_records_total: { type: 'counter', labels: ['sink', 'result'] },

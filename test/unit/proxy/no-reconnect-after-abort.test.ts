@@ -187,14 +187,14 @@ describe('a wanted request dispatched while an aborted one’s socket is closing
     answerJson();
     const connector = heldConnector();
     const pool = new Pool(origin, { connections: null, pipelining: 1, factory: clientWithoutAbortReconnect, connect: connector.connect });
-    const agent: AgentConfig = { id: 'support', upstream: `${origin}/api`, host: undefined, headersTimeoutMs: 5_000, tools: undefined, maxTokens: 100, upstreams: [{ url: `${origin}/api`, weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
+    const agent: AgentConfig = { id: 'support', protocol: 'agent-chat', upstream: `${origin}/api`, host: undefined, headersTimeoutMs: 5_000, tools: undefined, maxTokens: 100, upstreams: [{ url: `${origin}/api`, weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
     const target = new UpstreamTarget(agent.id, agent.upstream, 1, pool);
     const upstreams = new AgentUpstreams(agent.id, [target], {}, agent.outlier, { clock: systemClock, random: Math.random, timers: nodeTimers, logger: undefined });
     const deadlines = new DeadlineSweeper();
     const failures: GatewayError[] = [];
     const forward = (id: string): FakeResponse => {
       const res = new FakeResponse(new FakeRequest('/', {}));
-      const request = { res: res as unknown as ServerResponse, state: new RequestState(id, '10.0.0.1', 0, performance.now()), agent, upstreams, route: 'chat' as const, stream: { heartbeatMs: 1_000, idleTimeoutMs: 5_000, maxDurationMs: 60_000 }, activeStreams: new ActiveStreams(), deadlines };
+      const request = { res: res as unknown as ServerResponse, state: new RequestState(id, '10.0.0.1', 0, performance.now()), agent, upstreams, route: 'chat' as const, stream: { heartbeatMs: 1_000, idleTimeoutMs: 5_000, maxDurationMs: 60_000 }, activeStreams: new ActiveStreams(), deadlines, a2a: undefined };
       forwardToUpstream(request, { headers: [], body: Buffer.from('{}') }, (error) => failures.push(error));
       return res;
     };

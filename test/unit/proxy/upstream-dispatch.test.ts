@@ -19,7 +19,7 @@ import { FakePool, FakeRequest, FakeResponse, Runner } from '../../helpers/pipel
 
 const HEADERS_TIMEOUT_MS = 2_000;
 const STREAM: StreamTimings = { heartbeatMs: 1_000, idleTimeoutMs: 5_000, maxDurationMs: 60_000 };
-const agent: AgentConfig = { id: 'support', upstream: 'http://127.0.0.1:1/api/v1', host: undefined, headersTimeoutMs: HEADERS_TIMEOUT_MS, tools: undefined, maxTokens: 100, upstreams: [{ url: 'http://127.0.0.1:1/api/v1', weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
+const agent: AgentConfig = { id: 'support', protocol: 'agent-chat', upstream: 'http://127.0.0.1:1/api/v1', host: undefined, headersTimeoutMs: HEADERS_TIMEOUT_MS, tools: undefined, maxTokens: 100, upstreams: [{ url: 'http://127.0.0.1:1/api/v1', weight: 1 }], outlier: { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 }, healthCheck: undefined };
 const EVENT_STREAM = { 'content-type': 'text/event-stream' };
 /** Past a deadline by more than the sweeper's period (100 ms) and its setImmediate. */
 const PAST = 250;
@@ -42,7 +42,7 @@ function forward(route: ChatRoute, stream: StreamTimings = STREAM): Setup {
   const target = new UpstreamTarget(agent.id, agent.upstream, 1, pool as unknown as Pool);
   const upstreams = new AgentUpstreams(agent.id, [target], {}, agent.outlier, { clock: systemClock, random: Math.random, timers: nodeTimers, logger: undefined });
   forwardToUpstream(
-    { res: res as unknown as ServerResponse, state, agent, upstreams, route, stream, activeStreams, deadlines: new DeadlineSweeper() },
+    { res: res as unknown as ServerResponse, state, agent, upstreams, route, stream, activeStreams, deadlines: new DeadlineSweeper(), a2a: undefined },
     { headers: [], body: Buffer.from('{}') },
     (error) => failures.push(error),
   );

@@ -1,5 +1,5 @@
 // Agents: each configured agent's upstream(s) — with their state when the gateway reports
-// it — and how it has fared recently: the last hour's requests and error rate (usage
+// it, and an A2A agent's skills from its card — and how it has fared recently: the last hour's requests and error rate (usage
 // rollups), and upstream failures by kind and open streams since the process started
 // (the admin listener's /metrics).
 import { api } from '../api.js';
@@ -7,6 +7,7 @@ import { ErrorState, Loading } from '../components/states.js';
 import { formatCount, formatPercent } from '../format.js';
 import { useAsync } from '../hooks.js';
 import type { Agent, ListAnswer } from '../types.js';
+import { A2aSkills } from './a2a-skills.js';
 import { fetchUsage } from '../usage/fetch-usage.js';
 import { parseSamples, sumOf, type Sample } from '../usage/prometheus-text.js';
 import { groupTotals } from '../usage/usage-series.js';
@@ -97,6 +98,7 @@ export function AgentsPage() {
                       <th scope="row">
                         <strong>{agent.id}</strong>
                         {agent.host ? <div class="muted">{agent.host}</div> : null}
+                        {agent.protocol === 'a2a' ? <A2aSkills card={agent.a2a ?? null} /> : null}
                       </th>
                       <td>
                         {targets.map((t) => (
