@@ -18,6 +18,9 @@ export function tokensToCharge(state: RequestState): number {
   if (reported !== null) return reported;
   const status = state.upstreamStatus;
   if (status < 200 || status >= 300) return 0;
+  // The gateway answered its own error instead of the runner's 2xx (an A2A agent's answer
+  // refused as too large or malformed): the client was sent none of the runner's answer.
+  if (state.errorStatus !== 0) return 0;
   if (state.route === 'chat/stream') return state.eventsRelayed;
   return Math.ceil(state.bytesOut / BYTES_PER_TOKEN);
 }
