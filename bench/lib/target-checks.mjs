@@ -61,7 +61,8 @@ function floorCheck(scenario, target, spec, { rounds, floorValues, load }, extra
   return {
     scenario,
     target,
-    measured: `${describeStanding(v, spec)}${extra}${floorPart}`,
+    // The load goes in the result cell of an UNJUDGED line, else here: every line says how quiet its rounds were.
+    measured: `${describeStanding(v, spec)}${extra}${floorPart}${v.result !== 'UNJUDGED' && load ? `; load ${load}` : ''}`,
     result: resultCell(v, load),
     verdict: v.result,
     standing: v.standing,
