@@ -156,7 +156,7 @@ function idleChecks(results, checks) {
     return;
   }
   const first = idle.attempts[0];
-  const floor = idle.floor ?? [];
+  const floor = (idle.floor ?? []).filter((f) => isNumber(f.hwmKb));
   const gwKb = first.gatewayTotalVmHwmKb ?? null;
   const series = {
     rounds: floor.map((f) => ({ gateway: gwKb, floor: f.hwmKb })),
