@@ -7,7 +7,7 @@
 // bench/scenarios on its own (bench/lib/measurements.mjs lists them). See docs/performance.md
 // for what the numbers mean and how to run each measurement.
 //
-//   npm run bench                 full run (~12–15 min on 2 cores)
+//   npm run bench                 full run (~15–17 min on 2 cores)
 //   npm run bench -- --quick      smoke test of every scenario (~2–3 min)
 //   npm run bench -- --node 22,24,26   the gateway under each Node line too, side by side
 //   npm run bench -- --help       flags, and the measurements
