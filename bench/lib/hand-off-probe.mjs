@@ -6,7 +6,7 @@
 // and timed, by the callback's name), and whether any of them was not undici's own. Counted
 // for the window: new upstream connections, scavenges and their pauses, the young
 // generation's size, CPU time and event-loop utilisation. On SIGUSR2 it writes
-// /tmp/agentgw-handoff-<pid>.json and starts over (docs/decisions/0031-stream-start-latency.md).
+// /tmp/agentgw-handoff-<pid>.json and starts over (docs/performance/0031-stream-start-latency.md).
 //
 // The wrapper adds a closure and two clock reads to every setImmediate of the process: its
 // figures compare targets measured with it, not with the plain stage tool.

@@ -210,9 +210,11 @@ describe('runner faults under concurrent traffic (gateway process, real Redis)',
       expect(o.events.at(-1)).toBe('done');
     }
     // 3 bodies of 50 MB in flight at once (150 MB): holding them would show as +150 MB. What
-    // shows instead is allocator churn (about +40 MB, the same for 200 MB bodies).
+    // shows instead is allocator churn: about +40 MB on a quiet machine (the same for 200 MB
+    // bodies), up to +85 MB seen at load average 10, when the collector runs late. The bound
+    // sits between that churn and the +150 MB that holding the bodies would add.
     const peakGrowth = Math.max(chat.peakRssBytes, stream.peakRssBytes) - before.rssBytes;
-    expect(peakGrowth, `peak RSS growth while relaying (before: ${describeSample(before)})`).toBeLessThan(80 * MB);
+    expect(peakGrowth, `peak RSS growth while relaying (before: ${describeSample(before)})`).toBeLessThan(115 * MB);
   });
 
   it('afterwards: alive, one audit record per answered request in both sinks, nothing revealing in error bodies, no raw key anywhere', async () => {

@@ -121,7 +121,7 @@ describe('keys CLI (file store)', () => {
     const cases: [string[], RegExp][] = [
       [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'gold', '--agent', 'support'], /unknown plan "gold"/],
       [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'nope'], /unknown agent\(s\) "nope"/],
-      [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro'], /at least one agent/],
+      [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro'], /required option '--agent <agent>' not specified/],
       [['keys', 'create', '--config', configPath, '--account', 'bad account', '--plan', 'pro', '--agent', 'support'], /account "bad account" is not valid/],
       [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--expires-in', '30'], /--expires-in "30"/],
       [['keys', 'show', 'key_0000000000000000', '--config', configPath], /no key key_0000000000000000/],

@@ -23,7 +23,7 @@ describe('telemetry config', () => {
     expect(problems(`${MINIMAL}telemetry: { sample_ratio: 1.5 }\n`)).toEqual([expect.stringMatching(/^telemetry\.sample_ratio: /)]);
     expect(problems(`${MINIMAL}telemetry: { headers: { "bad name": x } }\n`)[0]).toMatch(/^telemetry\.headers/);
     expect(problems(`${MINIMAL}telemetry: { headers: { x-a: "one\\r\\nx-b: two" } }\n`)).toEqual([expect.stringMatching(/^telemetry\.headers\.x-a: must not contain a line break/)]);
-    expect(problems(`${MINIMAL}telemetry: { collector: http://c:4318 }\n`)).toEqual(['telemetry: unknown key(s) "collector"']);
+    expect(problems(`${MINIMAL}telemetry: { collector: http://c:4318 }\n`)).toEqual(['telemetry: unknown key "collector"']);
   });
 
   it('takes the OTEL_* variables for what the file leaves unset, and the file over them', () => {
