@@ -1,5 +1,5 @@
 // `npm run bench -- [flags]`: what to run and for how long. Defaults make a full run of
-// about 12–15 minutes on 2 cores; --quick is a ~2–3 minute smoke test of every scenario.
+// about 15–17 minutes on 2 cores (scenario 4 holds the floor twice); --quick is a ~2–3 minute smoke test of every scenario.
 
 /** Scenario 4's topology when one process cannot hold every stream (docs/decisions/0030). */
 export const IDLE_TOPOLOGY_DEFAULT = 'workers';
@@ -16,7 +16,8 @@ export const USAGE = `npm run bench -- [flags]   the suite (scenarios 1–6 agai
   --connections 32,256    scenario 1 connection counts
   --rate N                scenario 2 requests per second (default 2000)
   --streams N             scenario 3 streams per run (default 256), --stream-concurrency N (32)
-  --idle-streams N        scenario 4 concurrent streams (default 10000), --idle-hold-s S (30)
+  --idle-streams N        scenario 4 concurrent streams (default 10000), --idle-hold-s S (30); the
+                          floor (bare undici processes) holds as many just before and after the gateway
   --node 22,24,26         also run the gateway under each of these Node runtimes, side by side
                           with the default one (same rounds, same load generator and stub on
                           the default runtime): a major line is fetched from the npm registry

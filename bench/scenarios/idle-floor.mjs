@@ -8,10 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { holdOnFloor } from '../lib/idle-hold.mjs';
 import { hardFdLimit } from '../lib/machine.mjs';
-import { memoryKb, openFds, pssKb } from '../lib/proc-stats.mjs';
-import { startNodeProgram, startStubRunner, stopAll } from '../lib/processes.mjs';
-import { memoryOf, pssOf, runClient } from './idle-streams.mjs';
+import { startStubRunner, stopAll } from '../lib/processes.mjs';
 import { hasFlag, readOption } from '../reference/cli-args.mjs';
 
 const repoRoot = join(fileURLToPath(import.meta.url), '..', '..', '..');
@@ -38,7 +37,6 @@ export async function run(argv) {
   const processes = Number(readOption(argv, 'processes', undefined, '2'));
   const rounds = Number(readOption(argv, 'rounds', undefined, '1'));
   const variants = readOption(argv, 'variants', undefined, 'worker,default').split(',');
-  const EVENT_EVERY_MS = 10_000;
   const RUNTIMES = {
     worker: { nodeArgs: ['--max-semi-space-size=8'], env: { MALLOC_ARENA_MAX: '2' } },
     default: { nodeArgs: [], env: {} },
@@ -47,83 +45,23 @@ export async function run(argv) {
   const tmpDir = mkdtempSync(join(os.tmpdir(), 'idle-floor-'));
   const fdLimit = hardFdLimit();
   const mib = (kb) => (kb === null || kb === undefined ? '?' : (kb / 1024).toFixed(0));
-  const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 
   async function measure(variant, round) {
     const runtime = RUNTIMES[variant];
     if (!runtime) throw new Error(`unknown variant ${variant} (worker|default)`);
     const stub = await startStubRunner({ tmpDir, fdLimit, name: `stub-${variant}-${round}` });
-    const stubUrl = stub.url;
-    const proxies = [];
     try {
-      const proxyScript = join(repoRoot, 'bench/reference/bare-undici-proxy.mjs');
-      let port = 0;
-      for (let i = 0; i < processes; i += 1) {
-        const proxy = await startNodeProgram({ name: `floor-${variant}-${round}-${i}`, script: proxyScript, args: ['--upstream', stubUrl, '--port', String(port), '--connections', '0', '--reuse-port'], tmpDir, fdLimit, env: runtime.env, nodeArgs: runtime.nodeArgs });
-        port = proxy.port;
-        proxies.push(proxy);
-      }
-      const pids = proxies.map((p) => p.pid);
-      // Let the processes settle after start before the baseline.
-      await new Promise((r) => setTimeout(r, 2_000));
-      const baseline = memoryOf(pids);
-      const baselinePss = pssOf(pids);
-      const baselineFds = pids.map(openFds);
-      const loadBefore = load();
-      let atHold = null;
-      const result = await runClient({
-        repoRoot,
-        tmpDir,
-        fdLimit,
-        name: `idle-client-floor-${variant}-${round}`,
-        url: `http://127.0.0.1:${port}`,
-        path: '/api/v1/chat/stream',
-        headers: { 'x-bench-stream': `idle=1&eventEveryMs=${EVENT_EVERY_MS}` },
-        count,
-        holdS,
-        openTimeoutS: Math.max(10, count / 500),
-        onHolding: () => {
-          atHold = {
-            rssKb: memoryOf(pids)?.rssKb ?? null,
-            pssKb: pssOf(pids),
-            perProcess: pids.map((pid, i) => ({ rssKb: memoryKb(pid)?.rssKb ?? null, pssKb: pssKb(pid), streams: Math.round((openFds(pid) - baselineFds[i]) / 2) })),
-            load: load(),
-          };
-        },
-      });
-      await new Promise((r) => setTimeout(r, 3_000));
-      const hwmKb = memoryOf(pids)?.hwmKb ?? null;
-      const row = {
-        variant,
-        round,
-        processes,
-        count,
-        peakOpen: result.peakOpen,
-        openAtHoldStart: result.openAtHoldStart,
-        errors: result.errors,
-        errorKinds: result.errorKinds,
-        allOpenMs: result.allOpenMs,
-        heldOpenAtEnd: result.openAtHoldEnd,
-        eventsDuringHold: result.eventsDuringHold,
-        baselineRssKb: baseline?.rssKb ?? null,
-        baselinePssKb: baselinePss,
-        atHold,
-        hwmKb,
-        perStreamKb: atHold?.rssKb && baseline ? (atHold.rssKb - baseline.rssKb) / result.openAtHoldStart : null,
-        perStreamPssKb: atHold?.pssKb && baselinePss ? (atHold.pssKb - baselinePss) / result.openAtHoldStart : null,
-        loadBefore,
-        loadAfter: load(),
-      };
+      const row = { variant, round, ...(await holdOnFloor({ repoRoot, tmpDir, fdLimit, stubUrl: stub.url, count, holdS, processes, runtime, name: `floor-${variant}-${round}` })) };
+      const { atHold } = row;
       process.stdout.write(
-        `floor ${variant} (${processes} processes, round ${round}): open ${result.openAtHoldStart}/${count} (all open after ${result.allOpenMs ?? '–'} ms), errors ${result.errors} ${JSON.stringify(result.errorKinds)}, ` +
-          `RSS ${mib(row.baselineRssKb)} → ${mib(atHold?.rssKb)} MiB at hold, VmHWM ${mib(hwmKb)} MiB, PSS ${mib(baselinePss)} → ${mib(atHold?.pssKb)} MiB, ` +
+        `floor ${variant} (${processes} processes, round ${round}): open ${row.openAtHoldStart}/${count} (all open after ${row.allOpenMs ?? '–'} ms), errors ${row.errors} ${JSON.stringify(row.errorKinds)}, ` +
+          `RSS ${mib(row.baselineRssKb)} → ${mib(atHold?.rssKb)} MiB at hold, VmHWM ${mib(row.hwmKb)} MiB, PSS ${mib(row.baselinePssKb)} → ${mib(atHold?.pssKb)} MiB, ` +
           `${row.perStreamKb?.toFixed(1) ?? '?'} KiB a stream (PSS ${row.perStreamPssKb?.toFixed(1) ?? '?'}), split ${atHold?.perProcess.map((p) => p.streams).join(' / ') ?? '?'}, ` +
-          `per process RSS (PSS) at hold ${atHold?.perProcess.map((p) => `${mib(p.rssKb)} (${mib(p.pssKb)})`).join(', ') ?? '?'}; load ${loadBefore} → ${row.loadAfter}\n`,
+          `per process RSS (PSS) at hold ${atHold?.perProcess.map((p) => `${mib(p.rssKb)} (${mib(p.pssKb)})`).join(', ') ?? '?'}; load ${row.loadBefore} → ${row.loadAfter}\n`,
       );
       process.stdout.write(`JSON ${JSON.stringify(row)}\n`);
       return row;
     } finally {
-      for (const proxy of proxies) await proxy.stop();
       await stub.stop();
     }
   }

@@ -6,17 +6,17 @@
 // reuseport` N standalone instances on one port with listen.reuse_port), what the gateway reports
 // (agentgw_active_streams), what reached the stub, and every error the client saw.
 // First the same client opens the same number of streams at the stub directly, so a limit
-// of the client or the machine is not mistaken for one of the gateway.
+// of the client or the machine is not mistaken for one of the gateway. The floor (as many
+// bare node:http + undici processes as the gateway has stream-holding ones, same runtime
+// settings) holds the same streams just before and just after the gateway: its memory is
+// what the verdict divides by, and the two holds' difference is how steady the run was.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { scrapeMetric, startGatewayProcess } from '../lib/gateway.mjs';
+import { EVENT_EVERY_MS, holdOnFloor, memoryOf, pssOf, runClient } from '../lib/idle-hold.mjs';
 import { childPids, cpuMs, memoryKb, openFds, pssKb } from '../lib/proc-stats.mjs';
-import { spawnProcess } from '../lib/processes.mjs';
 import { fmt, renderTable } from '../lib/table.mjs';
-
-/** One upstream event per stream this often: the "occasional event" of a long agent turn. */
-const EVENT_EVERY_MS = 10_000;
 /** The gateway needs a socket on each side of a stream, plus its own listeners, Redis, log. */
 const GATEWAY_FD_OVERHEAD = 100;
 
@@ -39,59 +39,9 @@ async function stubStats(stubUrl) {
   }
 }
 
-export function runClient({ repoRoot, tmpDir, fdLimit, url, path, headers, count, holdS, openTimeoutS, onHolding, name }) {
-  return new Promise((resolve, reject) => {
-    const args = [join(repoRoot, 'bench', 'lib', 'idle-streams-client.mjs'), JSON.stringify({ url, path, headers, count, rampPerSec: 1_000, openTimeoutS, holdS })];
-    let result = null;
-    let holdingSeen = false;
-    spawnProcess({ name, command: process.execPath, args, fdLimit, logFile: join(tmpDir, `${name}.out`) }).then((handle) => {
-      let buffered = '';
-      handle.child.stdout.on('data', (chunk) => {
-        buffered += chunk.toString('utf8');
-        let nl;
-        while ((nl = buffered.indexOf('\n')) !== -1) {
-          const line = buffered.slice(0, nl);
-          buffered = buffered.slice(nl + 1);
-          if (line.startsWith('HOLDING ') && !holdingSeen) {
-            holdingSeen = true;
-            void onHolding?.(JSON.parse(line.slice('HOLDING '.length)));
-          } else if (line.startsWith('RESULT ')) {
-            result = JSON.parse(line.slice('RESULT '.length));
-          }
-        }
-      });
-      handle.child.once('exit', (code) => {
-        if (result) resolve(result);
-        else reject(new Error(`${name} exited (${code}) without a result; see ${handle.logFile}`));
-      });
-    }, reject);
-  });
-}
-
-/** RSS and VmHWM summed over processes (KiB); null when none could be read. */
-export function memoryOf(pids) {
-  let rssKb = 0;
-  let hwmKb = 0;
-  let read = 0;
-  for (const pid of pids) {
-    const m = memoryKb(pid);
-    if (!m) continue;
-    rssKb += m.rssKb;
-    hwmKb += m.hwmKb;
-    read += 1;
-  }
-  return read === 0 ? null : { rssKb, hwmKb };
-}
-
 /** Each process's RSS (and PSS) in KiB, the primary first: where a cluster's memory sits. */
 function perProcess(pids, reusePort = false) {
   return pids.map((pid, i) => ({ pid, role: reusePort ? `instance ${i + 1}` : i === 0 && pids.length > 1 ? 'primary' : 'worker', rssKb: memoryKb(pid)?.rssKb ?? null, pssKb: pssKb(pid), cpuMs: cpuMs(pid), fds: openFds(pid) }));
-}
-
-/** PSS summed over processes (KiB); null when none could be read. */
-export function pssOf(pids) {
-  const values = pids.map(pssKb).filter((v) => v !== null);
-  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0);
 }
 
 /** Processes a `count`-stream gateway needs here: one unless the descriptors run out. */
@@ -111,6 +61,21 @@ async function workerRuntime(repoRoot) {
 }
 
 /**
+ * Node flags and environment of the gateway's stream-holding processes, which the floor gets
+ * too: a worker's settings when streams are spread over processes, else node's defaults;
+ * plus --idle-node-args.
+ */
+async function streamProcessRuntime({ repoRoot, workers, nodeArgs }) {
+  if (workers <= 1) return { nodeArgs, env: {} };
+  const runtime = await workerRuntime(repoRoot);
+  const youngGenerationChosen = nodeArgs.some((arg) => /^--(max-|min-)?semi-space-size|^--max-heap-size/.test(arg));
+  return {
+    nodeArgs: youngGenerationChosen ? nodeArgs : [`--max-semi-space-size=${runtime.semiSpaceMb}`, ...nodeArgs],
+    env: process.env.MALLOC_ARENA_MAX === undefined ? { MALLOC_ARENA_MAX: runtime.mallocArenaMax } : {},
+  };
+}
+
+/**
  * The gateway processes of one attempt. `workers`: one `serve --workers N` (a primary and N
  * workers; the primary's pid first). `reuseport`: N standalone `serve` instances listening on
  * one port with listen.reuse_port (no primary), each with its own config dir (admin port,
@@ -122,10 +87,7 @@ async function startGateways({ env, count, workers, topology, nodeArgs, repoRoot
     const gateway = await env.startGateway({ name: `gateway-idle-${count}`, serveArgs: workers > 1 ? ['--workers', String(workers)] : [], nodeArgs });
     return { url: gateway.url, adminUrls: [gateway.adminUrl], pids: workers > 1 ? [gateway.pid, ...childPids(gateway.pid)] : [gateway.pid], stop: () => gateway.stop() };
   }
-  const runtime = await workerRuntime(repoRoot);
-  const youngGenerationChosen = nodeArgs.some((arg) => /^--(max-|min-)?semi-space-size|^--max-heap-size/.test(arg));
-  const instanceNodeArgs = youngGenerationChosen ? nodeArgs : [`--max-semi-space-size=${runtime.semiSpaceMb}`, ...nodeArgs];
-  const extraEnv = process.env.MALLOC_ARENA_MAX === undefined ? { MALLOC_ARENA_MAX: runtime.mallocArenaMax } : {};
+  const { nodeArgs: instanceNodeArgs, env: extraEnv } = await streamProcessRuntime({ repoRoot, workers, nodeArgs });
   const instances = [];
   try {
     for (let i = 1; i <= workers; i += 1) {
@@ -279,7 +241,30 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
 
   const nodeArgs = options.idleNodeArgs ?? [];
   if (nodeArgs.length > 0) notes.push(`scenario 4's gateway ran with node ${nodeArgs.join(' ')} (--idle-node-args).`);
+  const runtime = await streamProcessRuntime({ repoRoot, workers, nodeArgs });
+  const floor = [];
+  const onFloor = async (label) => {
+    let row;
+    try {
+      row = await holdOnFloor({ repoRoot, tmpDir, fdLimit, stubUrl: env.stub.url, count, holdS: options.idleHoldS, processes: workers, runtime, name: `floor-idle-${label}` });
+    } catch (error) {
+      // The gateway's figures are worth keeping without the floor: the verdict is then n/a.
+      const message = String(error.message).split('\n')[0];
+      notes.push(`scenario 4: the floor's hold ${label} the gateway did not complete: ${message}`);
+      log(`  s4 floor (${label} the gateway) failed: ${message}`);
+      return;
+    }
+    floor.push({ label, ...row });
+    log(
+      `  s4 floor (${label} the gateway, ${workers} bare undici process${workers > 1 ? 'es' : ''}): open ${row.openAtHoldStart}/${count}, errors ${row.errors}, ` +
+        `RSS ${fmt.mb(row.baselineRssKb)} → ${fmt.mb(row.atHold?.rssKb ?? null)} MiB at hold, VmHWM ${fmt.mb(row.hwmKb)} MiB, ${row.perStreamKb?.toFixed(1) ?? '?'} KiB a stream (load ${row.loadBefore} → ${row.loadAfter})`,
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
+  };
+  await onFloor('before');
   const attempts = [await attempt({ env, count, holdS: options.idleHoldS, workers, topology: options.idleTopology ?? 'workers', nodeArgs, repoRoot, tmpDir, fdLimit, log })];
+  await new Promise((r) => setTimeout(r, 2_000));
+  await onFloor('after');
   const first = attempts[0];
   if (first.errors > 0 && first.peakOpen < count) {
     const poolConnections = upstreamPoolConnections(repoRoot);
@@ -299,12 +284,28 @@ export async function runIdleStreamsScenario({ env, options, repoRoot, tmpDir, f
     }
   }
   const worked = attempts.filter((a) => a.errors === 0).map((a) => a.count);
-  return { heartbeat: options.heartbeat, eventEveryMs: EVENT_EVERY_MS, workers, topology: options.idleTopology ?? 'workers', nodeArgs, direct, attempts, largestWithoutErrors: worked.length ? Math.max(...worked) : null, notes };
+  return { heartbeat: options.heartbeat, eventEveryMs: EVENT_EVERY_MS, workers, topology: options.idleTopology ?? 'workers', nodeArgs, direct, floor, attempts, largestWithoutErrors: worked.length ? Math.max(...worked) : null, notes };
 }
 
 export function idleStreamsTable(result) {
   const rows = [
     ['stub-direct (harness)', fmt.int(result.direct.count), fmt.int(result.direct.peakOpen), String(result.direct.errors), null, null, null, null, null, null, null, null, null, null],
+    ...(result.floor ?? []).map((f) => [
+      `bare-undici floor, ${f.label} (${f.processes} process${f.processes > 1 ? 'es' : ''})`,
+      fmt.int(f.count),
+      fmt.int(f.peakOpen),
+      String(f.errors),
+      null,
+      null,
+      null,
+      fmt.mb(f.baselineRssKb),
+      null,
+      fmt.mb(f.atHold?.rssKb ?? null),
+      fmt.mb(f.hwmKb),
+      f.hwmKb === null || f.baselineRssKb === null ? null : fmt.mb(f.hwmKb - f.baselineRssKb),
+      f.perStreamKb === null ? null : f.perStreamKb.toFixed(1),
+      fmt.mb(f.atHold?.pssKb ?? null),
+    ]),
     ...result.attempts.map((a) => [
       a.processes > 1 ? (a.topology === 'reuseport' ? `gateway (${a.processes} instances, reuse_port)` : `gateway (${a.processes} processes)`) : 'gateway',
       fmt.int(a.count),
