@@ -17,6 +17,8 @@ export interface A2aServerOptions {
   version?: '1.0' | '0.3';
   /** Put on the answer's metadata (`model`, `tokens_used`). */
   metadata?: Record<string, unknown>;
+  /** The card's skills (default: one, `Echo`). */
+  skills?: { id: string; name: string; description: string; tags: string[] }[];
 }
 
 export interface TestA2aServer {
@@ -108,7 +110,13 @@ function card(url: string, options: A2aServerOptions): AgentCard {
     securityRequirements: [],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
-    skills: [{ id: 'echo', name: 'Echo', description: 'Says back what it was told.', tags: ['test'], examples: ['hello'], inputModes: [], outputModes: [], securityRequirements: [] }],
+    skills: (options.skills ?? [{ id: 'echo', name: 'Echo', description: 'Says back what it was told.', tags: ['test'] }]).map((skill) => ({
+      ...skill,
+      examples: [],
+      inputModes: [],
+      outputModes: [],
+      securityRequirements: [],
+    })),
     signatures: [],
   };
 }
