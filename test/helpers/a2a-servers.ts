@@ -28,6 +28,8 @@ export interface TestA2aServer {
   received: Message[];
   /** Task ids the agent was asked to cancel. */
   canceled: string[];
+  /** The `traceparent` header of each JSON-RPC call, in order (undefined when none came). */
+  traceparents: (string | undefined)[];
   close(): Promise<void>;
 }
 
@@ -133,6 +135,7 @@ export async function startA2aServer(options: A2aServerOptions): Promise<TestA2a
     url,
     received: [],
     canceled: [],
+    traceparents: [],
     close: () => new Promise<void>((resolve) => {
       listening.closeAllConnections();
       listening.close(() => resolve());
@@ -141,6 +144,11 @@ export async function startA2aServer(options: A2aServerOptions): Promise<TestA2a
   const handler = new DefaultRequestHandler(card(url, options), new InMemoryTaskStore(), new TestExecutor(options, server));
   const legacyCompat = { enabled: options.version === '0.3' };
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler, legacyCompat }));
+  app.use('/a2a/jsonrpc', (req, _res, next) => {
+    const traceparent = req.headers.traceparent;
+    server.traceparents.push(typeof traceparent === 'string' ? traceparent : undefined);
+    next();
+  });
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   return server;
 }
