@@ -17,6 +17,8 @@ export interface A2aServerOptions {
   version?: '1.0' | '0.3';
   /** Put on the answer's metadata (`model`, `tokens_used`). */
   metadata?: Record<string, unknown>;
+  /** The port to listen on (a restart on the same one); a free one otherwise. */
+  port?: number;
   /** The card's skills (default: one, `Echo`). */
   skills?: { id: string; name: string; description: string; tags: string[] }[];
 }
@@ -126,7 +128,7 @@ function card(url: string, options: A2aServerOptions): AgentCard {
 export async function startA2aServer(options: A2aServerOptions): Promise<TestA2aServer> {
   const app = express();
   const listening: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    const s = app.listen(options.port ?? 0, '127.0.0.1', () => resolve(s));
   });
   const address = listening.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
