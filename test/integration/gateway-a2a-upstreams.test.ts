@@ -27,9 +27,12 @@ async function a2aServer(options: Partial<A2aServerOptions> = {}): Promise<TestA
   return server;
 }
 
-async function start(agent: Record<string, unknown>): Promise<{ gw: TestGateway; key: string }> {
-  gateway = await startTestGateway({ agents: { [AGENT]: { protocol: 'a2a', ...agent } } });
-  return { gw: gateway, key: (await gateway.createKey()).rawKey };
+/** Two A2A servers as the agent's upstreams (`a` first: the card is read from it), with `agent`'s other settings. */
+async function startPair(agent: Record<string, unknown>): Promise<{ a: TestA2aServer; b: TestA2aServer; aPort: number; gw: TestGateway; key: string }> {
+  const a = await a2aServer();
+  const b = await a2aServer();
+  gateway = await startTestGateway({ agents: { [AGENT]: { protocol: 'a2a', upstreams: [{ url: a.url }, { url: b.url }], ...agent } } });
+  return { a, b, aPort: Number(new URL(a.url).port), gw: gateway, key: (await gateway.createKey()).rawKey };
 }
 
 /** A target's metrics label and `/upstreamz` name: its origin. */
@@ -59,16 +62,28 @@ async function chats(gw: TestGateway, key: string, count: number): Promise<numbe
   return statuses;
 }
 
+/** Starts the stopped upstream again on its port; resolves once it is up, logged (`logLine`), and serving requests again. */
+async function restartedInRotation(gw: TestGateway, key: string, port: number, logLine: string): Promise<TestA2aServer> {
+  const server = await a2aServer({ port });
+  await waitFor('the restarted upstream up', async () => (await stateOf(gw, server)) === 'up', 5_000);
+  expect(gw.logs.join('')).toContain(logLine);
+  await waitFor(
+    'traffic on the restarted upstream',
+    async () => {
+      expect(await chats(gw, key, 10)).toEqual(Array(10).fill(200));
+      return server.received.length > 0;
+    },
+    5_000,
+  );
+  return server;
+}
+
 describe('an A2A agent with two upstreams', { timeout: 120_000 }, () => {
   it('one goes down: no client error, it is ejected, requests go to the other; back up, it rejoins', async () => {
     // The first upstream is the one the card was read from: after start it is an upstream like the other.
-    let a = await a2aServer();
-    const b = await a2aServer();
-    const aPort = Number(new URL(a.url).port);
-    const { gw, key } = await start({
-      upstreams: [{ url: a.url }, { url: b.url }],
-      outlier: { consecutive_failures: 2, base_ejection: '500ms', max_ejection: '2s' },
-    });
+    const pair = await startPair({ outlier: { consecutive_failures: 2, base_ejection: '500ms', max_ejection: '2s' } });
+    const { b, aPort, gw, key } = pair;
+    let a = pair.a;
     expect(await chats(gw, key, 20)).toEqual(Array(20).fill(200));
     expect(a.received.length).toBeGreaterThan(0);
     expect(b.received.length).toBeGreaterThan(0);
@@ -92,27 +107,13 @@ describe('an A2A agent with two upstreams', { timeout: 120_000 }, () => {
     expect(sumSamples(samples, 'agentgw_upstream_errors_total', { agent: AGENT })).toBe(errorsBefore);
     expect(gw.logs.join('')).toContain('upstream target ejected after consecutive failures');
 
-    a = await a2aServer({ port: aPort });
-    await waitFor('the restarted upstream to return', async () => (await stateOf(gw, a)) === 'up', 5_000);
-    expect(gw.logs.join('')).toContain('upstream target returned from ejection');
-    await waitFor(
-      'traffic on the returned upstream',
-      async () => {
-        expect(await chats(gw, key, 10)).toEqual(Array(10).fill(200));
-        return a.received.length > 0;
-      },
-      5_000,
-    );
+    a = await restartedInRotation(gw, key, aPort, 'upstream target returned from ejection');
     samples = parseMetrics(await metricsText(gw.adminUrl));
     expect(sumSamples(samples, 'agentgw_upstream_target_up', { agent: AGENT, target: origin(a) })).toBe(1);
   });
 
   it('a health check on the agent card takes a stopped upstream out and brings it back when it answers again', async () => {
-    let a = await a2aServer();
-    const b = await a2aServer();
-    const aPort = Number(new URL(a.url).port);
-    const { gw, key } = await start({
-      upstreams: [{ url: a.url }, { url: b.url }],
+    const { a, b, aPort, gw, key } = await startPair({
       health_check: { path: '/.well-known/agent-card.json', interval: '50ms', timeout: '500ms', healthy: 2, unhealthy: 2 },
     });
     await waitFor('both upstreams up', async () => (await stateOf(gw, a)) === 'up' && (await stateOf(gw, b)) === 'up', 5_000);
@@ -126,16 +127,6 @@ describe('an A2A agent with two upstreams', { timeout: 120_000 }, () => {
     expect(sumSamples(samples, 'agentgw_upstream_target_up', { agent: AGENT, target: origin(a) })).toBe(0);
     expect(gw.logs.join('')).toContain('failed its health check');
 
-    a = await a2aServer({ port: aPort });
-    await waitFor('the upstream marked up again', async () => (await stateOf(gw, a)) === 'up', 5_000);
-    expect(gw.logs.join('')).toContain('passed its health check');
-    await waitFor(
-      'traffic on the upstream back in rotation',
-      async () => {
-        expect(await chats(gw, key, 10)).toEqual(Array(10).fill(200));
-        return a.received.length > 0;
-      },
-      5_000,
-    );
+    await restartedInRotation(gw, key, aPort, 'passed its health check');
   });
 });
