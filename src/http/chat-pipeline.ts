@@ -28,6 +28,7 @@ import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor, type TraceContext } from '../proxy/traceparent.js';
 import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { a2aCall } from '../proxy/a2a/a2a-exchange.js';
+import { sendMethod } from '../proxy/a2a/a2a-protocol.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import type { RateLimitDecision, RateLimiter, RateWindow, StreamSlot } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
@@ -307,6 +308,7 @@ export class ChatPipeline {
     // No card read (yet): how to speak to the agent is unknown.
     if (card === undefined) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 2, message: "The agent's A2A card could not be read; retry after a few seconds." });
     const call = a2aCall(parsed, card, state.route!, headers);
+    if (state.trace !== undefined) state.trace.rpcMethod(sendMethod(card.version, call.exchange.streaming));
     forwardToUpstream(
       { res, state, agent, upstreams, route: state.route!, stream: config.stream, activeStreams: this.activeStreams, deadlines: this.deadlines, a2a: call.exchange },
       { body: call.body, headers: call.headers },

@@ -15,6 +15,8 @@ export interface RequestTrace {
    * client span as the runner's parent.
    */
   attemptStarted(origin: string, path: string): string;
+  /** The runner is called over JSON-RPC (an A2A agent) with this method: each attempt's client span names it. */
+  rpcMethod(method: string): void;
   /** The runner answered the current attempt with this status. */
   attemptAnswered(status: number): void;
   /** The current attempt failed (before or after the runner's headers). */

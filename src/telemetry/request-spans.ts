@@ -14,6 +14,8 @@ export class RequestSpans implements RequestTrace {
   private attempt: Span | undefined = undefined;
   private attempts = 0;
   private attemptFailedOrErred = false;
+  /** An A2A agent's JSON-RPC method; undefined for an Agent Chat runner. */
+  private method: string | undefined = undefined;
   private model: string | undefined = undefined;
   private inputTokens: number | null = null;
   private outputTokens: number | null = null;
@@ -39,6 +41,10 @@ export class RequestSpans implements RequestTrace {
     };
     const agent = this.state.agentId;
     if (agent !== undefined) attributes[ATTR.agentName] = agent;
+    if (this.method !== undefined) {
+      attributes[ATTR.rpcSystem] = 'jsonrpc';
+      attributes[ATTR.rpcMethod] = this.method;
+    }
     // Every attempt after the first is a resend (HTTP semantic conventions): retries are visible.
     if (this.attempts > 0) attributes[ATTR.resendCount] = this.attempts;
     this.attempts += 1;
@@ -47,6 +53,10 @@ export class RequestSpans implements RequestTrace {
     this.attempt = span;
     const context = span.spanContext();
     return `00-${context.traceId}-${context.spanId}-01`;
+  }
+
+  rpcMethod(method: string): void {
+    this.method = method;
   }
 
   attemptAnswered(status: number): void {

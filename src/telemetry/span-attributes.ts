@@ -34,6 +34,9 @@ export const ATTR = {
   serverPort: ATTR_SERVER_PORT,
   urlFull: ATTR_URL_FULL,
   userId: 'user.id',
+  // RPC conventions, on an A2A agent's attempts: the JSON-RPC method called (decision 0059).
+  rpcSystem: 'rpc.system',
+  rpcMethod: 'rpc.method',
   // The gateway's own: what the audit record knows, by the same names.
   keyId: 'agentgw.key_id',
   account: 'agentgw.account',

@@ -17,6 +17,10 @@ export interface A2aServerOptions {
   version?: '1.0' | '0.3';
   /** Put on the answer's metadata (`model`, `tokens_used`). */
   metadata?: Record<string, unknown>;
+  /** The port to listen on (a restart on the same one); a free one otherwise. */
+  port?: number;
+  /** The card's skills (default: one, `Echo`). */
+  skills?: { id: string; name: string; description: string; tags: string[] }[];
 }
 
 export interface TestA2aServer {
@@ -26,6 +30,8 @@ export interface TestA2aServer {
   received: Message[];
   /** Task ids the agent was asked to cancel. */
   canceled: string[];
+  /** The `traceparent` header of each JSON-RPC call, in order (undefined when none came). */
+  traceparents: (string | undefined)[];
   close(): Promise<void>;
 }
 
@@ -108,7 +114,13 @@ function card(url: string, options: A2aServerOptions): AgentCard {
     securityRequirements: [],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
-    skills: [{ id: 'echo', name: 'Echo', description: 'Says back what it was told.', tags: ['test'], examples: ['hello'], inputModes: [], outputModes: [], securityRequirements: [] }],
+    skills: (options.skills ?? [{ id: 'echo', name: 'Echo', description: 'Says back what it was told.', tags: ['test'] }]).map((skill) => ({
+      ...skill,
+      examples: [],
+      inputModes: [],
+      outputModes: [],
+      securityRequirements: [],
+    })),
     signatures: [],
   };
 }
@@ -116,7 +128,7 @@ function card(url: string, options: A2aServerOptions): AgentCard {
 export async function startA2aServer(options: A2aServerOptions): Promise<TestA2aServer> {
   const app = express();
   const listening: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    const s = app.listen(options.port ?? 0, '127.0.0.1', () => resolve(s));
   });
   const address = listening.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
@@ -125,6 +137,7 @@ export async function startA2aServer(options: A2aServerOptions): Promise<TestA2a
     url,
     received: [],
     canceled: [],
+    traceparents: [],
     close: () => new Promise<void>((resolve) => {
       listening.closeAllConnections();
       listening.close(() => resolve());
@@ -133,6 +146,11 @@ export async function startA2aServer(options: A2aServerOptions): Promise<TestA2a
   const handler = new DefaultRequestHandler(card(url, options), new InMemoryTaskStore(), new TestExecutor(options, server));
   const legacyCompat = { enabled: options.version === '0.3' };
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler, legacyCompat }));
+  app.use('/a2a/jsonrpc', (req, _res, next) => {
+    const traceparent = req.headers.traceparent;
+    server.traceparents.push(typeof traceparent === 'string' ? traceparent : undefined);
+    next();
+  });
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   return server;
 }

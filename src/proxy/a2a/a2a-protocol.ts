@@ -54,6 +54,11 @@ const METHODS = {
   '0.3': { send: 'message/send', stream: 'message/stream', cancel: 'tasks/cancel' },
 } as const;
 
+/** The JSON-RPC method of the send (or streaming send), as a traced attempt names it. */
+export function sendMethod(version: A2aVersion, streaming: boolean): string {
+  return streaming ? METHODS[version].stream : METHODS[version].send;
+}
+
 /** The send (or streaming send) of one user message with a fresh messageId. */
 export function encodeSendRequest(version: A2aVersion, streaming: boolean, input: A2aChatInput, messageId: string, rpcId: string): Buffer {
   const v1 = version === '1.0';
@@ -65,8 +70,7 @@ export function encodeSendRequest(version: A2aVersion, streaming: boolean, input
   if (Object.keys(input.metadata).length > 0) message.metadata = input.metadata;
   // 0.3 leaves blocking to the server; /chat waits for the answer.
   const params = v1 || streaming ? { message } : { message, configuration: { blocking: true } };
-  const method = streaming ? METHODS[version].stream : METHODS[version].send;
-  return Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: rpcId, method, params }));
+  return Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: rpcId, method: sendMethod(version, streaming), params }));
 }
 
 export function encodeCancelRequest(version: A2aVersion, taskId: string, rpcId: string): Buffer {

@@ -23,9 +23,11 @@ export function A2aSkills(props: { card: A2aCard | null }) {
       ) : (
         <ul class="a2a-skills" aria-label={`Skills of ${card.name || 'the agent'}`}>
           {card.skills.map((skill) => (
-            <li key={skill.id} title={skill.description}>
-              {skill.name || skill.id}
+            <li key={skill.id}>
+              <span class="skill-name">{skill.name || skill.id}</span>
               {skill.tags.length > 0 ? <span class="muted"> · {skill.tags.join(', ')}</span> : null}
+              {/* Shown, not a hover title: a phone has no hover, and the description says what the skill does. */}
+              {skill.description ? <div class="skill-description muted">{skill.description}</div> : null}
             </li>
           ))}
         </ul>
