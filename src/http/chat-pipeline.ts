@@ -28,17 +28,19 @@ import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor, type TraceContext } from '../proxy/traceparent.js';
 import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
-import type { RateLimitDecision, RateLimiter, RateWindow, StreamSlot } from '../ratelimit/rate-limiter.js';
+import { endUserHash } from '../ratelimit/end-user-hash.js';
+import { hasTokenBudget, refusedByEndUser, refusedByTokenBudget, type EndUserHash, type RateLimitDecision, type RateLimiter, type RateWindow, type StreamCap, type StreamSlot } from '../ratelimit/rate-limiter.js';
+import type { EndUserLimits } from '../config/schema.js';
 import { RequestState } from '../request/request-state.js';
 import type { RequestTracing } from '../telemetry/request-tracing.js';
 import { clientAddress, type ClientAddress } from './client-address.js';
-import { sendError } from './errors.js';
+import { answerError } from './answer-error.js';
 import { finishRequest, recordAtEnd } from './finish-request.js';
-import { closesConnection, requestConnection, requestHost, resetStreamAfterAnswer } from './http2-requests.js';
+import { requestConnection, requestHost } from './http2-requests.js';
 import { isJournaled } from './journaled-response.js';
 import { keyPlanLimits } from './key-limits.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
-import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
+import { isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
 import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
 import { refuseContentEncoding, refuseRepeatedHost } from './request-header-checks.js';
 import { matchRoute, type RouteTable } from './routing.js';
@@ -63,6 +65,17 @@ export class ChatRequest implements BodyReceiver {
   /** Set by the limit stage only for a plan with token budgets: what finish() charges the answer's tokens to. */
   tokenWindows: readonly RateWindow[] | undefined = undefined;
   tokenSubject = '';
+  /** The end user the answer's tokens are charged to as well (a plan with end-user budgets). */
+  tokenEndUser: EndUserHash | undefined = undefined;
+  /**
+   * A plan with an end-user policy is limited after the body is read (`context.user_id` is in
+   * it): what the limit stage left for then. Undefined on every other plan.
+   */
+  endUserLimits: EndUserLimits | undefined = undefined;
+  limitSubject = '';
+  limitCap: StreamCap | undefined = undefined;
+  /** Set while a body waits for the end-user limit's decision. */
+  body: Buffer | undefined = undefined;
   /** The concurrency-cap slot this stream holds, released by finish() whatever ended it. */
   slot: StreamSlot | undefined = undefined;
   /** Set by finish(): a slot granted after the response closed is released at once. */
@@ -193,6 +206,13 @@ export class ChatPipeline {
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
+      if (limits.endUser !== undefined) {
+        request.endUserLimits = limits.endUser;
+        request.limitSubject = subject;
+        request.limitCap = cap;
+        this.body(request);
+        return;
+      }
       if (limits.tokens.length > 0) {
         request.tokenWindows = windows;
         request.tokenSubject = subject;
@@ -230,16 +250,20 @@ export class ChatPipeline {
           state.refusal = 'concurrency_limit_exceeded';
           throw new GatewayError('concurrency_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
         }
+        // An end user's own window refused while the subject had room: the same errors, naming the field.
+        const param = request.endUserLimits !== undefined && refusedByEndUser(decision) ? 'context.user_id' : undefined;
+        if (param !== undefined) metrics.endUserLimited.inc({ plan: state.key!.plan });
         if (request.tokenWindows !== undefined && refusedByTokenBudget(decision)) {
           metrics.tokenBudgetExceeded.inc({ plan: state.key!.plan });
           state.refusal = 'token_budget_exceeded';
-          throw new GatewayError('token_budget_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
+          throw new GatewayError('token_budget_exceeded', { retryAfterSeconds: retryAfterSeconds(decision), param });
         }
         metrics.rateLimited.inc({ plan: state.key!.plan });
         state.refusal = 'rate_limited';
-        throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
+        throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision), param });
       }
-      this.body(request);
+      if (request.body !== undefined) this.send(request, request.body);
+      else this.body(request);
     } catch (error) {
       this.fail(request, error);
     }
@@ -253,18 +277,59 @@ export class ChatPipeline {
     readBody(req, config.limits.maxBodyBytes, request);
   }
 
-  /** A valid chat request goes to the agent's runner; the exchange relays the answer from there. */
+  /** A valid chat request goes to the agent's runner (after its end user's limit, on a plan with one). */
   forward(request: ChatRequest, body: Buffer): void {
+    try {
+      const { state, config } = request;
+      state.bytesIn = body.length;
+      const parsed = parseJsonBody(body, config.limits);
+      const summary = validateChatRequest(parsed, request.agent!, config.limits);
+      state.userId = summary.userId;
+      state.sessionId = summary.sessionId;
+      if (state.trace !== undefined) state.trace.requested(parsed as Record<string, unknown>);
+      if (request.endUserLimits !== undefined) this.limitEndUser(request, request.endUserLimits, body);
+      else this.send(request, body);
+    } catch (error) {
+      this.fail(request, error);
+    }
+  }
+
+  /**
+   * DESIGN.md section 12: the subject's windows and its end user's, in one decision, per
+   * (subject, `context.user_id`); requests without one share the anonymous end user, unless
+   * the policy requires the field.
+   */
+  private limitEndUser(request: ChatRequest, limits: EndUserLimits, body: Buffer): void {
+    const { state } = request;
+    if (limits.require && state.userId === null) {
+      throw new GatewayError('invalid_request', { param: 'context.user_id', message: 'This key\'s plan requires "context.user_id": the end user the request is for.' });
+    }
+    const subject = request.limitSubject;
+    const endUser = endUserHash(subject, state.userId);
+    const { windows } = limits;
+    if (hasTokenBudget(windows)) {
+      request.tokenWindows = windows;
+      request.tokenSubject = subject;
+      request.tokenEndUser = endUser;
+    }
+    request.body = body;
+    const decision = this.rateLimiter.consumeNow(subject, windows, request.limitCap, endUser);
+    if (decision !== undefined) {
+      this.admit(request, decision);
+      return;
+    }
+    void this.rateLimiter.consume(subject, windows, request.limitCap, endUser).then(
+      (decided) => this.admit(request, decided),
+      (error: unknown) => this.fail(request, error),
+    );
+  }
+
+  /** Forwards a request that passed every stage. */
+  private send(request: ChatRequest, body: Buffer): void {
     try {
       const { req, res, state, config, address, trace } = request;
       const agent = request.agent!;
       const key = state.key!;
-      state.bytesIn = body.length;
-      const parsed = parseJsonBody(body, config.limits);
-      const summary = validateChatRequest(parsed, agent, config.limits);
-      state.userId = summary.userId;
-      state.sessionId = summary.sessionId;
-      if (state.trace !== undefined) state.trace.requested(parsed as Record<string, unknown>);
 
       const upstreams = this.runtime.pools.upstreams(agent.id);
       if (!upstreams) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
@@ -304,7 +369,7 @@ export class ChatPipeline {
     const tokensUsed = request.state.tokensUsed;
     // The answer's tokens, once known (JSON metadata or the stream's done event); batched by the limiter.
     if (request.tokenWindows !== undefined && tokensUsed !== null && tokensUsed > 0) {
-      this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokensUsed);
+      this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokensUsed, request.tokenEndUser);
     }
     finishRequest(request.state, request.res, this.auditLog, this.logRequest, this.tracing);
   }
@@ -319,33 +384,4 @@ export class ChatPipeline {
   private readonly answerForwardFailure: ForwardFailureHandler = (error, res, state) => {
     process.nextTick(answerError, error, res.req, res, state, this.logger);
   };
-}
-
-function answerError(error: unknown, req: IncomingMessage, res: ServerResponse, state: RequestState, logger: Logger): void {
-  // Nothing to answer; with no answer sent, the outcome is client_closed.
-  if (error instanceof ClientGoneError) return;
-  let gatewayError: GatewayError;
-  if (error instanceof GatewayError) {
-    gatewayError = error;
-  } else {
-    logger.error({ request_id: state.requestId, err: error }, 'unhandled error in request pipeline');
-    gatewayError = new GatewayError('internal_error');
-    state.endedInError = true;
-  }
-  state.errorType = gatewayError.type;
-  state.errorStatus = gatewayError.status;
-  if (!res.headersSent) state.applyGatewayHeaders(res);
-  // A body we refused to read must not be read to its end to keep the connection.
-  if (gatewayError.type === 'payload_too_large' || !req.complete) {
-    if (!closesConnection(req)) resetStreamAfterAnswer(req);
-    else res.shouldKeepAlive = false;
-  }
-  if (gatewayError.type === 'payload_too_large' && closesConnection(req)) res.setHeader('Connection', 'close');
-  sendError(res, gatewayError, state.requestId, state);
-}
-
-/** A refusal that no request window made: every full window is a token budget. */
-function refusedByTokenBudget(decision: RateLimitDecision): boolean {
-  for (const window of decision.windows) if (window.tokens !== true && window.remaining === 0) return false;
-  return true;
 }
