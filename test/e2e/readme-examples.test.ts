@@ -127,5 +127,13 @@ describe('the documentation examples, against npm start', () => {
       expect(output).toMatch(/"key":"ha_[0-9A-Za-z]{38}"/);
       expect(output).toMatch(/"actor":"cli:[^"]+","action":"key\.rotate"/);
     }
+    if (document === 'docs/policy.md') {
+      // One visitor's 20 admitted, the 21st refused naming the field, another visitor admitted.
+      expect(output).toMatch(/^\s*20 200$/m);
+      expect(output).toMatch(/^HTTP\/1\.1 429/m);
+      expect(output).toMatch(/^ratelimit-policy: .*"user-minute";q=20;w=60/im);
+      expect(output).toContain('"param":"context.user_id"');
+      expect(output).toMatch(/^200$/m);
+    }
   }, 180_000);
 });
