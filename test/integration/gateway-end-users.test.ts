@@ -99,7 +99,7 @@ describe.each([
     await waitFor('the audit records', async () => {
       refused = (await readAuditFile(join(gateway.dir, 'audit.jsonl'))).filter((r) => r.account === account && r.status === 429);
       return refused.length === 3;
-    });
+    }, 10_000);
     expect(refused.map((r) => [r.outcome, r.user_id])).toEqual([
       ['rate_limited', 'alice@example.com'],
       ['rate_limited', 'bob'],
