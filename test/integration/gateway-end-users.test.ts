@@ -16,6 +16,9 @@ const CHAT = '/agents/support/api/v1/chat';
 const PLANS = {
   widget: { windows: [{ requests: 100, per: '1m' }], end_user: { windows: [{ requests: 3, per: '1m' }] } },
   strict: { windows: [{ requests: 100, per: '1m' }], end_user: { windows: [{ requests: 3, per: '1m' }], require: true } },
+  // Every answer uses 5 tokens: an end user's 10 an hour last two answers.
+  budget: { windows: [{ requests: 100, per: '1m' }], end_user: { tokens: [{ tokens: 10, per: '1h' }] } },
+  streams: { windows: [{ requests: 100, per: '1m' }], concurrency: { streams: 50 }, end_user: { windows: [{ requests: 2, per: '1m' }] } },
 };
 
 let redis: TestRedis;
@@ -27,8 +30,13 @@ let runnerCalls = 0;
 beforeAll(async () => {
   [redis, upstream] = await Promise.all([
     startRedis(),
-    startFakeUpstream((_req, res) => {
+    startFakeUpstream((req, res) => {
       runnerCalls += 1;
+      if (req.url?.endsWith('/chat/stream')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end('event: token\ndata: {"content":"Hi"}\n\nevent: done\ndata: {"tokens_used":5,"latency_ms":1}\n\n');
+        return;
+      }
       const body = JSON.stringify(chatResponse('hi', 5));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       res.end(body);
@@ -53,9 +61,9 @@ interface Answer {
   error: { type: string; param?: string } | undefined;
 }
 
-async function send(gateway: TestGateway, key: string, userId?: string): Promise<Answer> {
+async function send(gateway: TestGateway, key: string, userId?: string, path = CHAT): Promise<Answer> {
   const body = userId === undefined ? { message: 'hi' } : { message: 'hi', context: { user_id: userId } };
-  const response = await postChat(gateway.url, CHAT, key, body);
+  const response = await postChat(gateway.url, path, key, body);
   const text = await response.text();
   return { status: response.status, headers: response.headers, error: response.status === 200 ? undefined : (JSON.parse(text) as { error: Answer['error'] }).error };
 }
@@ -132,6 +140,28 @@ describe.each([
     const answers = [];
     for (let i = 0; i < 3; i += 1) answers.push((await send(gateway, rawKey, 'x'.repeat(256))).status);
     expect(answers).toEqual([200, 200, 200]);
+  });
+
+  it("an end user's token budget: charged after each answer, refused with token_budget_exceeded naming the field", async () => {
+    const gateway = gatewayOf();
+    const { rawKey } = await gateway.createKey({ account: `budget-${mode.length}`, plan: 'budget', agents: ['support'] });
+    const alice = [];
+    // Each answer is charged when its response closes, before the next request is decided
+    // (on Redis the charge goes out on the same connection ahead of the next admit).
+    for (let i = 0; i < 3; i += 1) alice.push(await send(gateway, rawKey, 'alice'));
+    expect(alice.map((a) => a.status)).toEqual([200, 200, 429]);
+    expect(alice[2]!.error).toMatchObject({ type: 'token_budget_exceeded', param: 'context.user_id' });
+    expect(alice[0]!.headers.get('ratelimit-policy')).toBe('"minute";q=100;w=60, "user-tokens-hour";q=10;w=3600');
+    expect((await send(gateway, rawKey, 'bob')).status).toBe(200);
+  });
+
+  it('streams on a capped plan: the end user window and the slot decided together', async () => {
+    const gateway = gatewayOf();
+    const { rawKey } = await gateway.createKey({ account: `streams-${mode.length}`, plan: 'streams', agents: ['support'] });
+    const statuses = [];
+    for (let i = 0; i < 3; i += 1) statuses.push((await send(gateway, rawKey, 'alice', `${CHAT}/stream`)).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    expect((await send(gateway, rawKey, 'bob', `${CHAT}/stream`)).status).toBe(200);
   });
 
   it("a key's own limits.end_user replaces the plan's", async () => {
