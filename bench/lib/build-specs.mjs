@@ -24,6 +24,11 @@ export const CONFIG_VARIATIONS = {
   'budgets-cap': (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, tokens: [ { tokens: 1000000000000, per: 1d } ], concurrency: { streams: 1000000 } }'),
   // The bench agent as an A2A agent on the same stub (docs/a2a.md, decision 0058): the adapter's cost.
   a2a: (yaml) => yaml.replace(/( {4}upstream: .*)\/api\/v1\n/, '    protocol: a2a\n$1/a2a\n'),
+  // Issue 35's cost check: the bench plan plus a window per end user (the bench body names
+  // user u-1), at a limit no run reaches (decision 0062); and with an end-user token budget.
+  'end-users': (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, end_user: { windows: [ { requests: 100000000, per: 1m } ] } }'),
+  'end-users-budgets': (yaml) =>
+    yaml.replace(/(windows: \[.*\]) \}/, '$1, end_user: { windows: [ { requests: 100000000, per: 1m } ], tokens: [ { tokens: 1000000000000, per: 1d } ] } }'),
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
   // TLS on the listener (decision 0021): node:https, or node:http2 with HTTP/1.1 allowed. The
   // bench's clients still speak HTTP/1.1: what either server costs that path.

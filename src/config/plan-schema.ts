@@ -28,6 +28,21 @@ export interface RateWindow {
   limit: number;
   windowMs: number;
   tokens?: true;
+  /** Set on an end user's window: counted per (subject, end user), refusing with `param: "context.user_id"`. */
+  endUser?: true;
+}
+
+/**
+ * A plan's end-user policy (DESIGN.md section 12): windows and budgets for EACH end user of
+ * the subject, named with a `user-` prefix (the IETF headers' `"user-minute"`).
+ */
+export interface EndUserLimits {
+  requests: readonly RateWindow[];
+  tokens: readonly RateWindow[];
+  /** true: a request without `context.user_id` is 400 `invalid_request`. */
+  require: boolean;
+  /** The subject's `windows` then the end user's: the one list a request is counted in, in this order. */
+  windows: readonly RateWindow[];
 }
 
 /**
@@ -45,6 +60,8 @@ export interface Limits {
   windows: readonly RateWindow[];
   /** The stream concurrency cap (undefined: none). */
   concurrency?: StreamCap | undefined;
+  /** Per end user of the subject (undefined: no end-user policy; the request path is as without it). */
+  endUser?: EndUserLimits | undefined;
 }
 
 function requestWindows(inputs: readonly WindowInput[]): RateWindow[] {
@@ -56,9 +73,29 @@ function tokenWindows(inputs: readonly TokenWindowInput[]): RateWindow[] {
   return inputs.map((t) => ({ name: t.name ?? `tokens-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.tokens, windowMs: t.per, tokens: true }));
 }
 
+const endUserSchema = z.strictObject({
+  windows: z.array(windowSchema).max(16).default([]),
+  tokens: z.array(tokenWindowSchema).max(16).default([]),
+  require: z.boolean().default(false),
+});
+
+type EndUserInput = z.output<typeof endUserSchema>;
+
+/** An end user's windows, named `user-<name>`, flagged as theirs. */
+function endUserWindows(windows: readonly RateWindow[]): RateWindow[] {
+  return windows.map((w) => ({ ...w, name: `user-${w.name}`, endUser: true }));
+}
+
+/** The end-user part as the limiter takes it; its combined list is built with the subject's. */
+function endUserParts(input: EndUserInput): Omit<EndUserLimits, 'windows'> {
+  return { requests: endUserWindows(requestWindows(input.windows)), tokens: endUserWindows(tokenWindows(input.tokens)), require: input.require };
+}
+
 /** The one place that puts a Limits together. */
-function limitsOf(requests: readonly RateWindow[], tokens: readonly RateWindow[], concurrency: StreamCap | undefined): Limits {
-  return { requests, tokens, windows: [...requests, ...tokens], concurrency };
+function limitsOf(requests: readonly RateWindow[], tokens: readonly RateWindow[], concurrency: StreamCap | undefined, endUser?: Omit<EndUserLimits, 'windows'>): Limits {
+  const windows = [...requests, ...tokens];
+  if (endUser === undefined) return { requests, tokens, windows, concurrency };
+  return { requests, tokens, windows, concurrency, endUser: { ...endUser, windows: [...windows, ...endUser.requests, ...endUser.tokens] } };
 }
 
 function duplicateName(windows: ReadonlyArray<{ name: string }>): string | undefined {
@@ -94,12 +131,13 @@ export const planSchema = z
     windows: z.array(windowSchema).default([]),
     tokens: z.array(tokenWindowSchema).max(16).default([]),
     concurrency: concurrencySchema.optional(),
+    end_user: endUserSchema.optional(),
   })
   // `concurrency` is optional in the type (plans built in code need not name it) but always
   // set here, undefined without a cap, so every parsed plan object has one shape.
   .transform((plan, ctx): Limits => {
-    const limits = limitsOf(requestWindows(plan.windows), tokenWindows(plan.tokens), streamCap(plan.concurrency));
-    const duplicate = duplicateName(limits.windows);
+    const limits = limitsOf(requestWindows(plan.windows), tokenWindows(plan.tokens), streamCap(plan.concurrency), plan.end_user && endUserParts(plan.end_user));
+    const duplicate = duplicateName(limits.endUser?.windows ?? limits.windows);
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
     return limits;
   });
@@ -113,9 +151,11 @@ export const keyLimitsSchema = z
     windows: z.array(windowSchema).max(16).optional(),
     tokens: z.array(tokenWindowSchema).max(16).optional(),
     concurrency: concurrencySchema.optional(),
+    end_user: endUserSchema.optional(),
   })
   .superRefine((limits, ctx) => {
-    const duplicate = duplicateName([...requestWindows(limits.windows ?? []), ...tokenWindows(limits.tokens ?? [])]);
+    const endUser = limits.end_user && endUserParts(limits.end_user);
+    const duplicate = duplicateName([...requestWindows(limits.windows ?? []), ...tokenWindows(limits.tokens ?? []), ...(endUser?.requests ?? []), ...(endUser?.tokens ?? [])]);
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
   });
 
@@ -130,8 +170,9 @@ export type PlanConfig = Limits;
 export type KeyLimits = z.input<typeof keyLimitsSchema>;
 
 /**
- * A key's own limits over its plan: `windows`, `tokens` and `concurrency`, each where given,
- * replace the plan's (an empty list removes windows or budgets); what is not given is the plan's.
+ * A key's own limits over its plan: `windows`, `tokens`, `concurrency` and `end_user`, each
+ * where given, replace the plan's (an empty list removes windows or budgets); what is not given
+ * is the plan's.
  */
 export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConfig {
   // Stored as written (durations as text): validated when set, read into milliseconds here.
@@ -140,5 +181,6 @@ export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConf
     limits.windows === undefined ? plan.requests : requestWindows(limits.windows),
     limits.tokens === undefined ? plan.tokens : tokenWindows(limits.tokens),
     limits.concurrency === undefined ? plan.concurrency : streamCap(limits.concurrency),
+    limits.end_user === undefined ? plan.endUser : endUserParts(limits.end_user),
   );
 }

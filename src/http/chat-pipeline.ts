@@ -16,7 +16,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
-import type { AgentConfig, GatewayConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { AuthenticatedKey } from '../keys/key-record.js';
 import type { Logger } from '../logger.js';
@@ -25,23 +24,26 @@ import { ActiveStreams } from '../proxy/active-streams.js';
 import { DeadlineSweeper } from '../proxy/deadline-sweeper.js';
 import type { ForwardFailureHandler } from '../proxy/forward-request.js';
 import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
-import { traceContextFor, type TraceContext } from '../proxy/traceparent.js';
+import { traceContextFor } from '../proxy/traceparent.js';
 import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { a2aCall } from '../proxy/a2a/a2a-exchange.js';
 import { sendMethod } from '../proxy/a2a/a2a-protocol.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
-import type { RateLimitDecision, RateLimiter, RateWindow, StreamSlot } from '../ratelimit/rate-limiter.js';
+import { endUserHash } from '../ratelimit/end-user-hash.js';
+import { hasTokenBudget, refusedByEndUser, refusedByTokenBudget, type RateLimitDecision, type RateLimiter } from '../ratelimit/rate-limiter.js';
+import type { EndUserLimits } from '../config/schema.js';
 import { RequestState } from '../request/request-state.js';
 import { tokensToCharge } from '../request/token-charge.js';
 import type { RequestTracing } from '../telemetry/request-tracing.js';
-import { clientAddress, type ClientAddress } from './client-address.js';
-import { sendError } from './errors.js';
+import { clientAddress } from './client-address.js';
+import { answerError } from './answer-error.js';
 import { finishRequest, recordAtEnd } from './finish-request.js';
-import { closesConnection, requestConnection, requestHost, resetStreamAfterAnswer } from './http2-requests.js';
+import { requestConnection, requestHost } from './http2-requests.js';
 import { isJournaled } from './journaled-response.js';
 import { keyPlanLimits } from './key-limits.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
-import { ClientGoneError, isJsonContentType, readBody, type BodyReceiver } from './read-body.js';
+import { isJsonContentType, readBody } from './read-body.js';
+import { ChatRequest } from './chat-request.js';
 import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
 import { refuseContentEncoding, refuseRepeatedHost } from './request-header-checks.js';
 import { matchRoute, type RouteTable } from './routing.js';
@@ -57,38 +59,6 @@ export interface GatewayDependencies {
   activeStreams?: ActiveStreams;
   /** Present only while telemetry is on (src/telemetry/open-tracing.ts). */
   tracing?: RequestTracing | undefined;
-}
-
-/** One request on its way through the stages: what they share, and the body's receiver. */
-export class ChatRequest implements BodyReceiver {
-  /** Known from the route stage on. */
-  agent: AgentConfig | undefined = undefined;
-  /** Set by the limit stage only for a plan with token budgets: what finish() charges the answer's tokens to. */
-  tokenWindows: readonly RateWindow[] | undefined = undefined;
-  tokenSubject = '';
-  /** The concurrency-cap slot this stream holds, released by finish() whatever ended it. */
-  slot: StreamSlot | undefined = undefined;
-  /** Set by finish(): a slot granted after the response closed is released at once. */
-  finished = false;
-
-  constructor(
-    readonly pipeline: ChatPipeline,
-    readonly req: IncomingMessage,
-    readonly res: ServerResponse,
-    readonly state: RequestState,
-    /** The config the request started with: a reload does not change it mid-request. */
-    readonly config: GatewayConfig,
-    readonly address: ClientAddress,
-    readonly trace: TraceContext,
-  ) {}
-
-  bodyReceived(body: Buffer): void {
-    this.pipeline.forward(this, body);
-  }
-
-  bodyFailed(error: Error): void {
-    this.pipeline.fail(this, error);
-  }
 }
 
 /** One per server; every request goes through `handle`. */
@@ -198,6 +168,13 @@ export class ChatPipeline {
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
+      if (limits.endUser !== undefined) {
+        request.endUserLimits = limits.endUser;
+        request.limitSubject = subject;
+        request.limitCap = cap;
+        this.body(request);
+        return;
+      }
       if (limits.tokens.length > 0) {
         request.tokenWindows = windows;
         request.tokenSubject = subject;
@@ -234,16 +211,20 @@ export class ChatPipeline {
           state.refusal = 'concurrency_limit_exceeded';
           throw new GatewayError('concurrency_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
         }
+        // An end user's own window refused while the subject had room: the same errors, naming the field.
+        const param = request.endUserLimits !== undefined && refusedByEndUser(decision) ? 'context.user_id' : undefined;
+        if (param !== undefined) metrics.endUserLimited.inc({ plan: state.key!.plan });
         if (request.tokenWindows !== undefined && refusedByTokenBudget(decision)) {
           metrics.tokenBudgetExceeded.inc({ plan: state.key!.plan });
           state.refusal = 'token_budget_exceeded';
-          throw new GatewayError('token_budget_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
+          throw new GatewayError('token_budget_exceeded', { retryAfterSeconds: retryAfterSeconds(decision), param });
         }
         metrics.rateLimited.inc({ plan: state.key!.plan });
         state.refusal = 'rate_limited';
-        throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
+        throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision), param });
       }
-      this.body(request);
+      if (request.body !== undefined) this.send(request, request.body, request.parsed);
+      else this.body(request);
     } catch (error) {
       this.fail(request, error);
     }
@@ -257,20 +238,62 @@ export class ChatPipeline {
     readBody(req, config.limits.maxBodyBytes, request);
   }
 
-  /** A valid chat request goes to the agent's runner; the exchange relays the answer from there. */
+  /** A valid chat request goes to the agent's runner (after its end user's limit, on a plan with one). */
   forward(request: ChatRequest, body: Buffer): void {
     // Reset before its body was handed over: no runner is called for a client that is gone.
     if (request.finished) return;
     try {
-      const { req, res, state, config, address, trace } = request;
-      const agent = request.agent!;
-      const key = state.key!;
+      const { state, config } = request;
       state.bytesIn = body.length;
       const parsed = parseJsonBody(body, config.limits);
-      const summary = validateChatRequest(parsed, agent, config.limits);
+      const summary = validateChatRequest(parsed, request.agent!, config.limits);
       state.userId = summary.userId;
       state.sessionId = summary.sessionId;
       if (state.trace !== undefined) state.trace.requested(parsed as Record<string, unknown>);
+      if (request.endUserLimits !== undefined) this.limitEndUser(request, request.endUserLimits, body, parsed);
+      else this.send(request, body, parsed);
+    } catch (error) {
+      this.fail(request, error);
+    }
+  }
+
+  /**
+   * DESIGN.md section 12: the subject's windows and its end user's, in one decision, per
+   * (subject, `context.user_id`); requests without one share the anonymous end user, unless
+   * the policy requires the field.
+   */
+  private limitEndUser(request: ChatRequest, limits: EndUserLimits, body: Buffer, parsed: unknown): void {
+    const { state } = request;
+    if (limits.require && state.userId === null) {
+      throw new GatewayError('invalid_request', { param: 'context.user_id', message: 'This key\'s plan requires "context.user_id": the end user the request is for.' });
+    }
+    const subject = request.limitSubject;
+    const endUser = endUserHash(subject, state.userId);
+    const { windows } = limits;
+    if (hasTokenBudget(windows)) {
+      request.tokenWindows = windows;
+      request.tokenSubject = subject;
+      request.tokenEndUser = endUser;
+    }
+    request.body = body;
+    request.parsed = parsed;
+    const decision = this.rateLimiter.consumeNow(subject, windows, request.limitCap, endUser);
+    if (decision !== undefined) {
+      this.admit(request, decision);
+      return;
+    }
+    void this.rateLimiter.consume(subject, windows, request.limitCap, endUser).then(
+      (decided) => this.admit(request, decided),
+      (error: unknown) => this.fail(request, error),
+    );
+  }
+
+  /** Forwards a request that passed every stage. */
+  private send(request: ChatRequest, body: Buffer, parsed: unknown): void {
+    try {
+      const { req, res, state, config, address, trace } = request;
+      const agent = request.agent!;
+      const key = state.key!;
 
       const upstreams = this.runtime.pools.upstreams(agent.id);
       if (!upstreams) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 1 });
@@ -331,7 +354,7 @@ export class ChatPipeline {
     // count (the client left first, an answer too long to read), what was relayed; batched by the limiter.
     if (request.tokenWindows !== undefined) {
       const tokens = tokensToCharge(request.state);
-      if (tokens > 0) this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokens);
+      if (tokens > 0) this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokens, request.tokenEndUser);
     }
     const { req, res, state } = request;
     // An HTTP/2 stream reset before anything was answered or forwarded (rapid reset, decision
@@ -353,33 +376,4 @@ export class ChatPipeline {
   private readonly answerForwardFailure: ForwardFailureHandler = (error, res, state) => {
     process.nextTick(answerError, error, res.req, res, state, this.logger);
   };
-}
-
-function answerError(error: unknown, req: IncomingMessage, res: ServerResponse, state: RequestState, logger: Logger): void {
-  // Nothing to answer; with no answer sent, the outcome is client_closed.
-  if (error instanceof ClientGoneError) return;
-  let gatewayError: GatewayError;
-  if (error instanceof GatewayError) {
-    gatewayError = error;
-  } else {
-    logger.error({ request_id: state.requestId, err: error }, 'unhandled error in request pipeline');
-    gatewayError = new GatewayError('internal_error');
-    state.endedInError = true;
-  }
-  state.errorType = gatewayError.type;
-  state.errorStatus = gatewayError.status;
-  if (!res.headersSent) state.applyGatewayHeaders(res);
-  // A body we refused to read must not be read to its end to keep the connection.
-  if (gatewayError.type === 'payload_too_large' || !req.complete) {
-    if (!closesConnection(req)) resetStreamAfterAnswer(req);
-    else res.shouldKeepAlive = false;
-  }
-  if (gatewayError.type === 'payload_too_large' && closesConnection(req)) res.setHeader('Connection', 'close');
-  sendError(res, gatewayError, state.requestId, state);
-}
-
-/** A refusal that no request window made: every full window is a token budget. */
-function refusedByTokenBudget(decision: RateLimitDecision): boolean {
-  for (const window of decision.windows) if (window.tokens !== true && window.remaining === 0) return false;
-  return true;
 }

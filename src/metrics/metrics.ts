@@ -62,6 +62,12 @@ export const metrics = {
     labelNames: ['plan'] as const,
     registers: [registry],
   }),
+  endUserLimited: new Counter({
+    name: 'agentgw_end_user_limited_total',
+    help: 'Requests answered 429 by an end user\'s window or budget (DESIGN.md section 12; the subject\'s own windows had room), by plan.',
+    labelNames: ['plan'] as const,
+    registers: [registry],
+  }),
   concurrencyLimited: new Counter({
     name: 'agentgw_concurrency_limited_total',
     help: 'Stream requests answered 429 concurrency_limit_exceeded (every slot of the concurrency cap held, no request window full), by plan.',

@@ -7,7 +7,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
-import type { RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
+import type { EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { RateLimitStoreError } from './rate-limit-store-error.js';
 
 export type StoreErrorMode = 'allow' | 'deny';
@@ -55,18 +55,18 @@ export class FailoverRateLimiter implements RateLimiter {
   // in another (one promise and three microtask hops fewer per request).
   // A stream's slot comes from whichever limiter decided: its release() goes back to that one
   // (a slot taken in memory during an outage is released in memory after it).
-  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap): Promise<RateLimitDecision> {
-    if (this.outageSinceMs === undefined) return this.tryPrimary(subject, windows, false, cap);
+  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): Promise<RateLimitDecision> {
+    if (this.outageSinceMs === undefined) return this.tryPrimary(subject, windows, false, cap, endUser);
     // During an outage: skip Redis while the breaker is open, and let only one request probe.
-    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.withoutPrimary(subject, windows, cap);
+    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.withoutPrimary(subject, windows, cap, endUser);
     this.probing = true;
-    return this.tryPrimary(subject, windows, true, cap);
+    return this.tryPrimary(subject, windows, true, cap, endUser);
   }
 
   /** As consume() would decide, where that needs no wait: the primary's own answer, or the fallback's while the breaker is open in `allow` mode. */
-  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap): RateLimitDecision | undefined {
-    if (this.outageSinceMs === undefined) return this.primary.consumeNow(subject, windows, cap);
-    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.mode === 'allow' ? this.fallback.consumeNow(subject, windows, cap) : undefined;
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision | undefined {
+    if (this.outageSinceMs === undefined) return this.primary.consumeNow(subject, windows, cap, endUser);
+    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.mode === 'allow' ? this.fallback.consumeNow(subject, windows, cap, endUser) : undefined;
     // The probe that may end the outage has to ask Redis.
     return undefined;
   }
@@ -76,24 +76,24 @@ export class FailoverRateLimiter implements RateLimiter {
    * from those local counts; in `deny` mode nothing is admitted, so they only keep count).
    * A charge lost with Redis going down is not replayed (docs/rate-limits.md "Token budgets").
    */
-  charge(subject: string, windows: readonly RateWindow[], tokens: number): void {
-    if (this.outageSinceMs === undefined) this.primary.charge(subject, windows, tokens);
-    else this.fallback.charge(subject, windows, tokens);
+  charge(subject: string, windows: readonly RateWindow[], tokens: number, endUser?: EndUserHash): void {
+    if (this.outageSinceMs === undefined) this.primary.charge(subject, windows, tokens, endUser);
+    else this.fallback.charge(subject, windows, tokens, endUser);
   }
 
   async close(): Promise<void> {
     await Promise.all([this.primary.close(), this.fallback.close()]);
   }
 
-  private async tryPrimary(subject: string, windows: readonly RateWindow[], probe: boolean, cap: StreamCap | undefined): Promise<RateLimitDecision> {
+  private async tryPrimary(subject: string, windows: readonly RateWindow[], probe: boolean, cap: StreamCap | undefined, endUser?: EndUserHash): Promise<RateLimitDecision> {
     let decision: RateLimitDecision;
     try {
-      decision = await this.primary.consume(subject, windows, cap);
+      decision = await this.primary.consume(subject, windows, cap, endUser);
     } catch (error) {
       if (probe) this.probing = false;
       if (!(error instanceof RateLimitStoreError)) throw error;
       this.recordFailure(error);
-      return this.withoutPrimary(subject, windows, cap);
+      return this.withoutPrimary(subject, windows, cap, endUser);
     }
     if (probe) this.probing = false;
     if (this.outageSinceMs !== undefined) {
@@ -117,8 +117,8 @@ export class FailoverRateLimiter implements RateLimiter {
     );
   }
 
-  private withoutPrimary(subject: string, windows: readonly RateWindow[], cap: StreamCap | undefined): Promise<RateLimitDecision> {
+  private withoutPrimary(subject: string, windows: readonly RateWindow[], cap: StreamCap | undefined, endUser?: EndUserHash): Promise<RateLimitDecision> {
     if (this.mode === 'deny') return Promise.reject(new GatewayError('store_unavailable', { retryAfterSeconds: 1 }));
-    return this.fallback.consume(subject, windows, cap);
+    return this.fallback.consume(subject, windows, cap, endUser);
   }
 }

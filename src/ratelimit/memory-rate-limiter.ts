@@ -2,9 +2,11 @@
 // Same window math as the Redis script; memory is bounded by evicting idle subjects.
 // Concurrency caps: an in-process count of held stream slots per subject (this instance's
 // streams only: exact in embedded mode, per instance during a Redis outage).
+// An end user's windows (DESIGN.md section 12) are held under (subject, end user) and decided
+// together with the subject's in one consumeWindows call, as the admit operation does.
 import { systemClock, type Clock } from '../clock.js';
 import { metrics } from '../metrics/metrics.js';
-import { CONCURRENCY_RETRY_AFTER_MS, type RateLimitDecision, type RateLimiter, type RateWindow, type StreamCap, type StreamSlot } from './rate-limiter.js';
+import { CONCURRENCY_RETRY_AFTER_MS, type EndUserHash, type RateLimitDecision, type RateLimiter, type RateWindow, type StreamCap, type StreamSlot } from './rate-limiter.js';
 import { bucketWidthMs, chargeWindows, consumeWindows, idleAfterMs, newBucketCounter, type BucketCounter } from './window-math.js';
 
 export interface MemoryRateLimiterOptions {
@@ -60,13 +62,13 @@ export class MemoryRateLimiter implements RateLimiter {
     return this.subjects.size;
   }
 
-  async consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap): Promise<RateLimitDecision> {
-    return this.consumeAt(subject, windows, this.clock.now(), cap);
+  async consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): Promise<RateLimitDecision> {
+    return this.consumeAt(subject, windows, this.clock.now(), cap, endUser);
   }
 
   /** Always decides: the counts are in memory. */
-  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap): RateLimitDecision {
-    return this.consumeAt(subject, windows, this.clock.now(), cap);
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision {
+    return this.consumeAt(subject, windows, this.clock.now(), cap, endUser);
   }
 
   /** Slots held for a subject now (tests, diagnostics). */
@@ -78,17 +80,17 @@ export class MemoryRateLimiter implements RateLimiter {
    * Synchronous core of consume(), at an explicit time. With a cap, a full cap refuses
    * without counting; a full window outranks it, as in the Redis script.
    */
-  consumeAt(subject: string, windows: readonly RateWindow[], nowMs: number, cap?: StreamCap): RateLimitDecision {
+  consumeAt(subject: string, windows: readonly RateWindow[], nowMs: number, cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision {
     if (nowMs >= this.nextSweepMs) this.sweep(nowMs);
-    if (cap !== undefined) return this.consumeWithSlot(subject, windows, nowMs, cap);
+    if (cap !== undefined) return this.consumeWithSlot(subject, windows, nowMs, cap, endUser);
     if (windows.length === 0) return NO_WINDOWS;
-    return this.consumeWindowsAt(subject, windows, nowMs, true);
+    return this.consumeWindowsAt(subject, windows, nowMs, true, endUser);
   }
 
-  private consumeWithSlot(subject: string, windows: readonly RateWindow[], nowMs: number, cap: StreamCap): RateLimitDecision {
+  private consumeWithSlot(subject: string, windows: readonly RateWindow[], nowMs: number, cap: StreamCap, endUser: EndUserHash | undefined): RateLimitDecision {
     const held = this.slots.get(subject) ?? 0;
     const full = held >= cap.streams;
-    const decision = windows.length === 0 ? { allowed: true, windows: [], retryAfterMs: 0 } : this.consumeWindowsAt(subject, windows, nowMs, !full);
+    const decision = windows.length === 0 ? { allowed: true, windows: [], retryAfterMs: 0 } : this.consumeWindowsAt(subject, windows, nowMs, !full, endUser);
     if (!decision.allowed) return decision;
     if (full) return { allowed: false, windows: decision.windows, retryAfterMs: CONCURRENCY_RETRY_AFTER_MS, concurrencyLimited: true };
     this.slots.set(subject, held + 1);
@@ -97,27 +99,39 @@ export class MemoryRateLimiter implements RateLimiter {
     return decision;
   }
 
-  private consumeWindowsAt(subject: string, windows: readonly RateWindow[], nowMs: number, count: boolean): RateLimitDecision {
-    const state = this.stateFor(subject, windows);
-    const decision = consumeWindows(state.counters, windows, nowMs, count);
-    if (decision.allowed && count) {
-      const idleAtMs = idleAfterMs(windows, nowMs);
-      if (idleAtMs > state.idleAtMs) state.idleAtMs = idleAtMs;
-    }
+  private consumeWindowsAt(subject: string, windows: readonly RateWindow[], nowMs: number, count: boolean, endUser: EndUserHash | undefined): RateLimitDecision {
+    const states = this.statesFor(subject, windows, endUser);
+    const decision = consumeWindows(states.counters, windows, nowMs, count);
+    if (decision.allowed && count) keepUntilIdle(states.held, windows, nowMs);
     return decision;
   }
 
-  charge(subject: string, windows: readonly RateWindow[], tokens: number): void {
-    this.chargeAt(subject, windows, tokens, this.clock.now());
+  charge(subject: string, windows: readonly RateWindow[], tokens: number, endUser?: EndUserHash): void {
+    this.chargeAt(subject, windows, tokens, this.clock.now(), endUser);
   }
 
   /** charge() at an explicit time. A subject swept out meanwhile starts over with this charge. */
-  chargeAt(subject: string, windows: readonly RateWindow[], tokens: number, nowMs: number): void {
+  chargeAt(subject: string, windows: readonly RateWindow[], tokens: number, nowMs: number, endUser?: EndUserHash): void {
     if (!(tokens > 0) || windows.length === 0) return;
-    const state = this.stateFor(subject, windows);
-    chargeWindows(state.counters, windows, nowMs, tokens);
-    const idleAtMs = idleAfterMs(windows, nowMs);
-    if (idleAtMs > state.idleAtMs) state.idleAtMs = idleAtMs;
+    const states = this.statesFor(subject, windows, endUser);
+    chargeWindows(states.counters, windows, nowMs, tokens);
+    keepUntilIdle(states.held, windows, nowMs);
+  }
+
+  /**
+   * The counters a decision uses, aligned with `windows`: the subject's own state, and for an
+   * end user (whose windows follow the subject's, flagged `endUser`) the end user's state too.
+   */
+  private statesFor(subject: string, windows: readonly RateWindow[], endUser: EndUserHash | undefined): { counters: BucketCounter[]; held: SubjectState[] } {
+    if (endUser === undefined) {
+      const state = this.stateFor(subject, windows);
+      return { counters: state.counters, held: [state] };
+    }
+    const own = windows.filter((w) => w.endUser !== true);
+    const theirs = windows.filter((w) => w.endUser === true);
+    const state = this.stateFor(subject, own);
+    const user = this.stateFor(`${subject}\nu${endUser}`, theirs);
+    return { counters: [...state.counters, ...user.counters], held: [state, user] };
   }
 
   async close(): Promise<void> {
@@ -141,6 +155,11 @@ export class MemoryRateLimiter implements RateLimiter {
       if (state.idleAtMs <= nowMs) this.subjects.delete(subject);
     }
   }
+}
+
+function keepUntilIdle(states: readonly SubjectState[], windows: readonly RateWindow[], nowMs: number): void {
+  const idleAtMs = idleAfterMs(windows, nowMs);
+  for (const state of states) if (idleAtMs > state.idleAtMs) state.idleAtMs = idleAtMs;
 }
 
 function sameNames(names: readonly string[], windows: readonly RateWindow[]): boolean {

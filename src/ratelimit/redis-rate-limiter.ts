@@ -21,8 +21,13 @@
 // A stream on a plan with a concurrency cap takes its slot in the same admit call
 // (redis-stream-slots.ts keeps it alive and gives it back); such requests are coalesced
 // apart from the subject's other requests, and never admitted from a lease.
+//
+// A request counted for an end user (DESIGN.md section 12) is decided with its end user's
+// windows in the same admit call, coalesced per (subject, end user), and never leased
+// (decision 0062: an end user's lease would be at most 1/16 of a per-user window, mostly 0 or
+// 1 unit, and would split the subject's room between its end users' leases).
 import type { Cluster, Redis } from 'ioredis';
-import type { RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
+import type { EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
 import { RedisStreamSlots, streamSlotsKey } from './redis-stream-slots.js';
 import { leaseGrantOf, toDecisions } from './redis-decisions.js';
@@ -80,6 +85,7 @@ interface Batch {
   windows: readonly RateWindow[];
   cap: StreamCap | undefined;
   nowArg: number | '';
+  endUser: EndUserHash | undefined;
   waiters: Waiter[];
 }
 
@@ -98,7 +104,7 @@ export class RedisRateLimiter implements RateLimiter {
   private displaced: Batch[] = [];
   private flushScheduled = false;
   /** Tokens of answers finished in this turn, per subject: one charge call each (docs/rate-limits.md "Token budgets"). */
-  private pendingCharges = new Map<string, { windows: readonly RateWindow[]; units: number }>();
+  private pendingCharges = new Map<string, { subject: string; endUser: EndUserHash | undefined; windows: readonly RateWindow[]; units: number }>();
   private readonly leases: LeaseBook | null;
   private readonly sweepTimer: NodeJS.Timeout | null;
   private readonly prefix: string;
@@ -120,7 +126,7 @@ export class RedisRateLimiter implements RateLimiter {
     if (this.pendingCharges.size > 0) {
       const charges = this.pendingCharges;
       this.pendingCharges = new Map();
-      for (const [subject, charge] of charges) this.sendCharge(subject, charge.windows, charge.units);
+      for (const charge of charges.values()) this.sendCharge(charge.subject, charge.windows, charge.units, charge.endUser);
     }
   };
 
@@ -138,9 +144,10 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** Decides without Redis only for a plan without windows, or from this subject's lease; never for a slot. */
-  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap): RateLimitDecision | undefined {
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision | undefined {
     if (cap !== undefined) return undefined;
     if (windows.length === 0) return NO_WINDOWS;
+    if (endUser !== undefined) return undefined;
     // An unusable subject is left to consume(), which rejects it.
     return isUsableSubject(subject) ? this.takeLeased(subject, windows) : undefined;
   }
@@ -157,20 +164,21 @@ export class RedisRateLimiter implements RateLimiter {
     return decision;
   }
 
-  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, options?: RedisConsumeOptions): Promise<RateLimitDecision> {
+  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash, options?: RedisConsumeOptions): Promise<RateLimitDecision> {
     if (windows.length === 0 && cap === undefined) return Promise.resolve(NO_WINDOWS);
     // An empty tag ("{}" or "{}...") would hash the whole key and split a subject across slots.
     if (!isUsableSubject(subject)) {
       return Promise.reject(new TypeError(`rate-limit subject ${JSON.stringify(subject)} cannot be used as a Redis hash tag`));
     }
     const nowArg = options?.nowMs === undefined ? '' : Math.floor(options.nowMs);
-    if (nowArg === '' && cap === undefined) {
+    if (nowArg === '' && cap === undefined && endUser === undefined) {
       const leased = this.takeLeased(subject, windows);
       if (leased !== undefined) return Promise.resolve(leased);
     }
     // Slot requests go in a batch of their own: the subject's other requests keep their leases.
     let batchKey = nowArg === '' ? subject : `${subject}\n${nowArg}`;
     if (cap !== undefined) batchKey += '\ns';
+    if (endUser !== undefined) batchKey += `\nu${endUser}`;
     return new Promise<RateLimitDecision>((resolve, reject) => {
       let batch = this.pending.get(batchKey);
       // A config reload between two requests of one turn may change the windows: the
@@ -180,7 +188,7 @@ export class RedisRateLimiter implements RateLimiter {
         batch = undefined;
       }
       if (batch === undefined) {
-        batch = { subject, windows, cap, nowArg, waiters: [] };
+        batch = { subject, windows, cap, nowArg, endUser, waiters: [] };
         this.pending.set(batchKey, batch);
       }
       batch.waiters.push({ resolve, reject });
@@ -197,19 +205,20 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
-  charge(subject: string, windows: readonly RateWindow[], tokens: number): void {
+  charge(subject: string, windows: readonly RateWindow[], tokens: number, endUser?: EndUserHash): void {
     if (!(tokens > 0) || windows.length === 0 || !isUsableSubject(subject)) return;
-    // Tokens a live lease reserved pay first: they are counted in Redis already.
-    if (this.leases !== null) {
+    // Tokens a live lease reserved pay first: they are counted in Redis already (never for an end user's request).
+    if (this.leases !== null && endUser === undefined) {
       tokens = this.leases.charge(subject, windows, tokens, this.now());
       if (tokens === 0) return;
     }
-    const queued = this.pendingCharges.get(subject);
+    const chargeKey = endUser === undefined ? subject : `${subject}\nu${endUser}`;
+    const queued = this.pendingCharges.get(chargeKey);
     // A reload that changed the windows within the turn: the earlier charge goes on its own.
     if (queued !== undefined && queued.windows === windows) queued.units += tokens;
     else {
-      if (queued !== undefined) this.sendCharge(subject, queued.windows, queued.units);
-      this.pendingCharges.set(subject, { windows, units: tokens });
+      if (queued !== undefined) this.sendCharge(subject, queued.windows, queued.units, endUser);
+      this.pendingCharges.set(chargeKey, { subject, endUser, windows, units: tokens });
     }
     if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -217,8 +226,8 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
-  private sendCharge(subject: string, windows: readonly RateWindow[], units: number): void {
-    const args = encodeCharge({ keyHead: this.subjectKeyHead(subject), windows, nowMs: '', tokens: units });
+  private sendCharge(subject: string, windows: readonly RateWindow[], units: number, endUser: EndUserHash | undefined): void {
+    const args = encodeCharge({ keyHead: this.subjectKeyHead(subject), endUser, windows, nowMs: '', tokens: units });
     if (args === undefined) return;
     // Lost only if Redis fails: the budget then undercounts by these tokens (docs/rate-limits.md).
     this.operations.call('charge', args).then((reply) => decodeCharge(reply), ignore).catch(ignore);
@@ -247,7 +256,7 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const { subject, windows } = batch;
     let { waiters } = batch;
-    const leases = batch.nowArg === '' ? this.leases : null;
+    const leases = batch.nowArg === '' && batch.endUser === undefined ? this.leases : null;
     let wanted = 0;
     let tokensWanted = 0;
     let refund: LeaseRefund | undefined;
@@ -277,7 +286,7 @@ export class RedisRateLimiter implements RateLimiter {
       }
     }
     this.counters.requestCalls += 1;
-    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: wanted, leaseTokens: tokensWanted, refund, slot: undefined });
+    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: wanted, leaseTokens: tokensWanted, refund, slot: undefined });
     this.operations.call('admit', args).then(
       (raw) => {
         let decisions: RateLimitDecision[];
@@ -352,7 +361,7 @@ export class RedisRateLimiter implements RateLimiter {
     const head = this.slots.nextMemberHead();
     this.counters.requestCalls += 1;
     const slot = { key, streams: cap.streams, leaseMs: cap.leaseMs, memberHead: head };
-    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot });
+    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot });
     this.operations.call('admit', args).then(
       (raw) => {
         let decisions: RateLimitDecision[];

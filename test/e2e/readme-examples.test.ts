@@ -1,5 +1,5 @@
 // The documentation's examples run as written against `npm start`. Every shell block marked
-// ```sh runnable in README.md, docs/api.md and docs/admin-api.md runs, in order, in one bash
+// ```sh runnable in README.md, docs/api.md, docs/admin-api.md and docs/policy.md runs, in order, in one bash
 // per file — as a user pastes them into a second terminal — in the directory where a gateway
 // runs as `npm start` runs it (serve --demo, config/gateway.yaml, embedded mode, agent
 // `demo`). The docs pages start from the README's first block (it exports AGENTGW_ADMIN_TOKEN
@@ -15,7 +15,7 @@ import { trackChildProcess } from '../helpers/child-processes.js';
 import { freePort } from '../helpers/free-port.js';
 
 const ROOT = process.cwd();
-const DOCUMENTS = ['README.md', 'docs/api.md', 'docs/admin-api.md'];
+const DOCUMENTS = ['README.md', 'docs/api.md', 'docs/admin-api.md', 'docs/policy.md'];
 
 /** The ```sh runnable blocks of a markdown text, in order, with the line each starts on. */
 function runnableBlocks(markdown: string): { line: number; code: string }[] {
@@ -126,6 +126,14 @@ describe('the documentation examples, against npm start', () => {
       expect(output).toContain('event: done');
       expect(output).toMatch(/"key":"ha_[0-9A-Za-z]{38}"/);
       expect(output).toMatch(/"actor":"cli:[^"]+","action":"key\.rotate"/);
+    }
+    if (document === 'docs/policy.md') {
+      // One visitor's 20 admitted, the 21st refused naming the field, another visitor admitted.
+      expect(output).toMatch(/^\s*20 200$/m);
+      expect(output).toMatch(/^HTTP\/1\.1 429/m);
+      expect(output).toMatch(/^ratelimit-policy: .*"user-minute";q=20;w=60/im);
+      expect(output).toContain('"param":"context.user_id"');
+      expect(output).toMatch(/^200$/m);
     }
   }, 180_000);
 });

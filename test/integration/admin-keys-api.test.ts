@@ -180,6 +180,15 @@ describe.each(['file', 'redis'] as const)('admin keys API (%s store)', (store) =
     expect([missing.status, (missing.body as { error: { type: string } }).error.type]).toEqual([404, 'key_not_found']);
   });
 
+  it('creates a key with its own end-user limits and PATCHes them (docs/policy.md)', async () => {
+    const endUser = { windows: [{ requests: 20, per: '1m' }], require: true };
+    const created = await create(gw, { limits: { end_user: endUser } });
+    expect(created.limits).toEqual({ end_user: endUser });
+    const patched = await call(gw, 'PATCH', `/admin/v1/keys/${created.key_id}`, { body: { limits: { end_user: { windows: [{ requests: 5, per: '1m' }] } } } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body).toMatchObject({ limits: { end_user: { windows: [{ requests: 5, per: '1m' }] } } });
+  });
+
   it('lists with account, agent and status filters and a cursor that walks every page once', async () => {
     const account = `list-${randomUUID().slice(0, 8)}`;
     const made: string[] = [];
@@ -281,6 +290,8 @@ describe.each(['file', 'redis'] as const)('admin keys API (%s store)', (store) =
       ['POST', '/admin/v1/keys', { ...valid, metadata: { 'bad key': 'x' } }, 'metadata.bad key'],
       ['POST', '/admin/v1/keys', { ...valid, limits: { windows: [{ requests: 5, per: 'often' }] } }, 'limits.windows[0].per'],
       ['POST', '/admin/v1/keys', { ...valid, limits: { budget: 5 } }, 'limits.budget'],
+      ['POST', '/admin/v1/keys', { ...valid, limits: { end_user: { require: 'yes' } } }, 'limits.end_user.require'],
+      ['POST', '/admin/v1/keys', { ...valid, limits: { end_user: { windows: [{ requests: 0, per: '1m' }] } } }, 'limits.end_user.windows[0].requests'],
       ['POST', '/admin/v1/keys', { ...valid, name: 'a\nb' }, 'name'],
       ['POST', '/admin/v1/keys', { ...valid, agents: 'support' }, 'agents'],
       ['PATCH', `/admin/v1/keys/${victim.key_id}`, { plan: 'gold', name: 'changed' }, 'plan'],

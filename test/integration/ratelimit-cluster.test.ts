@@ -41,7 +41,7 @@ describe('RedisRateLimiter on Redis Cluster', () => {
       nowMs += round % 4 === 3 ? 61_000 : 700;
       for (const subject of subjects) {
         const expected = memory.consumeAt(subject, WINDOWS, nowMs);
-        expect(await limiter.consume(subject, WINDOWS, undefined, { nowMs })).toEqual(expected);
+        expect(await limiter.consume(subject, WINDOWS, undefined, undefined, { nowMs })).toEqual(expected);
         if (expected.allowed) allowed += 1;
         else rejected += 1;
       }

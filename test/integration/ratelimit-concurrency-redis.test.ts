@@ -91,12 +91,12 @@ describe('RedisRateLimiter with a concurrency cap', () => {
 
   it('a slot whose lease ran out is removed on the next admission (a dead holder)', async () => {
     const t0 = Date.now();
-    const held = await Promise.all(Array.from({ length: 3 }, () => limiter.consume('account:dead', [], CAP, { nowMs: t0 })));
+    const held = await Promise.all(Array.from({ length: 3 }, () => limiter.consume('account:dead', [], CAP, undefined, { nowMs: t0 })));
     expect(held.every((d) => d.allowed)).toBe(true);
     // This instance "dies": its refresh timer stops, nothing is released.
     limiter.slots.close();
-    expect((await limiter.consume('account:dead', [], CAP, { nowMs: t0 + 1_000 })).concurrencyLimited).toBe(true);
-    const later = await limiter.consume('account:dead', [], CAP, { nowMs: t0 + CAP.leaseMs + 1 });
+    expect((await limiter.consume('account:dead', [], CAP, undefined, { nowMs: t0 + 1_000 })).concurrencyLimited).toBe(true);
+    const later = await limiter.consume('account:dead', [], CAP, undefined, { nowMs: t0 + CAP.leaseMs + 1 });
     expect(later.allowed).toBe(true);
     expect(await client.zcard(streamSlotsKey(PREFIX, 'account:dead'))).toBe(1);
     for (const decision of [...held, later]) decision.slot?.release();
@@ -114,7 +114,7 @@ describe('RedisRateLimiter with a concurrency cap', () => {
     for (let step = 0; step < 120; step += 1) {
       const nowMs = t0 + step * 10;
       if (random() < 0.6) {
-        const onRedis = await limiter.consume('account:model', windows, cap, { nowMs });
+        const onRedis = await limiter.consume('account:model', windows, cap, undefined, { nowMs });
         const inMemory = memory.consumeAt('account:model', windows, nowMs, cap);
         expect([onRedis.allowed, onRedis.concurrencyLimited === true]).toEqual([inMemory.allowed, inMemory.concurrencyLimited === true]);
         expect(onRedis.windows.map((w) => w.remaining)).toEqual(inMemory.windows.map((w) => w.remaining));

@@ -53,7 +53,7 @@ describe('RedisRateLimiter', () => {
       const subject = `account:${i % 3}`;
       const windows = plans[i % 3 === 2 ? 1 : 0] as RateWindow[];
       const expected = memory.consumeAt(subject, windows, nowMs);
-      const actual = await limiterA.consume(subject, windows, undefined, { nowMs });
+      const actual = await limiterA.consume(subject, windows, undefined, undefined, { nowMs });
       expect(actual, `request ${i} at +${nowMs - T0} ms`).toEqual(expected);
       if (!expected.allowed) rejections += 1;
       for (const status of expected.windows) if (status.remaining > 0 && status.recoverMs > 0) recovering += 1;
@@ -77,7 +77,7 @@ describe('RedisRateLimiter', () => {
       nowMs += Math.floor(random() * 1_500);
       const size = 1 + Math.floor(random() * 12);
       const subjects = Array.from({ length: size }, (_, i) => `account:c${(round + i) % 2}`);
-      const actual = await Promise.all(subjects.map((subject) => limiterA.consume(subject, windows, undefined, { nowMs })));
+      const actual = await Promise.all(subjects.map((subject) => limiterA.consume(subject, windows, undefined, undefined, { nowMs })));
       const expected = subjects.map((subject) => memory.consumeAt(subject, windows, nowMs));
       expect(actual, `round ${round} at +${nowMs - T0} ms`).toEqual(expected);
       refused += expected.filter((d) => !d.allowed).length;
@@ -143,7 +143,7 @@ describe('RedisRateLimiter', () => {
     const windows: RateWindow[] = [{ name: 'day', limit: 100_000, windowMs: 86_400_000 }];
     const calls: Array<Promise<RateLimitDecision>> = [];
     // 3,000 requests over two days; one connection runs them in order.
-    for (let i = 0; i < 3_000; i += 1) calls.push(limiterA.consume('account:busy', windows, undefined, { nowMs: T0 + i * 57_600 }));
+    for (let i = 0; i < 3_000; i += 1) calls.push(limiterA.consume('account:busy', windows, undefined, undefined, { nowMs: T0 + i * 57_600 }));
     await Promise.all(calls);
     const key = rateLimitKey(PREFIX, 'account:busy', 'day');
     const fields = await clientA.hkeys(key);

@@ -5,7 +5,7 @@
 // RateLimitProtocolError: a RateLimitStoreError, so the failover policy treats it as the store
 // failing, and counted as agentgw_redis_errors_total{op="ratelimit_protocol"}.
 import { metrics } from '../../metrics/metrics.js';
-import type { RateWindow } from '../rate-limiter.js';
+import type { EndUserHash, RateWindow } from '../rate-limiter.js';
 import { RateLimitStoreError } from '../rate-limit-store-error.js';
 import { bucketWidthMs } from '../window-math.js';
 import {
@@ -48,8 +48,19 @@ export interface SlotArgs {
 /** Where a subject's window hashes live: `${prefix}rl:{${subject}}:` + the window's name. */
 export type KeyHead = string;
 
+/**
+ * An end user's windows (`endUser: true`) live at `${keyHead}u:${hash}:` + the window's name:
+ * same hash tag as the subject's, so one call covers both on Redis Cluster. The operations
+ * count them as they count the subject's (kind 0 or 1): only the key tells them apart.
+ */
+export function endUserKeyHead(keyHead: KeyHead, hash: EndUserHash): KeyHead {
+  return `${keyHead}u:${hash}:`;
+}
+
 export interface AdmitRequest {
   keyHead: KeyHead;
+  /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
+  endUser?: EndUserHash | undefined;
   windows: readonly RateWindow[];
   /** "" : the server's TIME. */
   nowMs: number | '';
@@ -71,6 +82,8 @@ export interface RenewRequest {
 
 export interface ChargeRequest {
   keyHead: KeyHead;
+  /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
+  endUser?: EndUserHash | undefined;
   /** Any windows: only the token budgets among them are sent. */
   windows: readonly RateWindow[];
   nowMs: number | '';
@@ -79,6 +92,8 @@ export interface ChargeRequest {
 
 export interface RefundRequest {
   keyHead: KeyHead;
+  /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
+  endUser?: EndUserHash | undefined;
   windows: readonly RateWindow[];
   nowMs: number | '';
   refund: RefundArgs;
@@ -110,15 +125,19 @@ function putWindow(args: Array<string | number>, at: number, window: RateWindow,
 }
 
 /** [numKeys, keys..., head ARGV (left for the caller)..., WINDOW_ARGS per window]; returns the array. */
-function windowsCall(keyHead: KeyHead, windows: readonly RateWindow[], extraKeys: number, headArgs: number, buckets: readonly number[] | undefined): Array<string | number> {
+function windowsCall(keyHead: KeyHead, windows: readonly RateWindow[], extraKeys: number, headArgs: number, buckets: readonly number[] | undefined, endUser?: EndUserHash): Array<string | number> {
   const n = windows.length;
+  const userHead = endUser === undefined ? undefined : endUserKeyHead(keyHead, endUser);
   const numKeys = n + extraKeys;
   const args: Array<string | number> = new Array(1 + numKeys + headArgs + WINDOW_ARGS * n);
   args[0] = numKeys;
   const argv = 1 + numKeys + headArgs;
   for (let i = 0; i < n; i += 1) {
     const window = windows[i] as RateWindow;
-    args[1 + i] = keyHead + window.name;
+    if (window.endUser !== true) args[1 + i] = keyHead + window.name;
+    else if (userHead !== undefined) args[1 + i] = userHead + window.name;
+    // Never counted under the subject's own name: that would merge every end user into one.
+    else throw new TypeError(`end-user window ${window.name} sent without an end user`);
     putWindow(args, argv + WINDOW_ARGS * i, window, buckets === undefined ? -1 : (buckets[i] as number));
   }
   return args;
@@ -126,7 +145,7 @@ function windowsCall(keyHead: KeyHead, windows: readonly RateWindow[], extraKeys
 
 export function encodeAdmit(request: AdmitRequest): Array<string | number> {
   const { refund, slot, windows } = request;
-  const args = windowsCall(request.keyHead, windows, slot === undefined ? 0 : 1, ADMIT_HEAD_ARGS, refund?.buckets);
+  const args = windowsCall(request.keyHead, windows, slot === undefined ? 0 : 1, ADMIT_HEAD_ARGS, refund?.buckets, request.endUser);
   let at = 1 + windows.length;
   if (slot !== undefined) args[at++] = slot.key;
   args[at] = request.nowMs;
@@ -154,7 +173,7 @@ export function encodeRenew(request: RenewRequest): Array<string | number> {
 export function encodeCharge(request: ChargeRequest): Array<string | number> | undefined {
   const budgets = request.windows.filter((window) => window.tokens === true);
   if (budgets.length === 0) return undefined;
-  const args = windowsCall(request.keyHead, budgets, 0, CHARGE_HEAD_ARGS, undefined);
+  const args = windowsCall(request.keyHead, budgets, 0, CHARGE_HEAD_ARGS, undefined, request.endUser);
   const at = 1 + budgets.length;
   args[at] = request.nowMs;
   args[at + 1] = request.tokens;
@@ -163,7 +182,7 @@ export function encodeCharge(request: ChargeRequest): Array<string | number> | u
 
 export function encodeRefund(request: RefundRequest): Array<string | number> {
   const { refund } = request;
-  const args = windowsCall(request.keyHead, request.windows, 0, REFUND_HEAD_ARGS, refund.buckets);
+  const args = windowsCall(request.keyHead, request.windows, 0, REFUND_HEAD_ARGS, refund.buckets, request.endUser);
   const at = 1 + request.windows.length;
   args[at] = request.nowMs;
   args[at + 1] = refund.units;

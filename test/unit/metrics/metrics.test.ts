@@ -38,6 +38,7 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_upstream_outstanding: { type: 'gauge', labels: ['agent', 'target'] },
   agentgw_token_budget_exceeded_total: { type: 'counter', labels: ['plan'] },
   agentgw_concurrency_limited_total: { type: 'counter', labels: ['plan'] },
+  agentgw_end_user_limited_total: { type: 'counter', labels: ['plan'] },
   agentgw_stream_slots_held: { type: 'gauge', labels: [] },
   agentgw_telemetry_dropped_total: { type: 'counter', labels: ['reason'] },
 };
