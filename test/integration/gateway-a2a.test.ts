@@ -18,6 +18,7 @@ const PLANS = {
   scale: { windows: [] },
   twice: { windows: [{ requests: 2, per: '1m' }] },
   budget: { tokens: [{ tokens: 20, per: '1h' }] },
+  perUser: { windows: [{ requests: 100, per: '1m' }], end_user: { windows: [{ requests: 2, per: '1m' }] } },
 };
 
 let servers: Record<'streaming' | 'plain' | 'failing' | 'input' | 'endless' | 'legacy', TestA2aServer>;
@@ -222,6 +223,21 @@ describe('keys, limits, budgets and audit on an A2A agent', () => {
       statuses.push(res.status);
     }
     expect(statuses).toEqual([200, 200, 429]);
+  });
+
+  it('counts each end user (context.user_id) in its own window, on both routes', async () => {
+    const { rawKey } = await gateway.createKey({ plan: 'perUser' });
+    const ask = async (user: string, route: string): Promise<[number, string | null]> => {
+      const res = await postChat(gateway.url, route, rawKey, { message: 'x', context: { user_id: user } });
+      await res.text();
+      return [res.status, res.headers.get('ratelimit-policy')];
+    };
+    const alice = [await ask('alice', chat('plain')), await ask('alice', stream('streaming')), await ask('alice', chat('plain'))];
+    expect(alice.map(([status]) => status)).toEqual([200, 200, 429]);
+    expect(alice[2][1]).toContain('user-');
+    // Another end user of the same key has an allowance of its own.
+    expect((await ask('bob', stream('streaming')))[0]).toBe(200);
+    expect((await ask('bob', chat('plain')))[0]).toBe(200);
   });
 
   it('charges the token budget with the tokens from the A2A usage metadata', async () => {
