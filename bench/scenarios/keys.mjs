@@ -1,4 +1,4 @@
-// The key store at scale (issue 34, DESIGN.md section 15): a throwaway redis-server filled to
+// The key store at scale (issue 34, docs/design.md, "Scale of the control plane"): a throwaway redis-server filled to
 // each size in turn (10k, 100k, 1,000,000 keys by default) directly in the store's layout —
 // written with the built gateway's own record and index encoders (dist/keys/), pipelined —
 // and one built gateway process in front of it the whole time. At each size: admin list

@@ -33,7 +33,7 @@ export interface RateWindow {
 }
 
 /**
- * A plan's end-user policy (DESIGN.md section 12): windows and budgets for EACH end user of
+ * A plan's end-user policy (docs/design.md, "Agent-aware policy"): windows and budgets for EACH end user of
  * the subject, named with a `user-` prefix (the IETF headers' `"user-minute"`).
  */
 export interface EndUserLimits {
@@ -47,9 +47,9 @@ export interface EndUserLimits {
 
 /**
  * A plan's (or a key's) resolved limits, built once here: the limiter and the rest of the
- * gateway read each dimension by its field, never by its place in a list. DESIGN.md section
- * 12's dimensions come as fields of their own (`endUser`, `toolCalls`, `cost`; docs/rate-limits.md
- * "Adding a dimension: end-user windows").
+ * gateway read each dimension by its field, never by its place in a list. The dimensions of
+ * docs/design.md, "Agent-aware policy" come as fields of their own (`endUser`, `toolCalls`,
+ * `cost`; docs/rate-limits.md, "End-user windows").
  */
 export interface Limits {
   /** Request windows. */

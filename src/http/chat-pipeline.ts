@@ -258,7 +258,7 @@ export class ChatPipeline {
   }
 
   /**
-   * DESIGN.md section 12: the subject's windows and its end user's, in one decision, per
+   * docs/design.md, "Agent-aware policy": the subject's windows and its end user's, in one decision, per
    * (subject, `context.user_id`); requests without one share the anonymous end user, unless
    * the policy requires the field.
    */

@@ -84,7 +84,7 @@ export function validateChatRequest(body: unknown, agent: AgentConfig, limits: V
     if (!isPlainObject(context)) throw invalid('context', '"context" must be an object.');
     if (context.user_id !== undefined) {
       if (typeof context.user_id !== 'string') throw invalid('context.user_id', '"context.user_id" must be a string.');
-      // It is counted per end user (DESIGN.md section 12): bounded like every per-client input.
+      // It is counted per end user (docs/design.md, "Agent-aware policy"): bounded like every per-client input.
       if (exceedsCodePoints(context.user_id, MAX_USER_ID_CHARS)) throw invalid('context.user_id', `"context.user_id" must be at most ${MAX_USER_ID_CHARS} characters.`);
       // It goes into the audit record: an API key pasted here would be stored in clear.
       if (containsApiKey(context.user_id)) throw invalid('context.user_id', '"context.user_id" must not contain an API key.');

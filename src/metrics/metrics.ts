@@ -64,7 +64,7 @@ export const metrics = {
   }),
   endUserLimited: new Counter({
     name: 'agentgw_end_user_limited_total',
-    help: 'Requests answered 429 by an end user\'s window or budget (DESIGN.md section 12; the subject\'s own windows had room), by plan.',
+    help: 'Requests answered 429 by an end user\'s window or budget while the subject\'s own windows had room, by plan.',
     labelNames: ['plan'] as const,
     registers: [registry],
   }),

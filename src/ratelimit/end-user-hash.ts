@@ -1,4 +1,4 @@
-// The end user's part of a Redis key name (DESIGN.md section 12): `context.user_id` never
+// The end user's part of a Redis key name (docs/design.md, "Agent-aware policy"): `context.user_id` never
 // appears in clear. The hash is salted with the subject, so one user id of two accounts
 // gives two unrelated names, and the names alone do not tell which accounts share an end
 // user (decision 0061). Requests without a user_id share the hash of the empty id: the

@@ -2,7 +2,7 @@
 // Same window math as the Redis script; memory is bounded by evicting idle subjects.
 // Concurrency caps: an in-process count of held stream slots per subject (this instance's
 // streams only: exact in embedded mode, per instance during a Redis outage).
-// An end user's windows (DESIGN.md section 12) are held under (subject, end user) and decided
+// An end user's windows (docs/design.md, "Agent-aware policy") are held under (subject, end user) and decided
 // together with the subject's in one consumeWindows call, as the admit operation does.
 import { systemClock, type Clock } from '../clock.js';
 import { metrics } from '../metrics/metrics.js';

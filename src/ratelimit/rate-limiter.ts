@@ -85,7 +85,7 @@ export interface RateLimitDecision {
 export const CONCURRENCY_RETRY_AFTER_MS = 1_000;
 
 /**
- * The end user a request is counted for (DESIGN.md section 12): `hash` is the keyed hash of
+ * The end user a request is counted for (docs/design.md, "Agent-aware policy"): `hash` is the keyed hash of
  * its `context.user_id` (end-user-hash.ts; the anonymous bucket's for none). With it, the
  * windows passed are the plan's `endUser.windows` (the subject's, then the end user's).
  */

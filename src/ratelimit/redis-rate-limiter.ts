@@ -22,7 +22,7 @@
 // (redis-stream-slots.ts keeps it alive and gives it back); such requests are coalesced
 // apart from the subject's other requests, and never admitted from a lease.
 //
-// A request counted for an end user (DESIGN.md section 12) is decided with its end user's
+// A request counted for an end user (docs/design.md, "Agent-aware policy") is decided with its end user's
 // windows in the same admit call, coalesced per (subject, end user), and never leased
 // (decision 0062: an end user's lease would be at most 1/16 of a per-user window, mostly 0 or
 // 1 unit, and would split the subject's room between its end users' leases).

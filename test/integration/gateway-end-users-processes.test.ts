@@ -1,4 +1,4 @@
-// End-user limits exact across two gateway PROCESSES on one Redis (DESIGN.md section 12):
+// End-user limits exact across two gateway PROCESSES on one Redis (docs/design.md, "Agent-aware policy"):
 // 200 requests at once, spread over both gateways and several end users, admit exactly what
 // the end users' windows and the subject's allow, and nothing more reaches the runner.
 import { request } from 'undici';

@@ -1,4 +1,4 @@
-// End-user limits through HTTP (DESIGN.md section 12; docs/policy.md): on a real Redis and in
+// End-user limits through HTTP (docs/design.md, "Agent-aware policy"; docs/policy.md): on a real Redis and in
 // embedded mode. Each end user of a key gets its own allowance, requests without
 // `context.user_id` share the anonymous one, `require` refuses them, and a refusal by an end
 // user's window names `context.user_id` in its error, its headers, its metric and its audit record.

@@ -1,4 +1,4 @@
-// End users' windows (DESIGN.md section 12) in the limiter itself, on a real Redis (single and
+// End users' windows (docs/design.md, "Agent-aware policy") in the limiter itself, on a real Redis (single and
 // a 3-master Cluster) and in memory: the same decisions everywhere, one admit call covering the
 // subject's windows and its end user's (one hash tag, one slot), user ids never in key names,
 // and idle end users cost nothing (every key has a TTL).

@@ -1,4 +1,4 @@
-// End users' windows (DESIGN.md section 12) against a brute-force model: the memory limiter
+// End users' windows (docs/design.md, "Agent-aware policy") against a brute-force model: the memory limiter
 // decides a request with its subject's windows and its end user's at once, and no span of any
 // window's length ever holds more than its limit — the subject's over all its end users, each
 // end user's over its own requests. Budgets: the stated overshoot (one answer at a time here).
