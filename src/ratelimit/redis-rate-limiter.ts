@@ -23,14 +23,15 @@
 // apart from the subject's other requests, and never admitted from a lease.
 //
 // A request counted for an end user (docs/design.md, "Agent-aware policy") is decided with its end user's
-// windows in the same admit call, coalesced per (subject, end user), and never leased
-// (decision 0062: an end user's lease would be at most 1/16 of a per-user window, mostly 0 or
-// 1 unit, and would split the subject's room between its end users' leases).
+// windows in the same admit call, coalesced per (subject, end user), and leased per (subject,
+// end user) (lease-key.ts, decision 0074): a busy end user's lease is counted in the subject's
+// windows and its own together.
 import type { Cluster, Redis } from 'ioredis';
 import type { EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
 import { RedisStreamSlots, streamSlotsKey } from './redis-stream-slots.js';
 import { leaseGrantOf, toDecisions } from './redis-decisions.js';
+import { leaseKey, leaseOwner } from './lease-key.js';
 import { OperationClient } from './protocol/redis-operation-client.js';
 import { decodeAdmit, decodeCharge, decodeRefund, decodeRenew, encodeAdmit, encodeCharge, encodeRefund, encodeRenew } from './protocol/codec.js';
 
@@ -147,12 +148,11 @@ export class RedisRateLimiter implements RateLimiter {
   consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision | undefined {
     if (cap !== undefined) return undefined;
     if (windows.length === 0) return NO_WINDOWS;
-    if (endUser !== undefined) return undefined;
     // An unusable subject is left to consume(), which rejects it.
-    return isUsableSubject(subject) ? this.takeLeased(subject, windows) : undefined;
+    return isUsableSubject(subject) ? this.takeLeased(leaseKey(subject, endUser), windows) : undefined;
   }
 
-  /** A decision from the subject's lease; a lease it left running low gets its renewal flushed. */
+  /** A decision from the lease of a subject (or of one of its end users); a lease it left running low gets its renewal flushed. */
   private takeLeased(subject: string, windows: readonly RateWindow[], nowMs = this.now()): RateLimitDecision | undefined {
     const leases = this.leases;
     if (leases === null) return undefined;
@@ -171,14 +171,14 @@ export class RedisRateLimiter implements RateLimiter {
       return Promise.reject(new TypeError(`rate-limit subject ${JSON.stringify(subject)} cannot be used as a Redis hash tag`));
     }
     const nowArg = options?.nowMs === undefined ? '' : Math.floor(options.nowMs);
-    if (nowArg === '' && cap === undefined && endUser === undefined) {
-      const leased = this.takeLeased(subject, windows);
+    if (nowArg === '' && cap === undefined) {
+      const leased = this.takeLeased(leaseKey(subject, endUser), windows);
       if (leased !== undefined) return Promise.resolve(leased);
     }
     // Slot requests go in a batch of their own: the subject's other requests keep their leases.
     let batchKey = nowArg === '' ? subject : `${subject}\n${nowArg}`;
     if (cap !== undefined) batchKey += '\ns';
-    if (endUser !== undefined) batchKey += `\nu${endUser}`;
+    if (endUser !== undefined) batchKey = leaseKey(batchKey, endUser);
     return new Promise<RateLimitDecision>((resolve, reject) => {
       let batch = this.pending.get(batchKey);
       // A config reload between two requests of one turn may change the windows: the
@@ -200,19 +200,19 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** The subject's lease as this instance holds it (tests and diagnostics); undefined without one. */
-  leaseOf(subject: string): LeaseState | undefined {
-    return this.leases?.stateOf(subject);
+  leaseOf(subject: string, endUser?: EndUserHash): LeaseState | undefined {
+    return this.leases?.stateOf(leaseKey(subject, endUser));
   }
 
   /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
   charge(subject: string, windows: readonly RateWindow[], tokens: number, endUser?: EndUserHash): void {
     if (!(tokens > 0) || windows.length === 0 || !isUsableSubject(subject)) return;
-    // Tokens a live lease reserved pay first: they are counted in Redis already (never for an end user's request).
-    if (this.leases !== null && endUser === undefined) {
-      tokens = this.leases.charge(subject, windows, tokens, this.now());
+    const chargeKey = leaseKey(subject, endUser);
+    // Tokens a live lease reserved pay first: they are counted in Redis already.
+    if (this.leases !== null) {
+      tokens = this.leases.charge(chargeKey, windows, tokens, this.now());
       if (tokens === 0) return;
     }
-    const chargeKey = endUser === undefined ? subject : `${subject}\nu${endUser}`;
     const queued = this.pendingCharges.get(chargeKey);
     // A reload that changed the windows within the turn: the earlier charge goes on its own.
     if (queued !== undefined && queued.windows === windows) queued.units += tokens;
@@ -256,7 +256,8 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const { subject, windows } = batch;
     let { waiters } = batch;
-    const leases = batch.nowArg === '' && batch.endUser === undefined ? this.leases : null;
+    const leases = batch.nowArg === '' ? this.leases : null;
+    const key = leaseKey(subject, batch.endUser);
     let wanted = 0;
     let tokensWanted = 0;
     let refund: LeaseRefund | undefined;
@@ -266,23 +267,23 @@ export class RedisRateLimiter implements RateLimiter {
       // a new one never replaces units still unused.
       let served = 0;
       for (; served < waiters.length; served += 1) {
-        const leased = this.takeLeased(subject, windows, sentAtMs);
+        const leased = this.takeLeased(key, windows, sentAtMs);
         if (leased === undefined) break;
         waiters[served]!.resolve(leased);
       }
       if (served === waiters.length) return;
       if (served > 0) waiters = waiters.slice(served);
-      refund = leases.reclaim(subject, sentAtMs, windows);
+      refund = leases.reclaim(key, sentAtMs, windows);
       // Units counted under other windows (a reload) go back on their own.
       if (refund !== undefined && refund.windows !== windows) {
         void this.giveBack(refund);
         refund = undefined;
       }
-      wanted = leases.wanted(subject, windows, waiters.length, sentAtMs);
+      wanted = leases.wanted(key, windows, waiters.length, sentAtMs);
       if (wanted > 0) {
-        leases.requesting(subject);
+        leases.requesting(key);
         // Beside a budget a lease also reserves tokens (the admit operation grants none without them).
-        tokensWanted = leases.tokensWanted(subject, wanted);
+        tokensWanted = leases.tokensWanted(key, wanted);
       }
     }
     this.counters.requestCalls += 1;
@@ -294,18 +295,18 @@ export class RedisRateLimiter implements RateLimiter {
           const reply = decodeAdmit(raw, windows.length);
           decisions = toDecisions(reply, windows, waiters.length);
           if (leases !== null) {
-            const displaced = leases.granted(subject, windows, sentAtMs, leaseGrantOf(reply), wanted > 0);
+            const displaced = leases.granted(key, windows, sentAtMs, leaseGrantOf(reply), wanted > 0);
             if (displaced !== undefined) void this.giveBack(displaced);
           }
         } catch (error) {
-          if (wanted > 0) leases?.failed(subject);
+          if (wanted > 0) leases?.failed(key);
           for (const waiter of waiters) waiter.reject(error);
           return;
         }
         for (let i = 0; i < waiters.length; i += 1) waiters[i]!.resolve(decisions[i]!);
       },
       (error: unknown) => {
-        if (wanted > 0) leases?.failed(subject);
+        if (wanted > 0) leases?.failed(key);
         for (const waiter of waiters) waiter.reject(error);
       },
     );
@@ -317,38 +318,39 @@ export class RedisRateLimiter implements RateLimiter {
    * answer replaces the current lease and gives back what that one did not use; if it fails,
    * nothing changes and the lease runs out as it would have. No request waits for it.
    */
-  private renew(subject: string): void {
+  private renew(key: string): void {
     const leases = this.leases!;
     const sentAtMs = this.now();
-    const renewal = this.closed ? undefined : leases.renewal(subject, sentAtMs);
+    const renewal = this.closed ? undefined : leases.renewal(key, sentAtMs);
     if (renewal === undefined) return;
     const { windows, leaseFromMs } = renewal;
     this.counters.renewals += 1;
     if (leaseFromMs > 0) this.counters.renewalsAhead += 1;
-    const args = encodeRenew({ keyHead: this.subjectKeyHead(subject), windows, units: renewal.units, tokens: renewal.tokens, leaseFromMs });
+    const { subject, endUser } = leaseOwner(key);
+    const args = encodeRenew({ keyHead: this.subjectKeyHead(subject), endUser, windows, units: renewal.units, tokens: renewal.tokens, leaseFromMs });
     this.operations.call('renew', args).then(
       (raw) => {
         let grant: LeaseGrant;
         try {
           grant = leaseGrantOf(decodeRenew(raw, windows.length));
         } catch {
-          this.renewalFailed(subject);
+          this.renewalFailed(key);
           return;
         }
         // The operation counted the lease at the current lease's end, clamped to [now, now + MAX_LEASE_AHEAD_MS].
         if (grant.units > 0 && leaseFromMs > grant.serverNowMs) grant.aheadMs = Math.min(Math.floor(leaseFromMs) - grant.serverNowMs, MAX_LEASE_AHEAD_MS);
-        const displaced = leases.renewed(subject, windows, sentAtMs, grant);
+        const displaced = leases.renewed(key, windows, sentAtMs, grant);
         if (displaced !== undefined) void this.giveBack(displaced);
         // Closed meanwhile: nothing will use or sweep it, so it goes straight back.
         if (this.closed) for (const refund of leases.drain()) void this.giveBack(refund);
       },
-      () => this.renewalFailed(subject),
+      () => this.renewalFailed(key),
     );
   }
 
-  private renewalFailed(subject: string): void {
+  private renewalFailed(key: string): void {
     this.counters.renewalsFailed += 1;
-    this.leases!.failed(subject);
+    this.leases!.failed(key);
   }
 
   /**
@@ -385,7 +387,8 @@ export class RedisRateLimiter implements RateLimiter {
 
   /** Returns unused lease units (and tokens) on their own: nothing is admitted or leased. */
   private giveBack(refund: LeaseRefund): Promise<void> {
-    const args = encodeRefund({ keyHead: this.subjectKeyHead(refund.subject), windows: refund.windows, nowMs: '', refund });
+    const { subject, endUser } = leaseOwner(refund.subject);
+    const args = encodeRefund({ keyHead: this.subjectKeyHead(subject), endUser, windows: refund.windows, nowMs: '', refund });
     // Lost only means those units count until their bucket leaves the window, as used ones would.
     return this.operations.call('refund', args).then((reply) => void decodeRefund(reply), ignore).catch(ignore);
   }

@@ -73,6 +73,8 @@ export interface AdmitRequest {
 
 export interface RenewRequest {
   keyHead: KeyHead;
+  /** The end user the windows flagged `endUser` count for (a lease of one end user of the subject; decision 0074). */
+  endUser?: EndUserHash | undefined;
   windows: readonly RateWindow[];
   units: number;
   tokens: number;
@@ -161,7 +163,7 @@ export function encodeAdmit(request: AdmitRequest): Array<string | number> {
 }
 
 export function encodeRenew(request: RenewRequest): Array<string | number> {
-  const args = windowsCall(request.keyHead, request.windows, 0, RENEW_HEAD_ARGS, undefined);
+  const args = windowsCall(request.keyHead, request.windows, 0, RENEW_HEAD_ARGS, undefined, request.endUser);
   const at = 1 + request.windows.length;
   args[at] = request.units;
   args[at + 1] = request.tokens;
