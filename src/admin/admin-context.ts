@@ -8,6 +8,7 @@ import type { UsageSource } from '../audit/usage-report.js';
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { KeyService } from '../keys/key-service.js';
+import type { KeyEvents } from '../keys/key-events.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { Logger } from '../logger.js';
 import type { AdminActor } from './admin-auth.js';
@@ -27,6 +28,8 @@ export interface AdminApiDeps {
   upstreams?: () => Record<string, AgentUpstreamsSnapshot>;
   /** The A2A agents' cards this process read (docs/a2a.md); absent where it reads none (a --workers primary). */
   a2aCards?: () => Record<string, A2aCard>;
+  /** The key lifecycle's webhook events; absent while notifications are off. */
+  keyEvents?: KeyEvents | undefined;
 }
 
 export interface AdminExchange {
@@ -40,7 +43,7 @@ export interface AdminExchange {
 
 /** A KeyService over the running config's plans and agents. */
 export function keyServiceOf(exchange: AdminExchange): KeyService {
-  return new KeyService({ store: exchange.deps.keyStore, config: exchange.deps.config(), clock: exchange.deps.clock });
+  return new KeyService({ store: exchange.deps.keyStore, config: exchange.deps.config(), clock: exchange.deps.clock, events: exchange.deps.keyEvents });
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {

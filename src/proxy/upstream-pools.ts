@@ -10,7 +10,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
 import { setUpstreamStateSource, type UpstreamTargetGaugeValues } from '../metrics/metrics.js';
-import { AgentUpstreams, nodeTimers, type EjectionTimers, type UpstreamsEnvironment } from './agent-upstreams.js';
+import { AgentUpstreams, nodeTimers, type EjectionTimers, type TargetTransition, type UpstreamsEnvironment } from './agent-upstreams.js';
 import { HealthChecker } from './health-checks.js';
 import type { Pool } from 'undici';
 import type { ConnectionOptions } from 'node:tls';
@@ -27,6 +27,8 @@ export interface UpstreamPoolsOptions {
   timers?: EjectionTimers;
   /** How a target's pool is made (tests hand in a stand-in). */
   createPool?: (origin: string, maxConnections: number | undefined, tls?: ConnectionOptions) => Pool;
+  /** Told when a target leaves rotation or comes back (upstream-events.ts). */
+  onTransition?: ((transition: TargetTransition) => void) | undefined;
 }
 
 /** One target as GET /upstreamz (and the admin API) shows it. */
@@ -66,7 +68,7 @@ export class UpstreamPools {
   private readonly createPool: (origin: string, maxConnections: number | undefined, tls?: ConnectionOptions) => Pool;
 
   constructor(agents: ReadonlyMap<string, AgentConfig>, options: UpstreamPoolsOptions = {}) {
-    this.env = { clock: options.clock ?? systemClock, random: options.random ?? Math.random, timers: options.timers ?? nodeTimers, logger: options.logger };
+    this.env = { clock: options.clock ?? systemClock, random: options.random ?? Math.random, timers: options.timers ?? nodeTimers, logger: options.logger, onTransition: options.onTransition };
     this.createPool = options.createPool ?? createTargetPool;
     this.update(agents);
     setUpstreamStateSource(() => this.gaugeValues());
