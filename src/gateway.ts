@@ -15,6 +15,7 @@ import type { GatewayConfig } from './config/schema.js';
 import type { Logger } from './logger.js';
 import { createAdminServer, registryMetrics } from './admin/admin-server.js';
 import { createGatewayServer, type GatewayServer } from './http/gateway-server.js';
+import { startEventProducers, type EventProducerSettings, type EventPublisher } from './http/event-producers.js';
 import { GatewayRuntime } from './http/gateway-runtime.js';
 import { CertificateReloader, readListenTls, type SecureContextTarget } from './http/tls-certificates.js';
 import { registry } from './metrics/metrics.js';
@@ -32,6 +33,8 @@ export interface StartGatewayOptions {
   clock?: Clock;
   /** Serve /metrics, /healthz, /readyz (default true). */
   admin?: boolean;
+  /** Where the webhook events go, and the producers' settings (absent: no events). */
+  events?: { publisher: EventPublisher; settings: EventProducerSettings } | undefined;
 }
 
 export interface RunningGateway {
@@ -74,6 +77,7 @@ export function openControlPlane(
     clock: Clock;
     upstreams?: AdminApiDeps['upstreams'];
     a2aCards?: AdminApiDeps['a2aCards'];
+    keyEvents?: AdminApiDeps['keyEvents'];
   },
 ): ControlPlane {
   const config = currentConfig();
@@ -87,6 +91,7 @@ export function openControlPlane(
     logger: deps.logger,
     upstreams: deps.upstreams,
     a2aCards: deps.a2aCards,
+    keyEvents: deps.keyEvents,
   });
   return { api, close: () => adminAudit.close() };
 }
@@ -126,10 +131,11 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   // connection of its own, so the limiter's commands never queue behind it.
   const auditRedis = redisClients && (config.audit.redisStream || config.audit.adminRedisStream) && config.audit.waitReplicas > 0 ? redisClients.connect('shared', 'agentgw-audit') : redis;
   const auditLog = openAuditLog(config, { redis: auditRedis, logger, clock });
-  const runtime = new GatewayRuntime(config, { logger, clock });
+  const producers = startEventProducers(options.events?.publisher, options.events?.settings ?? { budgetThresholds: [], keyExpiryWarningMs: 0, keyExpirySweepMs: 10_000 }, { keyStore, clock, logger });
+  const runtime = new GatewayRuntime(config, { logger, clock, onTransition: producers.onTransition });
   // Off (undefined) unless telemetry names a collector; only then is the OpenTelemetry SDK loaded.
   const tracing = config.telemetry.endpoint === undefined ? undefined : (await import('./telemetry/open-tracing.js')).openTracing(config.telemetry, logger);
-  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing }, certificate);
+  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing, budgetThresholds: producers.budgetThresholds }, certificate);
   // The certificate files as they change (or on SIGHUP); the paths are the ones started with
   // (listen is a restart-only section).
   const certificates = listenTls && new CertificateReloader(listenTls, gateway.server as SecureContextTarget, logger);
@@ -143,6 +149,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         clock,
         upstreams: () => runtime.pools.snapshot(),
         a2aCards: () => runtime.cards.snapshot(),
+        keyEvents: producers.keyEvents,
       });
   const admin = options.admin === false
     ? undefined
@@ -192,6 +199,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     await tracing?.shutdown();
     await controlPlane?.close();
     await rateLimiter.close();
+    await producers.close();
     await keyStore.close();
     await runtime.close();
     if (admin) {
