@@ -11,6 +11,7 @@ import { KeyService } from '../keys/key-service.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { Logger } from '../logger.js';
 import type { AdminActor } from './admin-auth.js';
+import type { Notifier } from '../notifications/notifier.js';
 
 export interface AdminApiDeps {
   /** The running config (a reload changes plans, agents and admin tokens). */
@@ -27,6 +28,8 @@ export interface AdminApiDeps {
   upstreams?: () => Record<string, AgentUpstreamsSnapshot>;
   /** The A2A agents' cards this process read (docs/a2a.md); absent where it reads none (a --workers primary). */
   a2aCards?: () => Record<string, A2aCard>;
+  /** Publishes key lifecycle events (docs/notifications.md); absent or NO_NOTIFIER when no webhook is configured. */
+  notifier?: Notifier;
 }
 
 export interface AdminExchange {

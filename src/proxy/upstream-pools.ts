@@ -5,6 +5,7 @@
 // connections whichever agent uses them); a pool no target uses any more is closed once the
 // requests already on it have ended (undici's close() waits for them), so a stream in flight
 // is not cut. docs/upstreams.md has the whole picture.
+import type { Notifier } from '../notifications/notifier.js';
 import { redactedUrl } from '../config/redacted-url.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AgentConfig } from '../config/schema.js';
@@ -25,6 +26,8 @@ export interface UpstreamPoolsOptions {
   clock?: Clock;
   random?: () => number;
   timers?: EjectionTimers;
+  /** Where runner health events go (docs/notifications.md); default NO_NOTIFIER. */
+  notifier?: Notifier;
   /** How a target's pool is made (tests hand in a stand-in). */
   createPool?: (origin: string, maxConnections: number | undefined, tls?: ConnectionOptions) => Pool;
 }
