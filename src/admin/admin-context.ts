@@ -12,6 +12,7 @@ import type { KeyStore } from '../keys/key-store.js';
 import type { Logger } from '../logger.js';
 import type { AdminActor } from './admin-auth.js';
 import type { Notifier } from '../notifications/notifier.js';
+import type { EventsView } from '../notifications/open-notifications.js';
 
 export interface AdminApiDeps {
   /** The running config (a reload changes plans, agents and admin tokens). */
@@ -29,7 +30,9 @@ export interface AdminApiDeps {
   /** The A2A agents' cards this process read (docs/a2a.md); absent where it reads none (a --workers primary). */
   a2aCards?: () => Record<string, A2aCard>;
   /** Publishes key lifecycle events (docs/notifications.md); absent or NO_NOTIFIER when no webhook is configured. */
-  notifier?: Notifier;
+  notifier?: Notifier | undefined;
+  /** The webhook events and their delivery state (docs/admin-api.md "Events"); undefined when notifications are off. */
+  events?: EventsView | undefined;
 }
 
 export interface AdminExchange {

@@ -26,13 +26,18 @@ export function newEventId(nowMs: number): string {
     // The first digit stays below 16 so incrementing cannot overflow in practice.
     lastRandom = [...bytes].map((b, i) => (i === 0 ? b & 15 : b & 31));
   }
+  return `${eventIdTimePrefix(nowMs)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
+}
+
+/** `evt_` and the time part of every id published at `ms`: ids below it are older. */
+export function eventIdTimePrefix(ms: number): string {
   let time = '';
-  let ms = nowMs;
+  let rest = Math.max(0, Math.floor(ms));
   for (let i = 0; i < 10; i++) {
-    time = ALPHABET[ms % 32]! + time;
-    ms = Math.floor(ms / 32);
+    time = ALPHABET[rest % 32]! + time;
+    rest = Math.floor(rest / 32);
   }
-  return `evt_${time}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
+  return `evt_${time}`;
 }
 
 /** The publication time an id carries, in ms since the epoch. */

@@ -16,6 +16,8 @@ export interface DeliveryAttempt {
 }
 
 export const MAX_ATTEMPTS_KEPT = 10;
+/** How long an event's delivery state stays readable (the admin API's events list). */
+export const EVENT_STATE_TTL_MS = 7 * 86_400_000;
 
 export interface StoredEvent extends NotificationEvent {
   state: DeliveryState;
@@ -73,7 +75,13 @@ export interface EventStates {
 }
 
 export interface Outbox extends OutboxWriter, OutboxShards, EventStates {
+  /** Queues a known event again (redeliver): state back to pending, attempts kept. */
+  requeue(event: NotificationEvent): Promise<void>;
   close(): Promise<void>;
+}
+
+export function matches(event: StoredEvent, filter: EventFilter): boolean {
+  return (filter.type === undefined || event.type === filter.type) && (filter.subject === undefined || event.subject === filter.subject) && (filter.state === undefined || event.state === filter.state);
 }
 
 /** Which shard a subject's events go to: FNV-1a of the subject, so one subject always lands in one shard (its order). */
