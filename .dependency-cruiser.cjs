@@ -16,7 +16,8 @@ const LAYERS = [
   { name: 'metrics', path: '^src/metrics/' },
   // redis/: the one Redis client factory, used by every Redis-backed store.
   { name: 'redis', path: '^src/redis/' },
-  // notifications/: the webhook outbox and its delivery; the producers hand events to it.
+  // notifications/: the notifier, its outbox and the webhook delivery (docs/design.md,
+  // "Notifications"); below the stores, which publish key and budget events through it.
   { name: 'notifications', path: '^src/notifications/' },
   // keys/, ratelimit/, audit/: the three stores. Peers: none imports another, so
   // each can change its backend without touching the other two.

@@ -15,7 +15,7 @@ import type { GatewayConfig } from './config/schema.js';
 import type { Logger } from './logger.js';
 import { createAdminServer, registryMetrics } from './admin/admin-server.js';
 import { createGatewayServer, type GatewayServer } from './http/gateway-server.js';
-import { startEventProducers, type EventProducerSettings, type EventPublisher } from './http/event-producers.js';
+import { startEventProducers } from './http/event-producers.js';
 import { GatewayRuntime } from './http/gateway-runtime.js';
 import { CertificateReloader, readListenTls, type SecureContextTarget } from './http/tls-certificates.js';
 import { registry } from './metrics/metrics.js';
@@ -23,6 +23,8 @@ import { FailoverRateLimiter } from './ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
 import type { RateLimiter } from './ratelimit/rate-limiter.js';
+import { openNotifications, type EventsView } from './notifications/open-notifications.js';
+import type { Notifier } from './notifications/notifier.js';
 import { createRedisClientFactory, redisIsReachable, waitForRedis, type RedisClient } from './redis/redis-client.js';
 
 /** How long a starting gateway waits for Redis before it serves without it. */
@@ -33,8 +35,8 @@ export interface StartGatewayOptions {
   clock?: Clock;
   /** Serve /metrics, /healthz, /readyz (default true). */
   admin?: boolean;
-  /** Where the webhook events go, and the producers' settings (absent: no events). */
-  events?: { publisher: EventPublisher; settings: EventProducerSettings } | undefined;
+  /** Tests: where events go instead of the configured webhooks' outbox (a recording double). */
+  notifier?: Notifier | undefined;
 }
 
 export interface RunningGateway {
@@ -43,6 +45,8 @@ export interface RunningGateway {
   keyStore: KeyStore;
   gateway: GatewayServer;
   runtime: GatewayRuntime;
+  /** Publishes webhook events (docs/notifications.md); NO_NOTIFIER when no webhook is configured. */
+  notifier: Notifier;
   /**
    * Applies a new config's agents, plans and limits without dropping connections, and reads
    * the listener's certificate files again; throws (changing nothing) when an agent's TLS
@@ -77,7 +81,8 @@ export function openControlPlane(
     clock: Clock;
     upstreams?: AdminApiDeps['upstreams'];
     a2aCards?: AdminApiDeps['a2aCards'];
-    keyEvents?: AdminApiDeps['keyEvents'];
+    notifier?: Notifier;
+    events?: EventsView | undefined;
   },
 ): ControlPlane {
   const config = currentConfig();
@@ -91,7 +96,8 @@ export function openControlPlane(
     logger: deps.logger,
     upstreams: deps.upstreams,
     a2aCards: deps.a2aCards,
-    keyEvents: deps.keyEvents,
+    notifier: deps.notifier,
+    events: deps.events,
   });
   return { api, close: () => adminAudit.close() };
 }
@@ -107,6 +113,12 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   if (redis && !(await waitForRedis(redis, REDIS_START_WAIT_MS))) {
     logger.warn({ wait_ms: REDIS_START_WAIT_MS }, 'redis not reachable at start; serving with the store-error fallbacks until it is');
   }
+
+  // Webhooks (docs/notifications.md): an outbox connection of its own, so delivery's reads and
+  // lease renewals never queue beside the request path's commands.
+  const notificationsRedis = redisClients && config.notifications.webhooks.length > 0 ? redisClients.connect('key-store', 'agentgw-webhooks') : undefined;
+  const notifications = await openNotifications(config.notifications, { redis: notificationsRedis, redisPrefix: config.redis?.prefix ?? 'agentgw:', logger, clock });
+  const notifier = options.notifier ?? notifications.notifier;
 
   const keyStore = await openKeyStore(config, { logger, subscribe: true, redis: redisClients });
   const authenticator = createKeyAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis });
@@ -131,8 +143,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   // connection of its own, so the limiter's commands never queue behind it.
   const auditRedis = redisClients && (config.audit.redisStream || config.audit.adminRedisStream) && config.audit.waitReplicas > 0 ? redisClients.connect('shared', 'agentgw-audit') : redis;
   const auditLog = openAuditLog(config, { redis: auditRedis, logger, clock });
-  const producers = startEventProducers(options.events?.publisher, options.events?.settings ?? { budgetThresholds: [], keyExpiryWarningMs: 0, keyExpirySweepMs: 10_000 }, { keyStore, clock, logger });
-  const runtime = new GatewayRuntime(config, { logger, clock, onTransition: producers.onTransition });
+  const producers = startEventProducers(notifier, config.notifications, { keyStore, clock, logger });
+  const runtime = new GatewayRuntime(config, { logger, clock, notifier });
   // Off (undefined) unless telemetry names a collector; only then is the OpenTelemetry SDK loaded.
   const tracing = config.telemetry.endpoint === undefined ? undefined : (await import('./telemetry/open-tracing.js')).openTracing(config.telemetry, logger);
   const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing, budgetThresholds: producers.budgetThresholds }, certificate);
@@ -149,7 +161,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         clock,
         upstreams: () => runtime.pools.snapshot(),
         a2aCards: () => runtime.cards.snapshot(),
-        keyEvents: producers.keyEvents,
+        notifier,
+        events: notifications.events,
       });
   const admin = options.admin === false
     ? undefined
@@ -202,12 +215,15 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     await producers.close();
     await keyStore.close();
     await runtime.close();
+    // After everything that publishes has stopped: what they published reaches the outbox.
+    await notifications.close();
     if (admin) {
       // A scraper's keep-alive connection must not hold the exit.
       const adminClosed = new Promise<void>((resolve) => admin.close(() => resolve()));
       admin.closeAllConnections();
       await adminClosed;
     }
+    if (notificationsRedis) await notificationsRedis.quit().catch(() => notificationsRedis.disconnect());
     if (auditRedis && auditRedis !== redis) await auditRedis.quit().catch(() => auditRedis.disconnect());
     if (redis) await redis.quit().catch(() => redis.disconnect());
   }
@@ -218,6 +234,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     keyStore,
     gateway,
     runtime,
+    notifier,
     reload: (next) => {
       runtime.reload(next);
       void certificates?.reload();

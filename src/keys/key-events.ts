@@ -1,14 +1,10 @@
 // The key lifecycle's webhook events (docs/notifications-events.md, "Key events"): what
 // KeyService tells the notifier after a write succeeded. Every body is built here from the
 // record's public fields, so no event can carry the raw key or its hash.
+import { NO_NOTIFIER, type EventType, type Notifier } from '../notifications/notifier.js';
 import type { KeyRecord } from './key-record.js';
 
-/** The notifier as key code sees it (src/notifications/notifier.ts implements it). */
-export interface KeyEventPublisher {
-  publish(type: KeyEventType, subject: string, data: Record<string, unknown>, options?: { dedupeKey?: string; dedupeTtlMs?: number }): void;
-}
-
-export type KeyEventType = 'key.created' | 'key.updated' | 'key.rotated' | 'key.revoked' | 'key.expiring' | 'key.expired';
+export type KeyEventType = Extract<EventType, `key.${string}`>;
 
 /**
  * How long a key.expiring / key.expired stays deduplicated across instances: far longer than
@@ -33,7 +29,7 @@ export function keyEventData(record: KeyRecord): Record<string, unknown> {
 }
 
 export interface KeyEventsOptions {
-  publisher: KeyEventPublisher;
+  publisher: Pick<Notifier, 'publish'>;
   /** `notifications.key_expiry_warning`: key.expiring fires this long before the expiry. */
   expiryWarningMs: number;
 }
@@ -95,4 +91,9 @@ export class KeyEvents {
  */
 export function expiryDedupe(type: 'key.expiring' | 'key.expired', record: KeyRecord): { dedupeKey: string; dedupeTtlMs: number } {
   return { dedupeKey: `${type}:${record.keyId}:${Date.parse(record.expiresAt ?? '') || 0}`, dedupeTtlMs: EXPIRY_DEDUPE_TTL_MS };
+}
+
+/** The events of a KeyService over `notifier`; undefined (none) while no webhook is configured. */
+export function keyEventsOf(notifier: Notifier | undefined, expiryWarningMs: number): KeyEvents | undefined {
+  return notifier === undefined || notifier === NO_NOTIFIER ? undefined : new KeyEvents({ publisher: notifier, expiryWarningMs });
 }

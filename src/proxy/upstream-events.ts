@@ -5,17 +5,13 @@
 // (docs/decisions/0069-webhook-event-producers.md).
 import type { Clock } from '../clock.js';
 import { redactedUrl } from '../config/redacted-url.js';
+import type { Notifier } from '../notifications/notifier.js';
 import type { TargetTransition } from './agent-upstreams.js';
-
-/** The notifier as the proxy sees it (src/notifications/notifier.ts implements it). */
-export interface UpstreamEventPublisher {
-  publish(type: 'upstream.down' | 'upstream.up', subject: string, data: Record<string, unknown>, options?: { dedupeKey?: string; dedupeTtlMs?: number }): void;
-}
 
 /** Transitions of one target the same way within this long are one event across instances. */
 export const UPSTREAM_DEDUPE_BUCKET_MS = 60_000;
 
-export function upstreamEventListener(publisher: UpstreamEventPublisher, clock: Clock, bucketMs = UPSTREAM_DEDUPE_BUCKET_MS): (transition: TargetTransition) => void {
+export function upstreamEventListener(publisher: Pick<Notifier, 'publish'>, clock: Clock, bucketMs = UPSTREAM_DEDUPE_BUCKET_MS): (transition: TargetTransition) => void {
   return ({ agentId, target, state, reason }) => {
     const nowMs = clock.now();
     const url = redactedUrl(target.url);

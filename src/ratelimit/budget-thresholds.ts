@@ -7,12 +7,8 @@
 // per window across every instance. An end user's windows do not fire (decision 0069): one
 // event per end user would flood a receiver.
 import type { Clock } from '../clock.js';
+import type { Notifier } from '../notifications/notifier.js';
 import type { WindowStatus } from './rate-limiter.js';
-
-/** The notifier as the limiter's code sees it (src/notifications/notifier.ts implements it). */
-export interface ThresholdPublisher {
-  publish(type: 'budget.threshold', subject: string, data: Record<string, unknown>, options?: { dedupeKey?: string; dedupeTtlMs?: number }): void;
-}
 
 /** Subjects tracked at once; past it the table starts over (the dedupe keeps events single). */
 export const MAX_TRACKED_SUBJECTS = 50_000;
@@ -52,7 +48,7 @@ export class BudgetThresholds {
 
   constructor(
     private readonly fractions: readonly number[],
-    private readonly publisher: ThresholdPublisher,
+    private readonly publisher: Pick<Notifier, 'publish'>,
     private readonly clock: Clock,
   ) {}
 

@@ -33,8 +33,8 @@ export interface TestGatewayOptions {
   config?: Record<string, unknown>;
   redisUrl?: string;
   clock?: Clock;
-  /** Webhook event producers and where their events go (test/helpers/recording-notifier.ts). */
-  events?: StartGatewayOptions['events'];
+  /** Where webhook events go instead of the configured outbox (test/helpers/recording-notifier.ts). */
+  notifier?: StartGatewayOptions['notifier'];
 }
 
 export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
@@ -60,7 +60,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     },
   });
   const logger = pino({ level: 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
-  const running = await startGateway(config, { logger, clock: options.clock, events: options.events });
+  const running = await startGateway(config, { logger, clock: options.clock, notifier: options.notifier });
   const service = new KeyService({ store: running.keyStore, config, clock: options.clock });
   const url = `http://127.0.0.1:${running.port}`;
   const adminUrl = `http://127.0.0.1:${running.adminPort}`;

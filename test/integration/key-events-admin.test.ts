@@ -11,7 +11,6 @@ import { RecordingNotifier } from '../helpers/recording-notifier.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const ADMIN_TOKEN = `adm-${randomUUID()}`;
-const DAY = 86_400_000;
 
 let upstream: FakeUpstream;
 let redis: TestRedis;
@@ -34,9 +33,10 @@ async function startGateway(store: 'file' | 'redis', notifier: RecordingNotifier
       admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'ops', token: ADMIN_TOKEN, role: 'admin' }] },
       plans: { starter: { windows: [{ requests: 1000, per: '1m' }] }, pro: { windows: [] } },
       keys: { store },
+      notifications: { key_expiry_warning: '7d', key_expiry_sweep: '1m' },
       ...(store === 'redis' ? { redis: { prefix, command_timeout: '1s' } } : {}),
     },
-    events: { publisher: notifier, settings: { budgetThresholds: [], keyExpiryWarningMs: 7 * DAY, keyExpirySweepMs: 60_000 } },
+    notifier,
   });
 }
 

@@ -20,7 +20,7 @@ async function start(agent: Record<string, unknown>, notifier: RecordingNotifier
   const gw = await startTestGateway({
     agents: { multi: agent },
     config: { plans: { scale: { windows: [] } } },
-    events: { publisher: notifier, settings: { budgetThresholds: [], keyExpiryWarningMs: 0, keyExpirySweepMs: 60_000 } },
+    notifier,
   });
   cleanups.push(() => gw.close());
   return gw;
