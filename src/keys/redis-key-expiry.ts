@@ -1,4 +1,4 @@
-// The Redis key store's expiry index for the expiry sweeper (docs/keys.md, "Key layout"):
+// The Redis key store's expiry index for the expiry sweeper (docs/operations.md, "Key layout"):
 // ZRANGEBYSCORE pages of `ix:expiry` (keys expiring soon) and of `ix:expired:unannounced`
 // (keys the listing sweep moved to expired, not yet announced), so a sweep costs
 // O(log n + keys returned) whatever the number of keys.
