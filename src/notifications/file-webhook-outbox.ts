@@ -41,7 +41,7 @@ export class FileWebhookOutbox implements Outbox {
   private constructor(dir: string) {
     this.outboxPath = join(dir, 'outbox.jsonl');
     this.positionPath = join(dir, 'outbox.pos');
-    this.statePath = join(dir, 'events.jsonl');
+    this.statePath = eventStatesPath(dir);
   }
 
   static async open(dir: string, nowMs: number): Promise<FileWebhookOutbox> {
@@ -52,19 +52,7 @@ export class FileWebhookOutbox implements Outbox {
   }
 
   private async load(nowMs: number): Promise<void> {
-    const stateText = (await readTextIfExists(this.statePath)) ?? '';
-    for (const line of stateText.split('\n')) {
-      const change = parseLine<StateLine>(line);
-      if (!change || typeof change.id !== 'string') continue;
-      const known = this.events.get(change.id);
-      const event = change.event ?? known;
-      if (!event) continue;
-      this.events.delete(change.id);
-      this.events.set(change.id, { ...event, id: change.id, state: change.state, attempts: change.attempts ?? known?.attempts ?? [] });
-    }
-    const horizon = nowMs - EVENT_STATE_TTL_MS;
-    for (const [id, event] of this.events) if (Date.parse(event.created_at) < horizon) this.events.delete(id);
-    this.trimEvents();
+    for (const [id, event] of await readEventStates(this.statePath, nowMs)) this.events.set(id, event);
     await writeFileAtomic(this.statePath, [...this.events.values()].map((e) => `${JSON.stringify({ id: e.id, event: eventOf(e), state: e.state, attempts: e.attempts })}\n`).join(''));
     this.states = await open(this.statePath, 'a', 0o600);
 
@@ -76,11 +64,7 @@ export class FileWebhookOutbox implements Outbox {
   }
 
   private trimEvents(): void {
-    // Map order is insertion (publication) order: the oldest go first.
-    for (const id of this.events.keys()) {
-      if (this.events.size <= MAX_EVENTS_KEPT) break;
-      this.events.delete(id);
-    }
+    trimToNewest(this.events);
   }
 
   private serial<T>(work: () => Promise<T>): Promise<T> {
@@ -202,15 +186,7 @@ export class FileWebhookOutbox implements Outbox {
   }
 
   list(filter: EventFilter, cursor: string | undefined, limit: number): Promise<EventPage> {
-    const data: StoredEvent[] = [];
-    const newestFirst = [...this.events.values()].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
-    for (const event of newestFirst) {
-      if (cursor !== undefined && event.id >= cursor) continue;
-      if (!matches(event, filter)) continue;
-      data.push(event);
-      if (data.length === limit) return Promise.resolve({ data, nextCursor: event.id });
-    }
-    return Promise.resolve({ data, nextCursor: null });
+    return Promise.resolve(pageOf(this.events.values(), filter, cursor, limit));
   }
 
   close(): Promise<void> {
@@ -221,6 +197,55 @@ export class FileWebhookOutbox implements Outbox {
       this.states = undefined;
     });
   }
+}
+
+/**
+ * The delivery states recorded in `path` (events.jsonl), replayed: the last EVENT_STATE_TTL_MS,
+ * at most MAX_EVENTS_KEPT, in publication order. Read-only, so the CLI can use it beside a
+ * running gateway.
+ */
+export async function readEventStates(path: string, nowMs: number): Promise<Map<string, StoredEvent>> {
+  const events = new Map<string, StoredEvent>();
+  const text = (await readTextIfExists(path)) ?? '';
+  for (const line of text.split('\n')) {
+    const change = parseLine<StateLine>(line);
+    if (!change || typeof change.id !== 'string') continue;
+    const known = events.get(change.id);
+    const event = change.event ?? known;
+    if (!event) continue;
+    events.delete(change.id);
+    events.set(change.id, { ...event, id: change.id, state: change.state, attempts: change.attempts ?? known?.attempts ?? [] });
+  }
+  const horizon = nowMs - EVENT_STATE_TTL_MS;
+  for (const [id, event] of events) if (Date.parse(event.created_at) < horizon) events.delete(id);
+  trimToNewest(events);
+  return events;
+}
+
+/** One page of `events`, newest first, after `cursor`. */
+export function pageOf(events: Iterable<StoredEvent>, filter: EventFilter, cursor: string | undefined, limit: number): EventPage {
+  const data: StoredEvent[] = [];
+  const newestFirst = [...events].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  for (const event of newestFirst) {
+    if (cursor !== undefined && event.id >= cursor) continue;
+    if (!matches(event, filter)) continue;
+    data.push(event);
+    if (data.length === limit) return { data, nextCursor: event.id };
+  }
+  return { data, nextCursor: null };
+}
+
+function trimToNewest(events: Map<string, StoredEvent>): void {
+  // Map order is insertion (publication) order: the oldest go first.
+  for (const id of events.keys()) {
+    if (events.size <= MAX_EVENTS_KEPT) break;
+    events.delete(id);
+  }
+}
+
+/** Where embedded mode keeps the delivery states. */
+export function eventStatesPath(dir: string): string {
+  return join(dir, 'events.jsonl');
 }
 
 function eventOf(stored: StoredEvent): NotificationEvent {
