@@ -15,6 +15,7 @@ describe('notifications config', () => {
       webhooks: [],
       budgetThresholds: [0.5, 0.8, 1],
       keyExpiryWarningMs: 7 * 86_400_000,
+      keyExpirySweepMs: 10_000,
       retry: { initialMs: 1_000, maxMs: 3_600_000, giveUpAfterMs: 86_400_000 },
       maxQueue: 10_000,
       concurrency: 16,
