@@ -4,6 +4,10 @@
 // that goes away and comes back, budget.threshold from requests, once per crossing across two
 // gateways on one Redis. No delivered body carries a raw key or a key's hash.
 import { createHash, randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCliInProcess } from '../helpers/cli.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -115,6 +119,33 @@ describe('webhook event producers end to end', () => {
     expect(await waitForDelivered('key.revoked', 1, (data) => data.key_id === rotated.key_id)).toHaveLength(1);
     // The key's own expiry (3d) and the rotation's grace end (1h): warned about once each.
     await waitForDelivered('key.expiring', 2, mine);
+  });
+
+  it('key.created from the keys CLI (Redis mode): published into the outbox, delivered by the gateways', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'agentgw-cli-events-'));
+    try {
+      const config = join(dir, 'gateway.yaml');
+      await writeFile(
+        config,
+        [
+          'agents:',
+          `  support: { upstream: "${chatRunner.baseUrl}" }`,
+          `redis: { url: "${redis.url}", prefix: "${PREFIX}" }`,
+          'keys: { store: redis }',
+          'plans: { scale: { windows: [] } }',
+          'notifications:',
+          `  webhooks: [{ url: "${receiver.url}", secret: "${SECRET}" }]`,
+          '',
+        ].join('\n'),
+      );
+      const run = await runCliInProcess(['keys', 'create', '--config', config, '--account', 'cli-acct', '--plan', 'scale', '--agent', 'support', '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      const created = JSON.parse(run.stdout) as { key: string; key_id: string };
+      secrets.push(created.key, sha256(created.key));
+      expect(await waitForDelivered('key.created', 1, (data) => data.key_id === created.key_id)).toEqual([expect.objectContaining({ account: 'cli-acct', plan: 'scale' })]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('key.expiring and key.expired from the sweeper, once across two gateways', async () => {
