@@ -29,6 +29,10 @@ export const CONFIG_VARIATIONS = {
   'end-users': (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, end_user: { windows: [ { requests: 100000000, per: 1m } ] } }'),
   'end-users-budgets': (yaml) =>
     yaml.replace(/(windows: \[.*\]) \}/, '$1, end_user: { windows: [ { requests: 100000000, per: 1m } ], tokens: [ { tokens: 1000000000000, per: 1d } ] } }'),
+  // Issue 36's cost check: a webhook configured (to a port nothing listens on: the bench
+  // crosses no threshold and changes no key, so nothing is sent), which turns on the budget
+  // threshold check per request (the default fractions), the delivery workers and the sweeper.
+  webhooks: (yaml) => `${yaml}notifications:\n  webhooks: [ { url: "http://127.0.0.1:9/hooks", secret: "bench-webhook-secret-0123456789" } ]\n`,
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
   // TLS on the listener (decision 0021): node:https, or node:http2 with HTTP/1.1 allowed. The
   // bench's clients still speak HTTP/1.1: what either server costs that path.

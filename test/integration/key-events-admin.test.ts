@@ -106,6 +106,16 @@ describe.each(['file', 'redis'] as const)('key events from the admin API (%s sto
     expect(bodies).not.toMatch(/[0-9a-f]{64}/);
   });
 
+  it('hostile requests (control characters, an unknown or malformed key id, a body too large) publish nothing', async () => {
+    const before = notifier.events.length;
+    expect((await call(gw, 'POST', '/admin/v1/keys', { account: 'acme', plan: 'starter', agents: ['support'], name: 'line\nforged: yes' })).status).toBe(400);
+    expect((await call(gw, 'POST', '/admin/v1/keys', { account: 'acme\u0000', plan: 'starter', agents: ['support'] })).status).toBe(400);
+    expect((await call(gw, 'POST', '/admin/v1/keys/key_AAAAAAAAAAAAAAAA/revoke')).status).toBe(404);
+    expect((await call(gw, 'POST', '/admin/v1/keys/..%2F..%2Fetc/rotate', {})).status).toBeGreaterThanOrEqual(400);
+    expect((await call(gw, 'PATCH', '/admin/v1/keys/key_AAAAAAAAAAAAAAAA', { name: 'x'.repeat(2_000_000) })).status).toBeGreaterThanOrEqual(400);
+    expect(notifier.events.length).toBe(before);
+  });
+
   it('a key created to expire inside the warning is warned about at once', async () => {
     const before = notifier.events.length;
     const created = await call(gw, 'POST', '/admin/v1/keys', { account: 'acme', plan: 'starter', agents: ['support'], expires_in: '2d' });
