@@ -95,7 +95,7 @@ export const notificationsSchema = z
       .refine((r) => r.initial <= r.max, { message: 'retry.initial must not exceed retry.max' }),
     // Events published but not yet written to the outbox; past it new events are dropped and counted.
     max_queue: z.number().int().min(1).max(1_000_000).default(10_000),
-    // Deliveries in flight at once from this instance (one per outbox shard it owns, at most this many).
+    // Deliveries in flight at once from this instance, across the outbox shards it owns (at most one per shard).
     concurrency: z.number().int().min(1).max(256).default(16),
     // Embedded mode: the outbox and delivery-state files (docs/notifications.md "Embedded mode").
     dir: z.string().min(1).default('var/webhooks'),

@@ -77,8 +77,10 @@ export function notificationsOver(outbox: Outbox, config: NotificationsConfig, o
     events,
     async close() {
       await notifier.close();
-      await delivery?.close();
+      // Sends in flight are cut rather than waited for (up to 10 s each): the events stay in the outbox.
+      delivery?.stop();
       await sender.close();
+      await delivery?.close();
       await outbox.close();
     },
   };

@@ -1,10 +1,11 @@
 // The delivery workers (docs/decisions/0067-webhook-outbox-and-delivery.md). Every
-// POLL_INTERVAL_MS this instance renews the leases of the outbox shards it owns and tries to
-// take free ones (up to `concurrency`); each owned shard has one loop that delivers its events
+// POLL_INTERVAL_MS this instance renews the leases of the outbox shards it owns and takes the
+// free ones; each owned shard has one loop that delivers its events
 // strictly in order, so a subject's events (always one shard) arrive in publication order. An
 // event is retried with exponential backoff and full jitter until every webhook that wants it
 // answered 2xx, or `give_up_after` has passed since it was published (state `failed`); only
 // then is it committed and the next one sent. A lost lease stops the loop at its next step.
+// At most `concurrency` sends are in flight at once across the shards.
 import type { Clock } from '../clock.js';
 import type { NotificationsConfig, WebhookConfig } from '../config/notifications-schema.js';
 import type { Logger } from '../logger.js';
@@ -35,6 +36,8 @@ export class WebhookDelivery {
   private closed = false;
   private ticking: Promise<void> | undefined;
   private backlog = { depth: 0, oldestMs: undefined as number | undefined };
+  private inFlight = 0;
+  private readonly waiting: Array<() => void> = [];
   /** Wakes the sleeping loops (close). */
   private readonly sleepers = new Set<() => void>();
 
@@ -50,10 +53,16 @@ export class WebhookDelivery {
     this.timer.unref();
   }
 
-  async close(): Promise<void> {
+  /** Stops taking work: sleeping loops and queued sends wake and return; sends in flight finish (or are cut by the sender's close). */
+  stop(): void {
     this.closed = true;
     clearInterval(this.timer);
     for (const wake of this.sleepers) wake();
+    for (const wake of this.waiting.splice(0)) wake();
+  }
+
+  async close(): Promise<void> {
+    this.stop();
     await this.ticking;
     await Promise.allSettled(this.loops.values());
     await Promise.allSettled([...this.owned].map((shard) => this.options.outbox.release(shard)));
@@ -63,14 +72,14 @@ export class WebhookDelivery {
 
   private async tick(): Promise<void> {
     try {
-      const { outbox, config } = this.options;
+      const { outbox } = this.options;
       for (const shard of [...this.owned]) {
         if (!(await outbox.renew(shard).catch(() => false))) {
           this.owned.delete(shard);
           this.options.logger.warn({ shard }, 'webhook outbox shard lease lost; another instance delivers it now');
         }
       }
-      for (let shard = 0; shard < outbox.shardCount && this.owned.size < config.concurrency && !this.closed; shard++) {
+      for (let shard = 0; shard < outbox.shardCount && !this.closed; shard++) {
         if (!this.owned.has(shard) && (await outbox.acquire(shard).catch(() => false))) this.owned.add(shard);
       }
       let depth = 0;
@@ -127,6 +136,8 @@ export class WebhookDelivery {
       for (const webhook of [...remaining]) {
         if (this.closed || !this.owned.has(shard)) return false;
         const result = await this.attempt(webhook, event.id, body);
+        // Cut short by shutdown: not an attempt of the receiver's; the next owner sends it.
+        if (this.closed) return false;
         const ok = result.status !== undefined && result.status >= 200 && result.status < 300;
         if (ok) remaining.delete(webhook);
         const record: DeliveryAttempt = { at: new Date(clock.now()).toISOString(), ...(result.status !== undefined ? { status: result.status } : { error: result.error ?? 'error' }), duration_ms: result.durationMs };
@@ -148,7 +159,20 @@ export class WebhookDelivery {
     }
   }
 
-  private attempt(webhook: WebhookConfig, id: string, body: string): Promise<SendResult> {
+  /** At most `concurrency` sends at once across this instance's shards; the rest wait their turn. */
+  private async attempt(webhook: WebhookConfig, id: string, body: string): Promise<SendResult> {
+    while (this.inFlight >= this.options.config.concurrency && !this.closed) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    if (this.closed) return { error: 'closed', durationMs: 0 };
+    this.inFlight++;
+    try {
+      return await this.send(webhook, id, body);
+    } finally {
+      this.inFlight--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  private send(webhook: WebhookConfig, id: string, body: string): Promise<SendResult> {
     const timestamp = Math.floor(this.options.clock.now() / 1000);
     const headers = {
       'content-type': 'application/json',

@@ -43,7 +43,7 @@ async function receiver(mode?: ReceiverMode, port?: number): Promise<WebhookRece
   return r;
 }
 
-async function gateway(options: { url: string; redisPrefix?: string; dir?: string }): Promise<TestGateway> {
+async function gateway(options: { url: string; redisPrefix?: string; dir?: string; concurrency?: number }): Promise<TestGateway> {
   const g = await startTestGateway({
     agents: { demo: UPSTREAM },
     redisUrl: options.redisPrefix ? redis.url : undefined,
@@ -61,6 +61,7 @@ async function gateway(options: { url: string; redisPrefix?: string; dir?: strin
         webhooks: [{ url: options.url, secret: SECRET, events: ['*'] }],
         retry: { initial: '20ms', max: '100ms', give_up_after: '1h' },
         dir: options.dir ?? join(scratch, randomUUID()),
+        ...(options.concurrency ? { concurrency: options.concurrency } : {}),
       },
     },
   });
@@ -199,6 +200,23 @@ describe.each([['embedded'], ['redis']] as const)('webhooks, %s mode', (mode) =>
       const answer = await adminGet(g, `/admin/v1/events?${query}`);
       expect(answer.status, query).toBe(400);
     }
+    await stop(g);
+  });
+});
+
+describe('webhooks, a receiver that never answers', () => {
+  it('holds at most `concurrency` connections to it and keeps the waiting events in the outbox, not in memory', async () => {
+    const r = await receiver({ kind: 'black-hole' });
+    const g = await gateway({ url: r.url, redisPrefix: `whbh${randomUUID().slice(0, 8)}:`, concurrency: 4 });
+    for (let i = 0; i < 500; i++) g.running.notifier.publish('key.updated', `key:key_${i}`, { key_id: `key_${i}`, i });
+    const gauge = async (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(`${g.adminUrl}/metrics`)).text())?.[1]);
+    await waitFor('all 500 events in the outbox', async () => (await gauge('agentgw_webhook_outbox_depth')) === 500, 15_000);
+    await waitFor('4 deliveries held open', () => r.openSockets() === 4, 15_000);
+    expect(await gauge('agentgw_webhook_oldest_undelivered_seconds')).toBeGreaterThanOrEqual(0);
+    // Still 4 a poll interval later: a held delivery is not joined by more.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(r.openSockets()).toBe(4);
+    expect(r.received).toEqual([]);
     await stop(g);
   });
 });
