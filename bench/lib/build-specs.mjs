@@ -29,10 +29,6 @@ export const CONFIG_VARIATIONS = {
   'end-users': (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, end_user: { windows: [ { requests: 100000000, per: 1m } ] } }'),
   'end-users-budgets': (yaml) =>
     yaml.replace(/(windows: \[.*\]) \}/, '$1, end_user: { windows: [ { requests: 100000000, per: 1m } ], tokens: [ { tokens: 1000000000000, per: 1d } ] } }'),
-  // Issue 36's cost check: a webhook configured (to a port nothing listens on: the bench
-  // crosses no threshold and changes no key, so nothing is sent), which turns on the budget
-  // threshold check per request (the default fractions), the delivery workers and the sweeper.
-  webhooks: (yaml) => `${yaml}notifications:\n  webhooks: [ { url: "http://127.0.0.1:9/hooks", secret: "bench-webhook-secret-0123456789" } ]\n`,
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
   // TLS on the listener (decision 0021): node:https, or node:http2 with HTTP/1.1 allowed. The
   // bench's clients still speak HTTP/1.1: what either server costs that path.
@@ -42,7 +38,9 @@ export const CONFIG_VARIATIONS = {
   // when every request is recorded. The tool that runs the build starts the stand-in.
   'telemetry-on': (yaml, context) => `${yaml}telemetry:\n  otlp_endpoint: ${JSON.stringify(needs(context, 'otlpUrl', 'telemetry-on'))}\n  sample_ratio: 1\n`,
   // Issue 36's cost check: a webhook configured (docs/decisions/0067): the outbox's lease
-  // renewals and polls run beside the requests; nothing publishes per request.
+  // renewals and polls and the key expiry sweeper run beside the requests, and each request
+  // gets the budget threshold check (decision 0069); the bench crosses no threshold, so
+  // nothing publishes per request.
   webhooks: (yaml) => `${yaml}notifications:\n  webhooks:\n    - { url: "http://127.0.0.1:9/hook", secret: "bench-webhook-secret-0123456789" }\n`,
   // The usage audit also into a PostgreSQL table (its own per run, dropped after).
   'audit-postgres': (yaml, context) =>
