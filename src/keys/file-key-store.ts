@@ -20,7 +20,7 @@ import { authShape, buildIndex, emptyIndex, firstAfter, KEY_FILE_VERSION, KeyFil
 import { matchesPage, PAGE_SCAN_BUDGET } from './key-pages.js';
 import { INVALIDATE_ALL, KeyConflictError, type InvalidationListener, type KeyChange, type KeyExpiryIndex, type KeyPage, type KeyPageQuery, type KeyStore, type KeyUpdate, type LastUsedEntry } from './key-store.js';
 import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
-import { fileExpiryIndex } from './file-key-expiry.js';
+import { fileExpiryIndex, marksPathFor } from './file-key-expiry.js';
 
 export { KEY_FILE_VERSION, KeyFileError, parseKeyFile, sidecarPathFor } from './key-file-format.js';
 
@@ -39,7 +39,8 @@ export class FileKeyStore implements KeyStore {
   readonly kind = 'file' as const;
   readonly sidecarPath: string;
   private index: KeyIndex = emptyIndex();
-  readonly expiry: KeyExpiryIndex = fileExpiryIndex(() => this.index, Date.now());
+  /** The expiry sweeper's view; its marks persist only for a watching (gateway) store. */
+  readonly expiry: KeyExpiryIndex;
   /** last_used_at by key id: sidecar contents plus this process's own touches. */
   private lastUsed = new Map<string, string>();
   private readonly listeners: InvalidationListeners;
@@ -56,6 +57,7 @@ export class FileKeyStore implements KeyStore {
   private constructor(private readonly options: FileKeyStoreOptions) {
     this.sidecarPath = sidecarPathFor(options.path);
     this.listeners = new InvalidationListeners(options.logger);
+    this.expiry = fileExpiryIndex(() => this.index, Date.now(), options.watch ? marksPathFor(options.path) : undefined);
   }
 
   /**

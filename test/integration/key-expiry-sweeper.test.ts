@@ -136,3 +136,35 @@ describe.each(stores)('key expiry sweeper (%s store)', (_name, open) => {
     await store.close();
   }, 60_000);
 });
+
+describe('key expiry sweeper on the key file, across a restart', () => {
+  it('does not warn again, and announces a key that expired while no gateway ran', async () => {
+    const path = join(dir, `keys-restart-${n++}.json`);
+    const clock = new ManualClock(Date.now());
+    const run = async () => {
+      const store = await openFileStore(path, true);
+      const notifier = new RecordingNotifier(() => clock.now());
+      const sweeper = new KeyExpirySweeper({ index: store.expiry!, store, events: new KeyEvents({ publisher: notifier, expiryWarningMs: WARNING }), intervalMs: 10_000, pageSize: PAGE, clock, logger: silentLogger });
+      return { store, notifier, sweeper };
+    };
+    const first = await run();
+    const service = new KeyService({ store: first.store, config: testConfig, clock });
+    const key = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'], expiresInMs: 60_000 });
+    const later = await service.createKey({ account: 'acme', plan: 'starter', agents: ['support'], expiresInMs: 2 * DAY });
+    await expect.poll(async () => (await first.store.findById(later.record.keyId)) !== undefined).toBe(true);
+    expect((await first.sweeper.sweep()).expiring).toBe(2);
+    await first.store.close();
+
+    // Down while the first key expires; the next gateway warns about neither again (the
+    // other is still inside the window) and announces the expiry.
+    clock.advance(120_000);
+    const second = await run();
+    expect(await second.sweeper.sweep()).toEqual({ expiring: 0, expired: 1 });
+    expect(second.notifier.events.map((event) => [event.type, event.data.key_id])).toEqual([['key.expired', key.record.keyId]]);
+    await second.store.close();
+
+    const third = await run();
+    expect(await third.sweeper.sweep()).toEqual({ expiring: 0, expired: 0 });
+    await third.store.close();
+  });
+});
