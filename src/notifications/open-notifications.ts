@@ -10,7 +10,7 @@ import { BufferedNotifier } from './buffered-notifier.js';
 import { EVENT_ID_PATTERN } from './event-id.js';
 import { FileWebhookOutbox } from './file-webhook-outbox.js';
 import { NO_NOTIFIER, type Notifier } from './notifier.js';
-import type { EventFilter, EventPage, Outbox, StoredEvent } from './outbox.js';
+import type { EventFilter, EventPage, Outbox, OutboxWriter, StoredEvent } from './outbox.js';
 import { RedisWebhookOutbox } from './redis-webhook-outbox.js';
 import { WebhookDelivery } from './webhook-delivery.js';
 import { WebhookSender } from './webhook-sender.js';
@@ -57,9 +57,17 @@ export async function openNotifications(config: NotificationsConfig, options: Op
 /** The notifier, workers and view over an outbox already open (tests open their own). */
 export function notificationsOver(outbox: Outbox, config: NotificationsConfig, options: OpenNotificationsOptions): Notifications {
   const wanted = new Set(config.webhooks.flatMap((w) => (w.events === '*' ? ['*'] : [...w.events])));
-  const notifier = new BufferedNotifier({ outbox, clock: options.clock, logger: options.logger, maxQueue: config.maxQueue, wants: (type) => wanted.has('*') || wanted.has(type) });
   const sender = new WebhookSender({ connectionsPerOrigin: config.concurrency });
   const delivery = options.deliver === false ? undefined : new WebhookDelivery({ outbox, config, send: (url, headers, body) => sender.send(url, headers, body), clock: options.clock, logger: options.logger, pollIntervalMs: options.pollIntervalMs });
+  // What this instance writes is delivered at once by its own idle loops; others' events are found by polling.
+  const writer: OutboxWriter = {
+    append: async (events) => {
+      await outbox.append(events);
+      delivery?.wake();
+    },
+    claimOnce: (key, ttlMs) => outbox.claimOnce(key, ttlMs),
+  };
+  const notifier = new BufferedNotifier({ outbox: writer, clock: options.clock, logger: options.logger, maxQueue: config.maxQueue, wants: (type) => wanted.has('*') || wanted.has(type) });
   delivery?.start();
   const events: EventsView = {
     list: (filter, cursor, limit) => outbox.list(filter, cursor, limit),
@@ -69,6 +77,7 @@ export function notificationsOver(outbox: Outbox, config: NotificationsConfig, o
       if (!known) return undefined;
       const { state: _state, attempts: _attempts, ...event } = known;
       await outbox.requeue(event);
+      delivery?.wake();
       return { ...known, state: 'pending' };
     },
   };

@@ -1,5 +1,5 @@
 // The delivery workers (docs/decisions/0067-webhook-outbox-and-delivery.md). Every
-// POLL_INTERVAL_MS this instance renews the leases of the outbox shards it owns and takes the
+// LEASE_INTERVAL_MS this instance renews the leases of the outbox shards it owns and takes the
 // free ones; each owned shard has one loop that delivers its events
 // strictly in order, so a subject's events (always one shard) arrive in publication order. An
 // event is retried with exponential backoff and full jitter until every webhook that wants it
@@ -15,7 +15,10 @@ import type { DeliveryAttempt, Outbox } from './outbox.js';
 import { encodeWebhookBody, signWebhook } from './webhook-signature.js';
 import type { SendResult } from './webhook-sender.js';
 
-export const POLL_INTERVAL_MS = 1_000;
+/** Lease renewal, takeover of free shards and the backlog gauges (leases last 15 s: three renewals). */
+export const LEASE_INTERVAL_MS = 5_000;
+/** An idle shard looks for events published by other instances this often; this instance's own wake it at once. */
+export const IDLE_POLL_MS = 2_000;
 /** Entries read from a shard at once. */
 const READ_BATCH = 32;
 
@@ -40,12 +43,14 @@ export class WebhookDelivery {
   private readonly waiting: Array<() => void> = [];
   /** Wakes the sleeping loops (close). */
   private readonly sleepers = new Set<() => void>();
+  /** The loops waiting for new events (not for a retry's backoff). */
+  private readonly idleSleepers = new Set<() => void>();
 
   constructor(private readonly options: DeliveryOptions) {}
 
   start(): void {
     setWebhookBacklogSource(() => this.backlog);
-    const interval = this.options.pollIntervalMs ?? POLL_INTERVAL_MS;
+    const interval = LEASE_INTERVAL_MS;
     this.ticking = this.tick();
     this.timer = setInterval(() => {
       if (this.ticking === undefined) this.ticking = this.tick();
@@ -106,11 +111,11 @@ export class WebhookDelivery {
       try {
         entries = await outbox.read(shard, READ_BATCH);
       } catch {
-        await this.sleep(this.options.pollIntervalMs ?? POLL_INTERVAL_MS);
+        await this.sleep(this.options.pollIntervalMs ?? IDLE_POLL_MS, true);
         continue;
       }
       if (entries.length === 0) {
-        await this.sleep(this.options.pollIntervalMs ?? POLL_INTERVAL_MS);
+        await this.sleep(this.options.pollIntervalMs ?? IDLE_POLL_MS, true);
         continue;
       }
       for (const entry of entries) {
@@ -190,17 +195,24 @@ export class WebhookDelivery {
     return Math.round((this.options.random ?? Math.random)() * ceiling);
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Wakes the idle shard loops: this instance just wrote events to the outbox. */
+  wake(): void {
+    for (const wake of [...this.idleSleepers]) wake();
+  }
+
+  private sleep(ms: number, idle = false): Promise<void> {
     if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = (): void => {
         clearTimeout(timer);
         this.sleepers.delete(wake);
+        this.idleSleepers.delete(wake);
         resolve();
       };
       const timer = setTimeout(wake, ms);
       timer.unref();
       this.sleepers.add(wake);
+      if (idle) this.idleSleepers.add(wake);
     });
   }
 }

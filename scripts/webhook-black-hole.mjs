@@ -2,7 +2,7 @@
 // publishes N events (default 10,000) to a webhook whose server accepts connections and never
 // writes a byte, lets delivery run for a while, and prints the heap before and after (after a
 // full GC each time), the sockets the receiver holds and the outbox depth.
-//   npm run build && node --expose-gc bench/webhook-black-hole.mjs [embedded|redis] [events] [seconds]
+//   npm run build && node --expose-gc scripts/webhook-black-hole.mjs [embedded|redis] [events] [seconds]
 // Redis mode uses REDIS_URL (default redis://127.0.0.1:6379) under a throwaway prefix it deletes.
 import { createServer } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
