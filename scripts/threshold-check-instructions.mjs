@@ -4,7 +4,7 @@
 // per request of the loop, and `with` minus `without` is the check's own:
 //
 //   for mode in without with; do for n in 200000 400000; do
-//     valgrind --tool=callgrind --callgrind-out-file=/dev/null node bench/threshold-check-instructions.mjs $mode $n
+//     valgrind --tool=callgrind --callgrind-out-file=/dev/null node scripts/threshold-check-instructions.mjs $mode $n
 //   done; done
 //
 // Each iteration does what the request path does around the check: a fresh subject string
