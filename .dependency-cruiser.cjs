@@ -16,6 +16,9 @@ const LAYERS = [
   { name: 'metrics', path: '^src/metrics/' },
   // redis/: the one Redis client factory, used by every Redis-backed store.
   { name: 'redis', path: '^src/redis/' },
+  // notifications/: the notifier, its outbox and the webhook delivery (docs/design.md,
+  // "Notifications"); below the stores, which publish key and budget events through it.
+  { name: 'notifications', path: '^src/notifications/' },
   // keys/, ratelimit/, audit/: the three stores. Peers: none imports another, so
   // each can change its backend without touching the other two.
   { name: 'keys', path: '^src/keys/', peers: ['ratelimit', 'audit'] },
@@ -42,7 +45,7 @@ const LAYERS = [
 ];
 
 // Peers share a rank: keys/, ratelimit/ and audit/ sit at the same height.
-const RANKS = [['base'], ['config'], ['metrics'], ['redis'], ['keys', 'ratelimit', 'audit'], ['auth'], ['request'], ['telemetry'], ['proxy'], ['http'], ['admin'], ['gateway'], ['cli']];
+const RANKS = [['base'], ['config'], ['metrics'], ['redis'], ['notifications'], ['keys', 'ratelimit', 'audit'], ['auth'], ['request'], ['telemetry'], ['proxy'], ['http'], ['admin'], ['gateway'], ['cli']];
 
 // demo-agent/ is a standalone program outside the order: it imports only base files,
 // and only cli/ (which starts it) imports it.

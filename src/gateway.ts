@@ -15,6 +15,7 @@ import type { GatewayConfig } from './config/schema.js';
 import type { Logger } from './logger.js';
 import { createAdminServer, registryMetrics } from './admin/admin-server.js';
 import { createGatewayServer, type GatewayServer } from './http/gateway-server.js';
+import { startEventProducers } from './http/event-producers.js';
 import { GatewayRuntime } from './http/gateway-runtime.js';
 import { CertificateReloader, readListenTls, type SecureContextTarget } from './http/tls-certificates.js';
 import { registry } from './metrics/metrics.js';
@@ -22,6 +23,8 @@ import { FailoverRateLimiter } from './ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
 import type { RateLimiter } from './ratelimit/rate-limiter.js';
+import { openNotifications, type EventsView } from './notifications/open-notifications.js';
+import type { Notifier } from './notifications/notifier.js';
 import { createRedisClientFactory, redisIsReachable, waitForRedis, type RedisClient } from './redis/redis-client.js';
 
 /** How long a starting gateway waits for Redis before it serves without it. */
@@ -32,6 +35,8 @@ export interface StartGatewayOptions {
   clock?: Clock;
   /** Serve /metrics, /healthz, /readyz (default true). */
   admin?: boolean;
+  /** Tests: where events go instead of the configured webhooks' outbox (a recording double). */
+  notifier?: Notifier | undefined;
 }
 
 export interface RunningGateway {
@@ -40,6 +45,8 @@ export interface RunningGateway {
   keyStore: KeyStore;
   gateway: GatewayServer;
   runtime: GatewayRuntime;
+  /** Publishes webhook events (docs/notifications.md); NO_NOTIFIER when no webhook is configured. */
+  notifier: Notifier;
   /**
    * Applies a new config's agents, plans and limits without dropping connections, and reads
    * the listener's certificate files again; throws (changing nothing) when an agent's TLS
@@ -74,6 +81,8 @@ export function openControlPlane(
     clock: Clock;
     upstreams?: AdminApiDeps['upstreams'];
     a2aCards?: AdminApiDeps['a2aCards'];
+    notifier?: Notifier;
+    events?: EventsView | undefined;
   },
 ): ControlPlane {
   const config = currentConfig();
@@ -87,6 +96,8 @@ export function openControlPlane(
     logger: deps.logger,
     upstreams: deps.upstreams,
     a2aCards: deps.a2aCards,
+    notifier: deps.notifier,
+    events: deps.events,
   });
   return { api, close: () => adminAudit.close() };
 }
@@ -102,6 +113,12 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   if (redis && !(await waitForRedis(redis, REDIS_START_WAIT_MS))) {
     logger.warn({ wait_ms: REDIS_START_WAIT_MS }, 'redis not reachable at start; serving with the store-error fallbacks until it is');
   }
+
+  // Webhooks (docs/notifications.md): an outbox connection of its own, so delivery's reads and
+  // lease renewals never queue beside the request path's commands.
+  const notificationsRedis = redisClients && config.notifications.webhooks.length > 0 ? redisClients.connect('key-store', 'agentgw-webhooks') : undefined;
+  const notifications = await openNotifications(config.notifications, { redis: notificationsRedis, redisPrefix: config.redis?.prefix ?? 'agentgw:', logger, clock });
+  const notifier = options.notifier ?? notifications.notifier;
 
   const keyStore = await openKeyStore(config, { logger, subscribe: true, redis: redisClients });
   const authenticator = createKeyAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis });
@@ -126,10 +143,11 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   // connection of its own, so the limiter's commands never queue behind it.
   const auditRedis = redisClients && (config.audit.redisStream || config.audit.adminRedisStream) && config.audit.waitReplicas > 0 ? redisClients.connect('shared', 'agentgw-audit') : redis;
   const auditLog = openAuditLog(config, { redis: auditRedis, logger, clock });
-  const runtime = new GatewayRuntime(config, { logger, clock });
+  const producers = startEventProducers(notifier, config.notifications, { keyStore, clock, logger });
+  const runtime = new GatewayRuntime(config, { logger, clock, notifier });
   // Off (undefined) unless telemetry names a collector; only then is the OpenTelemetry SDK loaded.
   const tracing = config.telemetry.endpoint === undefined ? undefined : (await import('./telemetry/open-tracing.js')).openTracing(config.telemetry, logger);
-  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing }, certificate);
+  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing, budgetThresholds: producers.budgetThresholds }, certificate);
   // The certificate files as they change (or on SIGHUP); the paths are the ones started with
   // (listen is a restart-only section).
   const certificates = listenTls && new CertificateReloader(listenTls, gateway.server as SecureContextTarget, logger);
@@ -143,6 +161,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         clock,
         upstreams: () => runtime.pools.snapshot(),
         a2aCards: () => runtime.cards.snapshot(),
+        notifier,
+        events: notifications.events,
       });
   const admin = options.admin === false
     ? undefined
@@ -192,14 +212,18 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     await tracing?.shutdown();
     await controlPlane?.close();
     await rateLimiter.close();
+    await producers.close();
     await keyStore.close();
     await runtime.close();
+    // After everything that publishes has stopped: what they published reaches the outbox.
+    await notifications.close();
     if (admin) {
       // A scraper's keep-alive connection must not hold the exit.
       const adminClosed = new Promise<void>((resolve) => admin.close(() => resolve()));
       admin.closeAllConnections();
       await adminClosed;
     }
+    if (notificationsRedis) await notificationsRedis.quit().catch(() => notificationsRedis.disconnect());
     if (auditRedis && auditRedis !== redis) await auditRedis.quit().catch(() => auditRedis.disconnect());
     if (redis) await redis.quit().catch(() => redis.disconnect());
   }
@@ -210,6 +234,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     keyStore,
     gateway,
     runtime,
+    notifier,
     reload: (next) => {
       runtime.reload(next);
       void certificates?.reload();

@@ -37,6 +37,11 @@ export const CONFIG_VARIATIONS = {
   // Traces on at ratio 1.0 to a local collector stand-in (decision 0056): what tracing costs
   // when every request is recorded. The tool that runs the build starts the stand-in.
   'telemetry-on': (yaml, context) => `${yaml}telemetry:\n  otlp_endpoint: ${JSON.stringify(needs(context, 'otlpUrl', 'telemetry-on'))}\n  sample_ratio: 1\n`,
+  // Issue 36's cost check: a webhook configured (docs/decisions/0067): the outbox's lease
+  // renewals and polls and the key expiry sweeper run beside the requests, and each request
+  // gets the budget threshold check (decision 0069); the bench crosses no threshold, so
+  // nothing publishes per request.
+  webhooks: (yaml) => `${yaml}notifications:\n  webhooks:\n    - { url: "http://127.0.0.1:9/hook", secret: "bench-webhook-secret-0123456789" }\n`,
   // The usage audit also into a PostgreSQL table (its own per run, dropped after).
   'audit-postgres': (yaml, context) =>
     yaml.replace(/( {2}spool: .*\n)/, `$1  postgres: { url: ${JSON.stringify(needs(context, 'postgresUrl', 'audit-postgres'))}, table: ${needs(context, 'postgresTable', 'audit-postgres')} }\n`),

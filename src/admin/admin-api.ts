@@ -16,6 +16,7 @@ import { createKey, listKeys, revokeKey, rotateKey, showKey, updateKey } from '.
 import { AdminTokenAttempts } from './admin-token-attempts.js';
 import { createDashboard, isDashboardPath, SESSION_PATH as DASHBOARD_SESSION_PATH, type Dashboard } from './dashboard-routes.js';
 import { getUsage } from './admin-usage.js';
+import { listEvents, redeliverEvent } from './admin-events.js';
 import { isOpenApiDocumentName, openApiJson } from './openapi-documents.js';
 
 type Handler = (x: AdminExchange, keyId: string) => Promise<void> | void;
@@ -34,6 +35,8 @@ const ROUTES: Route[] = [
   { pattern: '/usage', methods: { GET: getUsage } },
   { pattern: '/plans', methods: { GET: listPlans } },
   { pattern: '/agents', methods: { GET: listAgents } },
+  { pattern: '/events', methods: { GET: listEvents } },
+  { pattern: '/events/{key_id}/redeliver', methods: { POST: redeliverEvent } },
 ];
 
 function match(path: string): { route: Route; keyId: string } | undefined {

@@ -8,9 +8,12 @@ import type { UsageSource } from '../audit/usage-report.js';
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { KeyService } from '../keys/key-service.js';
+import { keyEventsOf } from '../keys/key-events.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { Logger } from '../logger.js';
 import type { AdminActor } from './admin-auth.js';
+import type { Notifier } from '../notifications/notifier.js';
+import type { EventsView } from '../notifications/open-notifications.js';
 
 export interface AdminApiDeps {
   /** The running config (a reload changes plans, agents and admin tokens). */
@@ -27,6 +30,10 @@ export interface AdminApiDeps {
   upstreams?: () => Record<string, AgentUpstreamsSnapshot>;
   /** The A2A agents' cards this process read (docs/a2a.md); absent where it reads none (a --workers primary). */
   a2aCards?: () => Record<string, A2aCard>;
+  /** Publishes key lifecycle events (docs/notifications.md); absent or NO_NOTIFIER when no webhook is configured. */
+  notifier?: Notifier | undefined;
+  /** The webhook events and their delivery state (docs/admin-api.md "Events"); undefined when notifications are off. */
+  events?: EventsView | undefined;
 }
 
 export interface AdminExchange {
@@ -40,7 +47,8 @@ export interface AdminExchange {
 
 /** A KeyService over the running config's plans and agents. */
 export function keyServiceOf(exchange: AdminExchange): KeyService {
-  return new KeyService({ store: exchange.deps.keyStore, config: exchange.deps.config(), clock: exchange.deps.clock });
+  const config = exchange.deps.config();
+  return new KeyService({ store: exchange.deps.keyStore, config, clock: exchange.deps.clock, events: keyEventsOf(exchange.deps.notifier, config.notifications.keyExpiryWarningMs) });
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {

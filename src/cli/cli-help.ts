@@ -20,5 +20,6 @@ Examples (from a checkout, as npm start runs it; config/gateway.yaml unless --co
   $ node dist/cli/main.js keys create --account acme --plan pro --agent demo --name "acme prod"
   $ node dist/cli/main.js config check --config config/gateway.yaml
   $ node dist/cli/main.js usage --by account --since 7d
+  $ node dist/cli/main.js events list --state failed
 Each command has its own help: node dist/cli/main.js keys create --help. Docs: README.md and docs/.
 `;

@@ -17,6 +17,7 @@ import { startDemoUpstream } from './demo-setup.js';
 import { createRedisClient, createRedisClientFactory, redisIsReachable } from '../redis/redis-client.js';
 import { openControlPlane } from '../gateway.js';
 import { openKeyStore } from '../keys/open-key-store.js';
+import { openNotifications } from '../notifications/open-notifications.js';
 import { systemClock } from '../clock.js';
 
 export interface ClusterPrimaryOptions {
@@ -62,7 +63,9 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
   // workers run (a SIGHUP reload changes plans, agents and admin tokens here too).
   let current = config;
   const keyStore = await openKeyStore(config, { logger, subscribe: true, redis: createRedisClientFactory(config.redis, logger) });
-  const controlPlane = openControlPlane(() => current, { keyStore, redis, logger, clock: systemClock });
+  // The admin API's key events and the events list; the workers deliver (docs/notifications.md).
+  const notifications = await openNotifications(config.notifications, { redis, redisPrefix: config.redis.prefix, logger, clock: systemClock, deliver: false });
+  const controlPlane = openControlPlane(() => current, { keyStore, redis, logger, clock: systemClock, notifier: notifications.notifier, events: notifications.events });
 
   let draining = false;
   const admin = createAdminServer({
@@ -105,6 +108,7 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
           admin.closeAllConnections();
         });
         await controlPlane.close();
+        await notifications.close();
         await keyStore.close();
         await redis.quit().catch(() => redis.disconnect());
         if (demoAgent) {

@@ -15,6 +15,8 @@ import type { KeyStore } from '../keys/key-store.js';
 import { openKeyStore } from '../keys/open-key-store.js';
 import { createRedisClientFactory } from '../redis/redis-client.js';
 import { openCliAdminAudit, type CliAdminAudit } from './cli-admin-audit.js';
+import { openCliNotifications, type CliNotifications } from './cli-notifications.js';
+import { keyEventsOf } from '../keys/key-events.js';
 
 export interface KeysCommandOptions {
   /** Opens the store the config names; tests inject their own. */
@@ -144,17 +146,21 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
   async function run(command: Command, work: (service: KeyService, audit: CliAdminAudit | undefined) => Promise<void>, writes = false): Promise<void> {
     let store: KeyStore | undefined;
     let audit: CliAdminAudit | undefined;
+    let notifications: CliNotifications | undefined;
     try {
       const config = await loadConfig(configPath(command), options.env ?? process.env);
       if (writes) audit = await openAdminAudit(config, clock);
+      if (writes) notifications = await openCliNotifications(config, clock);
       store = await openStore(config);
-      await work(new KeyService({ store, config, clock }), audit);
+      const events = keyEventsOf(notifications?.notifier, config.notifications.keyExpiryWarningMs);
+      await work(new KeyService({ store, config, clock, events }), audit);
     } catch (error) {
       err(`agent-gateway keys ${command.name()}: ${messageOf(error)}\n`);
       setExitCode(1);
     } finally {
       await store?.close().catch(() => {});
       await audit?.close().catch(() => {});
+      await notifications?.close().catch(() => {});
     }
   }
 

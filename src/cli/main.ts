@@ -8,6 +8,7 @@ import { registerAuditCommand } from './audit.js';
 import { TOP_LEVEL_EXAMPLES, markRequiredOptions } from './cli-help.js';
 import { registerConfigCommand } from './config-command.js';
 import { registerDemoAgentCommand } from './demo-agent-command.js';
+import { registerEventsCommand } from './events-command.js';
 import { registerKeysCommand } from './keys.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerUsageCommand } from './usage-command.js';
@@ -22,6 +23,7 @@ registerKeysCommand(program);
 registerConfigCommand(program);
 registerAuditCommand(program);
 registerUsageCommand(program);
+registerEventsCommand(program);
 registerDemoAgentCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -13,10 +13,12 @@ import { adminTokenSchema } from './admin-schema.js';
 import { TAGGABLE_KEY, redisSchema } from './redis-schema.js';
 import { telemetrySchema } from './telemetry-schema.js';
 import { auditPostgresSchema } from './audit-postgres-schema.js';
+import { notificationsSchema } from './notifications-schema.js';
 
 export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
 export { TAGGABLE_KEY } from './redis-schema.js';
+export { EVENT_TYPES, WebhookSecret, type EventType, type NotificationsConfig, type WebhookConfig } from './notifications-schema.js';
 
 // TLS on the public listener (docs/operations.md "TLS"): PEM file paths, watched and reloaded
 // without a restart (src/http/tls-certificates.ts). `ca` turns on mutual TLS.
@@ -181,6 +183,8 @@ export const configSchema = z
       .prefault({}),
     shutdown_grace: duration.default(30_000),
     telemetry: telemetrySchema.prefault({}),
+    // Signed webhooks (docs/notifications.md); no webhook configured: nothing is published.
+    notifications: notificationsSchema.prefault({}),
   })
   .superRefine((config, ctx) => {
     // Runs even when other keys have problems (evenWithOtherProblems): each block may then be
@@ -256,6 +260,7 @@ export const configSchema = z
     log: { level: c.log.level, file: c.log.file },
     shutdownGraceMs: c.shutdown_grace,
     telemetry: c.telemetry,
+    notifications: c.notifications,
   }));
 
 /**

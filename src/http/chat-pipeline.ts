@@ -30,6 +30,7 @@ import { a2aCall } from '../proxy/a2a/a2a-exchange.js';
 import { sendMethod } from '../proxy/a2a/a2a-protocol.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import { endUserHash } from '../ratelimit/end-user-hash.js';
+import type { BudgetThresholds } from '../ratelimit/budget-thresholds.js';
 import { hasTokenBudget, refusedByEndUser, refusedByTokenBudget, type RateLimitDecision, type RateLimiter } from '../ratelimit/rate-limiter.js';
 import type { EndUserLimits } from '../config/schema.js';
 import { RequestState } from '../request/request-state.js';
@@ -59,6 +60,7 @@ export interface GatewayDependencies {
   activeStreams?: ActiveStreams;
   /** Present only while telemetry is on (src/telemetry/open-tracing.ts). */
   tracing?: RequestTracing | undefined;
+  budgetThresholds?: BudgetThresholds | undefined; // only while notifications.budget_thresholds names fractions
 }
 
 /** One per server; every request goes through `handle`. */
@@ -71,6 +73,7 @@ export class ChatPipeline {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly tracing: RequestTracing | undefined;
+  private readonly thresholds: BudgetThresholds | undefined;
   /** The runner's headers deadline and a `/chat` body's idle deadline, for every request at once. */
   private readonly deadlines = new DeadlineSweeper();
   private readonly logRequest: RequestLogWriter;
@@ -83,6 +86,7 @@ export class ChatPipeline {
     this.logger = deps.logger;
     this.clock = deps.clock;
     this.tracing = deps.tracing;
+    this.thresholds = deps.budgetThresholds;
     this.activeStreams = deps.activeStreams ?? new ActiveStreams();
     const logger = deps.logger;
     // The per-request line is built only from fields that never hold key material (key_id is
@@ -168,9 +172,9 @@ export class ChatPipeline {
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
+      request.limitSubject = subject;
       if (limits.endUser !== undefined) {
         request.endUserLimits = limits.endUser;
-        request.limitSubject = subject;
         request.limitCap = cap;
         this.body(request);
         return;
@@ -197,6 +201,7 @@ export class ChatPipeline {
   admit(request: ChatRequest, decision: RateLimitDecision): void {
     const { state } = request;
     try {
+      if (this.thresholds !== undefined) this.thresholds.observe(request.limitSubject, decision.windows);
       // The client left while the limiter decided: nothing will release the slot later, and
       // nothing is read or forwarded for it.
       if (request.finished) {

@@ -4,6 +4,7 @@
 import type { GatewayConfig } from '../config/schema.js';
 import { A2aCards, type CardFetcher } from '../proxy/a2a/a2a-cards.js';
 import { UpstreamPools, type UpstreamPoolsOptions } from '../proxy/upstream-pools.js';
+import { NO_NOTIFIER, type Notifier } from '../notifications/notifier.js';
 import { buildRouteTable, type RouteTable } from './routing.js';
 
 export interface RuntimeSnapshot {
@@ -15,11 +16,14 @@ export class GatewayRuntime {
   current: RuntimeSnapshot;
   readonly pools: UpstreamPools;
   readonly cards: A2aCards;
+  /** Publishes webhook events (docs/notifications.md); NO_NOTIFIER when no webhook is configured. */
+  readonly notifier: Notifier;
   /** Settles once every A2A agent's card fetched at start was read or refused (bounded by its timeout). */
   cardsRead: Promise<void>;
 
   constructor(config: GatewayConfig, upstreamOptions: UpstreamPoolsOptions = {}, fetchCard?: CardFetcher) {
     this.current = { config, routes: buildRouteTable(config.agents) };
+    this.notifier = upstreamOptions.notifier ?? NO_NOTIFIER;
     this.pools = new UpstreamPools(config.agents, upstreamOptions);
     this.cards = new A2aCards(upstreamOptions.logger, fetchCard);
     this.cardsRead = this.cards.refresh(config.agents);

@@ -18,8 +18,9 @@ import type { KeyRecord } from './key-record.js';
 import { laterIso } from './key-record-codec.js';
 import { authShape, buildIndex, emptyIndex, firstAfter, KEY_FILE_VERSION, KeyFileError, parseKeyFile, parseSidecar, serializeKeyFile, sidecarPathFor, type KeyIndex } from './key-file-format.js';
 import { matchesPage, PAGE_SCAN_BUDGET } from './key-pages.js';
-import { INVALIDATE_ALL, KeyConflictError, type InvalidationListener, type KeyChange, type KeyPage, type KeyPageQuery, type KeyStore, type KeyUpdate, type LastUsedEntry } from './key-store.js';
+import { INVALIDATE_ALL, KeyConflictError, type InvalidationListener, type KeyChange, type KeyExpiryIndex, type KeyPage, type KeyPageQuery, type KeyStore, type KeyUpdate, type LastUsedEntry } from './key-store.js';
 import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
+import { fileExpiryIndex, marksPathFor } from './file-key-expiry.js';
 
 export { KEY_FILE_VERSION, KeyFileError, parseKeyFile, sidecarPathFor } from './key-file-format.js';
 
@@ -38,6 +39,8 @@ export class FileKeyStore implements KeyStore {
   readonly kind = 'file' as const;
   readonly sidecarPath: string;
   private index: KeyIndex = emptyIndex();
+  /** The expiry sweeper's view; its marks persist only for a watching (gateway) store. */
+  readonly expiry: KeyExpiryIndex;
   /** last_used_at by key id: sidecar contents plus this process's own touches. */
   private lastUsed = new Map<string, string>();
   private readonly listeners: InvalidationListeners;
@@ -54,6 +57,7 @@ export class FileKeyStore implements KeyStore {
   private constructor(private readonly options: FileKeyStoreOptions) {
     this.sidecarPath = sidecarPathFor(options.path);
     this.listeners = new InvalidationListeners(options.logger);
+    this.expiry = fileExpiryIndex(() => this.index, Date.now(), options.watch ? marksPathFor(options.path) : undefined);
   }
 
   /**

@@ -24,10 +24,12 @@ export interface KeyIndex {
   byId: Map<string, KeyRecord>;
   /** Every record in listing order, sorted once per load: a page is a binary search and a walk. */
   ordered: KeyRecord[];
+  /** Keys not revoked that have an expiry, soonest first (file-key-expiry.ts walks it). */
+  byExpiry: { expiresAtMs: number; record: KeyRecord }[];
 }
 
 export function emptyIndex(): KeyIndex {
-  return { byHash: new Map(), byId: new Map(), ordered: [] };
+  return { byHash: new Map(), byId: new Map(), ordered: [], byExpiry: [] };
 }
 
 export function buildIndex(records: KeyRecord[], path: string): KeyIndex {
@@ -39,6 +41,8 @@ export function buildIndex(records: KeyRecord[], path: string): KeyIndex {
     index.byId.set(record.keyId, record);
   }
   index.ordered = [...records].sort(comparePositions);
+  for (const record of records) if (record.expiresAt !== null && record.revokedAt === null) index.byExpiry.push({ expiresAtMs: Date.parse(record.expiresAt), record });
+  index.byExpiry.sort((a, b) => a.expiresAtMs - b.expiresAtMs);
   return index;
 }
 

@@ -8,6 +8,7 @@ import { systemClock } from '../clock.js';
 import { keyLimitsSchema, type GatewayConfig, type KeyLimits } from '../config/schema.js';
 import { generateApiKey, isKeyId } from './key-format.js';
 import type { KeyRecord } from './key-record.js';
+import type { KeyEvents } from './key-events.js';
 import { keyStatus, type KeyStatus } from './key-record-codec.js';
 import { nameKey } from './key-pages.js';
 import type { KeyPosition, KeyStore } from './key-store.js';
@@ -90,6 +91,8 @@ export interface KeyServiceOptions {
   /** The plans and agents keys may name. */
   config: Pick<GatewayConfig, 'plans' | 'agents'>;
   clock?: Clock;
+  /** Webhook events of every successful write (key-events.ts); absent: none. */
+  events?: KeyEvents | undefined;
 }
 
 export class KeyService {
@@ -139,6 +142,7 @@ export class KeyService {
       replacedBy: null,
     };
     await this.store.create(record);
+    this.options.events?.created(record, nowMs);
     return { rawKey, record };
   }
 
@@ -184,6 +188,7 @@ export class KeyService {
       return { record: changed.length === 0 ? current : record };
     });
     if (!result) throw notFound(keyId);
+    this.options.events?.updated(result.record, changed, this.clock.now());
     return { record: result.record, changed };
   }
 
@@ -197,7 +202,9 @@ export class KeyService {
     const atIso = new Date(this.clock.now()).toISOString();
     const record = await this.store.revoke(keyId, atIso);
     if (!record) throw notFound(keyId);
-    return { record, alreadyRevoked: record.revokedAt !== atIso };
+    const alreadyRevoked = record.revokedAt !== atIso;
+    if (!alreadyRevoked) this.options.events?.revoked(record);
+    return { record, alreadyRevoked };
   }
 
   /**
@@ -231,6 +238,7 @@ export class KeyService {
       return { record, create: created };
     });
     if (!result) throw notFound(keyId);
+    this.options.events?.rotated(result.record, result.create!, nowMs);
     return { rawKey, record: result.create!, previous: result.record };
   }
 

@@ -57,8 +57,32 @@ export type KeyChange = (current: KeyRecord) => KeyUpdate;
 export type InvalidationListener = (hash: string) => void;
 export const INVALIDATE_ALL = '*';
 
+/** A key an expiry announcement is about; `ref` is the store's own handle on the entry. */
+export interface ExpiryEntry {
+  keyId: string;
+  expiresAtMs: number;
+  ref: string;
+}
+
+/**
+ * The store's keys by expiry, for the expiry sweeper (key-expiry-sweeper.ts): every call
+ * costs O(log n + entries returned), never a walk over all keys.
+ */
+export interface KeyExpiryIndex {
+  /** Keys neither revoked nor swept whose expiry is in (afterMs, toMs], soonest first, at most `limit`. */
+  expiringBetween(afterMs: number, toMs: number, limit: number): Promise<ExpiryEntry[]>;
+  /** Keys whose expiry came by `nowMs` and that no sweeper announced yet, at most `limit`. */
+  expiredUnannounced(nowMs: number, limit: number): Promise<ExpiryEntry[]>;
+  markAnnounced(entries: readonly ExpiryEntry[]): Promise<void>;
+  /** How far (ms) key.expiring warnings have been sent, shared by the store's sweepers (0: not yet). */
+  readWarnedUntil(): Promise<number>;
+  writeWarnedUntil(ms: number): Promise<void>;
+}
+
 export interface KeyStore {
   readonly kind: 'file' | 'redis';
+  /** The expiry index (both stores have one; optional for stand-ins in tests). */
+  readonly expiry?: KeyExpiryIndex;
   findByHash(hash: string): Promise<KeyRecord | undefined>;
   findById(keyId: string): Promise<KeyRecord | undefined>;
   listPage(query: KeyPageQuery): Promise<KeyPage>;

@@ -7,6 +7,9 @@
 //   T:ix:name:${p}           the same, per lowercased name prefix p of 1, 2 and 3 characters
 //   T:ix:expiry              ZSET score = expires_at (ms), of keys neither revoked nor yet
 //                            moved to status:expired (the sweep moves them when due)
+//   T:ix:expired:unannounced ZSET score = expires_at (ms), of keys the sweep moved that no
+//                            expiry sweeper announced yet (key.expired; kept a day at most)
+//   T:notify:warned-until    STRING ms: how far key.expiring warnings were sent
 // A member is `${created_at ms, 15 digits}:${key_id}`, so lexical order is the listing order
 // (created_at, key_id) and a cursor is a ZRANGE BYLEX bound. The record's hash keeps its
 // member (field `ix`) and its lowercased name (`name_lc`) for the scripts.
@@ -52,6 +55,12 @@ export class KeyIndexNames {
   }
   expiry(): string {
     return `${this.head}ix:expiry`;
+  }
+  expiredUnannounced(): string {
+    return `${this.head}ix:expired:unannounced`;
+  }
+  warnedUntil(): string {
+    return `${this.head}notify:warned-until`;
   }
 }
 

@@ -80,15 +80,21 @@ end
 `;
 
 // KEYS[1]: the expiry index (routing only). Moves up to ARGV[3] keys whose expiry is due (score <= ARGV[2], ms) from status:active to
-// status:expired. ARGV[1]: key head. Returns how many moved: each key moves once, so the
-// sweeps' total work is the number of keys that expire, however often they run.
+// status:expired, and into ix:expired:unannounced (score = expiry) for the expiry sweeper's
+// key.expired, which drops what is older than ARGV[4] (ms) unannounced, so the set stays
+// bounded when no gateway sends notifications. ARGV[1]: key head. Returns how many moved:
+// each key moves once, so the sweeps' total work is the number of keys that expire,
+// however often they run.
 export const SWEEP_SCRIPT = `
 local head = ARGV[1]
-local due = redis.call('zrangebyscore', head .. 'ix:expiry', '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, member in ipairs(due) do
+local due = redis.call('zrangebyscore', head .. 'ix:expiry', '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
+for i = 1, #due, 2 do
+  local member = due[i]
   redis.call('zrem', head .. 'ix:status:active', member)
   redis.call('zadd', head .. 'ix:status:expired', 0, member)
   redis.call('zrem', head .. 'ix:expiry', member)
+  redis.call('zadd', head .. 'ix:expired:unannounced', due[i + 1], member)
 end
-return #due
+redis.call('zremrangebyscore', head .. 'ix:expired:unannounced', '-inf', '(' .. ARGV[4])
+return #due / 2
 `;

@@ -19,9 +19,12 @@ export interface PageCommands {
 /** Keys moved from active to expired per sweep call (a few ms of Redis work). */
 export const SWEEP_BATCH = 1_000;
 
+/** A key expired longer ago than this and not announced yet (no gateway sending notifications) never is. */
+export const UNANNOUNCED_RETENTION_MS = 86_400_000;
+
 /** One sweep call: moves up to SWEEP_BATCH due keys; true when there may be more. */
 export async function sweepExpired(redis: PageCommands, names: KeyIndexNames, nowMs: number): Promise<boolean> {
-  return (await redis.agentgwKeySweep(names.expiry(), names.head, String(nowMs), String(SWEEP_BATCH))) === SWEEP_BATCH;
+  return (await redis.agentgwKeySweep(names.expiry(), names.head, String(nowMs), String(SWEEP_BATCH), String(nowMs - UNANNOUNCED_RETENTION_MS))) === SWEEP_BATCH;
 }
 
 /** The indexes a key must be in to match `query` (the whole index when there is no filter). */

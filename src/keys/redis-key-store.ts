@@ -31,12 +31,14 @@ import { indexEntries, indexFields, indexOps, KeyIndexNames, possibleEntries } f
 import { pairsToObject, recordFields, updatableFields } from './redis-key-fields.js';
 import { readKeyPage, sweepExpired, type PageCommands } from './redis-key-pages.js';
 import { migrateKeyIndexes, type MigrateCommands } from './redis-key-migration.js';
+import { redisExpiryIndex } from './redis-key-expiry.js';
 import {
   INVALIDATE_ALL,
   KeyConflictError,
   StoreUnavailableError,
   type InvalidationListener,
   type KeyChange,
+  type KeyExpiryIndex,
   type KeyPage,
   type KeyPageQuery,
   type KeyStore,
@@ -89,6 +91,7 @@ export class RedisKeyStore implements KeyStore {
   /** `{${prefix}keys}:`, the start of every key name of the store. */
   private readonly keyHead: string;
   readonly indexes: KeyIndexNames;
+  readonly expiry: KeyExpiryIndex;
   private readonly listeners: InvalidationListeners;
   private migration: Promise<void> | undefined;
   private draining: Promise<void> | undefined;
@@ -99,6 +102,7 @@ export class RedisKeyStore implements KeyStore {
     this.channel = `${options.prefix}keys:invalidate`;
     this.keyHead = keyStoreKeyHead(options.prefix);
     this.indexes = new KeyIndexNames(this.keyHead);
+    this.expiry = redisExpiryIndex(redis, this.indexes, (op, work) => this.run(op, work));
     this.listeners = new InvalidationListeners(options.logger);
   }
 

@@ -186,11 +186,48 @@ export const metrics = {
     help: 'HTTP/2 streams whose request was not received within listen.request_timeout (answered 408, or reset).',
     registers: [registry],
   }),
+  // Webhooks (docs/notifications.md "Metrics"): what the delivery workers did, and the outbox
+  // shards this instance owns, read when scraped (setWebhookBacklogSource).
+  webhookDeliveries: new Counter({
+    name: 'agentgw_webhook_deliveries_total',
+    help: 'Webhook delivery attempts, by result (delivered: 2xx; retried: failed, tried again later; failed: given up after retry.give_up_after).',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  }),
+  webhookDropped: new Counter({
+    name: 'agentgw_webhook_dropped_total',
+    help: 'Events never written to the outbox, by reason (queue_full: notifications.max_queue events were waiting).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
+  webhookOutboxDepth: new Gauge({
+    name: 'agentgw_webhook_outbox_depth',
+    help: 'Events in the outbox shards this instance delivers that are not yet delivered or failed.',
+    registers: [registry],
+    collect() {
+      this.set(webhookBacklogSource?.().depth ?? 0);
+    },
+  }),
+  webhookOldestUndelivered: new Gauge({
+    name: 'agentgw_webhook_oldest_undelivered_seconds',
+    help: 'Age of the oldest event in the outbox shards this instance delivers (0 when they are empty).',
+    registers: [registry],
+    collect() {
+      const oldestMs = webhookBacklogSource?.().oldestMs;
+      this.set(oldestMs === undefined ? 0 : Math.max(0, (Date.now() - oldestMs) / 1000));
+    },
+  }),
   // Counted on every request (a hit, mostly): a hot-path counter, bound on first use.
   keyCache: new HotCounter({ name: 'agentgw_key_cache_total', help: 'Key cache lookups, by result (hit, miss, negative_hit, stale_hit).', labelNames: ['result'] as const, registers: [registry] }),
 } as const;
 
 export type Metrics = typeof metrics;
+
+let webhookBacklogSource: (() => { depth: number; oldestMs: number | undefined }) | undefined;
+/** The webhook delivery workers register what the outbox gauges read (the latest registration wins). */
+export function setWebhookBacklogSource(source: (() => { depth: number; oldestMs: number | undefined }) | undefined): void {
+  webhookBacklogSource = source;
+}
 
 /** One target's state for the scrape-time gauges. */
 export interface UpstreamTargetGaugeValues {

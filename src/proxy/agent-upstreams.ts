@@ -20,11 +20,21 @@ export const nodeTimers: EjectionTimers = {
   clearTimeout: (handle) => clearTimeout(handle),
 };
 
+/** A target leaving rotation (`down`) or coming back (`up`), and what did it (upstream-events.ts). */
+export interface TargetTransition {
+  agentId: string;
+  target: UpstreamTarget;
+  state: 'down' | 'up';
+  reason: 'outlier_ejection' | 'ejection_ended' | 'health_check';
+}
+
 export interface UpstreamsEnvironment {
   clock: Clock;
   random: () => number;
   timers: EjectionTimers;
   logger: Logger | undefined;
+  /** Told of every change of a target's availability (webhook events); absent: nobody listens. */
+  onTransition?: ((transition: TargetTransition) => void) | undefined;
 }
 
 /** Failures that count toward ejection; other kinds (timeouts, bad answers) are only counted. */
@@ -100,7 +110,9 @@ export class AgentUpstreams {
   /** Health checks: a target marked down or up again (docs/upstreams.md, "Active health checks"). */
   setHealth(target: UpstreamTarget, healthy: boolean): void {
     if (target.healthDown === !healthy) return;
+    const wasAvailable = target.available;
     target.healthDown = !healthy;
+    if (wasAvailable !== target.available) this.transition(target, 'health_check');
     if (healthy) target.consecutiveFailures = 0;
     this.env.logger?.[healthy ? 'info' : 'warn'](
       { agent: this.agentId, target: target.origin },
@@ -123,8 +135,10 @@ export class AgentUpstreams {
     const now = this.env.clock.now();
     target.ejections = decayedEjections(target.ejections, now - target.returnedAtMs, this.outlier) + 1;
     const durationMs = ejectionDurationMs(target.ejections, this.outlier);
+    const wasAvailable = target.available;
     target.ejected = true;
     target.ejectedUntilMs = now + durationMs;
+    if (wasAvailable) this.transition(target, 'outlier_ejection');
     target.consecutiveFailures = 0;
     metrics.upstreamEjections.inc({ agent: this.agentId, target: target.origin });
     this.env.logger?.warn(
@@ -144,6 +158,11 @@ export class AgentUpstreams {
     target.returnedAtMs = this.env.clock.now();
     target.consecutiveFailures = 0;
     this.env.logger?.info({ agent: this.agentId, target: target.origin }, 'upstream target returned from ejection');
+    if (target.available) this.transition(target, 'ejection_ended');
+  }
+
+  private transition(target: UpstreamTarget, reason: TargetTransition['reason']): void {
+    this.env.onTransition?.({ agentId: this.agentId, target, state: target.available ? 'up' : 'down', reason });
   }
 
   private clearEjectionTimer(target: UpstreamTarget): void {

@@ -5,6 +5,8 @@
 // connections whichever agent uses them); a pool no target uses any more is closed once the
 // requests already on it have ended (undici's close() waits for them), so a stream in flight
 // is not cut. docs/upstreams.md has the whole picture.
+import { NO_NOTIFIER, type Notifier } from '../notifications/notifier.js';
+import { upstreamEventListener } from './upstream-events.js';
 import { redactedUrl } from '../config/redacted-url.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AgentConfig } from '../config/schema.js';
@@ -25,6 +27,8 @@ export interface UpstreamPoolsOptions {
   clock?: Clock;
   random?: () => number;
   timers?: EjectionTimers;
+  /** Where runner health events go (docs/notifications.md); default NO_NOTIFIER. */
+  notifier?: Notifier;
   /** How a target's pool is made (tests hand in a stand-in). */
   createPool?: (origin: string, maxConnections: number | undefined, tls?: ConnectionOptions) => Pool;
 }
@@ -66,7 +70,10 @@ export class UpstreamPools {
   private readonly createPool: (origin: string, maxConnections: number | undefined, tls?: ConnectionOptions) => Pool;
 
   constructor(agents: ReadonlyMap<string, AgentConfig>, options: UpstreamPoolsOptions = {}) {
-    this.env = { clock: options.clock ?? systemClock, random: options.random ?? Math.random, timers: options.timers ?? nodeTimers, logger: options.logger };
+    const clock = options.clock ?? systemClock;
+    // upstream.down / upstream.up only when something listens: no webhook, no listener.
+    const onTransition = options.notifier === undefined || options.notifier === NO_NOTIFIER ? undefined : upstreamEventListener(options.notifier, clock);
+    this.env = { clock, random: options.random ?? Math.random, timers: options.timers ?? nodeTimers, logger: options.logger, onTransition };
     this.createPool = options.createPool ?? createTargetPool;
     this.update(agents);
     setUpstreamStateSource(() => this.gaugeValues());

@@ -7,7 +7,7 @@ import { CLI_PATH } from '../helpers/cli.js';
 
 const help = async (...command: string[]) => (await promisify(execFile)(process.execPath, [CLI_PATH, ...command, '--help'])).stdout;
 
-const COMMANDS = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'show'], ['keys', 'revoke'], ['keys', 'update'], ['keys', 'rotate'], ['config'], ['config', 'check'], ['audit'], ['audit', 'tail'], ['usage'], ['demo-agent']];
+const COMMANDS = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'show'], ['keys', 'revoke'], ['keys', 'update'], ['keys', 'rotate'], ['config'], ['config', 'check'], ['audit'], ['audit', 'tail'], ['usage'], ['events'], ['events', 'list'], ['demo-agent']];
 
 describe('agent-gateway --help', () => {
   it('ends the top-level help with examples that use the demo config', async () => {

@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import { Command, CommanderError } from 'commander';
 import { registerAuditCommand } from '../../src/cli/audit.js';
 import { registerKeysCommand } from '../../src/cli/keys.js';
+import { registerEventsCommand } from '../../src/cli/events-command.js';
 import { registerUsageCommand } from '../../src/cli/usage-command.js';
 import type { Clock } from '../../src/clock.js';
 import { trackChildProcess } from './child-processes.js';
@@ -61,6 +62,7 @@ export async function runCliInProcess(args: string[], options: InProcessCliOptio
   if (options.programConfigOption) program.option('--config <path>', 'config', 'config/gateway.yaml');
   registerKeysCommand(program, { clock: options.clock, env: options.env ?? {}, stdout, stderr, setExitCode });
   registerUsageCommand(program, { stdout, stderr, setExitCode });
+  registerEventsCommand(program, { stdout, stderr, setExitCode });
   registerAuditCommand(program, { stdout: textSink(stdout), stderr: textSink(stderr), setExitCode });
   try {
     await program.parseAsync(args, { from: 'user' });

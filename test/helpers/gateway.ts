@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { KeyService, type CreateKeyInput } from '../../src/keys/key-service.js';
-import { startGateway, type RunningGateway } from '../../src/gateway.js';
+import { startGateway, type RunningGateway, type StartGatewayOptions } from '../../src/gateway.js';
 import type { Clock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { GatewayConfig } from '../../src/config/schema.js';
@@ -33,6 +33,8 @@ export interface TestGatewayOptions {
   config?: Record<string, unknown>;
   redisUrl?: string;
   clock?: Clock;
+  /** Where webhook events go instead of the configured outbox (test/helpers/recording-notifier.ts). */
+  notifier?: StartGatewayOptions['notifier'];
 }
 
 export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
@@ -58,7 +60,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     },
   });
   const logger = pino({ level: 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
-  const running = await startGateway(config, { logger, clock: options.clock });
+  const running = await startGateway(config, { logger, clock: options.clock, notifier: options.notifier });
   const service = new KeyService({ store: running.keyStore, config, clock: options.clock });
   const url = `http://127.0.0.1:${running.port}`;
   const adminUrl = `http://127.0.0.1:${running.adminPort}`;

@@ -1,10 +1,11 @@
-// The dashboard shell: who is signed in, the navigation (Settings → API Keys, Usage, Agents)
+// The dashboard shell: who is signed in, the navigation (Settings → API Keys, Usage, Agents, Events)
 // and the page the location hash names. Hash routes keep every page on the one index.html
 // the admin listener serves.
 import { useEffect, useState } from 'preact/hooks';
 import { currentSession, signOut, whenSignedOut } from './api.js';
 import { ErrorState, Loading } from './components/states.js';
 import { AgentsPage } from './pages/agents-page.js';
+import { EventsPage } from './pages/events-page.js';
 import { KeysPage } from './pages/keys-page.js';
 import { SignIn } from './pages/sign-in.js';
 import { UsagePage } from './pages/usage-page.js';
@@ -14,6 +15,7 @@ const PAGES = {
   keys: { title: 'API Keys', section: 'Settings' },
   usage: { title: 'Usage', section: 'Insights' },
   agents: { title: 'Agents', section: 'Insights' },
+  events: { title: 'Events', section: 'Insights' },
 } as const;
 type PageName = keyof typeof PAGES;
 
@@ -80,7 +82,7 @@ export function App() {
         ))}
       </nav>
       <main id="main" class="content" tabIndex={-1}>
-        {page === 'keys' ? <KeysPage canWrite={canWrite} /> : page === 'usage' ? <UsagePage /> : <AgentsPage />}
+        {page === 'keys' ? <KeysPage canWrite={canWrite} /> : page === 'usage' ? <UsagePage /> : page === 'events' ? <EventsPage canWrite={canWrite} /> : <AgentsPage />}
       </main>
     </div>
   );

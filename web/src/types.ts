@@ -95,3 +95,21 @@ export interface UsageReport {
 export interface ListAnswer<T> {
   data: T[];
 }
+
+export type DeliveryState = 'pending' | 'delivered' | 'failed';
+
+/** A webhook event as GET /admin/v1/events lists it (docs/notifications.md "Admin API"). */
+export interface WebhookEvent {
+  id: string;
+  type: string;
+  subject: string;
+  created_at: string;
+  data: Record<string, unknown>;
+  state: DeliveryState;
+  attempts: Array<{ at: string; status?: number; error?: string; duration_ms: number }>;
+}
+
+export interface EventPage {
+  data: WebhookEvent[];
+  next_cursor: string | null;
+}

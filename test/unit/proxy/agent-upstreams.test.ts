@@ -133,3 +133,36 @@ describe('AgentUpstreams queue bound', () => {
     expect(upstreams.waiting).toBe(0);
   });
 });
+
+describe('AgentUpstreams availability transitions (upstream.down / upstream.up)', () => {
+  it('tells of each change of availability once: ejected and health-down together are one down, back is one up', () => {
+    const clock = new ManualClock(1_000_000);
+    const timers = new ManualTimers();
+    const seen: string[] = [];
+    const targets = Array.from({ length: 3 }, (_, i) => new UpstreamTarget('support', `http://10.0.0.${i + 1}:8081/api/v1`, 1, {} as Pool));
+    const upstreams = new AgentUpstreams('support', targets, {}, OUTLIER, {
+      clock,
+      random: lcg(1),
+      timers,
+      logger: undefined,
+      onTransition: ({ agentId, target, state, reason }) => seen.push(`${agentId} ${target.url} ${state} ${reason}`),
+    });
+    const a = targets[0]!;
+    for (let i = 0; i < 3; i++) upstreams.failed(a, 'connect');
+    expect(seen).toEqual(['support http://10.0.0.1:8081/api/v1 down outlier_ejection']);
+    // Failing its health checks too, while ejected: still one down.
+    upstreams.setHealth(a, false);
+    expect(seen).toHaveLength(1);
+    // The ejection ends while health checks still fail: not back.
+    clock.advance(10_000);
+    timers.fireLast();
+    expect(seen).toHaveLength(1);
+    upstreams.setHealth(a, true);
+    expect(seen.slice(1)).toEqual(['support http://10.0.0.1:8081/api/v1 up health_check']);
+    // Ejected again and back when the ejection ends.
+    for (let i = 0; i < 3; i++) upstreams.failed(a, 'status_5xx');
+    clock.advance(20_000);
+    timers.fireLast();
+    expect(seen.slice(2)).toEqual(['support http://10.0.0.1:8081/api/v1 down outlier_ejection', 'support http://10.0.0.1:8081/api/v1 up ejection_ended']);
+  });
+});

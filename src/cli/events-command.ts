@@ -1,0 +1,95 @@
+// `agent-gateway events list [--type T] [--subject S] [--state pending|delivered|failed]
+// [--limit N] [--json]`: the webhook events and their delivery state (docs/notifications.md
+// "CLI"), read from where the gateway keeps them (the Redis hashes in Redis mode, the
+// events.jsonl file in embedded mode) through the same paging as GET /admin/v1/events.
+import { InvalidArgumentError, type Command } from 'commander';
+import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
+import { EVENT_TYPES } from '../config/schema.js';
+import { silentLogger } from '../logger.js';
+import { eventStatesPath, pageOf, readEventStates } from '../notifications/file-webhook-outbox.js';
+import type { DeliveryState, EventFilter, EventPage, StoredEvent } from '../notifications/outbox.js';
+import { RedisWebhookOutbox } from '../notifications/redis-webhook-outbox.js';
+import { createRedisClientFactory, type RedisClient } from '../redis/redis-client.js';
+
+interface EventsListOptions {
+  config?: string;
+  type?: string;
+  subject?: string;
+  state?: DeliveryState;
+  limit: number;
+  json?: boolean;
+}
+
+export interface EventsCommandIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  setExitCode: (code: number) => void;
+}
+
+const processIo: EventsCommandIo = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+  setExitCode: (code) => void (process.exitCode = code),
+};
+
+function oneOf<T extends string>(allowed: readonly T[]) {
+  return (value: string): T => {
+    if (!(allowed as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${allowed.join(', ')}`);
+    return value as T;
+  };
+}
+
+function limit(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new InvalidArgumentError('expected a whole number from 1 to 1000');
+  return n;
+}
+
+export function registerEventsCommand(program: Command, io: EventsCommandIo = processIo): Command {
+  const events = program.command('events').description('webhook events and their delivery state (docs/notifications.md)');
+  events
+    .command('list')
+    .description('recent webhook events, newest first, with their delivery state and last attempt')
+    .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
+    .option('--type <type>', 'only this event type', oneOf(EVENT_TYPES))
+    .option('--subject <subject>', 'only this subject, e.g. key:key_3xQk9Pz2LmN8vR4t or agent:demo')
+    .option('--state <state>', 'pending, delivered or failed', oneOf(['pending', 'delivered', 'failed'] as const))
+    .option('--limit <n>', 'at most this many events', limit, 50)
+    .option('--json', 'print the events as a JSON array')
+    .action(async (options: EventsListOptions, command: Command) => {
+      const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
+      let redis: RedisClient | undefined;
+      try {
+        const config = await loadConfig(configPath);
+        const filter: EventFilter = { type: options.type, subject: options.subject, state: options.state };
+        let page: EventPage;
+        if (config.redis) {
+          const factory = createRedisClientFactory(config.redis, silentLogger);
+          redis = factory.connect('cli-read', 'agentgw-cli');
+          await factory.whenReady(redis, 5_000);
+          page = await new RedisWebhookOutbox({ client: redis, prefix: config.redis.prefix, leaseMs: 1 }).list(filter, undefined, options.limit);
+        } else {
+          page = pageOf((await readEventStates(eventStatesPath(config.notifications.dir), Date.now())).values(), filter, undefined, options.limit);
+        }
+        io.stdout(options.json ? `${JSON.stringify(page.data)}\n` : eventsTable(page.data));
+      } catch (error) {
+        if (!(error instanceof ConfigError) && !(error instanceof Error)) throw error;
+        io.stderr(`${error.message}\n`);
+        io.setExitCode(1);
+      } finally {
+        redis?.disconnect();
+      }
+    });
+  return events;
+}
+
+function eventsTable(events: StoredEvent[]): string {
+  if (events.length === 0) return 'no events\n';
+  const rows = events.map((e) => {
+    const last = e.attempts[e.attempts.length - 1];
+    return [e.id, e.type, e.subject, e.state, String(e.attempts.length), last ? (last.status !== undefined ? String(last.status) : (last.error ?? '')) : '-', e.created_at];
+  });
+  const header = ['ID', 'TYPE', 'SUBJECT', 'STATE', 'ATTEMPTS', 'LAST', 'CREATED'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  return [header, ...rows].map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n';
+}

@@ -1,0 +1,193 @@
+// The outbox in Redis mode (docs/decisions/0067-webhook-outbox-and-delivery.md). Events go to
+// one of SHARD_COUNT streams by subject; each shard's stream and lease share a hash tag, so the
+// fenced scripts below touch one Cluster slot. An entry is deleted (XDEL) once its delivery is
+// done, only while the deleting instance still holds the shard's lease: what is left in a
+// stream is exactly what a new owner must deliver, oldest first. Each event's delivery state
+// is a hash of its own with a TTL, and a sorted set of ids (lexical order = time order) pages
+// the events list.
+import { randomBytes } from 'node:crypto';
+import type { RedisClient } from '../redis/redis-client.js';
+import { eventIdTimePrefix } from './event-id.js';
+import type { NotificationEvent } from './notifier.js';
+import { EVENT_STATE_TTL_MS, appendAttempt, matches, shardOf, type DeliveryAttempt, type DeliveryState, type EventFilter, type EventPage, type Outbox, type OutboxEntry, type StoredEvent } from './outbox.js';
+
+export const SHARD_COUNT = 16;
+/** A stream longer than this drops its oldest entries (a receiver down for days at a high event rate). */
+const MAX_STREAM_LEN = 1_000_000;
+const LIST_SCAN_BATCH = 100;
+const LIST_SCAN_MAX = 2_000;
+
+const RENEW_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
+const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
+const COMMIT_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('XDEL', KEYS[2], ARGV[2]) return 1 else return 0 end`;
+
+type ScriptClient = RedisClient & {
+  agentgwWebhookRenew(lease: string, owner: string, ttlMs: number): Promise<number>;
+  agentgwWebhookRelease(lease: string, owner: string): Promise<number>;
+  agentgwWebhookCommit(lease: string, stream: string, owner: string, position: string): Promise<number>;
+};
+
+export interface RedisWebhookOutboxOptions {
+  client: RedisClient;
+  /** redis.prefix, e.g. "agentgw:". */
+  prefix: string;
+  /** How long a shard lease lasts without renewal. */
+  leaseMs: number;
+}
+
+export class RedisWebhookOutbox implements Outbox {
+  readonly shardCount = SHARD_COUNT;
+  private readonly redis: ScriptClient;
+  /** This instance's lease value: a takeover by anyone else makes every fenced call fail. */
+  private readonly owner = `${process.pid}-${randomBytes(8).toString('hex')}`;
+
+  constructor(private readonly options: RedisWebhookOutboxOptions) {
+    const client = options.client;
+    client.defineCommand('agentgwWebhookRenew', { numberOfKeys: 1, lua: RENEW_LUA });
+    client.defineCommand('agentgwWebhookRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
+    client.defineCommand('agentgwWebhookCommit', { numberOfKeys: 2, lua: COMMIT_LUA });
+    this.redis = client as ScriptClient;
+  }
+
+  private shardKey(shard: number, part: 'outbox' | 'lease'): string {
+    return `{${this.options.prefix}webhooks:${shard}}:${part}`;
+  }
+
+  private eventKey(id: string): string {
+    return `${this.options.prefix}webhooks:event:${id}`;
+  }
+
+  private get indexKey(): string {
+    return `${this.options.prefix}webhooks:events`;
+  }
+
+  async append(events: readonly NotificationEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    // One write per event key; the shared connection's auto-pipelining sends them together.
+    await Promise.all(events.flatMap((event) => [...this.writeState(event, 'pending', undefined), this.enqueue(event)]));
+  }
+
+  private writeState(event: NotificationEvent, state: DeliveryState, attempts: DeliveryAttempt[] | undefined): Promise<unknown>[] {
+    const key = this.eventKey(event.id);
+    const fields: Record<string, string> = { event: JSON.stringify(event), state };
+    if (attempts !== undefined) fields.attempts = JSON.stringify(attempts);
+    return [
+      this.redis.hset(key, fields),
+      this.redis.pexpire(key, EVENT_STATE_TTL_MS),
+      this.redis.zadd(this.indexKey, 0, event.id),
+    ];
+  }
+
+  private enqueue(event: NotificationEvent): Promise<unknown> {
+    return this.redis.xadd(this.shardKey(shardOf(event.subject, SHARD_COUNT), 'outbox'), 'MAXLEN', '~', MAX_STREAM_LEN, '*', 'e', JSON.stringify(event));
+  }
+
+  /** Queues the event again (redeliver); its attempts are kept. */
+  async requeue(event: NotificationEvent): Promise<void> {
+    await Promise.all([this.redis.hset(this.eventKey(event.id), 'state', 'pending'), this.redis.pexpire(this.eventKey(event.id), EVENT_STATE_TTL_MS), this.redis.zadd(this.indexKey, 0, event.id)]);
+    await this.enqueue(event);
+  }
+
+  async claimOnce(key: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(`${this.options.prefix}webhooks:once:${key}`, '1', 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async acquire(shard: number): Promise<boolean> {
+    return (await this.redis.set(this.shardKey(shard, 'lease'), this.owner, 'PX', this.options.leaseMs, 'NX')) === 'OK';
+  }
+
+  async renew(shard: number): Promise<boolean> {
+    return (await this.redis.agentgwWebhookRenew(this.shardKey(shard, 'lease'), this.owner, this.options.leaseMs)) === 1;
+  }
+
+  async release(shard: number): Promise<void> {
+    await this.redis.agentgwWebhookRelease(this.shardKey(shard, 'lease'), this.owner);
+  }
+
+  async read(shard: number, count: number): Promise<OutboxEntry[]> {
+    const rows = await this.redis.xrange(this.shardKey(shard, 'outbox'), '-', '+', 'COUNT', count);
+    const entries: OutboxEntry[] = [];
+    for (const [position, fields] of rows) {
+      const event = parseEvent(fields[fields.indexOf('e') + 1]);
+      // An entry that is not an event (written by hand) is committed like a delivered one would be.
+      entries.push({ position, event: event ?? { id: '', type: 'key.created', created_at: '', subject: '', data: {} } });
+    }
+    return entries;
+  }
+
+  async commit(shard: number, position: string): Promise<boolean> {
+    return (await this.redis.agentgwWebhookCommit(this.shardKey(shard, 'lease'), this.shardKey(shard, 'outbox'), this.owner, position)) === 1;
+  }
+
+  async backlog(shard: number): Promise<{ depth: number; oldestMs: number | undefined }> {
+    const stream = this.shardKey(shard, 'outbox');
+    const [depth, first] = await Promise.all([this.redis.xlen(stream), this.redis.xrange(stream, '-', '+', 'COUNT', 1)]);
+    const position = first[0]?.[0];
+    return { depth, oldestMs: position === undefined ? undefined : Number(position.split('-')[0]) };
+  }
+
+  async get(id: string): Promise<StoredEvent | undefined> {
+    return toStored(await this.redis.hgetall(this.eventKey(id)));
+  }
+
+  async recordAttempt(id: string, attempt: DeliveryAttempt | undefined, state: DeliveryState): Promise<void> {
+    const key = this.eventKey(id);
+    // One writer per event at a time (the shard's owner), so read-modify-write is safe here.
+    const current = await this.redis.hget(key, 'attempts');
+    await this.redis.hset(key, { attempts: JSON.stringify(appendAttempt(parseAttempts(current), attempt)), state });
+  }
+
+  async list(filter: EventFilter, cursor: string | undefined, limit: number): Promise<EventPage> {
+    // Forget ids whose state hash has expired.
+    const horizon = eventIdTimePrefix(Date.now() - EVENT_STATE_TTL_MS);
+    await this.redis.zremrangebylex(this.indexKey, '-', `(${horizon}`);
+    const data: StoredEvent[] = [];
+    let from = cursor === undefined ? '+' : `(${cursor}`;
+    let scanned = 0;
+    for (;;) {
+      const ids = await this.redis.zrevrangebylex(this.indexKey, from, '-', 'LIMIT', 0, LIST_SCAN_BATCH);
+      const loaded = await Promise.all(ids.map((id) => this.get(id)));
+      for (let i = 0; i < ids.length; i++) {
+        scanned++;
+        const event = loaded[i];
+        if (event && matches(event, filter)) data.push(event);
+        if (data.length === limit) return { data, nextCursor: ids[i]! };
+      }
+      if (ids.length < LIST_SCAN_BATCH) return { data, nextCursor: null };
+      from = `(${ids[ids.length - 1]}`;
+      // A filter that matches little: a short page with a cursor, rather than a scan of everything.
+      if (scanned >= LIST_SCAN_MAX) return { data, nextCursor: ids[ids.length - 1]! };
+    }
+  }
+
+  async close(): Promise<void> {
+    // The client is the composition root's to close.
+  }
+}
+
+function parseEvent(text: string | undefined): NotificationEvent | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const event = JSON.parse(text) as NotificationEvent;
+    return typeof event.id === 'string' && typeof event.subject === 'string' ? event : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseAttempts(text: string | null | undefined): DeliveryAttempt[] {
+  if (!text) return [];
+  try {
+    const value = JSON.parse(text) as unknown;
+    return Array.isArray(value) ? (value as DeliveryAttempt[]) : [];
+  } catch {
+    return [];
+  }
+}
+
+function toStored(hash: Record<string, string>): StoredEvent | undefined {
+  const event = parseEvent(hash.event);
+  if (!event) return undefined;
+  const state = hash.state === 'delivered' || hash.state === 'failed' ? hash.state : 'pending';
+  return { ...event, state, attempts: parseAttempts(hash.attempts) };
+}
