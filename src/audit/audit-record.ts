@@ -2,7 +2,7 @@
 // dashboards read.
 import { isPlainJsonText, jsonNumberLiteral, jsonStringLiteral, PlainTextMemo, requestIdPlainMemo } from '../json-text.js';
 
-export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'concurrency_limit_exceeded' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
+export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'cost_budget_exceeded' | 'tool_budget_exceeded' | 'concurrency_limit_exceeded' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
 
 /**
  * The most tokens one answer may report (docs/rate-limits.md, "Token budgets"): far above any

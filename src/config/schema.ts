@@ -14,7 +14,7 @@ import { TAGGABLE_KEY, redisSchema } from './redis-schema.js';
 import { telemetrySchema } from './telemetry-schema.js';
 import { auditPostgresSchema } from './audit-postgres-schema.js';
 
-export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap } from './plan-schema.js';
+export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
 export { TAGGABLE_KEY } from './redis-schema.js';
 

@@ -25,6 +25,7 @@ import {
 } from '../../src/ratelimit/protocol/codec.js';
 import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
 import { admitLua, OPERATION } from '../../src/ratelimit/protocol/operations.js';
+import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
 import { bucketExpiryMs, bucketWidthMs } from '../../src/ratelimit/window-math.js';
 import { captureLogLines } from '../helpers/log-capture.js';
 import { redisErrorCount } from '../helpers/metric-counts.js';
@@ -68,16 +69,16 @@ async function bucketCount(subject: string, window: string, bucket: number): Pro
 
 describe('each operation through its codec, on a real Redis', () => {
   it('charge: counts the tokens in the budgets only, answers the time it ran at', async () => {
-    const reply = decodeCharge(await operations.call('charge', encodeCharge({ keyHead: keyHead('s'), windows: WINDOWS, nowMs: T0, tokens: 300 })!));
+    const reply = decodeCharge(await operations.call('charge', encodeCharge({ keyHead: keyHead('s'), windows: WINDOWS, amounts: chargeAmounts(WINDOWS, { tokens: 300 }) ?? [], nowMs: T0 })!));
     expect(reply).toEqual({ nowMs: T0 });
     expect(await bucketCount('s', 'tokens-hour', bucketOf(T0, HOUR_MS))).toBe(300);
     expect(await client.exists(rateLimitKey(PREFIX, 's', 'minute'))).toBe(0);
     // No budget among the windows: nothing to send.
-    expect(encodeCharge({ keyHead: keyHead('s'), windows: [WINDOWS[0]!], nowMs: T0, tokens: 5 })).toBeUndefined();
+    expect(encodeCharge({ keyHead: keyHead('s'), windows: [WINDOWS[0]!], amounts: chargeAmounts([WINDOWS[0]!], { tokens: 5 }) ?? [], nowMs: T0 })).toBeUndefined();
   });
 
   it('admit with a slot: every field of the reply, the cap refusing past the free slots', async () => {
-    await operations.call('charge', encodeCharge({ keyHead: keyHead('a'), windows: WINDOWS, nowMs: T0, tokens: 300 })!);
+    await operations.call('charge', encodeCharge({ keyHead: keyHead('a'), windows: WINDOWS, amounts: chargeAmounts(WINDOWS, { tokens: 300 }) ?? [], nowMs: T0 })!);
     const slot = { key: streamSlotsKey(PREFIX, 'a'), streams: 2, leaseMs: 30_000, memberHead: 'inst:1' };
     const raw = await operations.call('admit', encodeAdmit({ keyHead: keyHead('a'), windows: WINDOWS, nowMs: T0 + 10, count: 3, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot }));
     const now = T0 + 10;
@@ -100,7 +101,7 @@ describe('each operation through its codec, on a real Redis', () => {
 
   it('admit with a lease and a refund: units and tokens reserved, the earlier lease given back first', async () => {
     const s = 'lease';
-    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, tokens: 200 })!);
+    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, amounts: chargeAmounts(WINDOWS, { tokens: 200 }) ?? [], nowMs: T0 })!);
     const first = decodeAdmit(await operations.call('admit', encodeAdmit({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 4, leaseTokens: 30, refund: undefined, slot: undefined })), 2);
     expect([first.admitted, first.leaseUnits, first.leaseTokens, first.remaining]).toEqual([1, 4, 30, [95, 770]]);
     // The lease is given back in full with the next call: it comes off before that call counts.
@@ -137,7 +138,7 @@ describe('each operation through its codec, on a real Redis', () => {
   it('refund: units and tokens leave the buckets they were counted in, and only those', async () => {
     const s = 'refund';
     await operations.call('admit', encodeAdmit({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, count: 5, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }));
-    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, tokens: 50 })!);
+    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, amounts: chargeAmounts(WINDOWS, { tokens: 50 }) ?? [], nowMs: T0 })!);
     const refund = { units: 3, tokens: 20, buckets: [bucketOf(T0, MINUTE_MS), bucketOf(T0, HOUR_MS)] };
     expect(decodeRefund(await operations.call('refund', encodeRefund({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0 + 2_000, refund })))).toEqual({ nowMs: T0 + 2_000 });
     expect(await bucketCount(s, 'minute', bucketOf(T0, MINUTE_MS))).toBe(2);
