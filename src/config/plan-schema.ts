@@ -1,6 +1,7 @@
 // Plans and a key's own limits (docs/rate-limits.md): request windows, token and cost budgets,
 // tool-call quotas and the stream concurrency cap, read into the shape the limiter takes.
 import { z } from 'zod';
+import { formatDurationMs } from './duration.js';
 import { duration, positiveDuration } from './schema-primitives.js';
 
 export const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -147,9 +148,14 @@ function tokenWindows(inputs: readonly TokenWindowInput[]): RateWindow[] {
   return inputs.map((t) => ({ name: t.name ?? `tokens-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.tokens, windowMs: t.per, tokens: true }));
 }
 
+/** A policy window's period in its name: `minute`, `day`, else the duration as written short (`30d`, `90m`). */
+function periodName(ms: number): string {
+  return WINDOW_NAMES[ms] ?? formatDurationMs(ms);
+}
+
 /** Cost budgets are named `cost-<period>` unless named; their limit is in micro-dollars. */
 function costWindows(inputs: readonly CostWindowInput[]): RateWindow[] {
-  return inputs.map((c) => ({ name: c.name ?? `cost-${WINDOW_NAMES[c.per] ?? `${c.per / 1000}s`}`, limit: Math.round(c.usd * MICRO_USD_PER_USD), windowMs: c.per, cost: true }));
+  return inputs.map((c) => ({ name: c.name ?? `cost-${periodName(c.per)}`, limit: Math.round(c.usd * MICRO_USD_PER_USD), windowMs: c.per, cost: true }));
 }
 
 /** Tool windows are named `tool-<tool>-<period>` unless named; in the order the config lists the tools. */
@@ -157,7 +163,7 @@ function toolQuotas(input: ToolCallsInput | undefined): ToolQuota[] | undefined 
   if (input === undefined) return undefined;
   const quotas: ToolQuota[] = [];
   for (const [tool, inputs] of Object.entries(input)) {
-    const windows: RateWindow[] = inputs.map((t) => ({ name: t.name ?? `tool-${tool}-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.calls, windowMs: t.per, tool }));
+    const windows: RateWindow[] = inputs.map((t) => ({ name: t.name ?? `tool-${tool}-${periodName(t.per)}`, limit: t.calls, windowMs: t.per, tool }));
     quotas.push({ tool, windows, reports: windows.map((w) => ({ ...w, reportOnly: true })) });
   }
   return quotas.length === 0 ? undefined : quotas;

@@ -162,10 +162,10 @@ describe('replies of another version, or of none', () => {
   it('each decoder refuses a reply that is not exactly its operation\'s, and counts it', async () => {
     const before = await redisErrorCount('ratelimit_protocol');
     const args = encodeAdmit({ keyHead: keyHead('v2'), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
-    const v2 = await client.eval(admitLua('agw_admit_v2'), args[0]!, ...args.slice(1));
-    expect((v2 as unknown[])[0]).toBe('agw_admit_v2');
+    const v2 = await client.eval(admitLua('agw_admit_v3'), args[0]!, ...args.slice(1));
+    expect((v2 as unknown[])[0]).toBe('agw_admit_v3');
     expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(RateLimitProtocolError);
-    expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(/agw_admit_v1 returned an unexpected reply/);
+    expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(/agw_admit_v2 returned an unexpected reply/);
     // A renew decoder does not take an admit reply, nor the other way round.
     const admit = await operations.call('admit', encodeAdmit({ keyHead: keyHead('v1'), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }));
     expect(() => decodeRenew(admit, WINDOWS.length)).toThrow(RateLimitProtocolError);
@@ -174,7 +174,7 @@ describe('replies of another version, or of none', () => {
     for (const bad of [null, 'OK', good.slice(0, -1), [...good.slice(0, 5), '1', ...good.slice(6)], [...good.slice(0, 5), 1.5, ...good.slice(6)], good.slice(1)]) {
       expect(() => decodeAdmit(bad, WINDOWS.length)).toThrow(RateLimitProtocolError);
     }
-    expect(() => decodeCharge(['agw_charge_v2', T0])).toThrow(RateLimitProtocolError);
+    expect(() => decodeCharge(['agw_charge_v3', T0])).toThrow(RateLimitProtocolError);
     expect(() => decodeRefund([OPERATION.refund])).toThrow(RateLimitProtocolError);
     expect(() => decodeSlotRefresh(1)).toThrow(RateLimitProtocolError);
     expect(decodeAdmit(admit, WINDOWS.length).admitted).toBe(1);
@@ -182,10 +182,10 @@ describe('replies of another version, or of none', () => {
   });
 
   it('a limiter given a wrong-version reply fails like a store error: the failover policy decides (deny: 503)', async () => {
-    // A client on which "agw_admit_v1" runs another version's script: its reply is refused.
+    // A client on which "agw_admit_v2" runs another version's script: its reply is refused.
     const other = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     const define = other.defineCommand.bind(other);
-    other.defineCommand = (name, definition) => define(name, name === OPERATION.admit ? { ...definition, lua: admitLua('agw_admit_v2') } : definition);
+    other.defineCommand = (name, definition) => define(name, name === OPERATION.admit ? { ...definition, lua: admitLua('agw_admit_v3') } : definition);
     try {
       const primary = new RedisRateLimiter({ client: other, prefix: PREFIX, commandTimeoutMs: 2_000 });
       const fallback = new MemoryRateLimiter({ clock: new ManualClock() });
@@ -204,8 +204,8 @@ describe('a rolling upgrade: two protocol versions on one Redis', () => {
   it('each version answers its own callers, and both count in the same keys', async () => {
     // The next version's gateway: the same operation under its own name (its own SHA1 in the script cache).
     const next = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-    next.defineCommand('agw_admit_v2', { lua: admitLua('agw_admit_v2') });
-    const admitV2 = (next as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v2']!.bind(next);
+    next.defineCommand('agw_admit_v3', { lua: admitLua('agw_admit_v3') });
+    const admitV2 = (next as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v3']!.bind(next);
     const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: MINUTE_MS }];
     const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:both'), windows, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
     try {
@@ -213,7 +213,7 @@ describe('a rolling upgrade: two protocol versions on one Redis', () => {
       // Interleaved, as two gateway versions behind one load balancer send them.
       for (let i = 0; i < 6; i += 1) {
         if (i % 2 === 0) remaining.push(decodeAdmit(await operations.call('admit', request(T0 + i)), 1).remaining[0]!);
-        else remaining.push(decodeAdmit(await admitV2(...request(T0 + i)), 1, 'agw_admit_v2').remaining[0]!);
+        else remaining.push(decodeAdmit(await admitV2(...request(T0 + i)), 1, 'agw_admit_v3').remaining[0]!);
       }
       expect(remaining).toEqual([9, 8, 7, 6, 5, 4]);
       expect(Number(await client.hget(rateLimitKey(PREFIX, 'account:both', 'minute'), String(bucketOf(T0, MINUTE_MS))))).toBe(6);
@@ -221,9 +221,9 @@ describe('a rolling upgrade: two protocol versions on one Redis', () => {
       const fromV2 = await admitV2(...request(T0 + 8));
       expect(() => decodeAdmit(fromV2, 1)).toThrow(RateLimitProtocolError);
       const fromV1 = await operations.call('admit', request(T0 + 9));
-      expect(() => decodeAdmit(fromV1, 1, 'agw_admit_v2')).toThrow(RateLimitProtocolError);
+      expect(() => decodeAdmit(fromV1, 1, 'agw_admit_v3')).toThrow(RateLimitProtocolError);
       // Both scripts live in the cache side by side.
-      const shas = await Promise.all([admitLua(), admitLua('agw_admit_v2')].map((source) => client.script('LOAD', source) as Promise<string>));
+      const shas = await Promise.all([admitLua(), admitLua('agw_admit_v3')].map((source) => client.script('LOAD', source) as Promise<string>));
       expect(new Set(shas).size).toBe(2);
     } finally {
       next.disconnect();
