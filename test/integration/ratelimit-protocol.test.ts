@@ -25,6 +25,7 @@ import {
 } from '../../src/ratelimit/protocol/codec.js';
 import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
 import { admitLua, OPERATION } from '../../src/ratelimit/protocol/operations.js';
+import { LUA_WINDOWS } from '../../src/ratelimit/protocol/lua-windows.js';
 import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
 import { bucketExpiryMs, bucketWidthMs } from '../../src/ratelimit/window-math.js';
 import { captureLogLines } from '../helpers/log-capture.js';
@@ -75,6 +76,40 @@ describe('each operation through its codec, on a real Redis', () => {
     expect(await client.exists(rateLimitKey(PREFIX, 's', 'minute'))).toBe(0);
     // No budget among the windows: nothing to send.
     expect(encodeCharge({ keyHead: keyHead('s'), windows: [WINDOWS[0]!], amounts: chargeAmounts([WINDOWS[0]!], { tokens: 5 }) ?? [], nowMs: T0 })).toBeUndefined();
+  });
+
+  it('charge v2: each budget its own amount (tokens, micro-dollars, one tool\'s calls), request windows never', async () => {
+    const budgets: RateWindow[] = [
+      ...WINDOWS,
+      { name: 'cost-hour', limit: 1_000_000, windowMs: HOUR_MS, cost: true },
+      { name: 'tool-search-hour', limit: 10, windowMs: HOUR_MS, tool: 'search' },
+      { name: 'tool-browse-hour', limit: 10, windowMs: HOUR_MS, tool: 'browse' },
+    ];
+    const amounts = chargeAmounts(budgets, { tokens: 70, microUsd: 1_234, toolCalls: ['search', 'search', 'other'] })!;
+    expect(amounts).toEqual([0, 70, 1_234, 2, 0]);
+    const args = encodeCharge({ keyHead: keyHead('c2'), windows: budgets, amounts, nowMs: T0 })!;
+    // Only the three budgets with an amount are sent: 3 keys, then nowMs, 5 per budget, 3 amounts.
+    expect(args[0]).toBe(3);
+    expect(args.slice(-3)).toEqual([70, 1_234, 2]);
+    expect(decodeCharge(await operations.call('charge', args))).toEqual({ nowMs: T0 });
+    expect(await bucketCount('c2', 'tokens-hour', bucketOf(T0, HOUR_MS))).toBe(70);
+    expect(await bucketCount('c2', 'cost-hour', bucketOf(T0, HOUR_MS))).toBe(1_234);
+    expect(await bucketCount('c2', 'tool-search-hour', bucketOf(T0, HOUR_MS))).toBe(2);
+    expect(await client.exists(rateLimitKey(PREFIX, 'c2', 'tool-browse-hour'), rateLimitKey(PREFIX, 'c2', 'minute'))).toBe(0);
+  });
+
+  it('admit v2: a report-only window (kind 2) reports its figures in its place and never refuses', async () => {
+    const spent: RateWindow = { name: 'tool-search-hour', limit: 2, windowMs: HOUR_MS, tool: 'search' };
+    await operations.call('charge', encodeCharge({ keyHead: keyHead('r'), windows: [spent], amounts: [2], nowMs: T0 })!);
+    const windows: RateWindow[] = [WINDOWS[0]!, { ...spent, reportOnly: true }, WINDOWS[1]!];
+    const args = encodeAdmit({ keyHead: keyHead('r'), windows, nowMs: T0 + 1, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
+    expect(args.filter((_, i) => i > 1 + 3 + 9 - 1 && (i - (1 + 3 + 9)) % 5 === 4)).toEqual([0, 2, 1]);
+    const reported = decodeAdmit(await operations.call('admit', args), 3);
+    expect([reported.admitted, reported.remaining]).toEqual([1, [99, 0, 1_000]]);
+    expect(reported.resetMs[1]).toBe(expiresIn(T0, T0 + 1, HOUR_MS));
+    // The same window refusing (the request names the tool): refused, nothing counted.
+    const refused = decodeAdmit(await operations.call('admit', encodeAdmit({ ...{ keyHead: keyHead('r'), nowMs: T0 + 2, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }, windows: [WINDOWS[0]!, spent, WINDOWS[1]!] })), 3);
+    expect([refused.admitted, refused.remaining, refused.retryAfterMs]).toEqual([0, [99, 0, 1_000], expiresIn(T0, T0 + 2, HOUR_MS)]);
   });
 
   it('admit with a slot: every field of the reply, the cap refusing past the free slots', async () => {
@@ -196,6 +231,40 @@ describe('replies of another version, or of none', () => {
       expect((await redisErrorCount('ratelimit_protocol')) - before).toBe(2);
     } finally {
       other.disconnect();
+    }
+  });
+});
+
+/** The retired agw_admit_v1 (kinds 0 and 1 only), as the gateway before decision 0065 registered it. */
+const ADMIT_V1 = `${LUA_WINDOWS}
+local wins = {}
+for k = 1, (#ARGV - 9) / 5 do wins[k] = windowAt(k, 10 + (k - 1) * 5) end
+
+local slot = false
+local streams = tonumber(ARGV[7])
+if streams > 0 then slot = { key = KEYS[#wins + 1], streams = streams, leaseMs = tonumber(ARGV[8]), head = ARGV[9] } end
+return admitCore('agw_admit_v1', { nowMs = serverNow(ARGV[1]), wins = wins, count = tonumber(ARGV[2]),
+  leaseWanted = tonumber(ARGV[3]), tokenLeaseWanted = tonumber(ARGV[4]), leaseFromMs = 0,
+  refundUnits = tonumber(ARGV[5]), refundTokens = tonumber(ARGV[6]), slot = slot })
+`;
+
+describe('the upgrade of decision 0065: agw_admit_v1 gateways beside agw_admit_v2 ones', () => {
+  it('count a plan without cost or tool windows in the same keys, against one limit, each reading its own replies', async () => {
+    const old = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    old.defineCommand('agw_admit_v1', { lua: ADMIT_V1 });
+    const admitV1 = (old as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v1']!.bind(old);
+    const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:up'), windows: WINDOWS, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
+    try {
+      const remaining: number[] = [];
+      for (let i = 0; i < 6; i += 1) {
+        if (i % 2 === 0) remaining.push(decodeAdmit(await operations.call('admit', request(T0 + i)), 2).remaining[0]!);
+        else remaining.push(decodeAdmit(await admitV1(...request(T0 + i)), 2, 'agw_admit_v1').remaining[0]!);
+      }
+      expect(remaining).toEqual([99, 98, 97, 96, 95, 94]);
+      const fromV1 = await admitV1(...request(T0 + 9));
+      expect(() => decodeAdmit(fromV1, 2)).toThrow(RateLimitProtocolError);
+    } finally {
+      old.disconnect();
     }
   });
 });
