@@ -35,6 +35,7 @@ import type { EndUserLimits } from '../config/schema.js';
 import { RequestState } from '../request/request-state.js';
 import { tokensToCharge } from '../request/token-charge.js';
 import { settleAnswerCost } from '../request/cost.js';
+import { countAnswerFacts } from './answer-metrics.js';
 import type { RequestTracing } from '../telemetry/request-tracing.js';
 import { clientAddress } from './client-address.js';
 import { answerError } from './answer-error.js';
@@ -352,8 +353,9 @@ export class ChatPipeline {
     request.finished = true;
     // Whatever ended the stream (its end, the client, the runner, a deadline): the slot is free.
     if (request.slot !== undefined) request.slot.release();
-    // The answer's model and cost (decision 0066), before anything charges or records them.
+    // The answer's model and cost (decision 0066), before anything charges, counts or records them.
     settleAnswerCost(request.state, request.agent?.model, request.config.pricing);
+    countAnswerFacts(request.state, request.agent);
     // The answer's tokens (JSON metadata or the stream's done event), or, without a valid
     // count (the client left first, an answer too long to read), what was relayed; batched by the limiter.
     if (request.tokenWindows !== undefined) {
