@@ -11,6 +11,7 @@ import { endUserHash } from '../ratelimit/end-user-hash.js';
 import { hasTokenBudget, type ChargeUsage, type RateLimitDecision, type RateLimiter, type WindowStatus } from '../ratelimit/rate-limiter.js';
 import { retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import { microUsdOf } from '../ratelimit/window-math.js';
+import { costUsd } from '../request/cost.js';
 import { tokensToCharge } from '../request/token-charge.js';
 import type { ChatRequest } from './chat-request.js';
 
@@ -157,10 +158,16 @@ export function appendToolsWithheld(request: ChatRequest, withheld: readonly str
   request.state.responseHeaders.push('Tools-Withheld', withheld.join(', '));
 }
 
-/** What the answer is charged (docs/rate-limits.md "Token budgets", "Cost budgets", "Tool-call quotas"). */
+/**
+ * What the answer is charged (docs/rate-limits.md "Token budgets", "Cost budgets", "Tool-call
+ * quotas"): an answer without a valid count is charged the cost of the tokens its token budgets
+ * are charged (what was relayed, decision 0044), so leaving early escapes neither budget.
+ */
 export function answerUsage(request: ChatRequest): ChargeUsage {
-  const state = request.state as typeof request.state & { costUsd?: number | null; toolCalls?: readonly string[] | null };
-  return { tokens: tokensToCharge(request.state), microUsd: microUsdOf(state.costUsd), toolCalls: state.toolCalls ?? null };
+  const { state } = request;
+  const tokens = tokensToCharge(state);
+  const cost = state.costUsd ?? (tokens > 0 ? costUsd(tokens, state.model, request.config.pricing) : null);
+  return { tokens, microUsd: microUsdOf(cost), toolCalls: state.toolCalls };
 }
 
 /** finish()'s charge: batched by the limiter, never awaited. */

@@ -32,6 +32,8 @@ import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-lim
 import { refusedByEndUser, type RateLimitDecision, type RateLimiter } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
 import { appendToolsWithheld, chargeAnswer, exhaustedTools, limitAfterBody, limitedAfterBody, refuseByPolicyBudget, refusingBudget } from './agent-policy-limit.js';
+import { settleAnswerCost } from '../request/cost.js';
+import { countAnswerFacts } from './answer-metrics.js';
 import type { RequestTracing } from '../telemetry/request-tracing.js';
 import { clientAddress } from './client-address.js';
 import { answerError } from './answer-error.js';
@@ -313,6 +315,7 @@ export class ChatPipeline {
   /** JournaledResponse's hook, bound once: the audit record as the response ends. */
   private readonly recordAtEnd = (context: unknown): AuditLog | undefined => {
     const request = context as ChatRequest;
+    settleAnswerCost(request.state, request.agent?.model, request.config.pricing);
     return recordAtEnd(request.state, request.res, this.auditLog);
   };
 
@@ -321,6 +324,9 @@ export class ChatPipeline {
     request.finished = true;
     // Whatever ended the stream (its end, the client, the runner, a deadline): the slot is free.
     if (request.slot !== undefined) request.slot.release();
+    // The answer's model and cost (decision 0066), before anything charges, counts or records them.
+    settleAnswerCost(request.state, request.agent?.model, request.config.pricing);
+    countAnswerFacts(request.state, request.agent);
     // The answer's tokens (or, without a valid count, what was relayed), cost and tool calls; batched by the limiter.
     if (request.tokenWindows !== undefined) chargeAnswer(this.rateLimiter, request);
     const { req, res, state } = request;

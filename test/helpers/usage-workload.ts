@@ -33,6 +33,10 @@ export function workloadRecords(count: number, seed = 7): AuditRecord[] {
     client_ip: '127.0.0.1',
     user_id: null,
     session_id: null,
+    model: null,
+    cost_usd: null,
+    tool_calls: null,
+    tools_withheld: null,
   }));
 }
 

@@ -166,6 +166,10 @@ function record(i: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
     client_ip: '127.0.0.1',
     user_id: null,
     session_id: null,
+    model: null,
+    cost_usd: null,
+    tool_calls: null,
+    tools_withheld: null,
     ...overrides,
   };
 }

@@ -67,7 +67,7 @@ describe('usage buckets', () => {
 describe('reading an audit line for the rollup', () => {
   const base: AuditRecord = {
     id: 'id-1', request_id: 'client-1', ts: '2026-01-31T13:05:00.123Z', key_id: 'key_0000000000000001', account: 'acme:eu', plan: 'pro', agent: 'support', route: 'chat',
-    status: 200, outcome: 'ok', tokens_used: 12, latency_ms: 35.25, upstream_latency_ms: 30, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null,
+    status: 200, outcome: 'ok', tokens_used: 12, latency_ms: 35.25, upstream_latency_ms: 30, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null, model: null, cost_usd: null, tool_calls: null, tools_withheld: null,
   };
   const expected = (r: AuditRecord) => ({ ts: r.ts, key_id: r.key_id, account: r.account, agent: r.agent, outcome: r.outcome, tokens_used: r.tokens_used, latency_ms: r.latency_ms });
 
