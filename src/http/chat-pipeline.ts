@@ -48,6 +48,7 @@ import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
 import { refuseContentEncoding, refuseRepeatedHost } from './request-header-checks.js';
 import { matchRoute, type RouteTable } from './routing.js';
 import { parseJsonBody, validateChatRequest } from './validate-chat-request.js';
+import { applyToolScope } from './tool-scope.js';
 
 export interface GatewayDependencies {
   runtime: GatewayRuntime;
@@ -249,9 +250,13 @@ export class ChatPipeline {
       const summary = validateChatRequest(parsed, request.agent!, config.limits);
       state.userId = summary.userId;
       state.sessionId = summary.sessionId;
+      state.toolsGiven = summary.tools;
       if (state.trace !== undefined) state.trace.requested(parsed as Record<string, unknown>);
-      if (request.endUserLimits !== undefined) this.limitEndUser(request, request.endUserLimits, body, parsed);
-      else this.send(request, body, parsed);
+      // A key without a tool scope pays for this one check (tool-scope.ts).
+      const scope = state.key!.tools;
+      const sent = scope == null ? body : applyToolScope(state, parsed as Record<string, unknown>, body, scope, request.agent!.tools, undefined).body;
+      if (request.endUserLimits !== undefined) this.limitEndUser(request, request.endUserLimits, sent, parsed);
+      else this.send(request, sent, parsed);
     } catch (error) {
       this.fail(request, error);
     }

@@ -33,4 +33,6 @@ export interface AuthenticatedKey {
   plan: string;
   /** The key's own limits over its plan (null or absent: the plan's); the pipeline resolves them once per key and plan. */
   limits?: KeyLimits | null;
+  /** The key's tool scope: the only tools a request on it may name or be given (null or absent: no restriction). */
+  tools?: readonly string[] | null;
 }

@@ -27,6 +27,12 @@ export class RequestState {
   bytesIn = 0;
   bytesOut = 0;
   userId: string | null = null;
+  /**
+   * The tools the runner was given: the request's own `tools`, or the list the gateway
+   * forwarded in place of an absent one (a key's scope, src/http/tool-scope.ts); null when
+   * unknown (the request named none and none was forwarded: the agent's own default).
+   */
+  toolsGiven: readonly string[] | null = null;
   sessionId: string | null = null;
   traceId = '';
   /** Set only while tracing is on and this request's trace is sampled (docs/observability.md). */
