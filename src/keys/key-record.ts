@@ -21,6 +21,8 @@ export interface KeyRecord {
   metadata: Record<string, string>;
   /** The key's own limits (the shape of a plan), or null: the plan's apply. */
   limits: KeyLimits | null;
+  /** The key's tool scope: the only tools its requests may name or be given (null: no restriction). */
+  tools: string[] | null;
   /** Rotation: the key this one replaced, and the key that replaced this one. */
   replaces: string | null;
   replacedBy: string | null;
