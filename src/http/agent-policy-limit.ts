@@ -14,6 +14,7 @@ import { microUsdOf } from '../ratelimit/window-math.js';
 import { costUsd } from '../request/cost.js';
 import { tokensToCharge } from '../request/token-charge.js';
 import type { ChatRequest } from './chat-request.js';
+import { applyToolScope } from './tool-scope.js';
 
 /** The stages the after-body limit hands its decision to. */
 export interface AdmitStages {
@@ -63,10 +64,9 @@ function allTools(quotas: readonly ToolQuota[]): ReadonlySet<string> {
   return tools;
 }
 
-/** The request's `tools` (validated already: unique strings), or null when it names none. */
-function namedTools(parsed: unknown): ReadonlySet<string> | null {
-  const tools = (parsed as { tools?: unknown }).tools;
-  return Array.isArray(tools) && tools.length > 0 ? new Set(tools as string[]) : null;
+/** The tools the request itself names (validated: unique strings), or null when it names none. */
+function namedTools(tools: readonly string[] | null): ReadonlySet<string> | null {
+  return tools !== null && tools.length > 0 ? new Set(tools) : null;
 }
 
 /**
@@ -83,7 +83,8 @@ export function limitAfterBody(limiter: RateLimiter, stages: AdmitStages, reques
   }
   const subject = request.limitSubject;
   const endUser = endUserLimits === undefined ? undefined : endUserHash(subject, state.userId);
-  const windows = policyWindows(limits, namedTools(parsed));
+  // Until the limit, toolsGiven holds only the request's own list (chat-pipeline.ts forward).
+  const windows = policyWindows(limits, limits.toolCalls === undefined ? null : namedTools(state.toolsGiven));
   if (limits.toolCalls !== undefined || hasTokenBudget(windows) || (limits.cost?.length ?? 0) > 0) {
     request.tokenWindows = chargeWindows(limits);
     request.tokenSubject = subject;
@@ -152,10 +153,22 @@ export function exhaustedTools(decision: RateLimitDecision): string[] {
   return tools;
 }
 
-/** The `Tools-Withheld` header for tools left out of the forwarded list (none: no header). */
-export function appendToolsWithheld(request: ChatRequest, withheld: readonly string[]): void {
-  if (withheld.length === 0) return;
-  request.state.responseHeaders.push('Tools-Withheld', withheld.join(', '));
+/**
+ * An admitted request that named no tools, on a plan with tool quotas: it is forwarded with the
+ * known list (the key's scope, else the agent's allow-list; tool-scope.ts) less the tools whose
+ * quota is spent, which the answer names in `Tools-Withheld` and the audit record in
+ * `tools_withheld`. A request that named its tools keeps them (a spent one was refused).
+ */
+export function withholdSpentTools(request: ChatRequest, decision: RateLimitDecision): void {
+  const { state } = request;
+  if (state.toolsGiven !== null || request.body === undefined) return;
+  const spent = exhaustedTools(decision);
+  const scope = state.key!.tools ?? null;
+  const decided = applyToolScope(state, request.parsed as Record<string, unknown>, request.body, scope, request.agent!.tools, spent.length > 0 ? new Set(spent) : undefined);
+  request.body = decided.body;
+  if (decided.withheld.length === 0) return;
+  state.toolsWithheld = decided.withheld;
+  state.responseHeaders.push('Tools-Withheld', decided.withheld.join(', '));
 }
 
 /**

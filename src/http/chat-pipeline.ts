@@ -31,7 +31,7 @@ import { sendMethod } from '../proxy/a2a/a2a-protocol.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import { refusedByEndUser, type RateLimitDecision, type RateLimiter } from '../ratelimit/rate-limiter.js';
 import { RequestState } from '../request/request-state.js';
-import { appendToolsWithheld, chargeAnswer, exhaustedTools, limitAfterBody, limitedAfterBody, refuseByPolicyBudget, refusingBudget } from './agent-policy-limit.js';
+import { chargeAnswer, limitAfterBody, limitedAfterBody, refuseByPolicyBudget, refusingBudget, withholdSpentTools } from './agent-policy-limit.js';
 import { settleAnswerCost } from '../request/cost.js';
 import { countAnswerFacts } from './answer-metrics.js';
 import type { RequestTracing } from '../telemetry/request-tracing.js';
@@ -48,6 +48,7 @@ import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
 import { refuseContentEncoding, refuseRepeatedHost } from './request-header-checks.js';
 import { matchRoute, type RouteTable } from './routing.js';
 import { parseJsonBody, validateChatRequest } from './validate-chat-request.js';
+import { applyToolScope } from './tool-scope.js';
 
 export interface GatewayDependencies {
   runtime: GatewayRuntime;
@@ -226,7 +227,7 @@ export class ChatPipeline {
         state.refusal = 'rate_limited';
         throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision), param });
       }
-      if (request.afterBodyLimits?.toolCalls !== undefined) appendToolsWithheld(request, exhaustedTools(decision));
+      if (request.afterBodyLimits?.toolCalls !== undefined) withholdSpentTools(request, decision);
       if (request.body !== undefined) this.send(request, request.body, request.parsed);
       else this.body(request);
     } catch (error) {
@@ -253,9 +254,15 @@ export class ChatPipeline {
       const summary = validateChatRequest(parsed, request.agent!, config.limits);
       state.userId = summary.userId;
       state.sessionId = summary.sessionId;
+      state.toolsGiven = summary.tools;
       if (state.trace !== undefined) state.trace.requested(parsed as Record<string, unknown>);
-      if (request.afterBodyLimits !== undefined) limitAfterBody(this.rateLimiter, this, request, body, parsed);
-      else this.send(request, body, parsed);
+      // A key without a tool scope pays for this one check (tool-scope.ts). On a plan with tool
+      // quotas a request naming no tools gets its list after the limit, less the spent tools.
+      const scope = state.key!.tools;
+      const later = scope == null || (summary.tools === null && request.afterBodyLimits?.toolCalls !== undefined);
+      const sent = later ? body : applyToolScope(state, parsed as Record<string, unknown>, body, scope, request.agent!.tools, undefined).body;
+      if (request.afterBodyLimits !== undefined) limitAfterBody(this.rateLimiter, this, request, sent, parsed);
+      else this.send(request, sent, parsed);
     } catch (error) {
       this.fail(request, error);
     }

@@ -27,8 +27,6 @@ export class RequestState {
   toolCalls: string[] | null = null;
   /** tokens_used / 1000 x the model's price (src/request/cost.ts); null: no count, or no price for the model. */
   costUsd: number | null = null;
-  /** The tools the runner was given (the forwarded `tools`); null: not known (no list was forwarded). */
-  toolsGiven: readonly string[] | null = null;
   /** Tools left out of the forwarded list because their quota is spent (Tools-Withheld); null: none. */
   toolsWithheld: readonly string[] | null = null;
   /** Events of a stream relayed to the client, `done` excepted: what a stream without a count is charged (token-charge.ts). */
@@ -39,6 +37,12 @@ export class RequestState {
   bytesIn = 0;
   bytesOut = 0;
   userId: string | null = null;
+  /**
+   * The tools the runner was given: the request's own `tools`, or the list the gateway
+   * forwarded in place of an absent one (a key's scope, src/http/tool-scope.ts); null when
+   * unknown (the request named none and none was forwarded: the agent's own default).
+   */
+  toolsGiven: readonly string[] | null = null;
   sessionId: string | null = null;
   traceId = '';
   /** Set only while tracing is on and this request's trace is sampled (docs/observability.md). */

@@ -232,6 +232,29 @@ describe('dashboard in Chromium', () => {
     await expectChatStatus(rawKey, 'sales', 200);
     await expectChatStatus(rawKey, 'support', 401);
 
+    // Limit its tools (docs/policy.md, "Tool scope on keys"): the row shows the scope, and a
+    // request naming another tool is refused.
+    await row(page, keyId).getByRole('button', { name: `Edit ${keyId}` }).click();
+    const scopeEdit = page.getByRole('dialog');
+    expect(await scopeEdit.getByLabel(/^Tool scope/).inputValue()).toBe('');
+    await scopeEdit.getByLabel(/^Tool scope/).fill('search, files');
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'edit-key-tools');
+    expect(await lowContrastText(page)).toEqual([]);
+    await scopeEdit.getByRole('button', { name: 'Save changes' }).click();
+    await expect.poll(() => row(page, keyId).locator('.key-tools').textContent()).toBe('tools: search, files');
+    await scopeEdit.waitFor({ state: 'detached' });
+    await expect.poll(async () => (await postChat(gateway.url, '/agents/sales/api/v1/chat', rawKey, { message: 'hi', tools: ['web_search'] })).status, { timeout: 3_000 }).toBe(400);
+    expect((await postChat(gateway.url, '/agents/sales/api/v1/chat', rawKey, { message: 'hi', tools: ['files'] })).status).toBe(200);
+    // Emptied, the scope is removed.
+    await row(page, keyId).getByRole('button', { name: `Edit ${keyId}` }).click();
+    const unscope = page.getByRole('dialog');
+    expect(await unscope.getByLabel(/^Tool scope/).inputValue()).toBe('search, files');
+    await unscope.getByLabel(/^Tool scope/).fill('');
+    await unscope.getByRole('button', { name: 'Save changes' }).click();
+    await expect.poll(() => row(page, keyId).locator('.key-tools').count()).toBe(0);
+    await unscope.waitFor({ state: 'detached' });
+
     // Rotate, ending the old key now: the old key is refused, the new one works.
     await row(page, keyId).getByRole('button', { name: `Rotate ${keyId}` }).click();
     const rotate = page.getByRole('dialog');

@@ -134,6 +134,13 @@ describe('the documentation examples, against npm start', () => {
       expect(output).toMatch(/^ratelimit-policy: .*"user-minute";q=20;w=60/im);
       expect(output).toContain('"param":"context.user_id"');
       expect(output).toMatch(/^200$/m);
+      // Tool scope: a tool outside the scope refused naming the field; the scope forwarded in
+      // place of no tools (no calculator), the unscoped demo key computing; then the widened scope.
+      expect(output).toMatch(/^HTTP\/1\.1 400/m);
+      expect(output).toContain('"param":"tools"');
+      expect(output).toContain('You said: \\"What is 6 * 7?\\"');
+      expect(output).toContain('search,web_search,calculator');
+      expect(output.split('The answer to 6 * 7 is 42.').length - 1).toBe(2);
     }
   }, 180_000);
 });

@@ -21,6 +21,8 @@ export interface Key {
   revoked_at: string | null;
   last_used_at: string | null;
   metadata: Record<string, string>;
+  /** The key's tool scope; null: no restriction. */
+  tools: string[] | null;
   replaces: string | null;
   replaced_by: string | null;
   status: KeyStatus;

@@ -16,6 +16,7 @@ function record(n: number, overrides: Partial<KeyRecord> = {}): KeyRecord {
     lastUsedAt: null,
     metadata: {},
     limits: null,
+    tools: null,
     replaces: null,
     replacedBy: null,
     ...overrides,
