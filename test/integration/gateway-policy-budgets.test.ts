@@ -99,7 +99,7 @@ describe.each(['redis', 'cluster', 'embedded'])('tool-call quotas and cost budge
       const answer = await send(gateway, rawKey, `What is ${i} + 1?`);
       expect(answer.status).toBe(200);
       expect(answer.headers.get('tools-withheld')).toBeNull();
-      await waitFor('the tool call charged', async () => (await calculatorCalls()) === i);
+      await waitFor('the tool call charged', async () => (await calculatorCalls()) === i, 10_000);
     }
     // Neither quota window is in the IETF headers.
     const runnerCallsBefore = received.length;
@@ -123,9 +123,9 @@ describe.each(['redis', 'cluster', 'embedded'])('tool-call quotas and cost budge
     expect(received.at(-1)).toEqual({ message: 'What is 5 + 1?', tools: ['search'] });
     expect(await calculatorCalls()).toBe(2);
 
-    let records: Array<Record<string, unknown>> = [];
+    let records: Awaited<ReturnType<typeof readAuditFile>> = [];
     await waitFor('the audit records', async () => {
-      records = (await readAuditFile(join(gateway.dir, 'audit.jsonl'))).filter((r) => r.account === account) as Array<Record<string, unknown>>;
+      records = (await readAuditFile(join(gateway.dir, 'audit.jsonl'))).filter((r) => r.account === account);
       return records.length === 5;
     }, 10_000);
     expect(records.map((r) => [r.status, r.outcome, r.tools_withheld])).toEqual([
@@ -149,7 +149,7 @@ describe.each(['redis', 'cluster', 'embedded'])('tool-call quotas and cost budge
       const answer = await send(gateway, rawKey, 'hello');
       expect(answer.status).toBe(200);
       expect(answer.headers.get('ratelimit-policy')).toBe('"minute";q=100;w=60');
-      await waitFor('the cost charged', async () => (await spentMicro()) === 10 * i);
+      await waitFor('the cost charged', async () => (await spentMicro()) === 10 * i, 10_000);
     }
     const runnerCallsBefore = received.length;
     const refused = await send(gateway, rawKey, 'hello');
@@ -158,8 +158,10 @@ describe.each(['redis', 'cluster', 'embedded'])('tool-call quotas and cost budge
     expect(refused.error!.param).toBeUndefined();
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(60);
     expect(received.length).toBe(runnerCallsBefore);
-    await waitFor('the refusal audited', async () =>
-      (await readAuditFile(join(gateway.dir, 'audit.jsonl'))).some((r) => r.account === account && (r as { outcome: string }).outcome === 'cost_budget_exceeded'),
+    await waitFor(
+      'the refusal audited',
+      async () => (await readAuditFile(join(gateway.dir, 'audit.jsonl'))).some((r) => r.account === account && r.outcome === 'cost_budget_exceeded'),
+      10_000,
     );
   });
 });
