@@ -164,7 +164,7 @@ export class ChatPipeline {
       const windows = limits.windows;
       // Only a stream holds a slot; a plan without a cap pays for this one property read.
       const cap = limits.concurrency !== undefined && state.route === 'chat/stream' ? limits.concurrency : undefined;
-      if (windows.length === 0 && cap === undefined && limits.toolCalls === undefined) {
+      if (windows.length === 0 && cap === undefined && !limitedAfterBody(limits)) {
         this.body(request);
         return;
       }

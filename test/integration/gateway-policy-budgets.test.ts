@@ -21,6 +21,9 @@ const PRICING = { default: 0.002 };
 const PLANS = {
   quota: { windows: [{ requests: 100, per: '1m' }], tool_calls: { calculator: [{ calls: 2, per: '1h' }] } },
   cost: { windows: [{ requests: 100, per: '1m' }], cost: [{ usd: 0.00003, per: '1d' }] },
+  // Policies without any window of the subject's own: still limited (after the body).
+  users: { end_user: { windows: [{ requests: 1, per: '1m' }] } },
+  tools: { tool_calls: { calculator: [{ calls: 1, per: '1h' }] } },
 };
 
 let redis: TestRedis;
@@ -163,5 +166,21 @@ describe.each(['redis', 'cluster', 'embedded'])('tool-call quotas and cost budge
       async () => (await readAuditFile(join(gateway.dir, 'audit.jsonl'))).some((r) => r.account === account && r.outcome === 'cost_budget_exceeded'),
       10_000,
     );
+  });
+
+  it('a plan with only an end-user policy or only tool quotas is limited all the same', async () => {
+    const gateway = gateways[mode]!;
+    const users = await gateway.createKey({ account: `users-${mode}`, plan: 'users', agents: ['support'] });
+    const first = await send(gateway, users.rawKey, 'hello');
+    expect(first.status).toBe(200);
+    expect((await send(gateway, users.rawKey, 'hello')).error).toMatchObject({ type: 'rate_limit_exceeded', param: 'context.user_id' });
+    const tools = await gateway.createKey({ account: `tools-${mode}`, plan: 'tools', agents: ['support'] });
+    expect((await send(gateway, tools.rawKey, 'What is 1 + 1?', ['calculator'])).status).toBe(200);
+    await waitFor(
+      'the tool call charged',
+      async () => (await send(gateway, tools.rawKey, 'hello')).headers.get('tools-withheld') === 'calculator',
+      10_000,
+    );
+    expect((await send(gateway, tools.rawKey, 'What is 1 + 1?', ['calculator'])).error).toMatchObject({ type: 'tool_budget_exceeded', param: 'tools' });
   });
 });
