@@ -44,6 +44,12 @@ beforeAll(async () => {
       received.push({ message: body.message, tools: body.tools });
       // A sum is worked out with the calculator, when the runner may use it (as the demo agent does).
       const calls = body.message.includes('+') && (body.tools === undefined || body.tools.includes('calculator')) ? [{ tool: 'calculator', input: {}, output: {} }] : [];
+      if (seen.path.endsWith('/chat/stream')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const call of calls) res.write(`event: tool_call\ndata: ${JSON.stringify(call)}\n\n`);
+        res.end('event: token\ndata: {"content":"ok"}\n\nevent: done\ndata: {"tokens_used":5,"latency_ms":1}\n\n');
+        return;
+      }
       const answer = JSON.stringify({ response: 'ok', tool_calls: calls, metadata: { tokens_used: 5, latency_ms: 1, model: 'm' } });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) });
       res.end(answer);
@@ -182,5 +188,21 @@ describe.each(['redis', 'cluster', 'embedded'])('tool-call quotas and cost budge
       10_000,
     );
     expect((await send(gateway, tools.rawKey, 'What is 1 + 1?', ['calculator'])).error).toMatchObject({ type: 'tool_budget_exceeded', param: 'tools' });
+  });
+
+  it("a stream's tool_call events are charged to the tool's quota", async () => {
+    const gateway = gateways[mode]!;
+    const { rawKey } = await gateway.createKey({ account: `stream-${mode}`, plan: 'tools', agents: ['support'] });
+    const streamed = await postChat(gateway.url, '/agents/support/api/v1/chat/stream', rawKey, { message: 'What is 1 + 1?' });
+    expect(streamed.status).toBe(200);
+    expect(await streamed.text()).toContain('event: tool_call');
+    await waitFor(
+      'the streamed tool call charged',
+      async () => (await send(gateway, rawKey, 'hello')).headers.get('tools-withheld') === 'calculator',
+      10_000,
+    );
+    const refused = await postChat(gateway.url, '/agents/support/api/v1/chat/stream', rawKey, { message: 'What is 1 + 1?', tools: ['calculator'] });
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { type: string } }).error.type).toBe('tool_budget_exceeded');
   });
 });
