@@ -50,6 +50,8 @@ beforeAll(async () => {
     agents: { support: { upstream: upstream.baseUrl }, sales: { upstream: upstream.baseUrl } },
     keys: { file: join(dir, 'keys.json') },
     audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool.jsonl'), admin_file: join(dir, 'admin-audit.jsonl'), usage_dir: join(dir, 'usage') },
+    // Each answer of the fake runner (5 tokens) costs $0.00005: the Usage page charts it.
+    pricing: { default: 0.01 },
     shutdown_grace: '1s',
   });
 }, 60_000);
@@ -356,6 +358,16 @@ describe('dashboard in Chromium', () => {
     expect(await lowContrastText(page)).toEqual([]);
     const topByRequests = page.locator('.top-list').filter({ hasText: 'Top keys by requests' });
     expect(await topByRequests.textContent()).toContain(usageKey.key_id);
+    // Cost: the totals' column and the chart, in dollars as the page's locale writes them.
+    const usd = (n: number) => page.evaluate((value) => new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(value), n);
+    const expectedCost = await usd((USAGE_REQUESTS * 5 * 0.01) / 1000);
+    expect(await page.locator(`[data-testid=usage-totals] tr[data-group="${usageKey.key_id}"] td[data-col=cost_usd]`).textContent()).toBe(expectedCost);
+    await page.getByRole('radio', { name: 'Cost (USD)' }).check();
+    await expect.poll(() => page.getByTestId('usage-chart').getAttribute('aria-label')).toContain(`Cost (USD) per hour`);
+    expect(await page.getByTestId('usage-chart').getAttribute('aria-label')).toContain(`${expectedCost} in total`);
+    const costPlot = (await page.locator('[data-testid=usage-chart] .u-over').boundingBox())!;
+    await page.mouse.move(costPlot.x + costPlot.width - 2, costPlot.y + costPlot.height / 2);
+    await expect.poll(() => page.locator('[data-testid=usage-chart] .u-legend .u-series').nth(1).locator('.u-value').textContent()).toBe(expectedCost);
 
     // Agents: both configured agents, their upstream and the last hour's traffic.
     await page.getByRole('link', { name: 'Agents' }).click();

@@ -78,6 +78,8 @@ export interface UsageRow {
   period: string;
   requests: number;
   tokens: number;
+  /** US dollars (the records' cost_usd, summed in micro-dollars); 0 without pricing. */
+  cost_usd: number;
   errors: Record<string, number>;
   latency_ms: { p50: number | null; p99: number | null };
 }
