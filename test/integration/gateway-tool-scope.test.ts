@@ -137,6 +137,16 @@ describe.each(['file', 'redis'] as const)('tool scope on keys (%s key store)', (
     expect((await chat(gw, plain.key, { message: 'hi', tools: ['web_search'] })).runnerTools).toEqual(['web_search']);
   });
 
+  it('refuses hostile requests on a scoped key before the runner: many names, a huge name, on an agent without an allow-list', async () => {
+    const { key } = await createScoped(gw, ['search'], ['open']);
+    const many = await chat(gw, key, { message: 'hi', tools: ['search', ...Array.from({ length: 10_000 }, (_, i) => `t${i}`)] }, '/agents/open/api/v1/chat');
+    expect([many.status, many.error?.param, many.runnerCalls]).toEqual([400, 'tools', 0]);
+    expect(many.error!.message).toContain('"t0"');
+    const huge = await chat(gw, key, { message: 'hi', tools: ['z'.repeat(100_000)] }, '/agents/open/api/v1/chat');
+    expect([huge.status, huge.error?.param, huge.runnerCalls]).toEqual([400, 'tools', 0]);
+    expect(huge.error!.message.length).toBeLessThan(200);
+  });
+
   it('an empty scope allows no tool: requests naming one are refused, others get tools: []', async () => {
     const { key } = await createScoped(gw, []);
     expect((await chat(gw, key, { message: 'hi', tools: ['search'] })).status).toBe(400);
