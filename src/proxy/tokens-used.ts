@@ -303,9 +303,17 @@ function modelText(b: Uint8Array, start: number, end: number): string {
 
 /** A validated JSON string's value, quotes included in start..end: decoded as UTF-8, or by JSON.parse when it holds an escape. */
 function stringValue(b: Uint8Array, start: number, end: number): string {
-  const bytes = Buffer.from(b.buffer, b.byteOffset + start, end - start);
-  if (bytes.indexOf(BACKSLASH) < 0) return bytes.toString('utf8', 1, end - start - 1);
-  return JSON.parse(bytes.toString('utf8')) as string;
+  let plain = true;
+  for (let k = start + 1; k < end - 1; k++) {
+    if (b[k] === BACKSLASH) {
+      plain = false;
+      break;
+    }
+  }
+  // The relays hand a Buffer: decoded in place, without a view object per string.
+  const bytes = Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  if (plain) return bytes.toString('utf8', start + 1, end - 1);
+  return JSON.parse(bytes.toString('utf8', start, end)) as string;
 }
 
 function finish(b: Uint8Array, end: number, tokensStart: number, tokensEnd: number): number | null | undefined {

@@ -148,6 +148,12 @@ describe('the documentation examples, against npm start', () => {
       // Cost budgets: one answer admitted, then the tiny budget refuses.
       expect(output).toMatch(/^HTTP\/1\.1 200$/m);
       expect(output).toMatch(/^HTTP\/1\.1 429 "type":"cost_budget_exceeded"$/m);
+      // Cost in dollars: the record of one calculator answer, the stream's facts, the report and the metrics.
+      expect(output).toContain('{"tokens_used":8,"model":"demo-echo-1","cost_usd":0.004,"tool_calls":["calculator"]}');
+      expect(output).toMatch(/^data: \{"tokens_used":\d+,"latency_ms":\d+,"model":"demo-echo-1"\}/m);
+      expect(output).toMatch(/^demo \S+: \d+ requests, \$0\.\d+$/m);
+      expect(output).toMatch(/^agentgw_tool_calls_total\{agent="demo",tool="calculator",verdict="allowed"\} [1-9]/m);
+      expect(output).toMatch(/^agentgw_cost_usd_total\{agent="demo"\} 0\.\d+/m);
     }
   }, 180_000);
 });
