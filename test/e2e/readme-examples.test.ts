@@ -140,7 +140,8 @@ describe('the documentation examples, against npm start', () => {
       expect(output).toContain('"param":"tools"');
       expect(output).toContain('You said: \\"What is 6 * 7?\\"');
       expect(output).toContain('search,web_search,calculator');
-      expect(output.split('The answer to 6 * 7 is 42.').length - 1).toBe(2);
+      // Twice in the tool scope's example, once in the cost example's answer.
+      expect(output.split('The answer to 6 * 7 is 42.').length - 1).toBe(3);
       // Tool-call quotas: two answers with a calculator call, then the named tool refused and the unnamed request without it.
       expect(output.split('HTTP/1.1 200 "tool":"calculator"\n').length - 1).toBe(2);
       expect(output).toMatch(/^HTTP\/1\.1 429 "type":"tool_budget_exceeded"$/m);
