@@ -65,9 +65,15 @@ function nullableNames(names: readonly string[] | null): string {
   return text + ']';
 }
 
-/** The answer's facts (decision 0066), the same text on both paths of toAuditLine. */
+/**
+ * The answer's facts (decision 0066), the same text on both paths of toAuditLine. A record
+ * made without them (a caller built against the record before they existed) gets nulls.
+ */
 function answerFields(r: AuditRecord): string {
-  return ',"model":' + nullableString(r.model) + ',"cost_usd":' + nullableNumber(r.cost_usd) + ',"tool_calls":' + nullableNames(r.tool_calls) + ',"tools_withheld":' + nullableNames(r.tools_withheld) + '}';
+  return (
+    ',"model":' + nullableString(r.model ?? null) + ',"cost_usd":' + nullableNumber(r.cost_usd ?? null) +
+    ',"tool_calls":' + nullableNames(r.tool_calls ?? null) + ',"tools_withheld":' + nullableNames(r.tools_withheld ?? null) + '}'
+  );
 }
 
 const plainKeyId = new PlainTextMemo();

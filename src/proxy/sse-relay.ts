@@ -1,9 +1,9 @@
 // Relays a `/chat/stream` event stream chunk by chunk, never holding a byte back
 // (docs/design.md, "Wire contract", "Streaming"; docs/streaming.md). A side-parser
 // (sse-parser.ts) reads the same chunks to count events, to take `tokens_used` and the model
-// from the `done` event and the tool names from `tool_call` events. Heartbeats keep a quiet stream open; the idle and max-duration deadlines, a
-// runner failing mid-stream and shutdown end it with a final `event: error`, written so that
-// it parses as an event of its own.
+// from the `done` event and the tool names from `tool_call` events. Heartbeats keep a quiet
+// stream open; the idle and max-duration deadlines, a runner failing mid-stream and shutdown
+// end it with a final `event: error`, written so that it parses as an event of its own.
 import type { Dispatcher } from 'undici';
 import { streamErrorEvent, type StreamErrorType } from '../errors.js';
 import { metrics } from '../metrics/metrics.js';
