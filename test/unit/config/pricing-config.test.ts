@@ -50,12 +50,20 @@ describe('costUsd', () => {
   });
 
   it('settles the model from the agent when the answer names none, and never over the answer', () => {
-    const named = { tokensUsed: 1000, model: 'big-model' as string | null, costUsd: null as number | null };
+    const named = { upstreamStatus: 200, tokensUsed: 1000, model: 'big-model' as string | null, costUsd: null as number | null };
     settleAnswerCost(named, 'other', pricing);
-    expect(named).toEqual({ tokensUsed: 1000, model: 'big-model', costUsd: 0.012 });
-    const unnamed = { tokensUsed: 1000, model: null as string | null, costUsd: null as number | null };
+    expect(named).toEqual({ upstreamStatus: 200, tokensUsed: 1000, model: 'big-model', costUsd: 0.012 });
+    const unnamed = { upstreamStatus: 200, tokensUsed: 1000, model: null as string | null, costUsd: null as number | null };
     settleAnswerCost(unnamed, 'big-model', pricing);
     settleAnswerCost(unnamed, 'big-model', pricing);
-    expect(unnamed).toEqual({ tokensUsed: 1000, model: 'big-model', costUsd: 0.012 });
+    expect(unnamed).toEqual({ upstreamStatus: 200, tokensUsed: 1000, model: 'big-model', costUsd: 0.012 });
+  });
+
+  it('names no model for a request the runner never answered (a refusal, an error answer)', () => {
+    for (const upstreamStatus of [0, 503, 429]) {
+      const refused = { upstreamStatus, tokensUsed: null, model: null as string | null, costUsd: null as number | null };
+      settleAnswerCost(refused, 'big-model', pricing);
+      expect(refused).toEqual({ upstreamStatus, tokensUsed: null, model: null, costUsd: null });
+    }
   });
 });
