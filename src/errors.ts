@@ -24,6 +24,8 @@ export const ERROR_TYPES = {
   request_header_fields_too_large: { status: 431, message: 'The request headers are too large.' },
   rate_limit_exceeded: { status: 429, message: 'Rate limit exceeded; retry after the time in the Retry-After header.' },
   token_budget_exceeded: { status: 429, message: "The plan's token budget is spent; retry after the time in the Retry-After header." },
+  cost_budget_exceeded: { status: 429, message: "The plan's cost budget is spent; retry after the time in the Retry-After header." },
+  tool_budget_exceeded: { status: 429, message: "The plan's quota of calls to a tool the request names is spent; retry after the time in the Retry-After header." },
   concurrency_limit_exceeded: { status: 429, message: "The plan's open streams are all in use; retry after the time in the Retry-After header." },
   internal_error: { status: 500, message: 'The gateway failed to handle the request.' },
   // 502s come from A2A agents only (docs/a2a.md): an Agent Chat runner's own answers pass through.

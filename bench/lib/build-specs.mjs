@@ -29,6 +29,13 @@ export const CONFIG_VARIATIONS = {
   'end-users': (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, end_user: { windows: [ { requests: 100000000, per: 1m } ] } }'),
   'end-users-budgets': (yaml) =>
     yaml.replace(/(windows: \[.*\]) \}/, '$1, end_user: { windows: [ { requests: 100000000, per: 1m } ], tokens: [ { tokens: 1000000000000, per: 1d } ] } }'),
+  // Issue 35's cost budgets and tool quotas (decision 0065): the bench plan plus a cost budget no
+  // run reaches; with end-user windows too (the brief's CPU check); and with a tool quota.
+  // Priced (`pricing.default`), so every answer is charged its cost after it.
+  cost: (yaml) => `${yaml.replace(/(windows: \[.*\]) \}/, '$1, cost: [ { usd: 1000000000, per: 30d } ] }')}pricing: { default: 0.002 }\n`,
+  'end-users-cost': (yaml) =>
+    `${yaml.replace(/(windows: \[.*\]) \}/, '$1, cost: [ { usd: 1000000000, per: 30d } ], end_user: { windows: [ { requests: 100000000, per: 1m } ] } }')}pricing: { default: 0.002 }\n`,
+  'tool-quota': (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, tool_calls: { web_search: [ { calls: 1000000000, per: 1d } ] } }'),
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
   // TLS on the listener (decision 0021): node:https, or node:http2 with HTTP/1.1 allowed. The
   // bench's clients still speak HTTP/1.1: what either server costs that path.

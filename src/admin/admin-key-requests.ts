@@ -8,6 +8,8 @@ const durationText = z.string().refine((text) => parseDurationMs(text) !== undef
 const metadata = z.record(z.string(), z.string());
 // Validated in full by the KeyService (the plan shape of the config schema).
 const limits = z.record(z.string(), z.unknown());
+// Names, count and duplicates are the KeyService's to check (checkTools).
+const tools = z.array(z.string());
 
 export const createKeyBody = z.strictObject({
   account: z.string(),
@@ -18,6 +20,7 @@ export const createKeyBody = z.strictObject({
   expires_at: z.string().optional(),
   metadata: metadata.optional(),
   limits: limits.nullable().optional(),
+  tools: tools.nullable().optional(),
 });
 
 export const updateKeyBody = z.strictObject({
@@ -27,6 +30,7 @@ export const updateKeyBody = z.strictObject({
   expires_at: z.string().nullable().optional(),
   metadata: metadata.nullable().optional(),
   limits: limits.nullable().optional(),
+  tools: tools.nullable().optional(),
 });
 
 export const rotateKeyBody = z.strictObject({ grace: durationText.optional() });

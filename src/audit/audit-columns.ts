@@ -33,6 +33,10 @@ export const AUDIT_COLUMNS = [
   { name: 'client_ip', type: 'text' },
   { name: 'user_id', type: 'text' },
   { name: 'session_id', type: 'text' },
+  { name: 'model', type: 'text' },
+  { name: 'cost_usd', type: 'numeric' },
+  { name: 'tool_calls', type: 'jsonb' },
+  { name: 'tools_withheld', type: 'jsonb' },
 ] as const satisfies readonly AuditColumn[];
 
 /** Compiles only while every AuditRecord field has a column above. */

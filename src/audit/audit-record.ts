@@ -2,7 +2,7 @@
 // dashboards read.
 import { isPlainJsonText, jsonNumberLiteral, jsonStringLiteral, PlainTextMemo, requestIdPlainMemo } from '../json-text.js';
 
-export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'concurrency_limit_exceeded' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
+export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'cost_budget_exceeded' | 'tool_budget_exceeded' | 'concurrency_limit_exceeded' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
 
 /**
  * The most tokens one answer may report (docs/rate-limits.md, "Token budgets"): far above any
@@ -36,6 +36,14 @@ export interface AuditRecord {
   client_ip: string;
   user_id: string | null;
   session_id: string | null;
+  /** The model that answered (`metadata.model`, a stream's `done` `model`, else the agent's configured `model`). */
+  model: string | null;
+  /** tokens_used / 1000 x the model's price (docs/policy.md "Cost in dollars"); null: no count or no price. */
+  cost_usd: number | null;
+  /** The tools the runner called, by name, in order (never their inputs or outputs); null: none. */
+  tool_calls: readonly string[] | null;
+  /** Tools left out of the forwarded `tools` because their quota was spent (the Tools-Withheld header); null: none. */
+  tools_withheld: readonly string[] | null;
 }
 
 /**
@@ -48,6 +56,25 @@ export type AuditLine = string;
 
 const nullableString = (value: string | null): string => (value === null ? 'null' : jsonStringLiteral(value));
 const nullableNumber = (value: number | null): string => (value === null ? 'null' : jsonNumberLiteral(value));
+
+/** A list of names as a JSON array, or null. */
+function nullableNames(names: readonly string[] | null): string {
+  if (names === null) return 'null';
+  let text = '[';
+  for (let i = 0; i < names.length; i++) text += (i === 0 ? '' : ',') + jsonStringLiteral(names[i]!);
+  return text + ']';
+}
+
+/**
+ * The answer's facts (decision 0066), the same text on both paths of toAuditLine. A record
+ * made without them (a caller built against the record before they existed) gets nulls.
+ */
+function answerFields(r: AuditRecord): string {
+  return (
+    ',"model":' + nullableString(r.model ?? null) + ',"cost_usd":' + nullableNumber(r.cost_usd ?? null) +
+    ',"tool_calls":' + nullableNames(r.tool_calls ?? null) + ',"tools_withheld":' + nullableNames(r.tools_withheld ?? null) + '}'
+  );
+}
 
 const plainKeyId = new PlainTextMemo();
 const plainAccount = new PlainTextMemo();
@@ -85,7 +112,7 @@ export function toAuditLine(r: AuditRecord): AuditLine {
       '","plan":"' + r.plan + '","agent":"' + r.agent + '","route":"' + r.route + '","status":' + jsonNumberLiteral(r.status) +
       ',"outcome":"' + r.outcome + '","tokens_used":' + nullableNumber(r.tokens_used) + ',"latency_ms":' + jsonNumberLiteral(r.latency_ms) +
       ',"upstream_latency_ms":' + nullableNumber(r.upstream_latency_ms) + ',"bytes_in":' + jsonNumberLiteral(r.bytes_in) + ',"bytes_out":' + jsonNumberLiteral(r.bytes_out) +
-      ',"client_ip":"' + r.client_ip + '","user_id":' + nullableString(userId) + ',"session_id":' + nullableString(sessionId) + '}'
+      ',"client_ip":"' + r.client_ip + '","user_id":' + nullableString(userId) + ',"session_id":' + nullableString(sessionId) + answerFields(r)
     );
   }
   return (
@@ -93,7 +120,8 @@ export function toAuditLine(r: AuditRecord): AuditLine {
     `,"plan":${jsonStringLiteral(r.plan)},"agent":${jsonStringLiteral(r.agent)},"route":${jsonStringLiteral(r.route)},"status":${jsonNumberLiteral(r.status)}` +
     `,"outcome":${jsonStringLiteral(r.outcome)},"tokens_used":${nullableNumber(r.tokens_used)},"latency_ms":${jsonNumberLiteral(r.latency_ms)}` +
     `,"upstream_latency_ms":${nullableNumber(r.upstream_latency_ms)},"bytes_in":${jsonNumberLiteral(r.bytes_in)},"bytes_out":${jsonNumberLiteral(r.bytes_out)}` +
-    `,"client_ip":${jsonStringLiteral(r.client_ip)},"user_id":${nullableString(userId)},"session_id":${nullableString(sessionId)}}`
+    `,"client_ip":${jsonStringLiteral(r.client_ip)},"user_id":${nullableString(userId)},"session_id":${nullableString(sessionId)}` +
+    answerFields(r)
   );
 }
 

@@ -11,7 +11,7 @@ import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
 import type { Logger } from '../logger.js';
 import { isTokenCount, type AuditLine } from './audit-record.js';
 import type { AuditSink } from './audit-sink.js';
-import { addPacked, addTo, groupsOf, hourOf, latencyBucket, packFields, parseRollupRecord, tupleGroup, usableRecord, USAGE_SPANS, type BucketFields, type RollupRecord } from './usage-buckets.js';
+import { addPacked, addTo, costMicroUsd, groupsOf, hourOf, latencyBucket, packFields, parseRollupRecord, tupleGroup, usableRecord, USAGE_SPANS, type BucketFields, type RollupRecord } from './usage-buckets.js';
 import { parseUsageFile, serializeUsageFile, USAGE_FILE, usageFileColumns, usageFilePath } from './usage-files.js';
 
 const DAY_MS = 86_400_000;
@@ -60,6 +60,8 @@ export class FileUsageRollup {
       const fields = counts.fields;
       addTo(fields, 'requests', 1);
       if (isTokenCount(record.tokens_used) && record.tokens_used > 0) addTo(fields, 'tokens', record.tokens_used);
+      const micro = costMicroUsd(record.cost_usd);
+      if (micro !== null && micro > 0) addTo(fields, 'cost_micro', micro);
       if (record.outcome !== 'ok') addTo(fields, `e:${record.outcome}`, 1);
       addTo(fields, `l:${latencyBucket(record.latency_ms)}`, 1);
     }

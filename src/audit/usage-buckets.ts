@@ -2,7 +2,8 @@
 // one per group it belongs to and per period — its key, its account, its agent, and its
 // tuple (key, account and agent together, for reports that filter across dimensions) —
 // for its hour and for its day. A bucket holds flat integer fields, so buckets merge by adding:
-//   requests, tokens, e:<outcome> (every outcome but ok), l:<i> (latency histogram).
+//   requests, tokens, cost_micro (cost_usd in whole micro-dollars, decision 0066),
+//   e:<outcome> (every outcome but ok), l:<i> (latency histogram).
 // All groups of one family and period live together (a Redis hash, a file's lines), each
 // group's fields packed into one string, "requests=40 tokens=4997 e:rate_limited=2 l:30=10"
 // (decision 0024: a report reads one value per group and period, not one per field).
@@ -38,6 +39,19 @@ export function latencyBucketValueMs(i: number): number {
   return 2 ** ((i - 0.5) / 4);
 }
 
+/**
+ * A record's cost_usd counted into a bucket: whole micro-dollars, floor(usd × 10^6 + 0.5) (the
+ * Lua script computes the same), so sums stay exact integers (decision 0066); null for no
+ * cost, or one no answer can have (negative, not finite, above MAX_RECORD_COST_USD).
+ */
+export function costMicroUsd(usd: unknown): number | null {
+  if (typeof usd !== 'number' || !(usd >= 0) || usd > MAX_RECORD_COST_USD) return null;
+  return Math.floor(usd * 1_000_000 + 0.5);
+}
+
+/** A record cost above this is not counted in rollups: far above any answer, it could only be a mistaken price or a forged line. */
+export const MAX_RECORD_COST_USD = 1_000_000;
+
 /** Field → count. */
 export type BucketFields = Map<string, number>;
 
@@ -50,6 +64,8 @@ export interface RollupRecord {
   outcome: string;
   tokens_used: number | null;
   latency_ms: number;
+  /** Absent from records written before costs were recorded: read as null. */
+  cost_usd: number | null;
 }
 
 /** "2026-01-31T13" of an ISO timestamp: the hour bucket. */
@@ -140,6 +156,8 @@ export function countRecord(fields: BucketFields, r: RollupRecord): void {
   addTo(fields, 'requests', 1);
   // A count no answer can have (1e308 from a record written before the check) would make the bucket Infinity.
   if (isTokenCount(r.tokens_used) && r.tokens_used > 0) addTo(fields, 'tokens', r.tokens_used);
+  const micro = costMicroUsd(r.cost_usd);
+  if (micro !== null && micro > 0) addTo(fields, 'cost_micro', micro);
   if (r.outcome !== 'ok') addTo(fields, `e:${r.outcome}`, 1);
   addTo(fields, `l:${latencyBucket(r.latency_ms)}`, 1);
 }
@@ -175,7 +193,15 @@ function readInOrder(line: string): RollupRecord | undefined {
   if (tokens === undefined) return undefined;
   const latency = numberAfter(line, '"latency_ms":', tokens.end);
   if (latency === undefined || latency.value === null) return undefined;
-  return { ts: values[0]!, key_id: values[1]!, account: values[2]!, agent: values[3]!, outcome: values[4]!, tokens_used: tokens.value, latency_ms: latency.value };
+  // After the free-form fields (user_id, session_id, model): a quote inside a string is
+  // escaped, so the marker cannot match inside one. A line without it predates costs.
+  let cost: number | null = null;
+  if (line.includes('"cost_usd":', latency.end)) {
+    const read = numberAfter(line, '"cost_usd":', latency.end);
+    if (read === undefined) return undefined;
+    cost = read.value;
+  }
+  return { ts: values[0]!, key_id: values[1]!, account: values[2]!, agent: values[3]!, outcome: values[4]!, tokens_used: tokens.value, latency_ms: latency.value, cost_usd: cost };
 }
 
 /** A JSON number or null right after `marker` (searched from `at`). */
@@ -207,6 +233,7 @@ function parseWhole(line: string): RollupRecord | undefined {
     outcome: typeof r.outcome === 'string' ? r.outcome : 'error',
     tokens_used: typeof r.tokens_used === 'number' ? r.tokens_used : null,
     latency_ms: typeof r.latency_ms === 'number' ? r.latency_ms : 0,
+    cost_usd: typeof r.cost_usd === 'number' ? r.cost_usd : null,
   };
 }
 
@@ -214,6 +241,8 @@ function parseWhole(line: string): RollupRecord | undefined {
 export interface UsageTotals {
   requests: number;
   tokens: number;
+  /** The records' cost_usd summed (in micro-dollars, exact) and given in dollars; 0 when none had a cost. */
+  cost_usd: number;
   errors: Record<string, number>;
   latency_ms: { p50: number | null; p99: number | null };
 }
@@ -231,6 +260,7 @@ export function summarize(fields: BucketFields): UsageTotals {
   return {
     requests: fields.get('requests') ?? 0,
     tokens: fields.get('tokens') ?? 0,
+    cost_usd: (fields.get('cost_micro') ?? 0) / 1_000_000,
     errors,
     latency_ms: { p50: percentile(histogram, 0.5), p99: percentile(histogram, 0.99) },
   };

@@ -13,7 +13,7 @@
 // in the stream's slot), ARGV[3] the retention in seconds, ARGV[4..] one record each.
 // Returns how many records it added.
 import { MAX_TOKENS_USED } from './audit-record.js';
-import { MAX_LATENCY_BUCKET, USAGE_HASH_MARKER } from './usage-buckets.js';
+import { MAX_LATENCY_BUCKET, MAX_RECORD_COST_USD, USAGE_HASH_MARKER } from './usage-buckets.js';
 
 /** `streamField`: the one field of each stream entry (the sink's AUDIT_STREAM_FIELD). */
 export const auditAppendWithUsageLua = (streamField: string): string => `
@@ -44,6 +44,12 @@ for i = 4, #ARGV do
     local f = t[5]
     f['requests'] = (f['requests'] or 0) + 1
     if type(r.tokens_used) == 'number' and r.tokens_used > 0 and r.tokens_used <= ${MAX_TOKENS_USED} and r.tokens_used == math.floor(r.tokens_used) then f['tokens'] = (f['tokens'] or 0) + r.tokens_used end
+    -- cost_usd in whole micro-dollars, as costMicroUsd rounds it (usage-buckets.ts).
+    local cost = r.cost_usd
+    if type(cost) == 'number' and cost >= 0 and cost <= ${MAX_RECORD_COST_USD} then
+      local micro = math.floor(cost * 1000000 + 0.5)
+      if micro > 0 then f['cost_micro'] = (f['cost_micro'] or 0) + micro end
+    end
     local outcome = r.outcome
     if type(outcome) ~= 'string' then outcome = 'error' end
     if outcome ~= 'ok' then

@@ -32,7 +32,7 @@ export interface KeyCacheOptions {
 }
 
 export function toCachedKey(record: KeyRecord, freshUntilMs: number): CachedKey {
-  const authenticated: AuthenticatedKey = Object.freeze({ keyId: record.keyId, account: record.account, plan: record.plan, limits: record.limits });
+  const authenticated: AuthenticatedKey = Object.freeze({ keyId: record.keyId, account: record.account, plan: record.plan, limits: record.limits, tools: record.tools === null ? null : Object.freeze([...record.tools]) });
   return {
     record,
     authenticated,

@@ -53,6 +53,7 @@ function describe(v: KeyView): string {
     ['last_used_at', v.last_used_at ?? 'never'],
     ...(Object.keys(v.metadata).length > 0 ? ([['metadata', JSON.stringify(v.metadata)]] as [string, string][]) : []),
     ...(v.limits !== null ? ([['limits', JSON.stringify(v.limits)]] as [string, string][]) : []),
+    ...(v.tools !== null ? ([['tools', v.tools.length === 0 ? '(none: no tool)' : v.tools.join(', ')]] as [string, string][]) : []),
     ...(v.replaces !== null ? ([['replaces', v.replaces]] as [string, string][]) : []),
     ...(v.replaced_by !== null ? ([['replaced_by', v.replaced_by]] as [string, string][]) : []),
   ];
@@ -176,8 +177,9 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     .option('--name <name>', 'a label for people')
     .option('--metadata <key=value>', 'a label for the operator (repeat for several)', collect)
     .option('--limits <json>', "the key's own limits, the shape of a plan, e.g. '{\"windows\":[{\"requests\":10,\"per\":\"1m\"}]}'")
+    .option('--tool <name>', "limit the key to this tool (repeat for several; default: no restriction)", collect)
     .option('--json', 'print one JSON object (with `key` and `key_id`)')
-    .action(async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; metadata?: string[]; limits?: string; json?: boolean }, command: Command) => {
+    .action(async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; metadata?: string[]; limits?: string; tool?: string[]; json?: boolean }, command: Command) => {
       await run(command, async (service, audit) => {
         const expiresInMs = opts.expiresIn === undefined ? undefined : durationOption('--expires-in', opts.expiresIn);
         const { rawKey, record } = await service.createKey({
@@ -188,6 +190,7 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
           expiresInMs,
           metadata: metadataOf(opts.metadata ?? []),
           limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
+          tools: opts.tool,
         });
         const v = view(record, clock.now());
         if (opts.json) {
@@ -197,7 +200,7 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
           err('Store this key now: it is shown only this once and cannot be recovered.\n');
         }
         // The fields the admin API's body would have held for the same key.
-        const fields = ['account', 'plan', 'agents', ...(opts.name === undefined ? [] : ['name']), ...(expiresInMs === undefined ? [] : ['expires_in']), ...((opts.metadata ?? []).length > 0 ? ['metadata'] : []), ...(opts.limits === undefined ? [] : ['limits'])];
+        const fields = ['account', 'plan', 'agents', ...(opts.name === undefined ? [] : ['name']), ...(expiresInMs === undefined ? [] : ['expires_in']), ...((opts.metadata ?? []).length > 0 ? ['metadata'] : []), ...(opts.limits === undefined ? [] : ['limits']), ...(opts.tool === undefined ? [] : ['tools'])];
         await audit!.log.keyCreated(audit!.origin, record.keyId, fields);
       }, true);
     });
@@ -272,15 +275,18 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     .option('--metadata <key=value>', 'replace the metadata with these entries (repeat for several)', collect)
     .option('--clear-metadata', 'remove every metadata entry')
     .option('--limits <json>', 'replace the key\'s own limits (JSON), or "null" to use the plan\'s')
+    .option('--tool <name>', 'replace the key\'s tool scope with these tools (repeat for several)', collect)
+    .option('--no-tools', 'remove the key\'s tool scope: no restriction')
     .option('--json', 'print a JSON object')
     .action(
       async (
         keyId: string,
-        opts: { name?: string; plan?: string; agent?: string[]; expiresAt?: string; expiresIn?: string; metadata?: string[]; clearMetadata?: boolean; limits?: string; json?: boolean },
+        opts: { name?: string; plan?: string; agent?: string[]; expiresAt?: string; expiresIn?: string; metadata?: string[]; clearMetadata?: boolean; limits?: string; tool?: string[]; tools: boolean; json?: boolean },
         command: Command,
       ) => {
         await run(command, async (service, audit) => {
           if (opts.expiresAt !== undefined && opts.expiresIn !== undefined) throw new Error('give --expires-at or --expires-in, not both');
+          if (opts.tool !== undefined && !opts.tools) throw new Error('give --tool or --no-tools, not both');
           let expiresAt: string | null | undefined = opts.expiresAt === 'never' ? null : opts.expiresAt;
           if (opts.expiresIn !== undefined) expiresAt = new Date(clock.now() + durationOption('--expires-in', opts.expiresIn)).toISOString();
           const { record, changed } = await service.updateKey(keyId, {
@@ -290,6 +296,7 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
             expiresAt,
             metadata: opts.clearMetadata ? null : opts.metadata !== undefined ? metadataOf(opts.metadata) : undefined,
             limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
+            tools: !opts.tools ? null : opts.tool,
           });
           const v = view(record, clock.now());
           if (opts.json) out(`${JSON.stringify({ ...v, changed })}\n`);

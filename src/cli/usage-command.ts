@@ -49,7 +49,7 @@ function since(value: string): number {
 export function registerUsageCommand(program: Command, io: UsageCommandIo = processIo): Command {
   return program
     .command('usage')
-    .description('usage per key, account or agent from the hourly rollups (requests, tokens, errors, latency)')
+    .description('usage per key, account or agent from the hourly rollups (requests, tokens, cost in USD, errors, latency)')
     .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
     .option('--by <group>', 'key, account or agent', oneOf(['key', 'account', 'agent'] as const), 'key')
     .addOption(new Option('--since <duration>', 'how far back, e.g. 7d or 24h').argParser(since).default(7 * 86_400_000, '7d'))
@@ -90,19 +90,20 @@ export function registerUsageCommand(program: Command, io: UsageCommandIo = proc
 /** A readable table: one row per group and period, errors as outcome=n. */
 export function usageTable(rows: readonly UsageRow[], by: UsageGroupBy): string {
   if (rows.length === 0) return 'no usage in this period\n';
-  const header = [by.toUpperCase(), 'PERIOD', 'REQUESTS', 'TOKENS', 'ERRORS', 'P50_MS', 'P99_MS'];
+  const header = [by.toUpperCase(), 'PERIOD', 'REQUESTS', 'TOKENS', 'COST_USD', 'ERRORS', 'P50_MS', 'P99_MS'];
   const cells = rows.map((r) => [
     r.group,
     r.period,
     String(r.requests),
     String(r.tokens),
+    String(r.cost_usd),
     Object.entries(r.errors).map(([outcome, n]) => `${outcome}=${n}`).join(',') || '-',
     r.latency_ms.p50 === null ? '-' : String(r.latency_ms.p50),
     r.latency_ms.p99 === null ? '-' : String(r.latency_ms.p99),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   // Numbers right-aligned, text left-aligned.
-  const numeric = new Set([2, 3, 5, 6]);
+  const numeric = new Set([2, 3, 4, 6, 7]);
   const line = (row: string[]) => `${row.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`;
   return line(header) + cells.map(line).join('');
 }

@@ -2,6 +2,7 @@
 // tool allow-list, connection bounds, health checks, TLS to its runners, and the protocol
 // they speak (Agent Chat API, or A2A: docs/a2a.md).
 import { z } from 'zod';
+import { MAX_MODEL_CHARS } from './pricing-schema.js';
 import { asMapping, evenWithOtherProblems, positiveDuration, upstreamUrl } from './schema-primitives.js';
 
 function originOf(url: unknown): string | undefined {
@@ -78,6 +79,8 @@ export const agentSchema = z
     host: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
     timeout: positiveDuration.default(30_000),
     tools: z.array(z.string().min(1)).optional(),
+    // The model the runner uses, priced when an answer names none (docs/configuration.md "pricing").
+    model: z.string().min(1).max(MAX_MODEL_CHARS).optional(),
     max_tokens: z.number().int().min(1).default(4096),
     // Each open stream holds one upstream connection for its whole life, so the default is
     // no cap; set one to protect a runner that cannot take more. Per target.
@@ -123,6 +126,7 @@ export const agentSchema = z
       host: agent.host,
       headersTimeoutMs: agent.timeout,
       tools: agent.tools ? new Set(agent.tools) : undefined,
+      ...(agent.model === undefined ? {} : { model: agent.model }),
       maxTokens: agent.max_tokens,
       ...(agent.max_connections === undefined ? {} : { maxConnections: agent.max_connections }),
       ...(agent.queue === undefined ? {} : { queue: agent.queue }),

@@ -1,6 +1,7 @@
-// Plans and a key's own limits (docs/rate-limits.md): request windows, token budgets and the
-// stream concurrency cap, read into the shape the limiter takes.
+// Plans and a key's own limits (docs/rate-limits.md): request windows, token and cost budgets,
+// tool-call quotas and the stream concurrency cap, read into the shape the limiter takes.
 import { z } from 'zod';
+import { formatDurationMs } from './duration.js';
 import { duration, positiveDuration } from './schema-primitives.js';
 
 export const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -13,23 +14,90 @@ const windowSchema = z.strictObject({
 
 const WINDOW_NAMES: Record<number, string> = { 1_000: 'second', 60_000: 'minute', 3_600_000: 'hour', 86_400_000: 'day' };
 
+/** The longest budget window (tokens, cost, tool calls): 90 days, in buckets of 36 h (docs/rate-limits.md "Accuracy bound"). */
+export const MAX_BUDGET_WINDOW_MS = 90 * 86_400_000;
+const budgetDuration = positiveDuration.refine((ms) => ms <= MAX_BUDGET_WINDOW_MS, { message: 'must be at most 90d' });
+const windowName = z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"');
+
 const tokenWindowSchema = z.strictObject({
   tokens: z.number().int().min(1),
-  per: positiveDuration,
-  name: z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"').optional(),
+  per: budgetDuration,
+  name: windowName.optional(),
 });
+
+/** Cost budgets are counted in micro-dollars (integers in Redis): 1 USD = 1,000,000. */
+export const MICRO_USD_PER_USD = 1_000_000;
+
+const costWindowSchema = z.strictObject({
+  // At least one micro-dollar; at most a billion dollars, so every count stays an exact integer in Lua's doubles.
+  usd: z
+    .number()
+    .finite()
+    .gt(0)
+    .max(1_000_000_000)
+    .refine((usd) => Math.round(usd * MICRO_USD_PER_USD) >= 1, { message: 'must be at least 0.000001' }),
+  per: budgetDuration,
+  name: windowName.optional(),
+});
+
+const toolWindowSchema = z.strictObject({
+  calls: z.number().int().min(1).max(1_000_000_000),
+  per: budgetDuration,
+  name: windowName.optional(),
+});
+
+/** A tool named in `tool_calls`: what an agent's allow-list may hold, bounded so it fits a window (and Redis key) name. */
+export const TOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+export const MAX_QUOTA_TOOLS = 64;
+
+const toolCallsSchema = z
+  .record(z.string(), z.array(toolWindowSchema).min(1).max(16))
+  .superRefine((tools, ctx) => {
+    const names = Object.keys(tools);
+    // Checked before the names so 10,000 tools answer one problem, not 10,000.
+    if (names.length > MAX_QUOTA_TOOLS) {
+      ctx.addIssue({ code: 'custom', message: `at most ${MAX_QUOTA_TOOLS} tools may have quotas, got ${names.length}` });
+      return;
+    }
+    for (const name of names) {
+      if (!TOOL_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'a tool name: letters, digits, "_", ".", ":" or "-", at most 64 characters' });
+    }
+  });
 
 type WindowInput = z.output<typeof windowSchema>;
 type TokenWindowInput = z.output<typeof tokenWindowSchema>;
+type CostWindowInput = z.output<typeof costWindowSchema>;
+type ToolCallsInput = z.output<typeof toolCallsSchema>;
 
-/** One window as the limiter takes it; `tokens: true` on a token budget (its figures count tokens). */
+/**
+ * One window as the limiter takes it; `tokens: true` on a token budget (its figures count tokens),
+ * `cost: true` on a cost budget (micro-dollars), `tool` on a tool-call quota (calls of that tool).
+ * The three are budgets: read at admission, charged after the answer (window-math.ts chargeUnits).
+ */
 export interface RateWindow {
   name: string;
   limit: number;
   windowMs: number;
   tokens?: true;
+  cost?: true;
+  tool?: string;
+  /**
+   * Read and reported, never refusing: a tool quota of a tool the request does not name (its
+   * remaining tells which tools to withhold; docs/rate-limits.md "Tool-call quotas").
+   */
+  reportOnly?: true;
   /** Set on an end user's window: counted per (subject, end user), refusing with `param: "context.user_id"`. */
   endUser?: true;
+}
+
+/**
+ * One tool's quota windows (docs/design.md, "Agent-aware policy"), in two forms with the same
+ * names (so the same counters): `windows` refuse (the request names the tool), `reports` only report.
+ */
+export interface ToolQuota {
+  tool: string;
+  windows: readonly RateWindow[];
+  reports: readonly RateWindow[];
 }
 
 /**
@@ -56,8 +124,15 @@ export interface Limits {
   requests: readonly RateWindow[];
   /** Token budgets: admission while a budget has tokens left, charged after the answer (docs/rate-limits.md "Token budgets"). */
   tokens: readonly RateWindow[];
-  /** `requests` then `tokens`: the one list the limiter counts and reports statuses in, in this order. */
+  /** Cost budgets in micro-dollars: like token budgets, charged the answer's `cost_usd` (docs/rate-limits.md "Cost budgets"). */
+  cost?: readonly RateWindow[] | undefined;
+  /** `requests`, `tokens` then `cost`: the one list the limiter counts and reports statuses in, in this order. */
   windows: readonly RateWindow[];
+  /**
+   * Tool-call quotas (undefined: none): checked after the body, where the request's `tools`
+   * are known (src/http/agent-policy-limit.ts), never in `windows`.
+   */
+  toolCalls?: readonly ToolQuota[] | undefined;
   /** The stream concurrency cap (undefined: none). */
   concurrency?: StreamCap | undefined;
   /** Per end user of the subject (undefined: no end-user policy; the request path is as without it). */
@@ -71,6 +146,27 @@ function requestWindows(inputs: readonly WindowInput[]): RateWindow[] {
 /** Token windows are named `tokens-<period>` unless named. */
 function tokenWindows(inputs: readonly TokenWindowInput[]): RateWindow[] {
   return inputs.map((t) => ({ name: t.name ?? `tokens-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.tokens, windowMs: t.per, tokens: true }));
+}
+
+/** A policy window's period in its name: `minute`, `day`, else the duration as written short (`30d`, `90m`). */
+function periodName(ms: number): string {
+  return WINDOW_NAMES[ms] ?? formatDurationMs(ms);
+}
+
+/** Cost budgets are named `cost-<period>` unless named; their limit is in micro-dollars. */
+function costWindows(inputs: readonly CostWindowInput[]): RateWindow[] {
+  return inputs.map((c) => ({ name: c.name ?? `cost-${periodName(c.per)}`, limit: Math.round(c.usd * MICRO_USD_PER_USD), windowMs: c.per, cost: true }));
+}
+
+/** Tool windows are named `tool-<tool>-<period>` unless named; in the order the config lists the tools. */
+function toolQuotas(input: ToolCallsInput | undefined): ToolQuota[] | undefined {
+  if (input === undefined) return undefined;
+  const quotas: ToolQuota[] = [];
+  for (const [tool, inputs] of Object.entries(input)) {
+    const windows: RateWindow[] = inputs.map((t) => ({ name: t.name ?? `tool-${tool}-${periodName(t.per)}`, limit: t.calls, windowMs: t.per, tool }));
+    quotas.push({ tool, windows, reports: windows.map((w) => ({ ...w, reportOnly: true })) });
+  }
+  return quotas.length === 0 ? undefined : quotas;
 }
 
 const endUserSchema = z.strictObject({
@@ -91,11 +187,30 @@ function endUserParts(input: EndUserInput): Omit<EndUserLimits, 'windows'> {
   return { requests: endUserWindows(requestWindows(input.windows)), tokens: endUserWindows(tokenWindows(input.tokens)), require: input.require };
 }
 
+/** A Limits' parts, each by its name. */
+interface LimitParts {
+  requests: readonly RateWindow[];
+  tokens: readonly RateWindow[];
+  cost: readonly RateWindow[];
+  toolCalls: readonly ToolQuota[] | undefined;
+  concurrency: StreamCap | undefined;
+  endUser: Omit<EndUserLimits, 'windows'> | undefined;
+}
+
 /** The one place that puts a Limits together. */
-function limitsOf(requests: readonly RateWindow[], tokens: readonly RateWindow[], concurrency: StreamCap | undefined, endUser?: Omit<EndUserLimits, 'windows'>): Limits {
-  const windows = [...requests, ...tokens];
-  if (endUser === undefined) return { requests, tokens, windows, concurrency };
-  return { requests, tokens, windows, concurrency, endUser: { ...endUser, windows: [...windows, ...endUser.requests, ...endUser.tokens] } };
+function limitsOf(parts: LimitParts): Limits {
+  const { requests, tokens, cost, toolCalls, concurrency, endUser } = parts;
+  const windows = [...requests, ...tokens, ...cost];
+  const limits: Limits = { requests, tokens, cost, windows, concurrency };
+  if (toolCalls !== undefined) limits.toolCalls = toolCalls;
+  if (endUser !== undefined) limits.endUser = { ...endUser, windows: [...windows, ...endUser.requests, ...endUser.tokens] };
+  return limits;
+}
+
+/** Every window name of a Limits (tool windows included), for the duplicate check. */
+function allWindows(limits: Limits): RateWindow[] {
+  const tools = (limits.toolCalls ?? []).flatMap((quota) => quota.windows);
+  return [...(limits.endUser?.windows ?? limits.windows), ...tools];
 }
 
 function duplicateName(windows: ReadonlyArray<{ name: string }>): string | undefined {
@@ -130,14 +245,23 @@ export const planSchema = z
   .strictObject({
     windows: z.array(windowSchema).default([]),
     tokens: z.array(tokenWindowSchema).max(16).default([]),
+    cost: z.array(costWindowSchema).max(16).default([]),
+    tool_calls: toolCallsSchema.optional(),
     concurrency: concurrencySchema.optional(),
     end_user: endUserSchema.optional(),
   })
   // `concurrency` is optional in the type (plans built in code need not name it) but always
   // set here, undefined without a cap, so every parsed plan object has one shape.
   .transform((plan, ctx): Limits => {
-    const limits = limitsOf(requestWindows(plan.windows), tokenWindows(plan.tokens), streamCap(plan.concurrency), plan.end_user && endUserParts(plan.end_user));
-    const duplicate = duplicateName(limits.endUser?.windows ?? limits.windows);
+    const limits = limitsOf({
+      requests: requestWindows(plan.windows),
+      tokens: tokenWindows(plan.tokens),
+      cost: costWindows(plan.cost),
+      toolCalls: toolQuotas(plan.tool_calls),
+      concurrency: streamCap(plan.concurrency),
+      endUser: plan.end_user && endUserParts(plan.end_user),
+    });
+    const duplicate = duplicateName(allWindows(limits));
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
     return limits;
   });
@@ -150,12 +274,22 @@ export const keyLimitsSchema = z
   .strictObject({
     windows: z.array(windowSchema).max(16).optional(),
     tokens: z.array(tokenWindowSchema).max(16).optional(),
+    cost: z.array(costWindowSchema).max(16).optional(),
+    tool_calls: toolCallsSchema.optional(),
     concurrency: concurrencySchema.optional(),
     end_user: endUserSchema.optional(),
   })
   .superRefine((limits, ctx) => {
     const endUser = limits.end_user && endUserParts(limits.end_user);
-    const duplicate = duplicateName([...requestWindows(limits.windows ?? []), ...tokenWindows(limits.tokens ?? []), ...(endUser?.requests ?? []), ...(endUser?.tokens ?? [])]);
+    const tools = (toolQuotas(limits.tool_calls) ?? []).flatMap((quota) => quota.windows);
+    const duplicate = duplicateName([
+      ...requestWindows(limits.windows ?? []),
+      ...tokenWindows(limits.tokens ?? []),
+      ...costWindows(limits.cost ?? []),
+      ...tools,
+      ...(endUser?.requests ?? []),
+      ...(endUser?.tokens ?? []),
+    ]);
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
   });
 
@@ -170,17 +304,19 @@ export type PlanConfig = Limits;
 export type KeyLimits = z.input<typeof keyLimitsSchema>;
 
 /**
- * A key's own limits over its plan: `windows`, `tokens`, `concurrency` and `end_user`, each
- * where given, replace the plan's (an empty list removes windows or budgets); what is not given
- * is the plan's.
+ * A key's own limits over its plan: `windows`, `tokens`, `cost`, `tool_calls`, `concurrency` and
+ * `end_user`, each where given, replace the plan's (an empty list or mapping removes them); what
+ * is not given is the plan's.
  */
 export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConfig {
   // Stored as written (durations as text): validated when set, read into milliseconds here.
   const limits = keyLimitsSchema.parse(stored);
-  return limitsOf(
-    limits.windows === undefined ? plan.requests : requestWindows(limits.windows),
-    limits.tokens === undefined ? plan.tokens : tokenWindows(limits.tokens),
-    limits.concurrency === undefined ? plan.concurrency : streamCap(limits.concurrency),
-    limits.end_user === undefined ? plan.endUser : endUserParts(limits.end_user),
-  );
+  return limitsOf({
+    requests: limits.windows === undefined ? plan.requests : requestWindows(limits.windows),
+    tokens: limits.tokens === undefined ? plan.tokens : tokenWindows(limits.tokens),
+    cost: limits.cost === undefined ? (plan.cost ?? []) : costWindows(limits.cost),
+    toolCalls: limits.tool_calls === undefined ? plan.toolCalls : toolQuotas(limits.tool_calls),
+    concurrency: limits.concurrency === undefined ? plan.concurrency : streamCap(limits.concurrency),
+    endUser: limits.end_user === undefined ? plan.endUser : endUserParts(limits.end_user),
+  });
 }

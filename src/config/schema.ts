@@ -14,11 +14,13 @@ import { TAGGABLE_KEY, redisSchema } from './redis-schema.js';
 import { telemetrySchema } from './telemetry-schema.js';
 import { auditPostgresSchema } from './audit-postgres-schema.js';
 import { notificationsSchema } from './notifications-schema.js';
+import { pricingSchema } from './pricing-schema.js';
 
-export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap } from './plan-schema.js';
+export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
 export { TAGGABLE_KEY } from './redis-schema.js';
 export { EVENT_TYPES, WebhookSecret, type EventType, type NotificationsConfig, type WebhookConfig } from './notifications-schema.js';
+export { MAX_MODEL_CHARS, type Pricing } from './pricing-schema.js';
 
 // TLS on the public listener (docs/operations.md "TLS"): PEM file paths, watched and reloaded
 // without a restart (src/http/tls-certificates.ts). `ca` turns on mutual TLS.
@@ -118,6 +120,8 @@ export const configSchema = z
     plans: z
       .record(z.string().regex(PLAN_NAME, 'plan names are letters, digits, "_" or "-"'), planSchema)
       .prefault(DEFAULT_PLANS),
+    // USD per 1,000 tokens_used by model (docs/configuration.md "pricing"); absent: no cost is computed.
+    pricing: pricingSchema.optional(),
     agents: z
       .record(z.string().regex(AGENT_ID, 'agent ids are lowercase letters, digits, "_" or "-", starting with a letter or digit'), agentSchema)
       .refine((agents) => Object.keys(agents).length > 0, { message: 'configure at least one agent' }),
@@ -230,6 +234,7 @@ export const configSchema = z
     limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars, maxJsonDepth: c.limits.max_json_depth },
     rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error, lease: c.rate_limits.lease },
     plans: new Map(Object.entries(c.plans)),
+    pricing: c.pricing ?? null,
     agents: new Map(Object.entries(c.agents).map(([id, agent]) => [id, { id, ...agent }])),
     stream: { heartbeatMs: c.stream.heartbeat, idleTimeoutMs: c.stream.idle_timeout, maxDurationMs: c.stream.max_duration },
     keys: {

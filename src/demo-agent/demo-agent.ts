@@ -116,7 +116,8 @@ export function createDemoAgent(options: DemoAgentOptions): Server {
         return;
       }
       clearInterval(timer);
-      res.end(`event: done\ndata: ${JSON.stringify({ tokens_used: tokens.length, latency_ms: Date.now() - started })}\n\n`);
+      // The model too, as a JSON answer's metadata names it: the gateway prices streams by it.
+      res.end(`event: done\ndata: ${JSON.stringify({ tokens_used: tokens.length, latency_ms: Date.now() - started, model })}\n\n`);
     }, intervalMs);
   });
 }

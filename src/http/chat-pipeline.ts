@@ -29,12 +29,12 @@ import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { a2aCall } from '../proxy/a2a/a2a-exchange.js';
 import { sendMethod } from '../proxy/a2a/a2a-protocol.js';
 import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
-import { endUserHash } from '../ratelimit/end-user-hash.js';
+import { refusedByEndUser, type RateLimitDecision, type RateLimiter } from '../ratelimit/rate-limiter.js';
 import type { BudgetThresholds } from '../ratelimit/budget-thresholds.js';
-import { hasTokenBudget, refusedByEndUser, refusedByTokenBudget, type RateLimitDecision, type RateLimiter } from '../ratelimit/rate-limiter.js';
-import type { EndUserLimits } from '../config/schema.js';
 import { RequestState } from '../request/request-state.js';
-import { tokensToCharge } from '../request/token-charge.js';
+import { chargeAnswer, limitAfterBody, limitedAfterBody, refuseByPolicyBudget, refusingBudget, withholdSpentTools } from './agent-policy-limit.js';
+import { settleAnswerCost } from '../request/cost.js';
+import { countAnswerFacts } from './answer-metrics.js';
 import type { RequestTracing } from '../telemetry/request-tracing.js';
 import { clientAddress } from './client-address.js';
 import { answerError } from './answer-error.js';
@@ -49,6 +49,7 @@ import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
 import { refuseContentEncoding, refuseRepeatedHost } from './request-header-checks.js';
 import { matchRoute, type RouteTable } from './routing.js';
 import { parseJsonBody, validateChatRequest } from './validate-chat-request.js';
+import { applyToolScope } from './tool-scope.js';
 
 export interface GatewayDependencies {
   runtime: GatewayRuntime;
@@ -167,19 +168,20 @@ export class ChatPipeline {
       const windows = limits.windows;
       // Only a stream holds a slot; a plan without a cap pays for this one property read.
       const cap = limits.concurrency !== undefined && state.route === 'chat/stream' ? limits.concurrency : undefined;
-      if (windows.length === 0 && cap === undefined) {
+      if (windows.length === 0 && cap === undefined && !limitedAfterBody(limits)) {
         this.body(request);
         return;
       }
       const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
       request.limitSubject = subject;
-      if (limits.endUser !== undefined) {
+      if (limitedAfterBody(limits)) {
+        request.afterBodyLimits = limits;
         request.endUserLimits = limits.endUser;
         request.limitCap = cap;
         this.body(request);
         return;
       }
-      if (limits.tokens.length > 0) {
+      if (limits.tokens.length > 0 || limits.cost?.length) {
         request.tokenWindows = windows;
         request.tokenSubject = subject;
       }
@@ -219,7 +221,9 @@ export class ChatPipeline {
         // An end user's own window refused while the subject had room: the same errors, naming the field.
         const param = request.endUserLimits !== undefined && refusedByEndUser(decision) ? 'context.user_id' : undefined;
         if (param !== undefined) metrics.endUserLimited.inc({ plan: state.key!.plan });
-        if (request.tokenWindows !== undefined && refusedByTokenBudget(decision)) {
+        const budget = refusingBudget(decision);
+        if (budget !== undefined && budget.tokens !== true) refuseByPolicyBudget(request, decision, budget);
+        if (budget?.tokens === true) {
           metrics.tokenBudgetExceeded.inc({ plan: state.key!.plan });
           state.refusal = 'token_budget_exceeded';
           throw new GatewayError('token_budget_exceeded', { retryAfterSeconds: retryAfterSeconds(decision), param });
@@ -228,6 +232,7 @@ export class ChatPipeline {
         state.refusal = 'rate_limited';
         throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision), param });
       }
+      if (request.afterBodyLimits?.toolCalls !== undefined) withholdSpentTools(request, decision);
       if (request.body !== undefined) this.send(request, request.body, request.parsed);
       else this.body(request);
     } catch (error) {
@@ -243,7 +248,7 @@ export class ChatPipeline {
     readBody(req, config.limits.maxBodyBytes, request);
   }
 
-  /** A valid chat request goes to the agent's runner (after its end user's limit, on a plan with one). */
+  /** A valid chat request goes to the agent's runner (after the limit, on a plan limited after the body). */
   forward(request: ChatRequest, body: Buffer): void {
     // Reset before its body was handed over: no runner is called for a client that is gone.
     if (request.finished) return;
@@ -254,43 +259,18 @@ export class ChatPipeline {
       const summary = validateChatRequest(parsed, request.agent!, config.limits);
       state.userId = summary.userId;
       state.sessionId = summary.sessionId;
+      state.toolsGiven = summary.tools;
       if (state.trace !== undefined) state.trace.requested(parsed as Record<string, unknown>);
-      if (request.endUserLimits !== undefined) this.limitEndUser(request, request.endUserLimits, body, parsed);
-      else this.send(request, body, parsed);
+      // A key without a tool scope pays for this one check (tool-scope.ts). On a plan with tool
+      // quotas a request naming no tools gets its list after the limit, less the spent tools.
+      const scope = state.key!.tools;
+      const later = scope == null || (summary.tools === null && request.afterBodyLimits?.toolCalls !== undefined);
+      const sent = later ? body : applyToolScope(state, parsed as Record<string, unknown>, body, scope, request.agent!.tools, undefined).body;
+      if (request.afterBodyLimits !== undefined) limitAfterBody(this.rateLimiter, this, request, sent, parsed);
+      else this.send(request, sent, parsed);
     } catch (error) {
       this.fail(request, error);
     }
-  }
-
-  /**
-   * docs/design.md, "Agent-aware policy": the subject's windows and its end user's, in one decision, per
-   * (subject, `context.user_id`); requests without one share the anonymous end user, unless
-   * the policy requires the field.
-   */
-  private limitEndUser(request: ChatRequest, limits: EndUserLimits, body: Buffer, parsed: unknown): void {
-    const { state } = request;
-    if (limits.require && state.userId === null) {
-      throw new GatewayError('invalid_request', { param: 'context.user_id', message: 'This key\'s plan requires "context.user_id": the end user the request is for.' });
-    }
-    const subject = request.limitSubject;
-    const endUser = endUserHash(subject, state.userId);
-    const { windows } = limits;
-    if (hasTokenBudget(windows)) {
-      request.tokenWindows = windows;
-      request.tokenSubject = subject;
-      request.tokenEndUser = endUser;
-    }
-    request.body = body;
-    request.parsed = parsed;
-    const decision = this.rateLimiter.consumeNow(subject, windows, request.limitCap, endUser);
-    if (decision !== undefined) {
-      this.admit(request, decision);
-      return;
-    }
-    void this.rateLimiter.consume(subject, windows, request.limitCap, endUser).then(
-      (decided) => this.admit(request, decided),
-      (error: unknown) => this.fail(request, error),
-    );
   }
 
   /** Forwards a request that passed every stage. */
@@ -347,6 +327,7 @@ export class ChatPipeline {
   /** JournaledResponse's hook, bound once: the audit record as the response ends. */
   private readonly recordAtEnd = (context: unknown): AuditLog | undefined => {
     const request = context as ChatRequest;
+    settleAnswerCost(request.state, request.agent?.model, request.config.pricing);
     return recordAtEnd(request.state, request.res, this.auditLog);
   };
 
@@ -355,12 +336,11 @@ export class ChatPipeline {
     request.finished = true;
     // Whatever ended the stream (its end, the client, the runner, a deadline): the slot is free.
     if (request.slot !== undefined) request.slot.release();
-    // The answer's tokens (JSON metadata or the stream's done event), or, without a valid
-    // count (the client left first, an answer too long to read), what was relayed; batched by the limiter.
-    if (request.tokenWindows !== undefined) {
-      const tokens = tokensToCharge(request.state);
-      if (tokens > 0) this.rateLimiter.charge(request.tokenSubject, request.tokenWindows, tokens, request.tokenEndUser);
-    }
+    // The answer's model and cost (decision 0066), before anything charges, counts or records them.
+    settleAnswerCost(request.state, request.agent?.model, request.config.pricing);
+    countAnswerFacts(request.state, request.agent);
+    // The answer's tokens (or, without a valid count, what was relayed), cost and tool calls; batched by the limiter.
+    if (request.tokenWindows !== undefined) chargeAnswer(this.rateLimiter, request);
     const { req, res, state } = request;
     // An HTTP/2 stream reset before anything was answered or forwarded (rapid reset, decision
     // 0045) costs a counter, not an audit record and a log line each.

@@ -2,7 +2,7 @@
 // stages share, and the body's receiver. The pipeline is seen through the two stages the body
 // hands back to, so this file does not import the pipeline.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AgentConfig, EndUserLimits, GatewayConfig } from '../config/schema.js';
+import type { AgentConfig, EndUserLimits, GatewayConfig, Limits } from '../config/schema.js';
 import type { TraceContext } from '../proxy/traceparent.js';
 import type { EndUserHash, RateWindow, StreamCap, StreamSlot } from '../ratelimit/rate-limiter.js';
 import type { RequestState } from '../request/request-state.js';
@@ -19,7 +19,7 @@ export interface BodyStages {
 export class ChatRequest implements BodyReceiver {
   /** Known from the route stage on. */
   agent: AgentConfig | undefined = undefined;
-  /** Set by the limit stage only for a plan with token budgets: what finish() charges the answer's tokens to. */
+  /** Set by the limit stage only for a plan with budgets (tokens, cost, tool quotas): what finish() charges the answer to. */
   tokenWindows: readonly RateWindow[] | undefined = undefined;
   tokenSubject = '';
   /** The end user the answer's tokens are charged to as well (a plan with end-user budgets). */
@@ -29,6 +29,8 @@ export class ChatRequest implements BodyReceiver {
    * it): what the limit stage left for then. Undefined on every other plan.
    */
   endUserLimits: EndUserLimits | undefined = undefined;
+  /** The limits of a plan limited after the body (an end-user policy, tool-call quotas; agent-policy-limit.ts). */
+  afterBodyLimits: Limits | undefined = undefined;
   limitSubject = '';
   limitCap: StreamCap | undefined = undefined;
   /** Set while a body waits for the end-user limit's decision, with its parsed value (an A2A call is built from it). */

@@ -85,6 +85,10 @@ export function auditRecordOf(state: RequestState, res: ServerResponse, latencyM
     client_ip: state.clientIp,
     user_id: state.userId,
     session_id: state.sessionId,
+    model: state.model,
+    cost_usd: state.costUsd,
+    tool_calls: state.toolCalls,
+    tools_withheld: state.toolsWithheld,
   };
 }
 

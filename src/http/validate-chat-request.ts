@@ -11,6 +11,8 @@ import { parseGuardedJson } from './json-guard.js';
 export interface ChatRequestSummary {
   userId: string | null;
   sessionId: string | null;
+  /** The request's `tools` (unique strings within the agent's allow-list), or null when absent. */
+  tools: readonly string[] | null;
 }
 
 export interface ValidationLimits {
@@ -98,6 +100,7 @@ export function validateChatRequest(body: unknown, agent: AgentConfig, limits: V
   }
 
   const tools = body.tools;
+  let toolNames: readonly string[] | null = null;
   if (tools !== undefined) {
     if (!Array.isArray(tools)) throw invalid('tools', '"tools" must be an array of tool names.');
     const seen = new Set<string>();
@@ -110,6 +113,7 @@ export function validateChatRequest(body: unknown, agent: AgentConfig, limits: V
         throw invalid(`tools[${i}]`, `"${tool.slice(0, 64)}" is not a tool of this agent; allowed: ${[...agent.tools].join(', ')}.`);
       }
     }
+    toolNames = tools as string[];
   }
 
   const temperature = body.temperature;
@@ -122,5 +126,5 @@ export function validateChatRequest(body: unknown, agent: AgentConfig, limits: V
     throw invalid('max_tokens', `"max_tokens" must be an integer from 1 to ${agent.maxTokens}.`);
   }
 
-  return { userId, sessionId };
+  return { userId, sessionId, tools: toolNames };
 }

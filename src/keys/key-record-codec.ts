@@ -16,6 +16,8 @@ export interface StoredKeyRecord {
   last_used_at: string | null;
   metadata: Record<string, string>;
   limits: KeyLimits | null;
+  /** Absent in records written before tool scopes: read as null (no restriction). */
+  tools: string[] | null;
   replaces: string | null;
   replaced_by: string | null;
 }
@@ -37,6 +39,7 @@ export function toStoredRecord(record: KeyRecord): StoredKeyRecord {
     last_used_at: record.lastUsedAt,
     metadata: { ...record.metadata },
     limits: record.limits,
+    tools: record.tools === null ? null : [...record.tools],
     replaces: record.replaces,
     replaced_by: record.replacedBy,
   };
@@ -86,6 +89,7 @@ export function fromStoredRecord(value: unknown): KeyRecord {
     lastUsedAt: optionalTimestamp(raw.last_used_at, `last_used_at of ${keyId}`),
     metadata: metadataOf(raw.metadata, keyId),
     limits: limitsOf(raw.limits, keyId),
+    tools: toolsOf(raw.tools, keyId),
     replaces: optionalKeyId(raw.replaces, `replaces of ${keyId}`),
     replacedBy: optionalKeyId(raw.replaced_by, `replaced_by of ${keyId}`),
   };
@@ -103,6 +107,12 @@ function limitsOf(value: unknown, keyId: string): KeyLimits | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'object' || Array.isArray(value)) throw new Error(`limits of ${keyId} must be an object`);
   return value as KeyLimits;
+}
+
+function toolsOf(value: unknown, keyId: string): string[] | null {
+  if (value === undefined || value === null) return null;
+  if (!Array.isArray(value) || !value.every((t) => typeof t === 'string')) throw new Error(`tools of ${keyId} must be an array of strings`);
+  return [...(value as string[])];
 }
 
 function optionalKeyId(value: unknown, field: string): string | null {

@@ -21,6 +21,8 @@ export interface KeyRecord {
   metadata: Record<string, string>;
   /** The key's own limits (the shape of a plan), or null: the plan's apply. */
   limits: KeyLimits | null;
+  /** The key's tool scope: the only tools its requests may name or be given (null: no restriction). */
+  tools: string[] | null;
   /** Rotation: the key this one replaced, and the key that replaced this one. */
   replaces: string | null;
   replacedBy: string | null;
@@ -33,4 +35,6 @@ export interface AuthenticatedKey {
   plan: string;
   /** The key's own limits over its plan (null or absent: the plan's); the pipeline resolves them once per key and plan. */
   limits?: KeyLimits | null;
+  /** The key's tool scope: the only tools a request on it may name or be given (null or absent: no restriction). */
+  tools?: readonly string[] | null;
 }

@@ -52,6 +52,8 @@ export interface CreateKeyInput {
   expiresAt?: string | undefined;
   metadata?: Record<string, string> | undefined;
   limits?: KeyLimits | null | undefined;
+  /** The tool scope (null or absent: no restriction). */
+  tools?: string[] | null | undefined;
 }
 
 /** A partial update: only the fields present change. */
@@ -63,6 +65,8 @@ export interface UpdateKeyInput {
   expiresAt?: string | null | undefined;
   metadata?: Record<string, string> | null | undefined;
   limits?: KeyLimits | null | undefined;
+  /** null clears the tool scope; a list replaces it whole. */
+  tools?: string[] | null | undefined;
 }
 
 export interface ListKeysInput {
@@ -138,6 +142,7 @@ export class KeyService {
       lastUsedAt: null,
       metadata: this.checkMetadata(input.metadata ?? {}),
       limits: this.checkLimits(input.limits ?? null),
+      tools: checkTools(input.tools ?? null),
       replaces: null,
       replacedBy: null,
     };
@@ -181,6 +186,7 @@ export class KeyService {
     if (input.expiresAt !== undefined) next.expiresAt = input.expiresAt === null ? null : this.checkTimestamp(input.expiresAt, 'expires_at');
     if (input.metadata !== undefined) next.metadata = this.checkMetadata(input.metadata ?? {});
     if (input.limits !== undefined) next.limits = this.checkLimits(input.limits);
+    if (input.tools !== undefined) next.tools = checkTools(input.tools);
     let changed: string[] = [];
     const result = await this.store.update(keyId, (current) => {
       const record = { ...current, ...next };
@@ -303,6 +309,28 @@ export class KeyService {
   }
 }
 
+/** How many tool names a scope holds, and how long one is: a scope is read on every request of its key. */
+export const MAX_SCOPE_TOOLS = 64;
+export const MAX_TOOL_NAME_LENGTH = 64;
+const TOOL_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/** A tool scope (docs/policy.md, "Tool scope on keys"): refused whole, naming the field, or kept as given. */
+export function checkTools(tools: readonly unknown[] | null): string[] | null {
+  if (tools === null) return null;
+  if (!Array.isArray(tools)) throw new KeyServiceError('tools must be an array of tool names, or null for no restriction', 'tools');
+  if (tools.length > MAX_SCOPE_TOOLS) throw new KeyServiceError(`tools holds at most ${MAX_SCOPE_TOOLS} names (got ${tools.length})`, 'tools');
+  const seen = new Set<string>();
+  for (let i = 0; i < tools.length; i++) {
+    const tool: unknown = tools[i];
+    if (typeof tool !== 'string' || !TOOL_NAME.test(tool)) {
+      throw new KeyServiceError(`tools[${i}]: a tool name is 1–${MAX_TOOL_NAME_LENGTH} characters from A–Z a–z 0–9 _ . : -`, `tools[${i}]`);
+    }
+    if (seen.has(tool)) throw new KeyServiceError(`tools[${i}]: "${tool}" is listed twice`, `tools[${i}]`);
+    seen.add(tool);
+  }
+  return [...(tools as string[])];
+}
+
 function notFound(keyId: string): KeyServiceError {
   return new KeyServiceError(`no key ${keyId}`, 'key_id', 'not_found');
 }
@@ -322,6 +350,7 @@ const SETTINGS: [string, (r: KeyRecord) => unknown][] = [
   ['expires_at', (r) => r.expiresAt],
   ['metadata', (r) => r.metadata],
   ['limits', (r) => r.limits],
+  ['tools', (r) => r.tools],
 ];
 
 function changedFields(before: KeyRecord, after: KeyRecord): string[] {

@@ -3,7 +3,7 @@
 // (docs/operations.md, "Key layout"). Layout, with T = `{${prefix}keys}`:
 //   T:key:${hash}           HASH  key_id account plan agents(JSON) name created_at
 //                                 [expires_at] [revoked_at] [last_used_at]
-//                                 [metadata(JSON)] [limits(JSON)] [replaces] [replaced_by]
+//                                 [metadata(JSON)] [limits(JSON)] [tools(JSON)] [replaces] [replaced_by]
 //                                 [rev]: bumped by every update and revocation
 //                                 ix name_lc: its index member and lowercased name
 //   T:keyid:${keyId}        STRING → hash
@@ -138,6 +138,7 @@ export class RedisKeyStore implements KeyStore {
         agents: JSON.parse(fields.agents ?? 'null'),
         metadata: fields.metadata === undefined ? undefined : JSON.parse(fields.metadata),
         limits: fields.limits === undefined ? undefined : JSON.parse(fields.limits),
+        tools: fields.tools === undefined ? undefined : JSON.parse(fields.tools),
       });
     } catch (error) {
       this.options.logger.error({ err: error, keyId: fields.key_id }, 'malformed key record in redis; treating it as absent');

@@ -68,6 +68,18 @@ export const metrics = {
     labelNames: ['plan'] as const,
     registers: [registry],
   }),
+  toolCalls: new Counter({
+    name: 'agentgw_tool_calls_total',
+    help: 'Tool calls the runners\' answers named, by agent, tool (the allow-list\'s names, else "other") and verdict (allowed, or outside_scope: a tool the runner was not given).',
+    labelNames: ['agent', 'tool', 'verdict'] as const,
+    registers: [registry],
+  }),
+  costUsd: new Counter({
+    name: 'agentgw_cost_usd_total',
+    help: 'What the answers cost in US dollars (tokens_used priced by model, the pricing config), by agent.',
+    labelNames: ['agent'] as const,
+    registers: [registry],
+  }),
   concurrencyLimited: new Counter({
     name: 'agentgw_concurrency_limited_total',
     help: 'Stream requests answered 429 concurrency_limit_exceeded (every slot of the concurrency cap held, no request window full), by plan.',

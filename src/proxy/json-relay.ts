@@ -1,6 +1,6 @@
 // Relays a runner's answer as it comes: `/chat`, and any error status on the stream route. A
-// JSON answer is kept by reference as it passes, to read its `metadata.tokens_used` at the end
-// (tokens-used.ts). A body that stays silent for stream.idle_timeout is cut; the check is the
+// JSON answer is kept by reference as it passes, to read its `metadata.tokens_used`, model and
+// tool calls at the end (tokens-used.ts). A body that stays silent for stream.idle_timeout is cut; the check is the
 // server's DeadlineSweeper's, not a timer per request
 // (docs/decisions/0007-upstream-deadlines-swept.md).
 import type { Dispatcher } from 'undici';
@@ -76,7 +76,9 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
     const kept = this.kept;
     // Only a body kept whole is read: a longer one's tokens stay unknown.
     if (kept !== null && this.keptBytes === state.bytesOut) {
-      state.tokensUsed = tokensFromChatResponse(kept, this.keptBytes);
+      // With the model and tool calls it names, read in the same pass: the tool-call metric
+      // needs the names of every answer, so they are always asked for (decision 0066).
+      state.tokensUsed = tokensFromChatResponse(kept, this.keptBytes, state);
       // A traced request's span takes the model and tool calls the answer names.
       if (state.trace !== undefined) traceJsonAnswer(state.trace, kept, this.keptBytes);
     }

@@ -1,7 +1,7 @@
 // Side-parser for the upstream's Server-Sent Events. It reads the same Buffer chunks that
 // are written to the client (it never holds a byte back) and reports whole events, so the
 // gateway can count events, read `done.tokens_used` and, when asked, the `tool_call` events'
-// data (a traced request's tool calls, docs/observability.md). Works on bytes: a multi-byte
+// data (the tool names the audit, the metrics and a trace take; docs/observability.md). Works on bytes: a multi-byte
 // character or a CRLF split across chunks is handled. It reads the line grammar; an event's
 // data lines are kept by SseEventData (sse-event-data.ts).
 //

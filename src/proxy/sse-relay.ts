@@ -1,9 +1,9 @@
 // Relays a `/chat/stream` event stream chunk by chunk, never holding a byte back
 // (docs/design.md, "Wire contract", "Streaming"; docs/streaming.md). A side-parser
-// (sse-parser.ts) reads the same chunks to count events and to take `tokens_used` from the
-// `done` event. Heartbeats keep a quiet stream open; the idle and max-duration deadlines, a
-// runner failing mid-stream and shutdown end it with a final `event: error`, written so that
-// it parses as an event of its own.
+// (sse-parser.ts) reads the same chunks to count events, to take `tokens_used` and the model
+// from the `done` event and the tool names from `tool_call` events. Heartbeats keep a quiet
+// stream open; the idle and max-duration deadlines, a runner failing mid-stream and shutdown
+// end it with a final `event: error`, written so that it parses as an event of its own.
 import type { Dispatcher } from 'undici';
 import { streamErrorEvent, type StreamErrorType } from '../errors.js';
 import { metrics } from '../metrics/metrics.js';
@@ -13,7 +13,7 @@ import type { EndableStream } from './active-streams.js';
 import type { RelayedExchange, ResponseRelay } from './forward-request.js';
 import { appendRelayedHeaders } from './header-hygiene.js';
 import { SseSideParser, type SseEventSink } from './sse-parser.js';
-import { tokensFromDoneData } from './tokens-used.js';
+import { readToolCallData, tokensFromDoneData } from './tokens-used.js';
 import { traceDoneEvent, traceToolCallEvent } from '../telemetry/answer-facts.js';
 
 /**
@@ -42,8 +42,9 @@ export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
   private sawFirstByte = false;
 
   constructor(private readonly exchange: RelayedExchange) {
-    // A traced stream's tool calls are span events: only then are `tool_call` events decoded.
-    this.parser = new SseSideParser(this, exchange.request.state.trace !== undefined);
+    // `tool_call` events are decoded for every stream: the tool-call metric (and a trace's
+    // span events, the audit's tool_calls) need their names (decision 0066).
+    this.parser = new SseSideParser(this, true);
     this.eventsCounter = metrics.streamEvents.labels(exchange.request.agent.id);
   }
 
@@ -92,15 +93,16 @@ export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
     } else {
       this.sawDone = true;
       const state = this.exchange.request.state;
-      state.tokensUsed = tokensFromDoneData(doneData);
+      state.tokensUsed = tokensFromDoneData(doneData, state);
       if (state.trace !== undefined) traceDoneEvent(state.trace, doneData);
     }
   }
 
-  /** SseEventSink: a `tool_call` event, read only for a traced stream. */
+  /** SseEventSink: a `tool_call` event: its tool's name, for the audit, the metrics and a trace. */
   onToolCall(data: string): void {
-    const trace = this.exchange.request.state.trace;
-    if (trace !== undefined) traceToolCallEvent(trace, data);
+    const state = this.exchange.request.state;
+    readToolCallData(data, state);
+    if (state.trace !== undefined) traceToolCallEvent(state.trace, data);
   }
 
   end(): void {

@@ -1,63 +1,113 @@
 // `tokens_used`, the audit record's token count (docs/design.md, "Usage audit records"), as
 // the runner reports it: in a `/chat` answer's `metadata`, or in a stream's `done` event. One
-// check of the value serves both (validTokens).
+// check of the value serves both (validTokens). With it, when asked, the answer's facts
+// (src/request/answer-facts.ts): `metadata.model` and the names in `tool_calls[].tool`.
 //
 // A `/chat` answer is read by one pass over its bytes instead of JSON.parse: parsing builds
-// every string and object of the answer only to read one number, per request. The scan
-// validates the JSON it walks as it goes — strings, escapes, numbers, literals, nesting,
-// nothing after the end — so for any body its answer is JSON.parse's; whatever it does not
-// handle itself (a key with an escape, a top level that is not an object, very deep nesting)
-// goes to JSON.parse. test/property/tokens-used.property.test.ts compares the two.
+// every string and object of the answer only to read one number and a few names, per
+// request. The scan validates the JSON it walks as it goes — strings, escapes, numbers,
+// literals, nesting, nothing after the end — so for any body its answer is JSON.parse's;
+// whatever it does not handle itself (a key with an escape, a top level that is not an
+// object, very deep nesting) goes to JSON.parse. test/property/tokens-used.property.test.ts
+// and answer-facts.property.test.ts compare the two.
 
 import { isTokenCount } from '../audit/audit-record.js';
-
-/** Nesting deeper than this is left to JSON.parse (the scan recurses). */
-const MAX_DEPTH = 64;
-/** Ask JSON.parse. */
-const FALLBACK = -1;
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const MINUS = 0x2d;
-const DOT = 0x2e;
-const ZERO = 0x30;
-const NINE = 0x39;
+import { answerModel, isToolName, MAX_ANSWER_MODEL_CHARS, MAX_TOOL_NAME_CHARS, recordToolCall, type AnswerFacts } from '../request/answer-facts.js';
+import {
+  BACKSLASH,
+  CLOSE_ARRAY,
+  CLOSE_OBJECT,
+  COLON,
+  COMMA,
+  equalsAt,
+  FALLBACK,
+  MINUS,
+  NINE,
+  OPEN_ARRAY,
+  OPEN_OBJECT,
+  plainKeyEnd,
+  QUOTE,
+  skipSpace,
+  skipValue,
+  ZERO,
+} from './json-scan.js';
 
 const METADATA = Buffer.from('metadata');
 const TOKENS_USED = Buffer.from('tokens_used');
+const MODEL = Buffer.from('model');
+const TOOL_CALLS = Buffer.from('tool_calls');
+const TOOL = Buffer.from('tool');
 
-/** Tokens from a `/chat` answer's bytes: a non-negative integer, else null (unparsable, absent or not such a number). */
-export function tokensFromChatResponse(chunks: Buffer[], length: number): number | null {
+/** The most bytes a string of MAX chars can take in JSON text (an escape \uXXXX is 6 bytes per UTF-16 unit). */
+const MAX_MODEL_BYTES = MAX_ANSWER_MODEL_CHARS * 6 + 2;
+const MAX_TOOL_BYTES = MAX_TOOL_NAME_CHARS * 6 + 2;
+
+/**
+ * Tokens from a `/chat` answer's bytes: a non-negative integer, else null (unparsable, absent
+ * or not such a number). With `facts`, the answer's model and tool calls are written there
+ * too (each left as it was when the answer names none: callers start from null).
+ */
+export function tokensFromChatResponse(chunks: Buffer[], length: number, facts: AnswerFacts | null = null): number | null {
   const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
-  const scanned = scanTokensUsed(body);
-  return scanned === undefined ? tokensByJsonParse(body) : scanned;
+  const scanned = scanAnswer(body, facts);
+  return scanned === undefined ? answerByJsonParse(body, facts) : scanned;
 }
 
 /** The plain way, and the reference the scan must agree with. */
 export function tokensByJsonParse(body: Buffer): number | null {
+  return answerByJsonParse(body, null);
+}
+
+/** The plain way for tokens and facts: the reference answer-facts.property.test.ts holds the scan to. */
+export function answerByJsonParse(body: Buffer, facts: AnswerFacts | null): number | null {
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(body.toString('utf8'));
-    return validTokens((parsed as { metadata?: { tokens_used?: unknown } } | null)?.metadata?.tokens_used);
+    parsed = JSON.parse(body.toString('utf8'));
   } catch {
     return null;
   }
+  const answer = parsed as { metadata?: { tokens_used?: unknown; model?: unknown }; tool_calls?: unknown } | null;
+  if (facts !== null) {
+    const model = answerModel(answer?.metadata?.model);
+    if (model !== null) facts.model = model;
+    const calls = answer?.tool_calls;
+    if (Array.isArray(calls)) {
+      for (const call of calls) {
+        const tool: unknown = call !== null && typeof call === 'object' && !Array.isArray(call) ? (call as { tool?: unknown }).tool : undefined;
+        if (isToolName(tool)) recordToolCall(facts, tool);
+      }
+    }
+  }
+  return validTokens(answer?.metadata?.tokens_used);
 }
 
-/** Tokens from a `done` event's data, by the same rule. */
-export function tokensFromDoneData(data: string): number | null {
+/** Tokens from a `done` event's data, by the same rule; with `facts`, its `model` (or `metadata.model`) too. */
+export function tokensFromDoneData(data: string, facts: AnswerFacts | null = null): number | null {
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(data);
-    return validTokens((parsed as { tokens_used?: unknown } | null)?.tokens_used);
+    parsed = JSON.parse(data);
   } catch {
     // A malformed done event still ends the stream; the token count is simply unknown.
     return null;
   }
+  const done = parsed as { tokens_used?: unknown; model?: unknown; metadata?: { model?: unknown } } | null;
+  if (facts !== null) {
+    const model = answerModel(done?.model) ?? answerModel(done?.metadata?.model);
+    if (model !== null) facts.model = model;
+  }
+  return validTokens(done?.tokens_used);
+}
+
+/** A `tool_call` event's data (docs/streaming.md): its `tool` name recorded, when it is one. */
+export function readToolCallData(data: string, facts: AnswerFacts): void {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return;
+  }
+  const tool: unknown = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as { tool?: unknown }).tool : undefined;
+  if (isToolName(tool)) recordToolCall(facts, tool);
 }
 
 /** The one check of a reported count: an integer from 0 to MAX_TOKENS_USED, else unknown (null): an invalid runner answer. */
@@ -65,18 +115,29 @@ function validTokens(tokens: unknown): number | null {
   return isTokenCount(tokens) ? tokens : null;
 }
 
+/** The scan alone, tokens only (see scanAnswer). */
+export function scanTokensUsed(b: Uint8Array): number | null | undefined {
+  return scanAnswer(b, null);
+}
+
 /**
  * The scan: tokens, or null when the body is valid JSON without usable tokens, or
  * undefined when JSON.parse has to decide — anything malformed included: the scan never
- * calls a body invalid itself.
+ * calls a body invalid itself. With `facts`, the model and tool calls are written there
+ * only when the scan answers (so a fallback starts from untouched facts).
  */
-export function scanTokensUsed(b: Uint8Array): number | null | undefined {
+export function scanAnswer(b: Uint8Array, facts: AnswerFacts | null): number | null | undefined {
   let i = skipSpace(b, 0);
   if (b[i] !== OPEN_OBJECT) return undefined;
   // Where the last top-level `metadata` member's last `tokens_used` number is, as JSON.parse
-  // keeps the last of duplicate keys; -1 while there is none.
+  // keeps the last of duplicate keys; -1 while there is none. The same for its last `model`
+  // string, and for the `tool` strings of the last top-level `tool_calls` array (start, end pairs).
   let tokensStart = -1;
   let tokensEnd = -1;
+  let modelStart = -1;
+  let modelEnd = -1;
+  let tools: number[] | null = null;
+  const wantFacts = facts !== null;
   i = skipSpace(b, i + 1);
   if (b[i] === CLOSE_OBJECT) return finish(b, i + 1, -1, -1);
   for (;;) {
@@ -84,12 +145,15 @@ export function scanTokensUsed(b: Uint8Array): number | null | undefined {
     const keyEnd = plainKeyEnd(b, i + 1);
     if (keyEnd < 0) return undefined;
     const isMetadata = equalsAt(b, i + 1, keyEnd, METADATA);
+    const isToolCalls = wantFacts && !isMetadata && equalsAt(b, i + 1, keyEnd, TOOL_CALLS);
     i = skipSpace(b, keyEnd + 1);
     if (b[i] !== COLON) return undefined;
     i = skipSpace(b, i + 1);
     if (isMetadata) {
       tokensStart = -1;
       tokensEnd = -1;
+      modelStart = -1;
+      modelEnd = -1;
     }
     if (isMetadata && b[i] === OPEN_OBJECT) {
       // The metadata object, member by member.
@@ -100,6 +164,7 @@ export function scanTokensUsed(b: Uint8Array): number | null | undefined {
           const innerKeyEnd = plainKeyEnd(b, i + 1);
           if (innerKeyEnd < 0) return undefined;
           const isTokens = equalsAt(b, i + 1, innerKeyEnd, TOKENS_USED);
+          const isModel = wantFacts && !isTokens && equalsAt(b, i + 1, innerKeyEnd, MODEL);
           i = skipSpace(b, innerKeyEnd + 1);
           if (b[i] !== COLON) return undefined;
           i = skipSpace(b, i + 1);
@@ -111,6 +176,10 @@ export function scanTokensUsed(b: Uint8Array): number | null | undefined {
             const isNumber = first === MINUS || (first >= ZERO && first <= NINE);
             tokensStart = isNumber ? valueStart : -1;
             tokensEnd = isNumber ? i : -1;
+          } else if (isModel) {
+            const isString = b[valueStart] === QUOTE;
+            modelStart = isString ? valueStart : -1;
+            modelEnd = isString ? i : -1;
           }
           i = skipSpace(b, i);
           if (b[i] === COMMA) {
@@ -122,6 +191,10 @@ export function scanTokensUsed(b: Uint8Array): number | null | undefined {
         }
       }
       i += 1;
+    } else if (isToolCalls) {
+      tools = b[i] === OPEN_ARRAY ? [] : null;
+      i = tools === null ? skipValue(b, i, 1) : scanToolCalls(b, i, tools);
+      if (i < 0) return undefined;
     } else {
       i = skipValue(b, i, 1);
       if (i < 0) return undefined;
@@ -131,9 +204,116 @@ export function scanTokensUsed(b: Uint8Array): number | null | undefined {
       i = skipSpace(b, i + 1);
       continue;
     }
-    if (b[i] === CLOSE_OBJECT) return finish(b, i + 1, tokensStart, tokensEnd);
+    if (b[i] === CLOSE_OBJECT) {
+      const tokens = finish(b, i + 1, tokensStart, tokensEnd);
+      if (tokens !== undefined && facts !== null) writeFacts(b, facts, modelStart, modelEnd, tools);
+      return tokens;
+    }
     return undefined;
   }
+}
+
+/** The `tool_calls` array at `i` (its `[`): each object element's last `tool` string, as positions in `tools`. */
+function scanToolCalls(b: Uint8Array, i: number, tools: number[]): number {
+  i = skipSpace(b, i + 1);
+  if (b[i] === CLOSE_ARRAY) return i + 1;
+  for (;;) {
+    if (b[i] === OPEN_OBJECT) {
+      let toolStart = -1;
+      let toolEnd = -1;
+      i = skipSpace(b, i + 1);
+      if (b[i] !== CLOSE_OBJECT) {
+        for (;;) {
+          if (b[i] !== QUOTE) return FALLBACK;
+          const keyEnd = plainKeyEnd(b, i + 1);
+          if (keyEnd < 0) return FALLBACK;
+          const isTool = equalsAt(b, i + 1, keyEnd, TOOL);
+          i = skipSpace(b, keyEnd + 1);
+          if (b[i] !== COLON) return FALLBACK;
+          i = skipSpace(b, i + 1);
+          const valueStart = i;
+          i = skipValue(b, i, 3);
+          if (i < 0) return FALLBACK;
+          if (isTool) {
+            const isString = b[valueStart] === QUOTE;
+            toolStart = isString ? valueStart : -1;
+            toolEnd = isString ? i : -1;
+          }
+          i = skipSpace(b, i);
+          if (b[i] === COMMA) {
+            i = skipSpace(b, i + 1);
+            continue;
+          }
+          if (b[i] === CLOSE_OBJECT) break;
+          return FALLBACK;
+        }
+      }
+      i += 1;
+      if (toolStart >= 0) tools.push(toolStart, toolEnd);
+    } else {
+      i = skipValue(b, i, 2);
+      if (i < 0) return FALLBACK;
+    }
+    i = skipSpace(b, i);
+    if (b[i] === COMMA) {
+      i = skipSpace(b, i + 1);
+      continue;
+    }
+    return b[i] === CLOSE_ARRAY ? i + 1 : FALLBACK;
+  }
+}
+
+function writeFacts(b: Uint8Array, facts: AnswerFacts, modelStart: number, modelEnd: number, tools: number[] | null): void {
+  if (modelStart >= 0 && modelEnd - modelStart <= MAX_MODEL_BYTES) {
+    const model = answerModel(modelText(b, modelStart, modelEnd));
+    if (model !== null) facts.model = model;
+  }
+  if (tools === null) return;
+  for (let k = 0; k < tools.length; k += 2) {
+    const start = tools[k]!;
+    const end = tools[k + 1]!;
+    if (end - start > MAX_TOOL_BYTES) continue;
+    const tool = stringValue(b, start, end);
+    if (isToolName(tool)) recordToolCall(facts, tool);
+  }
+}
+
+// Most answers of a runner name the same model: the last one's bytes and text are kept, so
+// naming it again costs a comparison, not a string.
+let lastModelBytes: Buffer = Buffer.alloc(0);
+let lastModel = '';
+
+function modelText(b: Uint8Array, start: number, end: number): string {
+  const length = end - start;
+  if (length === lastModelBytes.length) {
+    let same = true;
+    for (let k = 0; k < length; k++) {
+      if (b[start + k] !== lastModelBytes[k]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return lastModel;
+  }
+  const text = stringValue(b, start, end);
+  lastModelBytes = Buffer.from(b.subarray(start, end));
+  lastModel = text;
+  return text;
+}
+
+/** A validated JSON string's value, quotes included in start..end: decoded as UTF-8, or by JSON.parse when it holds an escape. */
+function stringValue(b: Uint8Array, start: number, end: number): string {
+  let plain = true;
+  for (let k = start + 1; k < end - 1; k++) {
+    if (b[k] === BACKSLASH) {
+      plain = false;
+      break;
+    }
+  }
+  // The relays hand a Buffer: decoded in place, without a view object per string.
+  const bytes = Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  if (plain) return bytes.toString('utf8', start + 1, end - 1);
+  return JSON.parse(bytes.toString('utf8', start, end)) as string;
 }
 
 function finish(b: Uint8Array, end: number, tokensStart: number, tokensEnd: number): number | null | undefined {
@@ -156,129 +336,4 @@ function numberValue(b: Uint8Array, start: number, end: number): number {
     if (i === end) return value;
   }
   return Number(Buffer.from(b.buffer, b.byteOffset + start, end - start).toString('latin1'));
-}
-
-function skipSpace(b: Uint8Array, i: number): number {
-  for (;;) {
-    const c = b[i];
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i;
-    i += 1;
-  }
-}
-
-/** The closing quote of a key without escapes; FALLBACK for an escape or a control character. */
-function plainKeyEnd(b: Uint8Array, i: number): number {
-  for (;;) {
-    const c = b[i];
-    if (c === QUOTE) return i;
-    if (c === undefined || c < 0x20 || c === BACKSLASH) return FALLBACK;
-    i += 1;
-  }
-}
-
-function equalsAt(b: Uint8Array, start: number, end: number, word: Buffer): boolean {
-  if (end - start !== word.length) return false;
-  for (let k = 0; k < word.length; k++) if (b[start + k] !== word[k]) return false;
-  return true;
-}
-
-/** The index after the value starting at `i` (which is not whitespace), or FALLBACK. */
-function skipValue(b: Uint8Array, i: number, depth: number): number {
-  const c = b[i];
-  if (c === QUOTE) return skipString(b, i + 1);
-  if (c === OPEN_OBJECT || c === OPEN_ARRAY) return depth >= MAX_DEPTH ? FALLBACK : skipContainer(b, i, depth + 1);
-  if (c === MINUS || (c !== undefined && c >= ZERO && c <= NINE)) return skipNumber(b, i);
-  if (c === 0x74) return literalEnd(b, i, 'true');
-  if (c === 0x66) return literalEnd(b, i, 'false');
-  if (c === 0x6e) return literalEnd(b, i, 'null');
-  return FALLBACK;
-}
-
-function skipContainer(b: Uint8Array, i: number, depth: number): number {
-  const isObject = b[i] === OPEN_OBJECT;
-  const close = isObject ? CLOSE_OBJECT : CLOSE_ARRAY;
-  i = skipSpace(b, i + 1);
-  if (b[i] === close) return i + 1;
-  for (;;) {
-    if (isObject) {
-      if (b[i] !== QUOTE) return FALLBACK;
-      i = skipString(b, i + 1);
-      if (i < 0) return FALLBACK;
-      i = skipSpace(b, i);
-      if (b[i] !== COLON) return FALLBACK;
-      i = skipSpace(b, i + 1);
-    }
-    i = skipValue(b, i, depth);
-    if (i < 0) return FALLBACK;
-    i = skipSpace(b, i);
-    if (b[i] === COMMA) {
-      i = skipSpace(b, i + 1);
-      continue;
-    }
-    return b[i] === close ? i + 1 : FALLBACK;
-  }
-}
-
-/** From just after the opening quote to just after the closing one; escapes checked. */
-function skipString(b: Uint8Array, i: number): number {
-  for (;;) {
-    const c = b[i];
-    if (c === QUOTE) return i + 1;
-    if (c === undefined || c < 0x20) return FALLBACK;
-    if (c === BACKSLASH) {
-      const e = b[i + 1];
-      if (e === 0x75) {
-        if (!isHex(b[i + 2]) || !isHex(b[i + 3]) || !isHex(b[i + 4]) || !isHex(b[i + 5])) return FALLBACK;
-        i += 6;
-        continue;
-      }
-      // \" \\ \/ \b \f \n \r \t
-      if (e !== QUOTE && e !== BACKSLASH && e !== 0x2f && e !== 0x62 && e !== 0x66 && e !== 0x6e && e !== 0x72 && e !== 0x74) return FALLBACK;
-      i += 2;
-      continue;
-    }
-    i += 1;
-  }
-}
-
-function isHex(c: number | undefined): boolean {
-  return c !== undefined && ((c >= ZERO && c <= NINE) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46));
-}
-
-/** -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
-function skipNumber(b: Uint8Array, i: number): number {
-  if (b[i] === MINUS) i += 1;
-  if (b[i] === ZERO) {
-    i += 1;
-  } else {
-    const start = i;
-    i = skipDigits(b, i);
-    if (i === start) return FALLBACK;
-  }
-  if (b[i] === DOT) {
-    const start = i + 1;
-    i = skipDigits(b, start);
-    if (i === start) return FALLBACK;
-  }
-  if (b[i] === 0x65 || b[i] === 0x45) {
-    i += 1;
-    if (b[i] === 0x2b || b[i] === MINUS) i += 1;
-    const start = i;
-    i = skipDigits(b, i);
-    if (i === start) return FALLBACK;
-  }
-  return i;
-}
-
-function skipDigits(b: Uint8Array, i: number): number {
-  for (;;) {
-    const c = b[i];
-    if (c === undefined || c < ZERO || c > NINE) return i;
-    i += 1;
-  }
-}
-
-function literalEnd(b: Uint8Array, i: number, word: string): number {
-  for (let k = 0; k < word.length; k++) if (b[i + k] !== word.charCodeAt(k)) return FALLBACK;
-  return i + word.length;
 }

@@ -7,7 +7,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
-import type { EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
+import type { ChargeUsage, EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { RateLimitStoreError } from './rate-limit-store-error.js';
 
 export type StoreErrorMode = 'allow' | 'deny';
@@ -76,9 +76,9 @@ export class FailoverRateLimiter implements RateLimiter {
    * from those local counts; in `deny` mode nothing is admitted, so they only keep count).
    * A charge lost with Redis going down is not replayed (docs/rate-limits.md "Token budgets").
    */
-  charge(subject: string, windows: readonly RateWindow[], tokens: number, endUser?: EndUserHash): void {
-    if (this.outageSinceMs === undefined) this.primary.charge(subject, windows, tokens, endUser);
-    else this.fallback.charge(subject, windows, tokens, endUser);
+  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, endUser?: EndUserHash): void {
+    if (this.outageSinceMs === undefined) this.primary.charge(subject, windows, usage, endUser);
+    else this.fallback.charge(subject, windows, usage, endUser);
   }
 
   async close(): Promise<void> {

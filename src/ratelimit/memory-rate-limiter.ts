@@ -6,8 +6,8 @@
 // together with the subject's in one consumeWindows call, as the admit operation does.
 import { systemClock, type Clock } from '../clock.js';
 import { metrics } from '../metrics/metrics.js';
-import { CONCURRENCY_RETRY_AFTER_MS, type EndUserHash, type RateLimitDecision, type RateLimiter, type RateWindow, type StreamCap, type StreamSlot } from './rate-limiter.js';
-import { bucketWidthMs, chargeWindows, consumeWindows, idleAfterMs, newBucketCounter, type BucketCounter } from './window-math.js';
+import { CONCURRENCY_RETRY_AFTER_MS, type ChargeUsage, type EndUserHash, type RateLimitDecision, type RateLimiter, type RateWindow, type StreamCap, type StreamSlot } from './rate-limiter.js';
+import { bucketWidthMs, chargeUnits, chargeWindows, consumeWindows, idleAfterMs, newBucketCounter, type BucketCounter } from './window-math.js';
 
 export interface MemoryRateLimiterOptions {
   clock?: Clock;
@@ -106,15 +106,15 @@ export class MemoryRateLimiter implements RateLimiter {
     return decision;
   }
 
-  charge(subject: string, windows: readonly RateWindow[], tokens: number, endUser?: EndUserHash): void {
-    this.chargeAt(subject, windows, tokens, this.clock.now(), endUser);
+  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, endUser?: EndUserHash): void {
+    this.chargeAt(subject, windows, usage, this.clock.now(), endUser);
   }
 
   /** charge() at an explicit time. A subject swept out meanwhile starts over with this charge. */
-  chargeAt(subject: string, windows: readonly RateWindow[], tokens: number, nowMs: number, endUser?: EndUserHash): void {
-    if (!(tokens > 0) || windows.length === 0) return;
+  chargeAt(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, nowMs: number, endUser?: EndUserHash): void {
+    if (windows.length === 0 || !chargesAnything(windows, usage)) return;
     const states = this.statesFor(subject, windows, endUser);
-    chargeWindows(states.counters, windows, nowMs, tokens);
+    chargeWindows(states.counters, windows, nowMs, usage);
     keepUntilIdle(states.held, windows, nowMs);
   }
 
@@ -155,6 +155,12 @@ export class MemoryRateLimiter implements RateLimiter {
       if (state.idleAtMs <= nowMs) this.subjects.delete(subject);
     }
   }
+}
+
+/** Whether an answer charges any of the windows (a subject is not brought back for nothing). */
+function chargesAnything(windows: readonly RateWindow[], usage: ChargeUsage): boolean {
+  for (const window of windows) if (chargeUnits(window, usage) > 0) return true;
+  return false;
 }
 
 function keepUntilIdle(states: readonly SubjectState[], windows: readonly RateWindow[], nowMs: number): void {

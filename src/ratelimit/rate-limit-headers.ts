@@ -9,11 +9,19 @@ import type { RateLimitDecision, WindowStatus } from './rate-limiter.js';
  */
 export const RATE_LIMIT_HEADER_NAMES: ReadonlySet<string> = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']);
 
-/** Among request windows (token budgets are not): lowest remaining; ties → longest reset; further ties → the first in config order. */
+/**
+ * Cost budgets and tool quotas are left out of the headers (decision 0065): the IETF fields
+ * describe what a client paces its requests by, and neither is a count of requests or tokens.
+ */
+function inHeaders(window: WindowStatus): boolean {
+  return window.cost !== true && window.tool === undefined;
+}
+
+/** Among request windows (budgets are not): lowest remaining; ties → longest reset; further ties → the first in config order. */
 export function closestToExhaustion(windows: readonly WindowStatus[]): WindowStatus | undefined {
   let closest: WindowStatus | undefined;
   for (const window of windows) {
-    if (window.tokens === true) continue;
+    if (window.tokens === true || !inHeaders(window)) continue;
     if (closest === undefined || window.remaining < closest.remaining || (window.remaining === closest.remaining && window.resetMs > closest.resetMs)) {
       closest = window;
     }
@@ -42,6 +50,7 @@ export function windowSeconds(ms: number, windowMs: number): number {
 export function formatRateLimitPolicy(windows: readonly WindowStatus[]): string {
   let policy = '';
   for (const window of windows) {
+    if (!inHeaders(window)) continue;
     if (policy !== '') policy += ', ';
     policy += `"${window.name}";q=${window.limit};w=${ceilSeconds(window.windowMs)}`;
   }
@@ -108,7 +117,7 @@ function tokenItems(windows: readonly WindowStatus[]): string {
 
 /** A plan with token budgets only: the policies and their items, no X-RateLimit-* trio (that describes request windows). */
 function appendTokenOnlyHeaders(decision: RateLimitDecision, out: Array<string | string[]>): boolean {
-  if (decision.windows.length === 0) return false;
+  if (!decision.windows.some((window) => window.tokens === true)) return false;
   out.push('RateLimit-Policy', rateLimitPolicy(decision.windows), 'RateLimit', tokenItems(decision.windows).slice(2));
   return true;
 }

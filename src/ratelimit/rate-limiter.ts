@@ -21,10 +21,25 @@ export interface WindowStatus {
   tokens?: true;
   /** Set on an end user's window (a refusal by it names `context.user_id`). */
   endUser?: true;
+  /** Set on a cost budget's status (micro-dollars). */
+  cost?: true;
+  /** The tool of a tool-call quota's status. */
+  tool?: string;
+  /** A window that only reported (a quota of a tool the request did not name): it never refuses. */
+  reportOnly?: true;
 }
 
 /** A window's status from its figures (the one place that lays one out). */
 export function windowStatus(window: RateWindow, remaining: number, resetMs: number, recoverMs: number): WindowStatus {
+  if (window.cost === true || window.tool !== undefined) {
+    // Policy windows (docs/rate-limits.md "Cost budgets", "Tool-call quotas"): their flags ride along.
+    const status: WindowStatus = { name: window.name, limit: window.limit, windowMs: window.windowMs, remaining, resetMs, recoverMs };
+    if (window.cost === true) status.cost = true;
+    if (window.tool !== undefined) status.tool = window.tool;
+    if (window.reportOnly === true) status.reportOnly = true;
+    if (window.endUser === true) status.endUser = true;
+    return status;
+  }
   if (window.endUser === true) {
     const status: WindowStatus = { name: window.name, limit: window.limit, windowMs: window.windowMs, remaining, resetMs, recoverMs, endUser: true };
     if (window.tokens === true) status.tokens = true;
@@ -34,9 +49,14 @@ export function windowStatus(window: RateWindow, remaining: number, resetMs: num
   return { name: window.name, limit: window.limit, windowMs: window.windowMs, remaining, resetMs, recoverMs };
 }
 
+/** A budget: read at admission, charged after the answer (tokens, cost, or one tool's calls). */
+export function isBudget(window: RateWindow | WindowStatus): boolean {
+  return window.tokens === true || window.cost === true || window.tool !== undefined;
+}
+
 /** A refusal that no request window made: every full window is a token budget. */
 export function refusedByTokenBudget(decision: RateLimitDecision): boolean {
-  for (const window of decision.windows) if (window.tokens !== true && window.remaining === 0) return false;
+  for (const window of decision.windows) if (window.tokens !== true && window.remaining === 0 && window.reportOnly !== true) return false;
   return true;
 }
 
@@ -48,7 +68,7 @@ export function refusedByTokenBudget(decision: RateLimitDecision): boolean {
 export function refusedByEndUser(decision: RateLimitDecision): boolean {
   let byEndUser = false;
   for (const status of decision.windows) {
-    if (status.remaining > 0) continue;
+    if (status.remaining > 0 || status.reportOnly === true) continue;
     if (status.endUser !== true) return false;
     byEndUser = true;
   }
@@ -91,6 +111,15 @@ export const CONCURRENCY_RETRY_AFTER_MS = 1_000;
  */
 export type EndUserHash = string;
 
+/** What one answer is charged (docs/rate-limits.md "Token budgets", "Cost budgets", "Tool-call quotas"). */
+export interface ChargeUsage {
+  tokens: number;
+  /** The answer's cost in whole micro-dollars, rounded up (microUsdOf). */
+  microUsd?: number;
+  /** The names of the tools the runner called, once per call. */
+  toolCalls?: readonly string[] | null;
+}
+
 export interface RateLimiter {
   /**
    * Checks every window and, only if all allow, counts the request in all of them. With a
@@ -105,9 +134,10 @@ export interface RateLimiter {
    */
   consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision | undefined;
   /**
-   * Charges an answer's tokens to the subject's token windows (those with `tokens: true`),
+   * Charges an answer to the subject's budgets: its tokens to the token budgets, its cost to
+   * the cost budgets, its tool calls to those tools' quotas (chargeUnits in window-math.ts);
    * after the answer: never awaited on the request path, batched where the store is remote.
    */
-  charge(subject: string, windows: readonly RateWindow[], tokens: number, endUser?: EndUserHash): void;
+  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, endUser?: EndUserHash): void;
   close(): Promise<void>;
 }

@@ -1,6 +1,6 @@
 // From an admit (or renew) reply to what the limiter hands out: one decision per coalesced
 // request, and the lease the call brought.
-import { CONCURRENCY_RETRY_AFTER_MS, windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import { CONCURRENCY_RETRY_AFTER_MS, isBudget, windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 import type { LeaseGrant } from './lease-types.js';
 import type { DecisionReply } from './protocol/codec.js';
 
@@ -37,7 +37,8 @@ function windowStatuses(reply: DecisionReply, windows: readonly RateWindow[], ex
     const window = windows[i] as RateWindow;
     // A token window is not counted per request: its remaining is the same for the whole group
     // (plus the token reserve of a lease counted with it, not spent yet).
-    const remaining = (reply.remaining[i] as number) + (window.tokens === true ? extraTokens : extraRemaining);
+    // Cost and tool budgets are never leased (decision 0065): nothing of theirs is reserved.
+    const remaining = (reply.remaining[i] as number) + (window.tokens === true ? extraTokens : isBudget(window) ? 0 : extraRemaining);
     const resetMs = remaining > 0 ? 0 : (reply.resetMs[i] as number);
     statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? (reply.oldestMs[i] as number) : resetMs);
   }

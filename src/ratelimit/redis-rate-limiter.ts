@@ -22,16 +22,16 @@
 // (redis-stream-slots.ts keeps it alive and gives it back); such requests are coalesced
 // apart from the subject's other requests, and never admitted from a lease.
 //
-// A request counted for an end user (docs/design.md, "Agent-aware policy") is decided with its end user's
-// windows in the same admit call, coalesced per (subject, end user), and leased per (subject,
-// end user) (lease-key.ts, decision 0074): a busy end user's lease is counted in the subject's
-// windows and its own together.
+// A request counted for an end user (docs/design.md, "Agent-aware policy") is decided with its
+// end user's windows in one admit call, coalesced and leased per (subject, end user)
+// (lease-key.ts, decision 0074); a plan with cost budgets or tool quotas is never leased (0065).
 import type { Cluster, Redis } from 'ioredis';
-import type { EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
+import type { ChargeUsage, EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
 import { RedisStreamSlots, streamSlotsKey } from './redis-stream-slots.js';
 import { leaseGrantOf, toDecisions } from './redis-decisions.js';
 import { leaseKey, leaseOwner } from './lease-key.js';
+import { ChargeBatch, chargeAmounts, type QueuedCharge } from './charge-batch.js';
 import { OperationClient } from './protocol/redis-operation-client.js';
 import { decodeAdmit, decodeCharge, decodeRefund, decodeRenew, encodeAdmit, encodeCharge, encodeRefund, encodeRenew } from './protocol/codec.js';
 
@@ -97,6 +97,12 @@ function isUsableSubject(subject: string): boolean {
 
 const ignore = (): undefined => undefined;
 
+/** A cost budget or a tool quota among the windows: their subject's requests bypass leases. */
+function hasPolicyBudget(windows: readonly RateWindow[]): boolean {
+  for (const window of windows) if (window.cost === true || window.tool !== undefined) return true;
+  return false;
+}
+
 export class RedisRateLimiter implements RateLimiter {
   private readonly operations: OperationClient;
   private readonly keyHead: string;
@@ -104,8 +110,8 @@ export class RedisRateLimiter implements RateLimiter {
   /** Batches displaced from `pending` by a window change within the turn; sent all the same. */
   private displaced: Batch[] = [];
   private flushScheduled = false;
-  /** Tokens of answers finished in this turn, per subject: one charge call each (docs/rate-limits.md "Token budgets"). */
-  private pendingCharges = new Map<string, { subject: string; endUser: EndUserHash | undefined; windows: readonly RateWindow[]; units: number }>();
+  /** Answers finished in this turn, per subject: one charge call each (docs/rate-limits.md "Token budgets"). */
+  private readonly pendingCharges = new ChargeBatch();
   private readonly leases: LeaseBook | null;
   private readonly sweepTimer: NodeJS.Timeout | null;
   private readonly prefix: string;
@@ -124,11 +130,7 @@ export class RedisRateLimiter implements RateLimiter {
     for (const batch of batches.values()) this.send(batch);
     // After the turn's batches: a subject that has one asked for its lease with it.
     if (this.leases?.hasDue === true) for (const subject of this.leases.takeDue()) if (!batches.has(subject)) this.renew(subject);
-    if (this.pendingCharges.size > 0) {
-      const charges = this.pendingCharges;
-      this.pendingCharges = new Map();
-      for (const charge of charges.values()) this.sendCharge(charge.subject, charge.windows, charge.units, charge.endUser);
-    }
+    if (this.pendingCharges.size > 0) for (const charge of this.pendingCharges.take()) this.sendCharge(charge);
   };
 
   constructor(options: RedisRateLimiterOptions) {
@@ -205,31 +207,28 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
-  charge(subject: string, windows: readonly RateWindow[], tokens: number, endUser?: EndUserHash): void {
-    if (!(tokens > 0) || windows.length === 0 || !isUsableSubject(subject)) return;
-    const chargeKey = leaseKey(subject, endUser);
+  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, endUser?: EndUserHash): void {
+    if (windows.length === 0 || !isUsableSubject(subject)) return;
     // Tokens a live lease reserved pay first: they are counted in Redis already.
-    if (this.leases !== null) {
-      tokens = this.leases.charge(chargeKey, windows, tokens, this.now());
-      if (tokens === 0) return;
+    if (this.leases !== null && usage.tokens > 0) {
+      const tokens = this.leases.charge(leaseKey(subject, endUser), windows, usage.tokens, this.now());
+      if (tokens !== usage.tokens) usage = { ...usage, tokens };
     }
-    const queued = this.pendingCharges.get(chargeKey);
+    const amounts = chargeAmounts(windows, usage);
+    if (amounts === undefined) return;
     // A reload that changed the windows within the turn: the earlier charge goes on its own.
-    if (queued !== undefined && queued.windows === windows) queued.units += tokens;
-    else {
-      if (queued !== undefined) this.sendCharge(subject, queued.windows, queued.units, endUser);
-      this.pendingCharges.set(chargeKey, { subject, endUser, windows, units: tokens });
-    }
+    const displaced = this.pendingCharges.add(subject, endUser, windows, amounts);
+    if (displaced !== undefined) this.sendCharge(displaced);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(this.flush);
     }
   }
 
-  private sendCharge(subject: string, windows: readonly RateWindow[], units: number, endUser: EndUserHash | undefined): void {
-    const args = encodeCharge({ keyHead: this.subjectKeyHead(subject), endUser, windows, nowMs: '', tokens: units });
+  private sendCharge(charge: QueuedCharge): void {
+    const args = encodeCharge({ keyHead: this.subjectKeyHead(charge.subject), endUser: charge.endUser, windows: charge.windows, amounts: charge.amounts, nowMs: '' });
     if (args === undefined) return;
-    // Lost only if Redis fails: the budget then undercounts by these tokens (docs/rate-limits.md).
+    // Lost only if Redis fails: the budgets then undercount by these units (docs/rate-limits.md).
     this.operations.call('charge', args).then((reply) => decodeCharge(reply), ignore).catch(ignore);
   }
 
@@ -256,7 +255,8 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const { subject, windows } = batch;
     let { waiters } = batch;
-    const leases = batch.nowArg === '' ? this.leases : null;
+    // Cost budgets and tool quotas are never leased (decision 0065).
+    const leases = batch.nowArg === '' && !hasPolicyBudget(windows) ? this.leases : null;
     const key = leaseKey(subject, batch.endUser);
     let wanted = 0;
     let tokensWanted = 0;

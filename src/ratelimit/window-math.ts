@@ -10,7 +10,7 @@
 // windowMs ever holds more than `limit` admitted requests (no boundary burst). The price:
 // a request keeps counting until its bucket's end + windowMs - 1, i.e. at most
 // bucketMs - 1 ms longer than an exact sliding log would count it.
-import { windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import { isBudget, windowStatus, type ChargeUsage, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 
 /** Buckets per window: bounds memory per subject and window to ~61 counters. */
 export const BUCKETS_PER_WINDOW = 60;
@@ -115,20 +115,21 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
     const bucketMs = bucketWidthMs(window.windowMs);
     if (counter.bucketMs !== bucketMs) resetCounter(counter, bucketMs);
     dropBucketsBefore(counter, firstCountedBucket(nowMs, window.windowMs, bucketMs));
-    // A token budget admits while it has a token left, as a request window does while it has a request left.
-    if (counter.total >= window.limit) allowed = false;
+    // A budget admits while it has a unit left, as a request window does while it has a request
+    // left; a report-only window (a quota of a tool the request does not name) never refuses.
+    if (counter.total >= window.limit && window.reportOnly !== true) allowed = false;
   }
   const statuses: WindowStatus[] = new Array(windows.length);
   let retryAfterMs = 0;
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
     const counter = counters[i] as BucketCounter;
-    // A token window is only checked here: its answer's tokens are charged later (chargeWindows).
-    if (allowed && count && window.tokens !== true) addToBucket(counter, Math.floor(nowMs / counter.bucketMs));
+    // A budget is only checked here: its answer's units are charged later (chargeWindows).
+    if (allowed && count && !isBudget(window)) addToBucket(counter, Math.floor(nowMs / counter.bucketMs));
     const resetMs = msUntilBelowLimit(counter, window.limit, nowMs, window.windowMs);
     // Nothing is consumed on a rejection, so counts only fall until then: the slowest
     // window to free a slot decides when every window admits.
-    if (!allowed && resetMs > retryAfterMs) retryAfterMs = resetMs;
+    if (!allowed && resetMs > retryAfterMs && window.reportOnly !== true) retryAfterMs = resetMs;
     const remaining = Math.max(0, window.limit - counter.total);
     statuses[i] = windowStatus(window, remaining, resetMs, remaining === 0 ? resetMs : msUntilOldestExpires(counter, window.windowMs, nowMs));
   }
@@ -147,17 +148,39 @@ export function idleAfterMs(windows: readonly RateWindow[], nowMs: number): numb
 }
 
 /**
- * Charges `units` tokens at nowMs to the token windows (`tokens: true`) of `windows`;
- * request windows are left alone. Same counters as consumeWindows.
+ * What one answer charges a budget: its tokens to a token budget, its micro-dollars to a cost
+ * budget, its calls of the window's tool to a tool quota; 0 to a request window.
  */
-export function chargeWindows(counters: readonly BucketCounter[], windows: readonly RateWindow[], nowMs: number, units: number): void {
+export function chargeUnits(window: RateWindow, usage: ChargeUsage): number {
+  if (window.tokens === true) return usage.tokens;
+  if (window.cost === true) return usage.microUsd ?? 0;
+  const tool = window.tool;
+  if (tool === undefined || usage.toolCalls == null) return 0;
+  let calls = 0;
+  for (const called of usage.toolCalls) if (called === tool) calls += 1;
+  return calls;
+}
+
+/**
+ * Charges an answer at nowMs to the budgets of `windows` (chargeUnits); request windows are
+ * left alone. Same counters as consumeWindows.
+ */
+export function chargeWindows(counters: readonly BucketCounter[], windows: readonly RateWindow[], nowMs: number, usage: ChargeUsage): void {
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
-    if (window.tokens !== true) continue;
+    const units = chargeUnits(window, usage);
+    if (!(units > 0)) continue;
     const counter = counters[i] as BucketCounter;
     const bucketMs = bucketWidthMs(window.windowMs);
     if (counter.bucketMs !== bucketMs) resetCounter(counter, bucketMs);
     dropBucketsBefore(counter, firstCountedBucket(nowMs, window.windowMs, bucketMs));
     addToBucket(counter, Math.floor(nowMs / bucketMs), units);
   }
+}
+
+/** An answer's cost in whole micro-dollars, rounded up (never under-charged); 0 for none or nonsense. */
+export function microUsdOf(costUsd: number | null | undefined): number {
+  if (typeof costUsd !== 'number' || !(costUsd > 0) || !Number.isFinite(costUsd)) return 0;
+  // Through thousandths of a micro-dollar first: 0.1 USD is 100000.00000000001 micro-dollars in doubles, not 100001.
+  return Math.ceil(Math.round(costUsd * 1e9) / 1e3);
 }

@@ -19,6 +19,16 @@ export class RequestState {
   /** The audit record was made as the response ended (JournaledResponse); finish() makes none then. */
   audited = false;
   tokensUsed: number | null = null;
+  // What the answer names (docs/design.md, "Agent-aware policy"), read by the relays
+  // (src/proxy/tokens-used.ts, sse-relay.ts) and settled when the answer ends (answer-cost.ts).
+  /** `metadata.model` of the answer (a stream's `done` `model`), else the agent's configured `model`, else null. */
+  model: string | null = null;
+  /** Tool names the runner called, in order (at most MAX_TOOL_CALLS_RECORDED); null: none seen. */
+  toolCalls: string[] | null = null;
+  /** tokens_used / 1000 x the model's price (src/request/cost.ts); null: no count, or no price for the model. */
+  costUsd: number | null = null;
+  /** Tools left out of the forwarded list because their quota is spent (Tools-Withheld); null: none. */
+  toolsWithheld: readonly string[] | null = null;
   /** Events of a stream relayed to the client, `done` excepted: what a stream without a count is charged (token-charge.ts). */
   eventsRelayed = 0;
   /** performance.now() marks; -1 until the upstream is called. */
@@ -27,6 +37,12 @@ export class RequestState {
   bytesIn = 0;
   bytesOut = 0;
   userId: string | null = null;
+  /**
+   * The tools the runner was given: the request's own `tools`, or the list the gateway
+   * forwarded in place of an absent one (a key's scope, src/http/tool-scope.ts); null when
+   * unknown (the request named none and none was forwarded: the agent's own default).
+   */
+  toolsGiven: readonly string[] | null = null;
   sessionId: string | null = null;
   traceId = '';
   /** Set only while tracing is on and this request's trace is sampled (docs/observability.md). */

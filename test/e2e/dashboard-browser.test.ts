@@ -50,6 +50,8 @@ beforeAll(async () => {
     agents: { support: { upstream: upstream.baseUrl }, sales: { upstream: upstream.baseUrl } },
     keys: { file: join(dir, 'keys.json') },
     audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool.jsonl'), admin_file: join(dir, 'admin-audit.jsonl'), usage_dir: join(dir, 'usage') },
+    // Each answer of the fake runner (5 tokens) costs $0.00005: the Usage page charts it.
+    pricing: { default: 0.01 },
     shutdown_grace: '1s',
   });
 }, 60_000);
@@ -232,6 +234,29 @@ describe('dashboard in Chromium', () => {
     await expectChatStatus(rawKey, 'sales', 200);
     await expectChatStatus(rawKey, 'support', 401);
 
+    // Limit its tools (docs/policy.md, "Tool scope on keys"): the row shows the scope, and a
+    // request naming another tool is refused.
+    await row(page, keyId).getByRole('button', { name: `Edit ${keyId}` }).click();
+    const scopeEdit = page.getByRole('dialog');
+    expect(await scopeEdit.getByLabel(/^Tool scope/).inputValue()).toBe('');
+    await scopeEdit.getByLabel(/^Tool scope/).fill('search, files');
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'edit-key-tools');
+    expect(await lowContrastText(page)).toEqual([]);
+    await scopeEdit.getByRole('button', { name: 'Save changes' }).click();
+    await expect.poll(() => row(page, keyId).locator('.key-tools').textContent()).toBe('tools: search, files');
+    await scopeEdit.waitFor({ state: 'detached' });
+    await expect.poll(async () => (await postChat(gateway.url, '/agents/sales/api/v1/chat', rawKey, { message: 'hi', tools: ['web_search'] })).status, { timeout: 3_000 }).toBe(400);
+    expect((await postChat(gateway.url, '/agents/sales/api/v1/chat', rawKey, { message: 'hi', tools: ['files'] })).status).toBe(200);
+    // Emptied, the scope is removed.
+    await row(page, keyId).getByRole('button', { name: `Edit ${keyId}` }).click();
+    const unscope = page.getByRole('dialog');
+    expect(await unscope.getByLabel(/^Tool scope/).inputValue()).toBe('search, files');
+    await unscope.getByLabel(/^Tool scope/).fill('');
+    await unscope.getByRole('button', { name: 'Save changes' }).click();
+    await expect.poll(() => row(page, keyId).locator('.key-tools').count()).toBe(0);
+    await unscope.waitFor({ state: 'detached' });
+
     // Rotate, ending the old key now: the old key is refused, the new one works.
     await row(page, keyId).getByRole('button', { name: `Rotate ${keyId}` }).click();
     const rotate = page.getByRole('dialog');
@@ -333,6 +358,16 @@ describe('dashboard in Chromium', () => {
     expect(await lowContrastText(page)).toEqual([]);
     const topByRequests = page.locator('.top-list').filter({ hasText: 'Top keys by requests' });
     expect(await topByRequests.textContent()).toContain(usageKey.key_id);
+    // Cost: the totals' column and the chart, in dollars as the page's locale writes them.
+    const usd = (n: number) => page.evaluate((value) => new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(value), n);
+    const expectedCost = await usd((USAGE_REQUESTS * 5 * 0.01) / 1000);
+    expect(await page.locator(`[data-testid=usage-totals] tr[data-group="${usageKey.key_id}"] td[data-col=cost_usd]`).textContent()).toBe(expectedCost);
+    await page.getByRole('radio', { name: 'Cost (USD)' }).check();
+    await expect.poll(() => page.getByTestId('usage-chart').getAttribute('aria-label')).toContain(`Cost (USD) per hour`);
+    expect(await page.getByTestId('usage-chart').getAttribute('aria-label')).toContain(`${expectedCost} in total`);
+    const costPlot = (await page.locator('[data-testid=usage-chart] .u-over').boundingBox())!;
+    await page.mouse.move(costPlot.x + costPlot.width - 2, costPlot.y + costPlot.height / 2);
+    await expect.poll(() => page.locator('[data-testid=usage-chart] .u-legend .u-series').nth(1).locator('.u-value').textContent()).toBe(expectedCost);
 
     // Agents: both configured agents, their upstream and the last hour's traffic.
     await page.getByRole('link', { name: 'Agents' }).click();

@@ -134,6 +134,27 @@ describe('the documentation examples, against npm start', () => {
       expect(output).toMatch(/^ratelimit-policy: .*"user-minute";q=20;w=60/im);
       expect(output).toContain('"param":"context.user_id"');
       expect(output).toMatch(/^200$/m);
+      // Tool scope: a tool outside the scope refused naming the field; the scope forwarded in
+      // place of no tools (no calculator), the unscoped demo key computing; then the widened scope.
+      expect(output).toMatch(/^HTTP\/1\.1 400/m);
+      expect(output).toContain('"param":"tools"');
+      expect(output).toContain('You said: \\"What is 6 * 7?\\"');
+      expect(output).toContain('search,web_search,calculator');
+      // Twice in the tool scope's example, once in the cost example's answer.
+      expect(output.split('The answer to 6 * 7 is 42.').length - 1).toBe(3);
+      // Tool-call quotas: two answers with a calculator call, then the named tool refused and the unnamed request without it.
+      expect(output.split('HTTP/1.1 200 "tool":"calculator"\n').length - 1).toBe(2);
+      expect(output).toMatch(/^HTTP\/1\.1 429 "type":"tool_budget_exceeded"$/m);
+      expect(output).toMatch(/^HTTP\/1\.1 200 tools-withheld: calculator$/im);
+      // Cost budgets: one answer admitted, then the tiny budget refuses.
+      expect(output).toMatch(/^HTTP\/1\.1 200$/m);
+      expect(output).toMatch(/^HTTP\/1\.1 429 "type":"cost_budget_exceeded"$/m);
+      // Cost in dollars: the record of one calculator answer, the stream's facts, the report and the metrics.
+      expect(output).toContain('{"tokens_used":8,"model":"demo-echo-1","cost_usd":0.004,"tool_calls":["calculator"]}');
+      expect(output).toMatch(/^data: \{"tokens_used":\d+,"latency_ms":\d+,"model":"demo-echo-1"\}/m);
+      expect(output).toMatch(/^demo \S+: \d+ requests, \$0\.\d+$/m);
+      expect(output).toMatch(/^agentgw_tool_calls_total\{agent="demo",tool="calculator",verdict="allowed"\} [1-9]/m);
+      expect(output).toMatch(/^agentgw_cost_usd_total\{agent="demo"\} 0\.\d+/m);
     }
   }, 180_000);
 });

@@ -24,6 +24,10 @@ export function makeRecord(n: number, overrides: Partial<AuditRecord> = {}): Aud
     client_ip: '127.0.0.1',
     user_id: null,
     session_id: 'sess "quoted"\nwith newline',
+    model: 'm-1',
+    cost_usd: 0.000084,
+    tool_calls: ['calculator', 'say "hi"'],
+    tools_withheld: null,
     ...overrides,
   };
 }

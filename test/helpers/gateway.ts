@@ -83,6 +83,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
         name: input.name,
         expiresInMs: input.expiresInMs,
         ...(input.limits === undefined ? {} : { limits: input.limits }),
+        ...(input.tools === undefined ? {} : { tools: input.tools }),
       });
       return { rawKey: created.rawKey, keyId: created.record.keyId };
     },

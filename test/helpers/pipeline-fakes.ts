@@ -175,8 +175,8 @@ export class WaitingRateLimiter implements RateLimiter {
   consumeNow(): undefined {
     return undefined;
   }
-  charge(subject: string, windows: Parameters<RateLimiter['charge']>[1], tokens: number): void {
-    this.inner.charge(subject, windows, tokens);
+  charge(subject: string, windows: Parameters<RateLimiter['charge']>[1], usage: Parameters<RateLimiter['charge']>[2]): void {
+    this.inner.charge(subject, windows, usage);
   }
   close(): Promise<void> {
     return this.inner.close();

@@ -33,12 +33,19 @@ export function workloadRecords(count: number, seed = 7): AuditRecord[] {
     client_ip: '127.0.0.1',
     user_id: null,
     session_id: null,
+    model: null,
+    // Fractions of a cent that doubles cannot add exactly; every fourth record without a cost.
+    cost_usd: i % 4 === 0 ? null : ((i * 7919) % 100_000) / 10_000_000,
+    tool_calls: null,
+    tools_withheld: null,
   }));
 }
 
 export interface WorkloadTotals {
   requests: number;
   tokens: number;
+  /** cost_usd in whole micro-dollars, rounded half up per record (decision 0066). */
+  costMicro: number;
   errors: Record<string, number>;
 }
 
@@ -49,21 +56,23 @@ export function workloadTotals(records: readonly AuditRecord[], by: 'key' | 'acc
     if (!keep(r)) continue;
     const label = by === 'key' ? r.key_id : by === 'account' ? r.account : r.agent;
     let t = out.get(label);
-    if (t === undefined) out.set(label, (t = { requests: 0, tokens: 0, errors: {} }));
+    if (t === undefined) out.set(label, (t = { requests: 0, tokens: 0, costMicro: 0, errors: {} }));
     t.requests += 1;
     if (typeof r.tokens_used === 'number' && r.tokens_used > 0) t.tokens += Math.floor(r.tokens_used);
+    if (r.cost_usd !== null) t.costMicro += Math.floor(r.cost_usd * 1_000_000 + 0.5);
     if (r.outcome !== 'ok') t.errors[r.outcome] = (t.errors[r.outcome] ?? 0) + 1;
   }
   return out;
 }
 
 /** A report's rows added up per group (over their periods). */
-export function totalsOfRows(rows: readonly { group: string; requests: number; tokens: number; errors: Record<string, number> }[]): Map<string, WorkloadTotals> {
+export function totalsOfRows(rows: readonly { group: string; requests: number; tokens: number; cost_usd: number; errors: Record<string, number> }[]): Map<string, WorkloadTotals> {
   const out = new Map<string, WorkloadTotals>();
   for (const row of rows) {
-    const t = out.get(row.group) ?? { requests: 0, tokens: 0, errors: {} };
+    const t = out.get(row.group) ?? { requests: 0, tokens: 0, costMicro: 0, errors: {} };
     t.requests += row.requests;
     t.tokens += row.tokens;
+    t.costMicro += Math.round(row.cost_usd * 1_000_000);
     for (const [outcome, n] of Object.entries(row.errors)) t.errors[outcome] = (t.errors[outcome] ?? 0) + n;
     out.set(row.group, t);
   }

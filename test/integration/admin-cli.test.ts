@@ -166,6 +166,10 @@ function record(i: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
     client_ip: '127.0.0.1',
     user_id: null,
     session_id: null,
+    model: null,
+    cost_usd: null,
+    tool_calls: null,
+    tools_withheld: null,
     ...overrides,
   };
 }
@@ -173,17 +177,18 @@ function record(i: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
 describe('usage and audit tail --admin', () => {
   it('usage prints a table by default and the rows with --json, from the rollups', async () => {
     const rollup = new FileUsageRollup({ dir: join(dir, 'usage'), retentionMs: 90 * 86_400_000, logger: silentLogger });
-    rollup.add([...Array.from({ length: 6 }, (_, i) => toAuditLine(record(i))), toAuditLine(record(6, { outcome: 'rate_limited', status: 429, tokens_used: null }))]);
+    rollup.add([...Array.from({ length: 6 }, (_, i) => toAuditLine(record(i, { cost_usd: 0.1 }))), toAuditLine(record(6, { outcome: 'rate_limited', status: 429, tokens_used: null }))]);
     await rollup.close();
     const json = await cli(['usage', '--config', configPath, '--by', 'account', '--since', '2d', '--json']);
     expect(json.code, json.stderr).toBe(0);
-    const rows = JSON.parse(json.stdout) as { group: string; requests: number; tokens: number; errors: Record<string, number> }[];
+    const rows = JSON.parse(json.stdout) as { group: string; requests: number; tokens: number; cost_usd: number; errors: Record<string, number> }[];
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ group: 'acme', requests: 7, tokens: 60, errors: { rate_limited: 1 } });
+    // Six records of $0.1: exactly 0.6 (summed in micro-dollars, not 0.6000000000000001).
+    expect(rows[0]).toMatchObject({ group: 'acme', requests: 7, tokens: 60, cost_usd: 0.6, errors: { rate_limited: 1 } });
     const table = await cli(['usage', '--config', configPath, '--by', 'agent']);
-    expect(table.stdout.split('\n')[0]).toMatch(/^AGENT +PERIOD +REQUESTS +TOKENS +ERRORS +P50_MS +P99_MS$/);
-    expect(table.stdout).toMatch(/sales .* 3 +20 +rate_limited=1 /);
-    expect(table.stdout).toMatch(/support .* 4 +40 +- /);
+    expect(table.stdout.split('\n')[0]).toMatch(/^AGENT +PERIOD +REQUESTS +TOKENS +COST_USD +ERRORS +P50_MS +P99_MS$/);
+    expect(table.stdout).toMatch(/sales .* 3 +20 +0\.2 +rate_limited=1 /);
+    expect(table.stdout).toMatch(/support .* 4 +40 +0\.4 +- /);
     const bad = await cli(['usage', '--config', configPath, '--by', 'plan']);
     expect(bad.code).toBe(1);
     const none = await cli(['usage', '--config', configPath, '--agent', 'nobody']);

@@ -189,6 +189,12 @@ describe.each(['file', 'redis'] as const)('admin keys API (%s store)', (store) =
     expect(patched.body).toMatchObject({ limits: { end_user: { windows: [{ requests: 5, per: '1m' }] } } });
   });
 
+  it('creates a key with its own cost budget and tool quota (docs/policy.md)', async () => {
+    const limits = { cost: [{ usd: 50, per: '30d' }], tool_calls: { search: [{ calls: 100, per: '1d' }] } };
+    const created = await create(gw, { limits });
+    expect(created.limits).toEqual(limits);
+  });
+
   it('lists with account, agent and status filters and a cursor that walks every page once', async () => {
     const account = `list-${randomUUID().slice(0, 8)}`;
     const made: string[] = [];
@@ -292,6 +298,9 @@ describe.each(['file', 'redis'] as const)('admin keys API (%s store)', (store) =
       ['POST', '/admin/v1/keys', { ...valid, limits: { budget: 5 } }, 'limits.budget'],
       ['POST', '/admin/v1/keys', { ...valid, limits: { end_user: { require: 'yes' } } }, 'limits.end_user.require'],
       ['POST', '/admin/v1/keys', { ...valid, limits: { end_user: { windows: [{ requests: 0, per: '1m' }] } } }, 'limits.end_user.windows[0].requests'],
+      ['POST', '/admin/v1/keys', { ...valid, limits: { cost: [{ usd: -1, per: '1d' }] } }, 'limits.cost[0].usd'],
+      ['POST', '/admin/v1/keys', { ...valid, limits: { cost: [{ usd: 1, per: '91d' }] } }, 'limits.cost[0].per'],
+      ['POST', '/admin/v1/keys', { ...valid, limits: { tool_calls: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`t${i}`, [{ calls: 1, per: "1d" }]])) } }, 'limits.tool_calls'],
       ['POST', '/admin/v1/keys', { ...valid, name: 'a\nb' }, 'name'],
       ['POST', '/admin/v1/keys', { ...valid, agents: 'support' }, 'agents'],
       ['PATCH', `/admin/v1/keys/${victim.key_id}`, { plan: 'gold', name: 'changed' }, 'plan'],

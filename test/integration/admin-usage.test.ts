@@ -27,11 +27,14 @@ interface Record_ {
   agent: string;
   outcome: string;
   tokens_used: number | null;
+  cost_usd: number | null;
 }
 
 interface Totals {
   requests: number;
   tokens: number;
+  /** The records' cost_usd in whole micro-dollars, as the rollups count it. */
+  costMicro: number;
   errors: Record<string, number>;
 }
 
@@ -66,16 +69,18 @@ function totalsOf(records: readonly Record_[], groupOf: (r: Record_) => string):
   const out = new Map<string, Totals>();
   for (const r of records) {
     const group = groupOf(r);
-    const t = out.get(group) ?? { requests: 0, tokens: 0, errors: {} };
+    const t = out.get(group) ?? { requests: 0, tokens: 0, costMicro: 0, errors: {} };
     t.requests++;
     t.tokens += r.tokens_used ?? 0;
+    if (r.cost_usd !== null) t.costMicro += Math.floor(r.cost_usd * 1_000_000 + 0.5);
     if (r.outcome !== 'ok') t.errors[r.outcome] = (t.errors[r.outcome] ?? 0) + 1;
     out.set(group, t);
   }
   return out;
 }
 
-interface Row extends Totals {
+interface Row extends Omit<Totals, 'costMicro'> {
+  cost_usd: number;
   group: string;
   period: string;
   latency_ms: { p50: number | null; p99: number | null };
@@ -93,6 +98,8 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
       config: {
         admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'ops', token: ADMIN_TOKEN, role: 'viewer' }] },
         plans: { roomy: { windows: [{ requests: 1000, per: '1m' }] }, tiny: { windows: [{ requests: 3, per: '1m' }] } },
+        // A price whose costs are fractions of a cent: the report's cost_usd must be the records' summed exactly.
+        pricing: { default: 0.0137 },
         ...(mode === 'redis' ? { redis: { prefix, command_timeout: '1s' }, keys: { store: 'redis' }, audit: { redis_stream: stream, file: undefined } } : {}),
       },
     });
@@ -180,8 +187,9 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
     }
     expect(all).toHaveLength(sent);
     // The stream's tokens came from `done`, the JSON chats' from metadata.
-    expect(byKey().get(k1.keyId)).toEqual({ requests: 8, tokens: 10 + 20 + 30 + 40 + 7 + 14 + 21, errors: { invalid_request: 1 } });
-    expect(byKey().get(k3.keyId)).toEqual({ requests: 5, tokens: 3, errors: { rate_limited: 2 } });
+    // Cost: each record's tokens / 1000 x 0.0137 in whole micro-dollars (7 tokens: 95.9 -> 96; 1 token: 13.7 -> 14).
+    expect(byKey().get(k1.keyId)).toEqual({ requests: 8, tokens: 10 + 20 + 30 + 40 + 7 + 14 + 21, costMicro: 137 + 274 + 411 + 548 + 96 + 192 + 288, errors: { invalid_request: 1 } });
+    expect(byKey().get(k3.keyId)).toEqual({ requests: 5, tokens: 3, costMicro: 3 * 14, errors: { rate_limited: 2 } });
 
     const only = (m: Map<string, Totals>, groups: string[]) => new Map([...m].filter(([g]) => groups.includes(g)));
     const cases: [string, (r: Record_) => string, (r: Record_) => boolean][] = [

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AUDIT_COLUMNS, decodeAuditColumns, type AuditColumn } from '../../src/audit/audit-columns.js';
+import { AUDIT_COLUMNS, decodeAuditColumns } from '../../src/audit/audit-columns.js';
 import { auditTableSql } from '../../src/audit/postgres-audit-table.js';
 import { PostgresAuditSink } from '../../src/audit/postgres-audit-sink.js';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
@@ -172,7 +172,7 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     const record = (id: string, extra: Partial<AuditRecord> = {}): string =>
       toAuditLine({
         id, request_id: id, ts: '2026-03-01T10:00:00.000Z', key_id: 'key_a', account: 'acme', plan: 'pro', agent: 'support', route: 'chat', status: 200, outcome: 'ok',
-        tokens_used: 5, latency_ms: 3, upstream_latency_ms: 2, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null, ...extra,
+        tokens_used: 5, latency_ms: 3, upstream_latency_ms: 2, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null, model: null, cost_usd: null, tool_calls: null, tools_withheld: null, ...extra,
       });
     const batch = [record('r1'), record('r2'), record('r2')];
     await sink.write(batch);
@@ -185,21 +185,24 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     expect((await countOf(table)).rows).toBe(3);
   });
 
-  it('takes a new field as one more column line: numeric and jsonb columns (cost, tool names) migrate and insert', async () => {
+  it('adds the answer facts to a table made before them (model, cost_usd numeric, tool_calls and tools_withheld jsonb) and inserts them', async () => {
     const table = uniqueTable('newfields');
     tables.push(table);
     await sql(`CREATE TABLE "${table}" (id text PRIMARY KEY, ts timestamptz)`);
-    // What the next record fields (cost_usd, tool_calls) will add to AUDIT_COLUMNS.
-    const columns: AuditColumn[] = [...AUDIT_COLUMNS, { name: 'cost_usd' as keyof AuditRecord, type: 'numeric' }, { name: 'tool_calls' as keyof AuditRecord, type: 'jsonb' }];
-    const statements = auditTableSql(table, columns);
+    const statements = auditTableSql(table, AUDIT_COLUMNS);
     for (const statement of statements.migration) await sql(statement);
-    const line = JSON.stringify({ ...JSON.parse(toAuditLine({
+    // Twice: the migration is safe to run at every start.
+    for (const statement of statements.migration) await sql(statement);
+    const line = toAuditLine({
       id: 'n1', request_id: 'n1', ts: '2026-03-01T10:00:00.000Z', key_id: 'key_a', account: 'acme', plan: 'pro', agent: 'support', route: 'chat', status: 200, outcome: 'ok',
       tokens_used: 5, latency_ms: 3, upstream_latency_ms: 2, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null,
-    })) as object, cost_usd: 0.0123, tool_calls: ['search', 'calculator'] });
-    await sql(statements.insert, decodeAuditColumns([line], columns).values);
-    const [row] = await sql<{ cost_usd: string; tool_calls: unknown; first_tool: string }>(`SELECT cost_usd, tool_calls, tool_calls->>0 AS first_tool FROM "${table}"`);
-    expect(row).toEqual({ cost_usd: '0.0123', tool_calls: ['search', 'calculator'], first_tool: 'search' });
+      model: 'big-model', cost_usd: 0.0123, tool_calls: ['search', 'calculator'], tools_withheld: ['web_search'],
+    });
+    await sql(statements.insert, decodeAuditColumns([line]).values);
+    const [row] = await sql<{ model: string; cost_usd: string; tool_calls: unknown; first_tool: string; tools_withheld: unknown }>(
+      `SELECT model, cost_usd, tool_calls, tool_calls->>0 AS first_tool, tools_withheld FROM "${table}"`,
+    );
+    expect(row).toEqual({ model: 'big-model', cost_usd: '0.0123', tool_calls: ['search', 'calculator'], first_tool: 'search', tools_withheld: ['web_search'] });
   });
 
   it('runs each usage query of docs/observability.md against a table the sink filled', async () => {
@@ -211,7 +214,7 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     const lines = ['ok', 'ok', 'upstream_error'].map((outcome, i) =>
       toAuditLine({
         id: `d${i}`, request_id: `d${i}`, ts: now, key_id: 'key_3xQ…', account: 'acme', plan: 'pro', agent: 'support', route: 'chat', status: outcome === 'ok' ? 200 : 503,
-        outcome: outcome as AuditRecord['outcome'], tokens_used: 10 * (i + 1), latency_ms: 3, upstream_latency_ms: 2, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: `u${i % 2}`, session_id: null,
+        outcome: outcome as AuditRecord['outcome'], tokens_used: 10 * (i + 1), latency_ms: 3, upstream_latency_ms: 2, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: `u${i % 2}`, session_id: null, model: null, cost_usd: null, tool_calls: null, tools_withheld: null,
       }),
     );
     // And one of the key in March 2026, outside every other query's period (this test runs later than that).

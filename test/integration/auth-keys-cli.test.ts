@@ -87,6 +87,7 @@ describe('keys CLI (file store)', () => {
         last_used_at: null,
         metadata: {},
         limits: null,
+        tools: null,
         replaces: null,
         replaced_by: null,
         status: 'active',
@@ -111,10 +112,36 @@ describe('keys CLI (file store)', () => {
     expect(out.code).toBe(0);
     expect(out.stdout.trim().split('\n')).toHaveLength(1);
     const body = JSON.parse(out.stdout);
-    expect(Object.keys(body).sort()).toEqual(['account', 'agents', 'created_at', 'expires_at', 'key', 'key_id', 'last_used_at', 'limits', 'metadata', 'name', 'plan', 'replaced_by', 'replaces', 'revoked_at', 'status']);
+    expect(Object.keys(body).sort()).toEqual(['account', 'agents', 'created_at', 'expires_at', 'key', 'key_id', 'last_used_at', 'limits', 'metadata', 'name', 'plan', 'replaced_by', 'replaces', 'revoked_at', 'status', 'tools']);
     expect(parseApiKey(body.key)).toBe(true);
     expect(out.stdout).not.toContain(hashApiKey(body.key));
     expect(out.stderr).toBe('');
+  });
+
+  it('--tool sets the tool scope on create; update --tool replaces it, --no-tools removes it; hostile scopes are refused, nothing written', async () => {
+    const created = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--tool', 'search', '--tool', 'web_search', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    const body = JSON.parse(created.stdout) as { key_id: string; tools: string[] | null };
+    expect(body.tools).toEqual(['search', 'web_search']);
+    const shown = await cli(['keys', 'show', body.key_id, '--config', configPath]);
+    expect(shown.stdout).toMatch(/^tools\s+search, web_search$/m);
+    const replaced = await cli(['keys', 'update', body.key_id, '--config', configPath, '--tool', 'files', '--json']);
+    expect(JSON.parse(replaced.stdout)).toMatchObject({ tools: ['files'], changed: ['tools'] });
+    const cleared = await cli(['keys', 'update', body.key_id, '--config', configPath, '--no-tools', '--json']);
+    expect(JSON.parse(cleared.stdout)).toMatchObject({ tools: null, changed: ['tools'] });
+    expect((await cli(['keys', 'show', body.key_id, '--config', configPath])).stdout).not.toMatch(/^tools/m);
+    const fileBefore = await readFile(join(dir, 'var', 'keys.json'), 'utf8');
+    for (const [args, message] of [
+      [['keys', 'update', body.key_id, '--tool', 'a', '--no-tools'], /--tool or --no-tools, not both/],
+      [['keys', 'update', body.key_id, '--tool', 'a', '--tool', 'a'], /tools\[1\]: "a" is listed twice/],
+      [['keys', 'update', body.key_id, '--tool', 'web search'], /tools\[0\]: a tool name is 1–64 characters/],
+      [['keys', 'create', '--account', 'acme', '--plan', 'pro', '--agent', 'support', ...Array.from({ length: 65 }, (_, i) => ['--tool', `t${i}`]).flat()], /tools holds at most 64 names/],
+    ] as [string[], RegExp][]) {
+      const out = await cli([...args, '--config', configPath]);
+      expect(out.code, args.join(' ')).toBe(1);
+      expect(out.stderr).toMatch(message);
+    }
+    expect(await readFile(join(dir, 'var', 'keys.json'), 'utf8')).toBe(fileBefore);
   });
 
   it('reports errors on stderr with exit status 1', async () => {

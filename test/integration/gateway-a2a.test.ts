@@ -101,6 +101,19 @@ describe('/chat on an A2A agent', () => {
     expect(first?.messageId).not.toBe(second?.messageId);
   });
 
+  it("forwards a scoped key's tool scope as the message's metadata.tools, and refuses a tool outside it before any call", async () => {
+    const server = servers.plain;
+    const scoped = (await gateway.createKey({ tools: ['search', 'files'] })).rawKey;
+    const before = server.received.length;
+    const refused = await postChat(gateway.url, chat('plain'), scoped, { message: 'x', tools: ['calculator'] });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { param: string } }).error.param).toBe('tools');
+    expect(server.received.length).toBe(before);
+    await (await postChat(gateway.url, chat('plain'), scoped, { message: 'one', context: { user_id: 'user-7' } })).text();
+    const [call] = server.received.slice(before);
+    expect(call?.metadata).toEqual({ user_id: 'user-7', tools: ['search', 'files'] });
+  });
+
   it('answers a failed task with 502 agent_task_failed', async () => {
     const res = await postChat(gateway.url, chat('failing'), key, { message: 'x' });
     expect(res.status).toBe(502);

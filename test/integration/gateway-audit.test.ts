@@ -26,7 +26,7 @@ const STREAM_TOKENS = 9;
 
 const RECORD_FIELDS = [
   'id', 'request_id', 'ts', 'key_id', 'account', 'plan', 'agent', 'route', 'status', 'outcome', 'tokens_used', 'latency_ms',
-  'upstream_latency_ms', 'bytes_in', 'bytes_out', 'client_ip', 'user_id', 'session_id',
+  'upstream_latency_ms', 'bytes_in', 'bytes_out', 'client_ip', 'user_id', 'session_id', 'model', 'cost_usd', 'tool_calls', 'tools_withheld',
 ].sort();
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -36,6 +36,7 @@ function numberedKey(i: number, overrides: Partial<KeyRecord>): KeyRecord {
     lastUsedAt: null,
     metadata: {},
     limits: null,
+    tools: null,
     replaces: null,
     replacedBy: null,
     ...overrides,

@@ -89,7 +89,7 @@ describe('RedisRateLimiter on Redis Cluster', () => {
       for (const subject of subjects) {
         const decision = limiter.consumeNow(subject, budgeted) ?? (await limiter.consume(subject, budgeted));
         expect(decision.allowed).toBe(true);
-        limiter.charge(subject, budgeted, 3);
+        limiter.charge(subject, budgeted, { tokens: 3 });
       }
     }
     // Some subjects were served from leases; closing gives every unused unit and token back.

@@ -119,7 +119,7 @@ for (const topology of ['single', 'cluster'] as const) {
       const limiter = new RedisRateLimiter({ client: client(), prefix: `${PREFIX}tok:`, commandTimeoutMs: 2_000 });
       const alice = endUserHash('account:t', 'alice');
       expect((await limiter.consume('account:t', WINDOWS, undefined, alice)).allowed).toBe(true);
-      limiter.charge('account:t', WINDOWS, 400, alice);
+      limiter.charge('account:t', WINDOWS, { tokens: 400 }, alice);
       await waitFor('the charge', async () => Number(await client().hget(`${PREFIX}tok:rl:{account:t}:u:${alice}:user-tokens-hour`, 'bw')) > 0);
       const refused = await limiter.consume('account:t', WINDOWS, undefined, alice);
       expect(refused.allowed).toBe(false);

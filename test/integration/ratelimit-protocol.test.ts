@@ -25,6 +25,8 @@ import {
 } from '../../src/ratelimit/protocol/codec.js';
 import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
 import { admitLua, OPERATION } from '../../src/ratelimit/protocol/operations.js';
+import { LUA_WINDOWS } from '../../src/ratelimit/protocol/lua-windows.js';
+import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
 import { bucketExpiryMs, bucketWidthMs } from '../../src/ratelimit/window-math.js';
 import { captureLogLines } from '../helpers/log-capture.js';
 import { redisErrorCount } from '../helpers/metric-counts.js';
@@ -68,16 +70,50 @@ async function bucketCount(subject: string, window: string, bucket: number): Pro
 
 describe('each operation through its codec, on a real Redis', () => {
   it('charge: counts the tokens in the budgets only, answers the time it ran at', async () => {
-    const reply = decodeCharge(await operations.call('charge', encodeCharge({ keyHead: keyHead('s'), windows: WINDOWS, nowMs: T0, tokens: 300 })!));
+    const reply = decodeCharge(await operations.call('charge', encodeCharge({ keyHead: keyHead('s'), windows: WINDOWS, amounts: chargeAmounts(WINDOWS, { tokens: 300 }) ?? [], nowMs: T0 })!));
     expect(reply).toEqual({ nowMs: T0 });
     expect(await bucketCount('s', 'tokens-hour', bucketOf(T0, HOUR_MS))).toBe(300);
     expect(await client.exists(rateLimitKey(PREFIX, 's', 'minute'))).toBe(0);
     // No budget among the windows: nothing to send.
-    expect(encodeCharge({ keyHead: keyHead('s'), windows: [WINDOWS[0]!], nowMs: T0, tokens: 5 })).toBeUndefined();
+    expect(encodeCharge({ keyHead: keyHead('s'), windows: [WINDOWS[0]!], amounts: chargeAmounts([WINDOWS[0]!], { tokens: 5 }) ?? [], nowMs: T0 })).toBeUndefined();
+  });
+
+  it('charge v2: each budget its own amount (tokens, micro-dollars, one tool\'s calls), request windows never', async () => {
+    const budgets: RateWindow[] = [
+      ...WINDOWS,
+      { name: 'cost-hour', limit: 1_000_000, windowMs: HOUR_MS, cost: true },
+      { name: 'tool-search-hour', limit: 10, windowMs: HOUR_MS, tool: 'search' },
+      { name: 'tool-browse-hour', limit: 10, windowMs: HOUR_MS, tool: 'browse' },
+    ];
+    const amounts = chargeAmounts(budgets, { tokens: 70, microUsd: 1_234, toolCalls: ['search', 'search', 'other'] })!;
+    expect(amounts).toEqual([0, 70, 1_234, 2, 0]);
+    const args = encodeCharge({ keyHead: keyHead('c2'), windows: budgets, amounts, nowMs: T0 })!;
+    // Only the three budgets with an amount are sent: 3 keys, then nowMs, 5 per budget, 3 amounts.
+    expect(args[0]).toBe(3);
+    expect(args.slice(-3)).toEqual([70, 1_234, 2]);
+    expect(decodeCharge(await operations.call('charge', args))).toEqual({ nowMs: T0 });
+    expect(await bucketCount('c2', 'tokens-hour', bucketOf(T0, HOUR_MS))).toBe(70);
+    expect(await bucketCount('c2', 'cost-hour', bucketOf(T0, HOUR_MS))).toBe(1_234);
+    expect(await bucketCount('c2', 'tool-search-hour', bucketOf(T0, HOUR_MS))).toBe(2);
+    expect(await client.exists(rateLimitKey(PREFIX, 'c2', 'tool-browse-hour'), rateLimitKey(PREFIX, 'c2', 'minute'))).toBe(0);
+  });
+
+  it('admit v2: a report-only window (kind 2) reports its figures in its place and never refuses', async () => {
+    const spent: RateWindow = { name: 'tool-search-hour', limit: 2, windowMs: HOUR_MS, tool: 'search' };
+    await operations.call('charge', encodeCharge({ keyHead: keyHead('r'), windows: [spent], amounts: [2], nowMs: T0 })!);
+    const windows: RateWindow[] = [WINDOWS[0]!, { ...spent, reportOnly: true }, WINDOWS[1]!];
+    const args = encodeAdmit({ keyHead: keyHead('r'), windows, nowMs: T0 + 1, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
+    expect(args.filter((_, i) => i > 1 + 3 + 9 - 1 && (i - (1 + 3 + 9)) % 5 === 4)).toEqual([0, 2, 1]);
+    const reported = decodeAdmit(await operations.call('admit', args), 3);
+    expect([reported.admitted, reported.remaining]).toEqual([1, [99, 0, 1_000]]);
+    expect(reported.resetMs[1]).toBe(expiresIn(T0, T0 + 1, HOUR_MS));
+    // The same window refusing (the request names the tool): refused, nothing counted.
+    const refused = decodeAdmit(await operations.call('admit', encodeAdmit({ ...{ keyHead: keyHead('r'), nowMs: T0 + 2, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }, windows: [WINDOWS[0]!, spent, WINDOWS[1]!] })), 3);
+    expect([refused.admitted, refused.remaining, refused.retryAfterMs]).toEqual([0, [99, 0, 1_000], expiresIn(T0, T0 + 2, HOUR_MS)]);
   });
 
   it('admit with a slot: every field of the reply, the cap refusing past the free slots', async () => {
-    await operations.call('charge', encodeCharge({ keyHead: keyHead('a'), windows: WINDOWS, nowMs: T0, tokens: 300 })!);
+    await operations.call('charge', encodeCharge({ keyHead: keyHead('a'), windows: WINDOWS, amounts: chargeAmounts(WINDOWS, { tokens: 300 }) ?? [], nowMs: T0 })!);
     const slot = { key: streamSlotsKey(PREFIX, 'a'), streams: 2, leaseMs: 30_000, memberHead: 'inst:1' };
     const raw = await operations.call('admit', encodeAdmit({ keyHead: keyHead('a'), windows: WINDOWS, nowMs: T0 + 10, count: 3, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot }));
     const now = T0 + 10;
@@ -100,7 +136,7 @@ describe('each operation through its codec, on a real Redis', () => {
 
   it('admit with a lease and a refund: units and tokens reserved, the earlier lease given back first', async () => {
     const s = 'lease';
-    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, tokens: 200 })!);
+    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, amounts: chargeAmounts(WINDOWS, { tokens: 200 }) ?? [], nowMs: T0 })!);
     const first = decodeAdmit(await operations.call('admit', encodeAdmit({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 4, leaseTokens: 30, refund: undefined, slot: undefined })), 2);
     expect([first.admitted, first.leaseUnits, first.leaseTokens, first.remaining]).toEqual([1, 4, 30, [95, 770]]);
     // The lease is given back in full with the next call: it comes off before that call counts.
@@ -137,7 +173,7 @@ describe('each operation through its codec, on a real Redis', () => {
   it('refund: units and tokens leave the buckets they were counted in, and only those', async () => {
     const s = 'refund';
     await operations.call('admit', encodeAdmit({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, count: 5, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }));
-    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0, tokens: 50 })!);
+    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows: WINDOWS, amounts: chargeAmounts(WINDOWS, { tokens: 50 }) ?? [], nowMs: T0 })!);
     const refund = { units: 3, tokens: 20, buckets: [bucketOf(T0, MINUTE_MS), bucketOf(T0, HOUR_MS)] };
     expect(decodeRefund(await operations.call('refund', encodeRefund({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0 + 2_000, refund })))).toEqual({ nowMs: T0 + 2_000 });
     expect(await bucketCount(s, 'minute', bucketOf(T0, MINUTE_MS))).toBe(2);
@@ -161,10 +197,10 @@ describe('replies of another version, or of none', () => {
   it('each decoder refuses a reply that is not exactly its operation\'s, and counts it', async () => {
     const before = await redisErrorCount('ratelimit_protocol');
     const args = encodeAdmit({ keyHead: keyHead('v2'), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
-    const v2 = await client.eval(admitLua('agw_admit_v2'), args[0]!, ...args.slice(1));
-    expect((v2 as unknown[])[0]).toBe('agw_admit_v2');
+    const v2 = await client.eval(admitLua('agw_admit_v3'), args[0]!, ...args.slice(1));
+    expect((v2 as unknown[])[0]).toBe('agw_admit_v3');
     expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(RateLimitProtocolError);
-    expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(/agw_admit_v1 returned an unexpected reply/);
+    expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(/agw_admit_v2 returned an unexpected reply/);
     // A renew decoder does not take an admit reply, nor the other way round.
     const admit = await operations.call('admit', encodeAdmit({ keyHead: keyHead('v1'), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }));
     expect(() => decodeRenew(admit, WINDOWS.length)).toThrow(RateLimitProtocolError);
@@ -173,7 +209,7 @@ describe('replies of another version, or of none', () => {
     for (const bad of [null, 'OK', good.slice(0, -1), [...good.slice(0, 5), '1', ...good.slice(6)], [...good.slice(0, 5), 1.5, ...good.slice(6)], good.slice(1)]) {
       expect(() => decodeAdmit(bad, WINDOWS.length)).toThrow(RateLimitProtocolError);
     }
-    expect(() => decodeCharge(['agw_charge_v2', T0])).toThrow(RateLimitProtocolError);
+    expect(() => decodeCharge(['agw_charge_v3', T0])).toThrow(RateLimitProtocolError);
     expect(() => decodeRefund([OPERATION.refund])).toThrow(RateLimitProtocolError);
     expect(() => decodeSlotRefresh(1)).toThrow(RateLimitProtocolError);
     expect(decodeAdmit(admit, WINDOWS.length).admitted).toBe(1);
@@ -181,10 +217,10 @@ describe('replies of another version, or of none', () => {
   });
 
   it('a limiter given a wrong-version reply fails like a store error: the failover policy decides (deny: 503)', async () => {
-    // A client on which "agw_admit_v1" runs another version's script: its reply is refused.
+    // A client on which "agw_admit_v2" runs another version's script: its reply is refused.
     const other = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     const define = other.defineCommand.bind(other);
-    other.defineCommand = (name, definition) => define(name, name === OPERATION.admit ? { ...definition, lua: admitLua('agw_admit_v2') } : definition);
+    other.defineCommand = (name, definition) => define(name, name === OPERATION.admit ? { ...definition, lua: admitLua('agw_admit_v3') } : definition);
     try {
       const primary = new RedisRateLimiter({ client: other, prefix: PREFIX, commandTimeoutMs: 2_000 });
       const fallback = new MemoryRateLimiter({ clock: new ManualClock() });
@@ -199,12 +235,46 @@ describe('replies of another version, or of none', () => {
   });
 });
 
+/** The retired agw_admit_v1 (kinds 0 and 1 only), as the gateway before decision 0065 registered it. */
+const ADMIT_V1 = `${LUA_WINDOWS}
+local wins = {}
+for k = 1, (#ARGV - 9) / 5 do wins[k] = windowAt(k, 10 + (k - 1) * 5) end
+
+local slot = false
+local streams = tonumber(ARGV[7])
+if streams > 0 then slot = { key = KEYS[#wins + 1], streams = streams, leaseMs = tonumber(ARGV[8]), head = ARGV[9] } end
+return admitCore('agw_admit_v1', { nowMs = serverNow(ARGV[1]), wins = wins, count = tonumber(ARGV[2]),
+  leaseWanted = tonumber(ARGV[3]), tokenLeaseWanted = tonumber(ARGV[4]), leaseFromMs = 0,
+  refundUnits = tonumber(ARGV[5]), refundTokens = tonumber(ARGV[6]), slot = slot })
+`;
+
+describe('the upgrade of decision 0065: agw_admit_v1 gateways beside agw_admit_v2 ones', () => {
+  it('count a plan without cost or tool windows in the same keys, against one limit, each reading its own replies', async () => {
+    const old = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    old.defineCommand('agw_admit_v1', { lua: ADMIT_V1 });
+    const admitV1 = (old as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v1']!.bind(old);
+    const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:up'), windows: WINDOWS, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
+    try {
+      const remaining: number[] = [];
+      for (let i = 0; i < 6; i += 1) {
+        if (i % 2 === 0) remaining.push(decodeAdmit(await operations.call('admit', request(T0 + i)), 2).remaining[0]!);
+        else remaining.push(decodeAdmit(await admitV1(...request(T0 + i)), 2, 'agw_admit_v1').remaining[0]!);
+      }
+      expect(remaining).toEqual([99, 98, 97, 96, 95, 94]);
+      const fromV1 = await admitV1(...request(T0 + 9));
+      expect(() => decodeAdmit(fromV1, 2)).toThrow(RateLimitProtocolError);
+    } finally {
+      old.disconnect();
+    }
+  });
+});
+
 describe('a rolling upgrade: two protocol versions on one Redis', () => {
   it('each version answers its own callers, and both count in the same keys', async () => {
     // The next version's gateway: the same operation under its own name (its own SHA1 in the script cache).
     const next = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-    next.defineCommand('agw_admit_v2', { lua: admitLua('agw_admit_v2') });
-    const admitV2 = (next as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v2']!.bind(next);
+    next.defineCommand('agw_admit_v3', { lua: admitLua('agw_admit_v3') });
+    const admitV2 = (next as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v3']!.bind(next);
     const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: MINUTE_MS }];
     const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:both'), windows, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
     try {
@@ -212,7 +282,7 @@ describe('a rolling upgrade: two protocol versions on one Redis', () => {
       // Interleaved, as two gateway versions behind one load balancer send them.
       for (let i = 0; i < 6; i += 1) {
         if (i % 2 === 0) remaining.push(decodeAdmit(await operations.call('admit', request(T0 + i)), 1).remaining[0]!);
-        else remaining.push(decodeAdmit(await admitV2(...request(T0 + i)), 1, 'agw_admit_v2').remaining[0]!);
+        else remaining.push(decodeAdmit(await admitV2(...request(T0 + i)), 1, 'agw_admit_v3').remaining[0]!);
       }
       expect(remaining).toEqual([9, 8, 7, 6, 5, 4]);
       expect(Number(await client.hget(rateLimitKey(PREFIX, 'account:both', 'minute'), String(bucketOf(T0, MINUTE_MS))))).toBe(6);
@@ -220,9 +290,9 @@ describe('a rolling upgrade: two protocol versions on one Redis', () => {
       const fromV2 = await admitV2(...request(T0 + 8));
       expect(() => decodeAdmit(fromV2, 1)).toThrow(RateLimitProtocolError);
       const fromV1 = await operations.call('admit', request(T0 + 9));
-      expect(() => decodeAdmit(fromV1, 1, 'agw_admit_v2')).toThrow(RateLimitProtocolError);
+      expect(() => decodeAdmit(fromV1, 1, 'agw_admit_v3')).toThrow(RateLimitProtocolError);
       // Both scripts live in the cache side by side.
-      const shas = await Promise.all([admitLua(), admitLua('agw_admit_v2')].map((source) => client.script('LOAD', source) as Promise<string>));
+      const shas = await Promise.all([admitLua(), admitLua('agw_admit_v3')].map((source) => client.script('LOAD', source) as Promise<string>));
       expect(new Set(shas).size).toBe(2);
     } finally {
       next.disconnect();

@@ -8,6 +8,7 @@ import { RedisRateLimiter, rateLimitKey } from '../../src/ratelimit/redis-rate-l
 import { createHash } from 'node:crypto';
 import { decodeAdmit, encodeAdmit, encodeCharge } from '../../src/ratelimit/protocol/codec.js';
 import { OPERATION, OPERATION_SOURCES, type OperationKind } from '../../src/ratelimit/protocol/operations.js';
+import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
 import { bucketWidthMs } from '../../src/ratelimit/window-math.js';
 import { leasesOver, useLeaseLimiterRedis } from '../helpers/rate-limit-leases.js';
 
@@ -49,7 +50,7 @@ describe('the admit and charge operations beside a budget (protocol/operations.t
     ];
     const keyHead = `${PREFIX}rl:{${s}}:`;
     if (call.charge !== undefined) {
-      await evalOperation(OPERATION_SOURCES.charge, encodeCharge({ keyHead, windows, nowMs, tokens: call.charge })!);
+      await evalOperation(OPERATION_SOURCES.charge, encodeCharge({ keyHead, windows, amounts: chargeAmounts(windows, { tokens: call.charge }) ?? [], nowMs })!);
       return [];
     }
     const refundAt = call.refundAtMs;
@@ -139,7 +140,7 @@ describe('RedisRateLimiter with leases beside a budget', () => {
       for (let i = 0; i < 20; i += 1) {
         await limiter.consume('account:mon-plain', plain);
         await limiter.consume('account:mon-budget', budgeted);
-        limiter.charge('account:mon-budget', budgeted, 5);
+        limiter.charge('account:mon-budget', budgeted, { tokens: 5 });
       }
       await limiter.close();
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -182,7 +183,7 @@ describe('RedisRateLimiter with leases beside a budget', () => {
       const tokensLeft = decision.windows[1]!.remaining;
       expect(tokensLeft).toBeLessThanOrEqual(limit - 7 * i + 7);
       expect(tokensLeft).toBeGreaterThanOrEqual(limit - 7 * i);
-      limiter.charge('account:busy', windows, 7);
+      limiter.charge('account:busy', windows, { tokens: 7 });
     }
     // Without token leases every request is its admission call plus its charge call.
     expect((await scriptCalls()) - before).toBeLessThan(300);
@@ -198,19 +199,19 @@ describe('RedisRateLimiter with leases beside a budget', () => {
     await earlyInBucket();
     // First sight, then one charged answer (the reserve's size), then a call that asks for a lease.
     await limiter.consume('account:pay', windows);
-    limiter.charge('account:pay', windows, 50);
+    limiter.charge('account:pay', windows, { tokens: 50 });
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await counted('account:pay', 'tokens-minute')).toBe(50);
     await limiter.consume('account:pay', windows);
     // One unit wanted (the last lease's 0 × 2 + this call's 1) of 50 tokens: 50 reserved.
     expect(await counted('account:pay', 'tokens-minute')).toBe(100);
     const before = await scriptCalls();
-    limiter.charge('account:pay', windows, 30);
+    limiter.charge('account:pay', windows, { tokens: 30 });
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await scriptCalls()).toBe(before);
     expect(await counted('account:pay', 'tokens-minute')).toBe(100);
     // 20 left in the reserve: a charge of 45 pays 20 from it and sends 25.
-    limiter.charge('account:pay', windows, 45);
+    limiter.charge('account:pay', windows, { tokens: 45 });
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect((await scriptCalls()) - before).toBe(1);
     expect(await counted('account:pay', 'tokens-minute')).toBe(125);
@@ -233,7 +234,7 @@ describe('RedisRateLimiter with leases beside a budget', () => {
       if (!decision.allowed) return false;
       admitted += 1;
       await new Promise((resolve) => setImmediate(resolve));
-      limiter.charge(subject, windows, perAnswer);
+      limiter.charge(subject, windows, { tokens: perAnswer });
       return true;
     };
     const before = await scriptCalls();

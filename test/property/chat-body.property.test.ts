@@ -69,7 +69,7 @@ const brokenBody: fc.Arbitrary<Breakage> = fc.tuple(validBody, fc.nat({ max: 1_0
   }),
 );
 
-function verdict(body: unknown): { ok: true; userId: string | null; sessionId: string | null } | { ok: false; type: string; param: string | undefined } {
+function verdict(body: unknown): { ok: true; userId: string | null; sessionId: string | null; tools: readonly string[] | null } | { ok: false; type: string; param: string | undefined } {
   try {
     const summary = validateChatRequest(body, agent, limits);
     return { ok: true, ...summary };
@@ -84,7 +84,7 @@ describe('chat body validator (property)', () => {
     fc.assert(
       fc.property(validBody, (body) => {
         const context = body.context as { user_id?: string; session_id?: string } | undefined;
-        expect(verdict(body)).toEqual({ ok: true, userId: context?.user_id ?? null, sessionId: context?.session_id ?? null });
+        expect(verdict(body)).toEqual({ ok: true, userId: context?.user_id ?? null, sessionId: context?.session_id ?? null, tools: (body.tools as string[] | undefined) ?? null });
       }),
       { numRuns: 1_000 },
     );

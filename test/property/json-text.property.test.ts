@@ -32,6 +32,10 @@ const anyRecord: fc.Arbitrary<AuditRecord> = fc.record({
   client_ip: anyString,
   user_id: fc.option(anyString, { nil: null }),
   session_id: fc.option(anyString, { nil: null }),
+  model: fc.option(anyString, { nil: null }),
+  cost_usd: fc.option(anyNumber, { nil: null }),
+  tool_calls: fc.option(fc.array(anyString, { maxLength: 3 }), { nil: null }),
+  tools_withheld: fc.option(fc.array(anyString, { maxLength: 3 }), { nil: null }),
 });
 
 // Strings a gateway's own records hold (ids, names, addresses), with the units either side
@@ -128,6 +132,10 @@ describe('JSON text written by hand', () => {
 
   it('toAuditLine writes the contract fields only, in the contract order, whatever order the object was built in', () => {
     const record: AuditRecord = {
+      tools_withheld: null,
+      tool_calls: ['a'],
+      cost_usd: 0.5,
+      model: 'm',
       session_id: null,
       user_id: 'u',
       client_ip: '10.0.0.1',
@@ -148,7 +156,7 @@ describe('JSON text written by hand', () => {
       id: 'req-1',
     };
     const line = toAuditLine(Object.assign({ extra: 'not in the contract' }, record));
-    expect(Object.keys(JSON.parse(line) as object)).toEqual(['id', 'request_id', 'ts', 'key_id', 'account', 'plan', 'agent', 'route', 'status', 'outcome', 'tokens_used', 'latency_ms', 'upstream_latency_ms', 'bytes_in', 'bytes_out', 'client_ip', 'user_id', 'session_id']);
+    expect(Object.keys(JSON.parse(line) as object)).toEqual(['id', 'request_id', 'ts', 'key_id', 'account', 'plan', 'agent', 'route', 'status', 'outcome', 'tokens_used', 'latency_ms', 'upstream_latency_ms', 'bytes_in', 'bytes_out', 'client_ip', 'user_id', 'session_id', 'model', 'cost_usd', 'tool_calls', 'tools_withheld']);
     expect(JSON.parse(line)).toEqual(record);
   });
 });

@@ -5,6 +5,8 @@ const dateOnly = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 's
 const dateThisYear = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const percent = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 1 });
+// Costs are often fractions of a cent: up to six decimals (the rollups' micro-dollar unit).
+const usd = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 });
 
 /** "Nov 24", with the year only when it is not this year's. */
 export function formatDate(iso: string, nowMs: number): string {
@@ -35,6 +37,11 @@ export function relativeTime(iso: string | null, nowMs: number, none = '—'): s
 
 export function formatCount(n: number): string {
   return integer.format(n);
+}
+
+/** A cost in US dollars, "$0.018". */
+export function formatUsd(n: number): string {
+  return usd.format(n);
 }
 
 export function formatPercent(fraction: number): string {

@@ -21,6 +21,8 @@ export interface Key {
   revoked_at: string | null;
   last_used_at: string | null;
   metadata: Record<string, string>;
+  /** The key's tool scope; null: no restriction. */
+  tools: string[] | null;
   replaces: string | null;
   replaced_by: string | null;
   status: KeyStatus;
@@ -76,6 +78,8 @@ export interface UsageRow {
   period: string;
   requests: number;
   tokens: number;
+  /** US dollars (the records' cost_usd, summed in micro-dollars); 0 without pricing. */
+  cost_usd: number;
   errors: Record<string, number>;
   latency_ms: { p50: number | null; p99: number | null };
 }

@@ -86,10 +86,11 @@ export interface ChargeRequest {
   keyHead: KeyHead;
   /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
   endUser?: EndUserHash | undefined;
-  /** Any windows: only the token budgets among them are sent. */
+  /** Any windows: only those with an amount above 0 are sent. */
   windows: readonly RateWindow[];
+  /** Per window, in the windows' order: what to charge it (window-math.ts chargeUnits). */
+  amounts: readonly number[];
   nowMs: number | '';
-  tokens: number;
 }
 
 export interface RefundRequest {
@@ -117,13 +118,19 @@ export interface DecisionReply {
   oldestMs: number[];
 }
 
+/** A window's kind, from the window itself: 0 requests, 1 a budget, 2 a report-only budget (admit v2). */
+function kindOf(window: RateWindow): number {
+  if (window.reportOnly === true) return 2;
+  return window.tokens === true || window.cost === true || window.tool !== undefined ? 1 : 0;
+}
+
 /** One window's ARGV at `at`: limit, windowMs, bucketMs, refundBucket, kind. */
 function putWindow(args: Array<string | number>, at: number, window: RateWindow, refundBucket: number): void {
   args[at] = window.limit;
   args[at + 1] = window.windowMs;
   args[at + 2] = bucketWidthMs(window.windowMs);
   args[at + 3] = refundBucket;
-  args[at + 4] = window.tokens === true ? 1 : 0;
+  args[at + 4] = kindOf(window);
 }
 
 /** [numKeys, keys..., head ARGV (left for the caller)..., WINDOW_ARGS per window]; returns the array. */
@@ -171,14 +178,21 @@ export function encodeRenew(request: RenewRequest): Array<string | number> {
   return args;
 }
 
-/** undefined when the windows hold no token budget: nothing to charge. */
+/** undefined when no window has an amount to charge: nothing to send. */
 export function encodeCharge(request: ChargeRequest): Array<string | number> | undefined {
-  const budgets = request.windows.filter((window) => window.tokens === true);
-  if (budgets.length === 0) return undefined;
-  const args = windowsCall(request.keyHead, budgets, 0, CHARGE_HEAD_ARGS, undefined, request.endUser);
-  const at = 1 + budgets.length;
-  args[at] = request.nowMs;
-  args[at + 1] = request.tokens;
+  const { windows, amounts } = request;
+  const charged: RateWindow[] = [];
+  const units: number[] = [];
+  for (let i = 0; i < windows.length; i += 1) {
+    const amount = amounts[i] as number;
+    if (!(amount > 0)) continue;
+    charged.push(windows[i] as RateWindow);
+    units.push(Math.ceil(amount));
+  }
+  if (charged.length === 0) return undefined;
+  const args = windowsCall(request.keyHead, charged, 0, CHARGE_HEAD_ARGS, undefined, request.endUser);
+  args[1 + charged.length] = request.nowMs;
+  for (const amount of units) args.push(amount);
   return args;
 }
 

@@ -12,21 +12,26 @@ import { LUA_WINDOWS } from './lua-windows.js';
 
 /** Operations and their current versioned names (the reply tag each decoder expects). */
 export const OPERATION = {
-  admit: 'agw_admit_v1',
+  // v2: a window of kind 2 (report-only) is read and reported, never refusing (decision 0065).
+  admit: 'agw_admit_v2',
   renew: 'agw_renew_v1',
-  charge: 'agw_charge_v1',
+  // v2: an amount per window (tokens, micro-dollars, tool calls), not one figure for every budget.
+  charge: 'agw_charge_v2',
   refund: 'agw_refund_v1',
   slotRefresh: 'agw_slot_refresh_v1',
 } as const;
 
 export type OperationKind = keyof typeof OPERATION;
 
-/** ARGV values per window: limit, windowMs, bucketMs, refundBucket (-1: none), kind (0 requests, 1 tokens). */
+/**
+ * ARGV values per window: limit, windowMs, bucketMs, refundBucket (-1: none), kind (0 requests,
+ * 1 a budget: tokens, cost or a tool's calls; 2 a report-only budget, admit v2 only).
+ */
 export const WINDOW_ARGS = 5;
 /** ARGV before the windows' values, per operation. */
 export const ADMIT_HEAD_ARGS = 9;
 export const RENEW_HEAD_ARGS = 3;
-export const CHARGE_HEAD_ARGS = 2;
+export const CHARGE_HEAD_ARGS = 1;
 export const REFUND_HEAD_ARGS = 3;
 /** Reply fields before the windows' figures (admit and renew). */
 export const DECISION_REPLY_HEAD = 9;
@@ -41,20 +46,52 @@ for k = 1, (#ARGV - ${head}) / ${WINDOW_ARGS} do wins[k] = windowAt(k, ${head + 
 }
 
 /**
- * admit: KEYS = the windows' hashes, then the slot set when slotStreams > 0.
+ * admit (v2): KEYS = the windows' hashes, then the slot set when slotStreams > 0.
  * ARGV = nowMs ("": server TIME), count, leaseUnits, leaseTokens, refundUnits, refundTokens,
  * slotStreams (0: no slot), slotLeaseMs, slotHead, then WINDOW_ARGS per window.
  * Reply: tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted,
  * slotsFree, then remaining, resetMs, oldestMs per window (after the admitted and the lease were counted).
+ * A window of kind 2 is left out of the decision (admitCore never sees it) and only read for its
+ * figures, which take its place in the reply.
  */
 export function admitLua(tag: string = OPERATION.admit): string {
-  return `${LUA_WINDOWS}${windowsFrom(ADMIT_HEAD_ARGS)}
+  return `${LUA_WINDOWS}
+local all, wins, reports, isReport = {}, {}, {}, {}
+for k = 1, (#ARGV - ${ADMIT_HEAD_ARGS}) / ${WINDOW_ARGS} do
+  local a = ${ADMIT_HEAD_ARGS + 1} + (k - 1) * ${WINDOW_ARGS}
+  all[k] = windowAt(k, a)
+  if ARGV[a + 4] == '2' then
+    isReport[k] = true
+    reports[#reports + 1] = all[k]
+  else
+    wins[#wins + 1] = all[k]
+  end
+end
 local slot = false
 local streams = tonumber(ARGV[7])
-if streams > 0 then slot = { key = KEYS[#wins + 1], streams = streams, leaseMs = tonumber(ARGV[8]), head = ARGV[9] } end
-return admitCore('${tag}', { nowMs = serverNow(ARGV[1]), wins = wins, count = tonumber(ARGV[2]),
+if streams > 0 then slot = { key = KEYS[#all + 1], streams = streams, leaseMs = tonumber(ARGV[8]), head = ARGV[9] } end
+local core = admitCore('${tag}', { nowMs = serverNow(ARGV[1]), wins = wins, count = tonumber(ARGV[2]),
   leaseWanted = tonumber(ARGV[3]), tokenLeaseWanted = tonumber(ARGV[4]), leaseFromMs = 0,
   refundUnits = tonumber(ARGV[5]), refundTokens = tonumber(ARGV[6]), slot = slot })
+if #reports == 0 then return core end
+local nowMs = core[4]
+local reply = {}
+for i = 1, ${DECISION_REPLY_HEAD} do reply[i] = core[i] end
+local w, r = 0, 0
+for k = 1, #all do
+  if isReport[k] then
+    r = r + 1
+    loadWindow(reports[r], nowMs, 0)
+    figures(reports[r], nowMs, reply)
+  else
+    local at = ${DECISION_REPLY_HEAD} + w * ${FIGURES_PER_WINDOW}
+    w = w + 1
+    reply[#reply + 1] = core[at + 1]
+    reply[#reply + 1] = core[at + 2]
+    reply[#reply + 1] = core[at + 3]
+  end
+end
+return reply
 `;
 }
 
@@ -72,15 +109,18 @@ return admitCore('${tag}', { nowMs = serverNow(''), wins = wins, count = 0,
 }
 
 /**
- * charge: an answer's tokens, after the answer. KEYS = the token budgets only.
- * ARGV = nowMs ("": server TIME), tokens, then WINDOW_ARGS per budget. Reply: tag, nowMs.
+ * charge (v2): an answer's units, after the answer, each budget its own amount (tokens to a
+ * token budget, micro-dollars to a cost budget, calls to a tool's quota). KEYS = the budgets
+ * charged. ARGV = nowMs ("": server TIME), then WINDOW_ARGS per budget, then one amount per
+ * budget. Reply: tag, nowMs.
  */
 export function chargeLua(tag: string = OPERATION.charge): string {
-  return `${LUA_WINDOWS}${windowsFrom(CHARGE_HEAD_ARGS)}
+  return `${LUA_WINDOWS}
+local n = #KEYS
 local nowMs = serverNow(ARGV[1])
-local units = tonumber(ARGV[2])
-for w = 1, #wins do
-  local win = wins[w]
+for w = 1, n do
+  local win = windowAt(w, ${CHARGE_HEAD_ARGS + 1} + (w - 1) * ${WINDOW_ARGS})
+  local units = tonumber(ARGV[${CHARGE_HEAD_ARGS + 1} + n * ${WINDOW_ARGS} + w - 1])
   loadWindow(win, nowMs, 0)
   if units > 0 then
     countIn(win, math.floor(nowMs / win.bucketMs), units)

@@ -9,6 +9,7 @@ import { auditTableSql } from '../../../src/audit/postgres-audit-table.js';
 const RECORD: AuditRecord = {
   id: 'a1', request_id: 'r1', ts: '2026-03-01T10:00:00.000Z', key_id: 'key_x', account: 'acme', plan: 'pro', agent: 'support', route: 'chat', status: 200, outcome: 'ok',
   tokens_used: 3, latency_ms: 4, upstream_latency_ms: 2, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: 'u', session_id: null,
+  model: 'm-1', cost_usd: 0.0125, tool_calls: ['search'], tools_withheld: null,
 };
 
 describe('audit columns', () => {

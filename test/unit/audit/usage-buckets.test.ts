@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../../src/audit/audit-record.js';
-import { addPacked, countRecord, latencyBucket, latencyBucketValueMs, MAX_LATENCY_BUCKET, mergePacked, packFields, parseRollupRecord, summarize, usableRecord, type BucketFields } from '../../../src/audit/usage-buckets.js';
+import { addPacked, costMicroUsd, countRecord, latencyBucket, latencyBucketValueMs, MAX_LATENCY_BUCKET, MAX_RECORD_COST_USD, mergePacked, packFields, parseRollupRecord, summarize, usableRecord, type BucketFields } from '../../../src/audit/usage-buckets.js';
 import { lcg } from '../../helpers/lcg.js';
 
 describe('usage buckets', () => {
@@ -28,7 +28,7 @@ describe('usage buckets', () => {
       for (let i = 0; i < n; i++) {
         const latency = Math.round(Math.exp(random() * 9) * 100) / 100 + 1.01;
         samples.push(latency);
-        countRecord(fields, { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', outcome: 'ok', tokens_used: 1, latency_ms: latency });
+        countRecord(fields, { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', outcome: 'ok', tokens_used: 1, latency_ms: latency, cost_usd: null });
       }
       samples.sort((a, b) => a - b);
       const totals = summarize(fields);
@@ -45,31 +45,47 @@ describe('usage buckets', () => {
     const fields: BucketFields = new Map();
     const fiveMs = Math.round(latencyBucketValueMs(latencyBucket(5)) * 100) / 100;
     expect(Math.abs(fiveMs - 5) / 5).toBeLessThan(0.091);
-    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5 };
+    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, cost_usd: null };
     countRecord(fields, { ...base, outcome: 'ok', tokens_used: 7 });
     countRecord(fields, { ...base, outcome: 'rate_limited', tokens_used: null });
     countRecord(fields, { ...base, outcome: 'rate_limited', tokens_used: 0 });
     countRecord(fields, { ...base, outcome: 'upstream_error', tokens_used: 3 });
-    expect(summarize(fields)).toEqual({ requests: 4, tokens: 10, errors: { rate_limited: 2, upstream_error: 1 }, latency_ms: { p50: fiveMs, p99: fiveMs } });
+    expect(summarize(fields)).toEqual({ requests: 4, tokens: 10, cost_usd: 0, errors: { rate_limited: 2, upstream_error: 1 }, latency_ms: { p50: fiveMs, p99: fiveMs } });
     expect(summarize(new Map()).latency_ms).toEqual({ p50: null, p99: null });
   });
 
   it('never counts a token figure no answer can have (1e308 twice stays out; the bucket stays finite)', () => {
     const fields: BucketFields = new Map();
-    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, outcome: 'ok' };
+    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, outcome: 'ok', cost_usd: null };
     countRecord(fields, { ...base, tokens_used: 1e308 });
     countRecord(fields, { ...base, tokens_used: 1e308 });
     countRecord(fields, { ...base, tokens_used: 12 });
     expect(summarize(fields).tokens).toBe(12);
+  });
+
+  it('sums cost in whole micro-dollars, exactly, and leaves out a cost no answer can have', () => {
+    const fields: BucketFields = new Map();
+    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, outcome: 'ok', tokens_used: 1 };
+    // 0.1 + 0.2 in doubles is 0.30000000000000004; in micro-dollars it is 300000.
+    countRecord(fields, { ...base, cost_usd: 0.1 });
+    countRecord(fields, { ...base, cost_usd: 0.2 });
+    // Half a micro-dollar rounds up; under it, down.
+    countRecord(fields, { ...base, cost_usd: 0.0000005 });
+    countRecord(fields, { ...base, cost_usd: 0.0000004 });
+    for (const odd of [null, -1, Number.NaN, Number.POSITIVE_INFINITY, MAX_RECORD_COST_USD * 2]) countRecord(fields, { ...base, cost_usd: odd });
+    expect(fields.get('cost_micro')).toBe(300_001);
+    expect(summarize(fields).cost_usd).toBe(0.300001);
+    expect(costMicroUsd(0.018)).toBe(18_000);
+    expect(costMicroUsd('0.5')).toBeNull();
   });
 });
 
 describe('reading an audit line for the rollup', () => {
   const base: AuditRecord = {
     id: 'id-1', request_id: 'client-1', ts: '2026-01-31T13:05:00.123Z', key_id: 'key_0000000000000001', account: 'acme:eu', plan: 'pro', agent: 'support', route: 'chat',
-    status: 200, outcome: 'ok', tokens_used: 12, latency_ms: 35.25, upstream_latency_ms: 30, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null,
+    status: 200, outcome: 'ok', tokens_used: 12, latency_ms: 35.25, upstream_latency_ms: 30, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null, model: null, cost_usd: null, tool_calls: null, tools_withheld: null,
   };
-  const expected = (r: AuditRecord) => ({ ts: r.ts, key_id: r.key_id, account: r.account, agent: r.agent, outcome: r.outcome, tokens_used: r.tokens_used, latency_ms: r.latency_ms });
+  const expected = (r: AuditRecord) => ({ ts: r.ts, key_id: r.key_id, account: r.account, agent: r.agent, outcome: r.outcome, tokens_used: r.tokens_used, latency_ms: r.latency_ms, cost_usd: r.cost_usd });
 
   it('reads the fields of any record as JSON.parse does, whatever the free-form fields hold', () => {
     fc.assert(
@@ -82,6 +98,9 @@ describe('reading an audit line for the rollup', () => {
           latency_ms: fc.double({ min: 0, max: 1e7, noNaN: true }),
           outcome: fc.constantFrom('ok', 'invalid_request', 'rate_limited', 'upstream_error', 'client_closed', 'timeout', 'error'),
           client_ip: fc.string(),
+          model: fc.option(fc.string()),
+          cost_usd: fc.option(fc.double({ min: 0, max: 1e6, noNaN: true })),
+          tool_calls: fc.option(fc.array(fc.string(), { maxLength: 3 })),
         }),
         (fields) => {
           const record = { ...base, ...fields } as AuditRecord;
@@ -96,6 +115,12 @@ describe('reading an audit line for the rollup', () => {
     expect(parseRollupRecord(JSON.stringify({ ...base, ts: undefined, key_id: 'k', account: 'a', agent: 'g' }))).toBeUndefined();
     expect(parseRollupRecord('{"id":"x","ts":"2026-01-31T13:00:00Z","action":"key.create","key_id":"key_x"}')).toBeUndefined();
     expect(parseRollupRecord('not json')).toBeUndefined();
+    // A model or tool name that spells the cost marker (escaped in the line) is not read as the cost.
+    const forged = { ...base, model: '"cost_usd":99,', tool_calls: ['","cost_usd":7'], cost_usd: 0.5 };
+    expect(parseRollupRecord(toAuditLine(forged))).toEqual(expected(forged));
+    // A record written before costs were recorded.
+    const older = toAuditLine(base).replace(/,"model":.*$/, '}');
+    expect(parseRollupRecord(older)).toEqual(expected(base));
   });
 });
 
@@ -115,7 +140,7 @@ describe('packed buckets', () => {
   });
 
   it('rolls up only records whose group names can be stored (no whitespace, control character or leading #)', () => {
-    const base = { ts: '2026-01-31T13:05:00.000Z', key_id: 'key_0000000000000001', account: 'acme:eu', agent: 'support', outcome: 'ok', tokens_used: 1, latency_ms: 1 };
+    const base = { ts: '2026-01-31T13:05:00.000Z', key_id: 'key_0000000000000001', account: 'acme:eu', agent: 'support', outcome: 'ok', tokens_used: 1, latency_ms: 1, cost_usd: null };
     expect(usableRecord(base)).toBe(true);
     for (const odd of [{ account: 'acme eu' }, { agent: 'a\tb' }, { key_id: '' }, { account: '#acme' }, { agent: 'x\u0001' }, { ts: 'yesterday' }]) {
       expect(usableRecord({ ...base, ...odd }), JSON.stringify(odd)).toBe(false);

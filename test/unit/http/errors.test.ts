@@ -26,6 +26,8 @@ describe('error registry', () => {
       request_header_fields_too_large: 431,
       rate_limit_exceeded: 429,
       token_budget_exceeded: 429,
+      cost_budget_exceeded: 429,
+      tool_budget_exceeded: 429,
       concurrency_limit_exceeded: 429,
       internal_error: 500,
       agent_error: 502,

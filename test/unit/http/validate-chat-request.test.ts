@@ -21,8 +21,8 @@ describe('validateChatRequest', () => {
   it('accepts a full valid request and returns the context ids', () => {
     expect(
       validateChatRequest({ message: 'hi', context: { user_id: 'u1', session_id: 's1' }, tools: ['search'], temperature: 0.7, max_tokens: 100, extra: true }, agent, limits),
-    ).toEqual({ userId: 'u1', sessionId: 's1' });
-    expect(validateChatRequest({ message: 'x' }, agent, limits)).toEqual({ userId: null, sessionId: null });
+    ).toEqual({ userId: 'u1', sessionId: 's1', tools: ['search'] });
+    expect(validateChatRequest({ message: 'x' }, agent, limits)).toEqual({ userId: null, sessionId: null, tools: null });
   });
 
   it.each([
@@ -55,12 +55,12 @@ describe('validateChatRequest', () => {
   });
 
   it('counts characters as code points, so 10 emoji fit a 10-character limit', () => {
-    expect(validateChatRequest({ message: '🌍'.repeat(10) }, agent, limits)).toEqual({ userId: null, sessionId: null });
+    expect(validateChatRequest({ message: '🌍'.repeat(10) }, agent, limits)).toEqual({ userId: null, sessionId: null, tools: null });
     expect(rejection({ message: '🌍'.repeat(11) }).param).toBe('message');
   });
 
   it('allows any tool when the agent has no allow-list', () => {
-    expect(validateChatRequest({ message: 'hi', tools: ['anything'] }, { ...agent, tools: undefined }, limits)).toEqual({ userId: null, sessionId: null });
+    expect(validateChatRequest({ message: 'hi', tools: ['anything'] }, { ...agent, tools: undefined }, limits)).toEqual({ userId: null, sessionId: null, tools: ['anything'] });
   });
 
   it('never throws anything but a GatewayError, whatever the JSON value', () => {

@@ -95,6 +95,7 @@ describe('FileKeyStore', () => {
         last_used_at: null,
         metadata: {},
         limits: null,
+        tools: null,
         replaces: null,
         replaced_by: null,
       },

@@ -40,6 +40,7 @@ describe('KeyService', () => {
       lastUsedAt: null,
       metadata: {},
       limits: null,
+      tools: null,
       replaces: null,
       replacedBy: null,
     });

@@ -43,6 +43,8 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_token_budget_exceeded_total: { type: 'counter', labels: ['plan'] },
   agentgw_concurrency_limited_total: { type: 'counter', labels: ['plan'] },
   agentgw_end_user_limited_total: { type: 'counter', labels: ['plan'] },
+  agentgw_tool_calls_total: { type: 'counter', labels: ['agent', 'tool', 'verdict'] },
+  agentgw_cost_usd_total: { type: 'counter', labels: ['agent'] },
   agentgw_stream_slots_held: { type: 'gauge', labels: [] },
   agentgw_telemetry_dropped_total: { type: 'counter', labels: ['reason'] },
 };

@@ -101,7 +101,7 @@ describe('end-user windows against a brute-force model', () => {
           nowMs += step.gap;
           const endUser = endUserHash('account:a', step.user);
           if (!limiter.consumeAt('account:a', windows, nowMs, undefined, endUser).allowed) continue;
-          limiter.chargeAt('account:a', windows, step.tokens, nowMs, endUser);
+          limiter.chargeAt('account:a', windows, { tokens: step.tokens }, nowMs, endUser);
           charges.get(step.user)!.push({ at: nowMs, tokens: step.tokens });
         }
         for (const list of charges.values()) {

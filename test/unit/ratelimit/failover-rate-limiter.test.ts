@@ -31,8 +31,8 @@ class SwitchablePrimary implements RateLimiter {
     return PRIMARY_DECISION;
   }
   charged: number[] = [];
-  charge(_subject: string, _windows: unknown, tokens: number): void {
-    this.charged.push(tokens);
+  charge(_subject: string, _windows: unknown, usage: { tokens: number }): void {
+    this.charged.push(usage.tokens);
   }
   async close(): Promise<void> {}
 }

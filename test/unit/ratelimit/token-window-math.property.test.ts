@@ -50,7 +50,7 @@ describe('token windows against a brute-force model', () => {
           for (const op of ops) {
             nowMs += op.gapMs;
             if (op.kind === 'charge') {
-              chargeWindows(counters, [window], nowMs, op.tokens);
+              chargeWindows(counters, [window], nowMs, { tokens: op.tokens });
               charges.push({ atMs: nowMs, tokens: op.tokens });
               continue;
             }
@@ -74,10 +74,10 @@ describe('token windows against a brute-force model', () => {
     const counters = windows.map((w) => newBucketCounter(bucketWidthMs(w.windowMs)));
     const first = consumeWindows(counters, windows, 1_000_000);
     expect(first.allowed).toBe(true);
-    chargeWindows(counters, windows, 1_000_010, 70);
+    chargeWindows(counters, windows, 1_000_010, { tokens: 70 });
     const second = consumeWindows(counters, windows, 1_000_020);
     expect(second.windows.map((w) => w.remaining)).toEqual([1, 30]);
-    chargeWindows(counters, windows, 1_000_030, 40);
+    chargeWindows(counters, windows, 1_000_030, { tokens: 40 });
     const third = consumeWindows(counters, windows, 1_000_040);
     expect(third.allowed).toBe(false);
     expect(third.windows.map((w) => w.remaining)).toEqual([1, 0]);
@@ -92,7 +92,7 @@ describe('token windows against a brute-force model', () => {
     expect(admitted.map((d) => d.allowed)).toEqual([true, true, true]);
     for (let i = 0; i < 3; i += 1) {
       nowMs += 1;
-      limiter.charge('account:a', windows, 60);
+      limiter.charge('account:a', windows, { tokens: 60 });
     }
     // 180 charged against 100: the overshoot (80) is below the in-flight answers' own 3 × 60.
     const refused = limiter.consumeNow('account:a', windows);

@@ -5,11 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { buildSeries, groupTotals, periodStarts, stackFromTop, topGroups } from '../../../web/src/usage/usage-series.js';
 import type { UsageRow } from '../../../web/src/types.js';
 
-const row = (group: string, period: string, requests: number, tokens = 0, errors: Record<string, number> = {}): UsageRow => ({
+const row = (group: string, period: string, requests: number, tokens = 0, errors: Record<string, number> = {}, cost = 0): UsageRow => ({
   group,
   period,
   requests,
   tokens,
+  cost_usd: cost,
   errors,
   latency_ms: { p50: null, p99: null },
 });
@@ -55,6 +56,14 @@ describe('buildSeries', () => {
     ]);
   });
 
+  it('charts cost in dollars per period', () => {
+    const costly = [row('a', '2026-01-31T10:00:00Z', 1, 0, {}, 0.1), row('b', '2026-01-31T10:00:00Z', 1, 0, {}, 0.2), row('a', '2026-01-31T12:00:00Z', 1, 0, {}, 0.018)];
+    expect(buildSeries(costly, periods, 'cost_usd', { combine: false, maxSeries: 6 }).map((s) => [s.label, s.values])).toEqual([
+      ['b', [0.2, 0, 0]],
+      ['a', [0.1, 0, 0.018]],
+    ]);
+  });
+
   it('sums the groups beyond the cap into one series', () => {
     const series = buildSeries(rows, periods, 'requests', { combine: false, maxSeries: 2 });
     expect(series).toEqual([
@@ -65,13 +74,18 @@ describe('buildSeries', () => {
 });
 
 describe('groupTotals and topGroups', () => {
-  const rows = [row('k1', '2026-01-31T10:00:00Z', 4, 10, { rate_limited: 1 }), row('k2', '2026-01-31T10:00:00Z', 9, 5), row('k1', '2026-01-31T11:00:00Z', 6, 40, { rate_limited: 2, timeout: 1 }), row('k3', '2026-01-31T11:00:00Z', 0, 0)];
+  const rows = [
+    row('k1', '2026-01-31T10:00:00Z', 4, 10, { rate_limited: 1 }, 0.1),
+    row('k2', '2026-01-31T10:00:00Z', 9, 5),
+    row('k1', '2026-01-31T11:00:00Z', 6, 40, { rate_limited: 2, timeout: 1 }, 0.2),
+    row('k3', '2026-01-31T11:00:00Z', 0, 0),
+  ];
 
-  it('adds each group’s requests, tokens and errors by outcome', () => {
+  it('adds each group’s requests, tokens, cost (exactly: 0.1 + 0.2 is 0.3) and errors by outcome', () => {
     expect(groupTotals(rows)).toEqual([
-      { group: 'k1', requests: 10, tokens: 50, errors: 4, errorsByOutcome: { rate_limited: 3, timeout: 1 } },
-      { group: 'k2', requests: 9, tokens: 5, errors: 0, errorsByOutcome: {} },
-      { group: 'k3', requests: 0, tokens: 0, errors: 0, errorsByOutcome: {} },
+      { group: 'k1', requests: 10, tokens: 50, cost_usd: 0.3, errors: 4, errorsByOutcome: { rate_limited: 3, timeout: 1 } },
+      { group: 'k2', requests: 9, tokens: 5, cost_usd: 0, errors: 0, errorsByOutcome: {} },
+      { group: 'k3', requests: 0, tokens: 0, cost_usd: 0, errors: 0, errorsByOutcome: {} },
     ]);
   });
 

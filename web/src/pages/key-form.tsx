@@ -1,5 +1,5 @@
 // The create and edit forms of a key: account, name, plan and agents (from the running
-// config's lists) and expiry. Create answers with the raw key, shown once (RawKey).
+// config's lists), tool scope and expiry. Create answers with the raw key, shown once (RawKey).
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Dialog } from '../components/dialog.js';
@@ -54,12 +54,34 @@ function AgentsField(props: { agents: Agent[]; value: string[]; onChange: (agent
   );
 }
 
+/** The scope as typed: names split on commas and spaces; none typed is null (no restriction). */
+function parseTools(text: string): string[] | null {
+  const names = text.split(/[\s,]+/).filter((name) => name !== '');
+  return names.length === 0 ? null : names;
+}
+
+/** docs/policy.md, "Tool scope on keys": the tools the key's requests may name or be given. */
+function ToolsField(props: { agents: Agent[]; chosen: string[]; value: string; onChange: (text: string) => void }) {
+  // The chosen agents' allow-lists, as a hint of the names that mean something.
+  const known = [...new Set(props.agents.filter((a) => props.chosen.includes(a.id)).flatMap((a) => a.tools ?? []))];
+  return (
+    <label class="field">
+      <span>
+        Tool scope <span class="muted">(optional; empty: any tool the agent allows)</span>
+      </span>
+      <input name="tools" value={props.value} onInput={(e) => props.onChange(e.currentTarget.value)} placeholder={known.length > 0 ? known.slice(0, 4).join(', ') : 'search, calculator'} />
+      {known.length > 0 ? <span class="muted">Agent tools: {known.join(', ')}</span> : null}
+    </label>
+  );
+}
+
 export function CreateKeyDialog(props: { plans: Plan[]; agents: Agent[]; onClose: () => void; onCreated: () => void }) {
   const [account, setAccount] = useState('');
   const [name, setName] = useState('');
   const [plan, setPlan] = useState(props.plans[0]?.name ?? '');
   const [agents, setAgents] = useState<string[]>(props.agents.length === 1 ? [props.agents[0]!.id] : []);
   const [expiresIn, setExpiresIn] = useState('');
+  const [tools, setTools] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error | undefined>(undefined);
   const [created, setCreated] = useState<KeyWithSecret | undefined>(undefined);
@@ -70,7 +92,8 @@ export function CreateKeyDialog(props: { plans: Plan[]; agents: Agent[]; onClose
     setBusy(true);
     setError(undefined);
     try {
-      const key = await api.post<KeyWithSecret>('/admin/v1/keys', { account: account.trim(), plan, agents, ...(name.trim() ? { name: name.trim() } : {}), ...(expiresIn ? { expires_in: expiresIn } : {}) });
+      const scope = parseTools(tools);
+      const key = await api.post<KeyWithSecret>('/admin/v1/keys', { account: account.trim(), plan, agents, ...(name.trim() ? { name: name.trim() } : {}), ...(expiresIn ? { expires_in: expiresIn } : {}), ...(scope ? { tools: scope } : {}) });
       setCreated(key);
       props.onCreated();
     } catch (failure) {
@@ -102,6 +125,7 @@ export function CreateKeyDialog(props: { plans: Plan[]; agents: Agent[]; onClose
         </label>
         <PlanField plans={props.plans} value={plan} onChange={setPlan} />
         <AgentsField agents={props.agents} value={agents} onChange={setAgents} />
+        <ToolsField agents={props.agents} chosen={agents} value={tools} onChange={setTools} />
         <ChoiceField label="Expires" name="expires" choices={EXPIRY_CHOICES} value={expiresIn} onChange={setExpiresIn} />
         <FormError error={error} />
         <DialogActions onCancel={props.onClose} busy={busy} disabled={account.trim() === '' || agents.length === 0} label="Create key" busyLabel="Creating…" />
@@ -123,6 +147,7 @@ export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Ag
   const [plan, setPlan] = useState(original.plan);
   const [agents, setAgents] = useState<string[]>(original.agents);
   const [expiresOn, setExpiresOn] = useState(dateInputValue(original.expires_at));
+  const [tools, setTools] = useState((original.tools ?? []).join(', '));
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error | undefined>(undefined);
 
@@ -133,6 +158,9 @@ export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Ag
     if (name.trim() !== original.name) changes.name = name.trim();
     if (plan !== original.plan) changes.plan = plan;
     if (agents.join(',') !== original.agents.join(',')) changes.agents = agents;
+    // A list replaces the scope; emptied, the scope is removed (null). An empty scope (no tool at all) is set with the API or CLI.
+    const scope = parseTools(tools);
+    if (JSON.stringify(scope) !== JSON.stringify(original.tools ?? null) && !(scope === null && original.tools?.length === 0)) changes.tools = scope;
     if (expiresOn !== dateInputValue(original.expires_at)) {
       // The end of the chosen day in the viewer's time zone.
       changes.expires_at = expiresOn === '' ? null : new Date(new Date(`${expiresOn}T00:00:00`).getTime() + DAY_MS - 1000).toISOString();
@@ -164,6 +192,7 @@ export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Ag
         </label>
         <PlanField plans={props.plans} value={plan} onChange={setPlan} />
         <AgentsField agents={props.agents} value={agents} onChange={setAgents} />
+        <ToolsField agents={props.agents} chosen={agents} value={tools} onChange={setTools} />
         <label class="field">
           <span>
             Expires on <span class="muted">(empty: never)</span>

@@ -143,7 +143,10 @@ export function KeysPage(props: { canWrite: boolean }) {
                   </td>
                   <td>{key.account}</td>
                   <td>{key.plan}</td>
-                  <td>{key.agents.join(', ')}</td>
+                  <td>
+                    {key.agents.join(', ')}
+                    {key.tools === null ? null : <div class="muted key-tools">tools: {key.tools.length === 0 ? 'none' : key.tools.join(', ')}</div>}
+                  </td>
                   <td class="nowrap" title={key.created_at}>{formatDate(key.created_at, nowMs)}</td>
                   <td class="nowrap" title={key.expires_at ?? 'never'}>{key.expires_at === null ? <span class="muted">never</span> : relativeTime(key.expires_at, nowMs)}</td>
                   <td class="nowrap" title={key.last_used_at ?? 'never'}>{key.last_used_at === null ? <span class="muted">never</span> : relativeTime(key.last_used_at, nowMs)}</td>

@@ -1,11 +1,11 @@
-// Usage: requests, tokens and errors over time — all traffic, or split by key, account or
+// Usage: requests, tokens, cost and errors over time — all traffic, or split by key, account or
 // agent — from GET /admin/v1/usage (the audit pipeline's hourly rollups). The chart shows the
 // values on hover; the table beside it has each group's totals; below, the top keys by
 // requests and by tokens.
 import { useMemo, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
-import { formatCount } from '../format.js';
+import { formatCount, formatUsd } from '../format.js';
 import { useAsync, useAutoRefresh, useCatalog, useDebounced } from '../hooks.js';
 import { AgentFilter } from '../components/form-parts.js';
 import type { Granularity, GroupBy, KeyPage } from '../types.js';
@@ -20,6 +20,7 @@ type Split = 'all' | GroupBy;
 const METRICS: { value: Metric; label: string; unit: string }[] = [
   { value: 'requests', label: 'Requests', unit: 'requests' },
   { value: 'tokens', label: 'Tokens', unit: 'tokens' },
+  { value: 'cost_usd', label: 'Cost (USD)', unit: 'USD' },
   { value: 'errors', label: 'Errors', unit: 'errors' },
 ];
 const MAX_SERIES = 6;
@@ -91,7 +92,8 @@ export function UsagePage() {
 
   const unit = METRICS.find((m) => m.value === metric)!;
   const total = view?.series.reduce((a, s) => a + s.total, 0) ?? 0;
-  const chartLabel = `${unit.label} per ${granularity}, ${RANGES[range].label.toLowerCase()}: ${formatCount(total)} in total`;
+  const format = metric === 'cost_usd' ? formatUsd : formatCount;
+  const chartLabel = `${unit.label} per ${granularity}, ${RANGES[range].label.toLowerCase()}: ${format(total)} in total`;
   const splitLabel = split === 'all' ? 'Agent' : split === 'key' ? 'Key' : split === 'account' ? 'Account' : 'Agent';
 
   return (
@@ -177,9 +179,9 @@ export function UsagePage() {
           <div class="usage-grid" aria-busy={report.loading}>
             <div class="card chart-card">
               <h2 class="card-title">
-                {unit.label} per {granularity} <span class="muted">· {formatCount(total)} in total</span>
+                {unit.label} per {granularity} <span class="muted">· {format(total)} in total</span>
               </h2>
-              <UsageChart periodsMs={view.periodsMs} series={view.series} granularity={granularity} unit={unit.unit} label={chartLabel} />
+              <UsageChart periodsMs={view.periodsMs} series={view.series} granularity={granularity} unit={unit.unit} label={chartLabel} format={metric === 'cost_usd' ? 'usd' : 'count'} />
             </div>
             <div class="card totals-card">
               <h2 class="card-title">By {splitLabel.toLowerCase()}</h2>
@@ -192,6 +194,7 @@ export function UsagePage() {
                       <th scope="col">{splitLabel}</th>
                       <th scope="col" class="num">Requests</th>
                       <th scope="col" class="num">Tokens</th>
+                      <th scope="col" class="num">Cost</th>
                       <th scope="col" class="num">Errors</th>
                     </tr>
                   </thead>
@@ -204,6 +207,7 @@ export function UsagePage() {
                         </th>
                         <td class="num" data-col="requests">{formatCount(row.requests)}</td>
                         <td class="num" data-col="tokens">{formatCount(row.tokens)}</td>
+                        <td class="num" data-col="cost_usd">{formatUsd(row.cost_usd)}</td>
                         <td class="num" data-col="errors" title={Object.entries(row.errorsByOutcome).map(([o, n]) => `${o}: ${n}`).join(', ') || 'none'}>
                           {formatCount(row.errors)}
                         </td>
@@ -238,7 +242,7 @@ export function UsagePage() {
                       <th scope="row">{new Date(t).toISOString().slice(0, granularity === 'hour' ? 16 : 10).replace('T', ' ')}</th>
                       {view.series.map((s) => (
                         <td class="num" key={s.label}>
-                          {formatCount(s.values[i]!)}
+                          {format(s.values[i]!)}
                         </td>
                       ))}
                     </tr>

@@ -3,7 +3,7 @@
 // series and the rest summed, and each group's totals. Pure, so it is unit-tested.
 import type { Granularity, UsageRow } from '../types.js';
 
-export type Metric = 'requests' | 'tokens' | 'errors';
+export type Metric = 'requests' | 'tokens' | 'cost_usd' | 'errors';
 
 export interface Series {
   label: string;
@@ -15,6 +15,8 @@ export interface GroupTotals {
   group: string;
   requests: number;
   tokens: number;
+  /** In micro-dollars while summing (exact), dollars once summed. */
+  cost_usd: number;
   errors: number;
   errorsByOutcome: Record<string, number>;
 }
@@ -42,6 +44,7 @@ export function errorCount(row: UsageRow): number {
 }
 
 export function metricOf(row: UsageRow, metric: Metric): number {
+  if (metric === 'cost_usd') return row.cost_usd ?? 0;
   return metric === 'errors' ? errorCount(row) : row[metric];
 }
 
@@ -50,14 +53,16 @@ export function groupTotals(rows: readonly UsageRow[]): GroupTotals[] {
   const byGroup = new Map<string, GroupTotals>();
   for (const row of rows) {
     let totals = byGroup.get(row.group);
-    if (totals === undefined) byGroup.set(row.group, (totals = { group: row.group, requests: 0, tokens: 0, errors: 0, errorsByOutcome: {} }));
+    if (totals === undefined) byGroup.set(row.group, (totals = { group: row.group, requests: 0, tokens: 0, cost_usd: 0, errors: 0, errorsByOutcome: {} }));
     totals.requests += row.requests;
     totals.tokens += row.tokens;
+    totals.cost_usd += Math.round((row.cost_usd ?? 0) * 1_000_000);
     for (const [outcome, n] of Object.entries(row.errors)) {
       totals.errors += n;
       totals.errorsByOutcome[outcome] = (totals.errorsByOutcome[outcome] ?? 0) + n;
     }
   }
+  for (const totals of byGroup.values()) totals.cost_usd /= 1_000_000;
   return [...byGroup.values()].sort((a, b) => b.requests - a.requests || a.group.localeCompare(b.group));
 }
 

@@ -1,0 +1,36 @@
+// An answer's cost in dollars (docs/policy.md "Cost in dollars"; decision 0066):
+// tokens_used / 1000 x the price of the model that answered. The audit record keeps the full
+// double; usage rollups add whole micro-dollars (src/audit/usage-buckets.ts), integers, so
+// counters summed by HINCRBY or in a file stay exact however many records they take.
+import type { Pricing } from '../config/pricing-schema.js';
+
+/**
+ * The cost of `tokensUsed` reported tokens answered by `model`: null when pricing is not
+ * configured, the count is unknown, or the model has no price (not listed, and no `default`).
+ * An unknown model (null) is priced at `default`.
+ */
+export function costUsd(tokensUsed: number | null, model: string | null, pricing: Pricing | null): number | null {
+  if (pricing === null || tokensUsed === null) return null;
+  const price = (model === null ? undefined : pricing.models.get(model)) ?? pricing.default;
+  if (price === null) return null;
+  return (tokensUsed / 1000) * price;
+}
+
+/**
+ * Settles what the answer cost, once the answer is in: the model of a runner's answer (2xx)
+ * falls back to the agent's configured `model` (a request the runner never answered names
+ * no model), then the cost follows from the reported tokens. Idempotent: called as the
+ * response ends (the audit record made then) and again when it closes.
+ */
+export function settleAnswerCost(state: AnswerCostFacts, agentModel: string | undefined, pricing: Pricing | null): void {
+  if (state.model === null && agentModel !== undefined && state.upstreamStatus >= 200 && state.upstreamStatus < 300) state.model = agentModel;
+  state.costUsd = costUsd(state.tokensUsed, state.model, pricing);
+}
+
+/** The request state's fields settleAnswerCost reads and writes. */
+export interface AnswerCostFacts {
+  readonly upstreamStatus: number;
+  readonly tokensUsed: number | null;
+  model: string | null;
+  costUsd: number | null;
+}

@@ -1,0 +1,160 @@
+// Cost budgets and tool-call quotas in the limiter itself (docs/rate-limits.md "Cost budgets",
+// "Tool-call quotas"), on a real Redis (single and a 3-master Cluster) and in memory: the
+// agw_admit_v2 and agw_charge_v2 operations take the same decisions as window-math.ts (the
+// Lua port equals the TypeScript), report-only windows never refuse, every key of a subject
+// sits in one slot, and such plans never take a lease (decision 0065).
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planSchema } from '../../src/config/plan-schema.js';
+import { policyWindows } from '../../src/http/agent-policy-limit.js';
+import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
+import { endUserHash } from '../../src/ratelimit/end-user-hash.js';
+import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
+import { decodeCharge, encodeCharge } from '../../src/ratelimit/protocol/codec.js';
+import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
+import type { ChargeUsage, RateLimitDecision } from '../../src/ratelimit/rate-limiter.js';
+import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
+import { lcg } from '../helpers/lcg.js';
+import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
+import { waitFor } from '../helpers/redis-process.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+const PREFIX = 'pb:';
+const T0 = 1_700_000_000_037;
+const PLAN = planSchema.parse({
+  windows: [{ requests: 40, per: '1m' }],
+  tokens: [{ tokens: 3_000, per: '1m' }],
+  cost: [{ usd: 0.0004, per: '1m' }],
+  tool_calls: { search: [{ calls: 4, per: '1m' }], browse: [{ calls: 2, per: '10s' }] },
+});
+const WITH_END_USERS = planSchema.parse({
+  windows: [{ requests: 40, per: '1m' }],
+  cost: [{ usd: 0.0004, per: '1m' }],
+  tool_calls: { search: [{ calls: 4, per: '1m' }] },
+  end_user: { windows: [{ requests: 6, per: '1m' }] },
+});
+const CHARGED = policyWindows(PLAN, new Set(['search', 'browse']));
+const NAMED_SETS = [null, new Set(['search']), new Set(['browse']), new Set(['search', 'browse'])];
+
+let redis: TestRedis;
+let single: Redis;
+let redisCluster: TestRedisCluster;
+let cluster: Cluster;
+
+beforeAll(async () => {
+  [redis, redisCluster] = await Promise.all([startRedis(), startRedisCluster({ masters: 3 })]);
+  single = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  cluster = new Cluster([redisCluster.seeds[0]!], { redisOptions: { maxRetriesPerRequest: 1 } });
+  await waitFor('the ioredis cluster client', async () => (await cluster.ping()) === 'PONG');
+}, 60_000);
+
+afterAll(async () => {
+  single?.disconnect();
+  cluster?.disconnect();
+  await Promise.all([redis?.close(), redisCluster?.close()]);
+});
+
+async function allKeys(client: Redis | Cluster, prefix: string): Promise<string[]> {
+  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
+  return (await Promise.all(nodes.map((node) => node.keys(`${prefix}*`)))).flat();
+}
+
+function kindOfRefusal(decision: RateLimitDecision): string {
+  const full = decision.windows.filter((w) => w.remaining === 0 && w.reportOnly !== true);
+  if (full.some((w) => w.tokens !== true && w.cost !== true && w.tool === undefined)) return 'requests';
+  if (full.some((w) => w.tokens === true)) return 'tokens';
+  if (full.some((w) => w.cost === true)) return 'cost';
+  return 'tool';
+}
+
+for (const topology of ['single', 'cluster'] as const) {
+  describe(`cost budgets and tool quotas on Redis (${topology})`, () => {
+    const client = (): Redis | Cluster => (topology === 'single' ? single : cluster);
+
+    it('takes the same decisions as the memory limiter, admissions and charges interleaved (the Lua port equals window-math)', async () => {
+      const prefix = `${PREFIX}eq:`;
+      const limiter = new RedisRateLimiter({ client: client(), prefix, commandTimeoutMs: 2_000 });
+      const operations = new OperationClient(client(), 2_000);
+      const memory = new MemoryRateLimiter();
+      const random = lcg(topology === 'single' ? 11 : 12);
+      const refusals = new Map<string, number>();
+      let reportedSpent = 0;
+      let nowMs = T0;
+      for (let i = 0; i < 400; i += 1) {
+        nowMs += random() < 0.8 ? Math.floor(random() * 60) : Math.floor(random() * 4_000);
+        const subject = `account:${i % 2}`;
+        if (random() < 0.45) {
+          const usage: ChargeUsage = {
+            tokens: Math.floor(random() * 300),
+            microUsd: Math.floor(random() * 60),
+            toolCalls: ['search', 'browse', 'other'].filter(() => random() < 0.5),
+          };
+          memory.chargeAt(subject, CHARGED, usage, nowMs);
+          const args = encodeCharge({ keyHead: `${prefix}rl:{${subject}}:`, windows: CHARGED, amounts: chargeAmounts(CHARGED, usage) ?? [], nowMs });
+          if (args !== undefined) decodeCharge(await operations.call('charge', args));
+          continue;
+        }
+        const windows = policyWindows(PLAN, NAMED_SETS[Math.floor(random() * NAMED_SETS.length)]!);
+        const expected = memory.consumeAt(subject, windows, nowMs);
+        expect(await limiter.consume(subject, windows, undefined, undefined, { nowMs }), `request ${i}`).toEqual(expected);
+        if (!expected.allowed) refusals.set(kindOfRefusal(expected), (refusals.get(kindOfRefusal(expected)) ?? 0) + 1);
+        else if (expected.windows.some((w) => w.reportOnly === true && w.remaining === 0)) reportedSpent += 1;
+      }
+      // Every kind of refusal, and admissions beside a spent report-only quota, must occur for the comparison to mean anything.
+      for (const kind of ['tokens', 'cost', 'tool']) expect(refusals.get(kind) ?? 0, kind).toBeGreaterThan(2);
+      expect(reportedSpent).toBeGreaterThan(2);
+      await limiter.close();
+    });
+
+    it('charges cost and tool calls after the answer, one admit call per request (no lease), all keys in one slot', async () => {
+      const prefix = `${PREFIX}one:`;
+      const limiter = new RedisRateLimiter({ client: client(), prefix, commandTimeoutMs: 2_000, leases: true });
+      const alice = endUserHash('account:p', 'alice');
+      const named = policyWindows(WITH_END_USERS, new Set(['search']));
+      const unnamed = policyWindows(WITH_END_USERS, null);
+      const charged = policyWindows(WITH_END_USERS, new Set(['search']));
+      for (let i = 0; i < 4; i += 1) {
+        expect((await limiter.consume('account:p', named, undefined, alice)).allowed).toBe(true);
+        limiter.charge('account:p', charged, { tokens: 10, microUsd: 50, toolCalls: ['search'] }, alice);
+      }
+      await waitFor('the charges', async () => {
+        const fields = await client().hgetall(`${prefix}rl:{account:p}:tool-search-minute`);
+        return Object.entries(fields).reduce((sum, [field, value]) => (field === 'bw' ? sum : sum + Number(value)), 0) === 4;
+      });
+      // The quota is spent: naming the tool refuses, not naming it admits and reports it spent.
+      const refused = await limiter.consume('account:p', named, undefined, alice);
+      expect(refused.allowed).toBe(false);
+      expect(refused.windows.find((w) => w.tool === 'search')).toMatchObject({ remaining: 0 });
+      const admitted = await limiter.consume('account:p', unnamed, undefined, alice);
+      expect(admitted.allowed).toBe(true);
+      expect(admitted.windows.find((w) => w.tool === 'search')).toMatchObject({ remaining: 0, reportOnly: true });
+      expect(admitted.windows.find((w) => w.cost === true)).toMatchObject({ remaining: 400 - 200 });
+      // One admit call per request: the plan's requests never ride a lease.
+      expect(limiter.counters.requestCalls).toBe(6);
+      expect(limiter.leaseOf('account:p')).toBeUndefined();
+      const keys = await allKeys(client(), prefix);
+      expect(keys.some((key) => key.endsWith(':cost-minute'))).toBe(true);
+      for (const key of keys) expect(await client().pttl(key)).toBeGreaterThan(0);
+      if (topology === 'cluster') expect(new Set(await Promise.all(keys.map((key) => cluster.cluster('KEYSLOT', key)))).size).toBe(1);
+      await limiter.close();
+    });
+  });
+}
+
+describe('cost budgets and tool quotas in memory (embedded mode)', () => {
+  it('refuses a spent cost budget and a named spent tool, reports an unnamed one', () => {
+    const memory = new MemoryRateLimiter({ clock: { now: () => T0 } });
+    const named = policyWindows(PLAN, new Set(['browse']));
+    const unnamed = policyWindows(PLAN, null);
+    expect(memory.consumeAt('account:m', named, T0).allowed).toBe(true);
+    memory.chargeAt('account:m', CHARGED, { tokens: 1, toolCalls: ['browse', 'browse'] }, T0 + 1);
+    expect(memory.consumeAt('account:m', named, T0 + 2).allowed).toBe(false);
+    const reported = memory.consumeAt('account:m', unnamed, T0 + 3);
+    expect(reported.allowed).toBe(true);
+    expect(reported.windows.find((w) => w.tool === 'browse')).toMatchObject({ remaining: 0, reportOnly: true });
+    memory.chargeAt('account:m', CHARGED, { tokens: 1, microUsd: 400 }, T0 + 4);
+    const spent = memory.consumeAt('account:m', unnamed, T0 + 5);
+    expect(spent.allowed).toBe(false);
+    expect(kindOfRefusal(spent)).toBe('cost');
+  });
+});
