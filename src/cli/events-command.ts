@@ -3,6 +3,7 @@
 // "CLI"), read from where the gateway keeps them (the Redis hashes in Redis mode, the
 // events.jsonl file in embedded mode) through the same paging as GET /admin/v1/events.
 import { InvalidArgumentError, type Command } from 'commander';
+import { oneOf, processTextIo } from './command-io.js';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { EVENT_TYPES } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
@@ -26,18 +27,7 @@ export interface EventsCommandIo {
   setExitCode: (code: number) => void;
 }
 
-const processIo: EventsCommandIo = {
-  stdout: (text) => void process.stdout.write(text),
-  stderr: (text) => void process.stderr.write(text),
-  setExitCode: (code) => void (process.exitCode = code),
-};
-
-function oneOf<T extends string>(allowed: readonly T[]) {
-  return (value: string): T => {
-    if (!(allowed as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${allowed.join(', ')}`);
-    return value as T;
-  };
-}
+const processIo: EventsCommandIo = processTextIo;
 
 function limit(value: string): number {
   const n = Number(value);

@@ -2,6 +2,7 @@
 // [--key K] [--account A] [--agent G] [--json]`: the admin API's usage report
 // (docs/admin-api.md "Usage") from the same rollups through the same code, as a table.
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { oneOf, processTextIo } from './command-io.js';
 import { openUsageSource } from '../audit/open-audit-log.js';
 import { usageReport, type UsageGranularity, type UsageGroupBy, type UsageRow } from '../audit/usage-report.js';
 import { parseDurationMs } from '../config/duration.js';
@@ -27,18 +28,7 @@ export interface UsageCommandIo {
   now?: () => number;
 }
 
-const processIo: UsageCommandIo = {
-  stdout: (text) => void process.stdout.write(text),
-  stderr: (text) => void process.stderr.write(text),
-  setExitCode: (code) => void (process.exitCode = code),
-};
-
-function oneOf<T extends string>(allowed: readonly T[]) {
-  return (value: string): T => {
-    if (!(allowed as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${allowed.join(', ')}`);
-    return value as T;
-  };
-}
+const processIo: UsageCommandIo = processTextIo;
 
 function since(value: string): number {
   const ms = parseDurationMs(value);
