@@ -6,8 +6,10 @@ import type { RefundArgs } from './protocol/codec.js';
 /** What an admit or renew reply said about a lease (figures after the lease was counted). */
 export interface LeaseGrant {
   units: number;
-  /** Tokens reserved beside the units (plans with budgets only). */
+  /** Tokens reserved beside the units (plans with token budgets only). */
   tokens?: number;
+  /** Micro-dollars reserved beside the units (plans with cost budgets only; decision 0076). */
+  cost?: number;
   validMs: number;
   serverNowMs: number;
   /** How far after serverNowMs the lease was counted (a renewal ahead; 0 otherwise). */
@@ -19,8 +21,8 @@ export interface LeaseGrant {
 }
 
 /**
- * Unused units to give back, and the bucket of each window they were counted in; `tokens`
- * (set only when there are some) go back to the same buckets of the budgets.
+ * Unused units to give back, and the bucket of each window they were counted in; `tokens` and
+ * `cost` (set only when there are some) go back to the same buckets of the budgets.
  */
 export interface LeaseRefund extends RefundArgs {
   subject: string;
@@ -45,6 +47,8 @@ export interface Renewal {
   windows: readonly RateWindow[];
   units: number;
   tokens: number;
+  /** Micro-dollars to reserve beside the units. */
+  cost: number;
   /** Server time to count the lease at (the end of the current one), or 0: now. */
   leaseFromMs: number;
 }

@@ -8,7 +8,9 @@
 // Beside a token budget a lease also holds tokens, reserved in Redis the same way
 // (docs/rate-limits.md "Leases", decision 0026): it admits only while it has a unit and a
 // token left, the answers' charges are paid from its tokens first, and unused tokens go back
-// with unused units. Its size in tokens follows the subject's average answer.
+// with unused units. Its size in tokens follows the subject's average answer. Beside a cost
+// budget it holds micro-dollars the same way, sized by the average cost of an answer
+// (decision 0076).
 //
 // Renewed ahead (decision 0029): once a lease runs low — RENEW_SPENT_SHARE of its units (or
 // tokens) handed out, or RENEW_BEFORE_MS of its life left — the request that took it marks
@@ -17,7 +19,7 @@
 // outlives the bucket boundary; when it answers it replaces this one, whose unused units go
 // back as any replaced lease's do. One renewal per lease: if it fails or brings nothing,
 // the lease runs out as before and the next request goes to Redis.
-import { hasTokenBudget, windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import { hasCostBudget, hasTokenBudget, windowStatus, type ChargeUsage, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 import type { LeaseGrant, LeaseRefund, LeaseState, Renewal } from './lease-types.js';
 import { MAX_LEASE_AHEAD_MS } from './protocol/lua-windows.js';
 
@@ -66,6 +68,14 @@ interface Lease {
   tokensGranted: number;
   /** The subject's average tokens per charged answer (0: none charged yet), kept across its leases. */
   averageTokens: number;
+  /** The windows hold a cost budget: admitting also needs a micro-dollar left. */
+  costBudgeted: boolean;
+  /** Reserved micro-dollars not spent on charges yet, and how many were reserved. */
+  costLeft: number;
+  costGranted: number;
+  /** The subject's average cost per answer in micro-dollars, and whether any answer's cost was charged yet. */
+  averageCost: number;
+  costCharged: boolean;
   /** Local monotonic ms (the limiter's clock). */
   sentAtMs: number;
   expiresAtMs: number;
@@ -118,7 +128,7 @@ export class LeaseBook {
   take(subject: string, windows: readonly RateWindow[], nowMs: number): RateLimitDecision | undefined {
     const lease = this.leases.get(subject);
     if (lease === undefined || lease.units === 0 || lease.windows !== windows || nowMs >= lease.expiresAtMs) return undefined;
-    if (lease.budgeted && lease.tokensLeft === 0) return undefined;
+    if ((lease.budgeted && lease.tokensLeft === 0) || (lease.costBudgeted && lease.costLeft === 0)) return undefined;
     lease.units -= 1;
     lease.used += 1;
     lease.paceUsed += 1;
@@ -138,7 +148,7 @@ export class LeaseBook {
   renewal(subject: string, nowMs: number): Renewal | undefined {
     const lease = this.leases.get(subject);
     if (lease === undefined || !lease.renewing || lease.requesting || nowMs >= lease.expiresAtMs) return undefined;
-    if (lease.budgeted && lease.averageTokens === 0) return undefined;
+    if (reserveUnknown(lease)) return undefined;
     const leftMs = lease.expiresAtMs - nowMs;
     const pace = paceOf(lease, nowMs);
     let units: number;
@@ -153,7 +163,7 @@ export class LeaseBook {
     }
     units = Math.min(MAX_LEASE_UNITS, Math.max(1, units));
     lease.requesting = true;
-    return { windows: lease.windows, units, tokens: lease.budgeted ? Math.ceil(units * lease.averageTokens) : 0, leaseFromMs };
+    return { windows: lease.windows, units, tokens: lease.budgeted ? Math.ceil(units * lease.averageTokens) : 0, cost: costFor(lease, units), leaseFromMs };
   }
 
   /**
@@ -165,7 +175,8 @@ export class LeaseBook {
     if (grant.units > 0) return this.granted(subject, windows, sentAtMs, grant, true);
     this.failed(subject);
     const tokens = grant.tokens ?? 0;
-    return tokens > 0 ? refundOf(subject, { windows, units: 0, tokensLeft: tokens, countedAtMs: grant.serverNowMs }) : undefined;
+    const cost = grant.cost ?? 0;
+    return tokens > 0 || cost > 0 ? refundOf(subject, { windows, units: 0, tokensLeft: tokens, costLeft: cost, countedAtMs: grant.serverNowMs }) : undefined;
   }
 
   /**
@@ -173,12 +184,12 @@ export class LeaseBook {
    * while another call may already bring a lease; double the last lease when it ran out
    * before its bucket ended (demand outran it, or its tokens did); what the last one used
    * when it expired. Beside a budget, nothing until one answer has been charged: the token
-   * reserve is sized by the subject's answers, and no figure fits every runner.
+   * (and cost) reserve is sized by the subject's answers, and no figure fits every runner.
    */
   wanted(subject: string, windows: readonly RateWindow[], count: number, nowMs: number): number {
     const lease = this.leases.get(subject);
     if (lease === undefined || lease.windows !== windows || lease.requesting) return 0;
-    if (lease.budgeted && lease.averageTokens === 0) return 0;
+    if (reserveUnknown(lease)) return 0;
     const want = nowMs < lease.expiresAtMs ? lease.granted * 2 + count : lease.used;
     return Math.min(MAX_LEASE_UNITS, want);
   }
@@ -189,18 +200,36 @@ export class LeaseBook {
     return lease === undefined ? 0 : Math.ceil(units * lease.averageTokens);
   }
 
-  /**
-   * An answer's tokens, charged when it ends: paid from the subject's live lease first (they
-   * were counted in Redis with it); returns the rest, for the caller's batched charge.
-   */
-  charge(subject: string, windows: readonly RateWindow[], tokens: number, nowMs: number): number {
+  /** Micro-dollars to reserve beside `units` wanted (a plan with a cost budget): as many answers of the subject's average cost. */
+  costWanted(subject: string, units: number): number {
     const lease = this.leases.get(subject);
-    if (lease === undefined) return tokens;
-    lease.averageTokens = lease.averageTokens === 0 ? tokens : lease.averageTokens + (tokens - lease.averageTokens) * AVERAGE_WEIGHT;
-    if (lease.tokensLeft === 0 || lease.windows !== windows || nowMs >= lease.expiresAtMs) return tokens;
-    const paid = Math.min(lease.tokensLeft, tokens);
-    lease.tokensLeft -= paid;
-    return tokens - paid;
+    return lease === undefined ? 0 : costFor(lease, units);
+  }
+
+  /**
+   * An answer's tokens and cost, charged when it ends: paid from the subject's live lease
+   * first (they were counted in Redis with it); returns what is left to charge, for the
+   * caller's batched charge (`usage` itself when the lease paid nothing).
+   */
+  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, nowMs: number): ChargeUsage {
+    const lease = this.leases.get(subject);
+    if (lease === undefined) return usage;
+    let { tokens } = usage;
+    let cost = usage.microUsd ?? 0;
+    if (tokens > 0) lease.averageTokens = lease.averageTokens === 0 ? tokens : lease.averageTokens + (tokens - lease.averageTokens) * AVERAGE_WEIGHT;
+    if (lease.costBudgeted && usage.microUsd !== undefined) {
+      lease.averageCost = lease.costCharged ? lease.averageCost + (cost - lease.averageCost) * AVERAGE_WEIGHT : cost;
+      lease.costCharged = true;
+    }
+    if (lease.windows !== windows || nowMs >= lease.expiresAtMs) return usage;
+    const paidTokens = Math.min(lease.tokensLeft, tokens);
+    const paidCost = Math.min(lease.costLeft, cost);
+    if (paidTokens === 0 && paidCost === 0) return usage;
+    lease.tokensLeft -= paidTokens;
+    lease.costLeft -= paidCost;
+    tokens -= paidTokens;
+    cost -= paidCost;
+    return { ...usage, tokens, microUsd: cost };
   }
 
   /** Marks a call that asks for a lease as on its way. */
@@ -217,12 +246,13 @@ export class LeaseBook {
   reclaim(subject: string, nowMs: number, windows?: readonly RateWindow[]): LeaseRefund | undefined {
     const lease = this.leases.get(subject);
     if (lease === undefined || !holdsAny(lease)) return undefined;
-    // A budgeted lease that can admit nothing more (no unit or no token left) gives back the
-    // rest now, with the call that replaces it, rather than after that call's reply.
-    if (nowMs < lease.expiresAtMs && lease.windows === windows && !(lease.budgeted && (lease.tokensLeft === 0 || lease.units === 0))) return undefined;
+    // A budgeted lease that can admit nothing more (no unit, token or micro-dollar left) gives
+    // back the rest now, with the call that replaces it, rather than after that call's reply.
+    if (nowMs < lease.expiresAtMs && lease.windows === windows && !spentBesideBudget(lease)) return undefined;
     const refund = refundOf(subject, lease);
     lease.units = 0;
     lease.tokensLeft = 0;
+    lease.costLeft = 0;
     return refund;
   }
 
@@ -235,8 +265,9 @@ export class LeaseBook {
   granted(subject: string, windows: readonly RateWindow[], sentAtMs: number, grant: LeaseGrant, askedForLease: boolean): LeaseRefund | undefined {
     const current = this.leases.get(subject);
     const tokens = grant.tokens ?? 0;
+    const cost = grant.cost ?? 0;
     if (!askedForLease && current !== undefined && (current.units > 0 || current.requesting)) {
-      return grant.units > 0 || tokens > 0 ? refundOf(subject, { windows, units: grant.units, tokensLeft: tokens, countedAtMs: grant.serverNowMs }) : undefined;
+      return grant.units > 0 || tokens > 0 || cost > 0 ? refundOf(subject, { windows, units: grant.units, tokensLeft: tokens, costLeft: cost, countedAtMs: grant.serverNowMs }) : undefined;
     }
     const aheadMs = grant.aheadMs ?? 0;
     // From the moment the call left: the script ran later, so this is never past its bucket.
@@ -254,6 +285,11 @@ export class LeaseBook {
       tokensLeft: tokens,
       tokensGranted: tokens,
       averageTokens: current === undefined ? 0 : current.averageTokens,
+      costBudgeted: hasCostBudget(windows),
+      costLeft: cost,
+      costGranted: cost,
+      averageCost: current === undefined ? 0 : current.averageCost,
+      costCharged: current !== undefined && current.costCharged,
       sentAtMs,
       expiresAtMs: sentAtMs + lifeMs,
       serverNowMs: grant.serverNowMs,
@@ -297,9 +333,25 @@ export class LeaseBook {
   }
 }
 
-/** Units or tokens still reserved in Redis for this lease. */
-function holdsAny(lease: Pick<Lease, 'units' | 'tokensLeft'>): boolean {
-  return lease.units > 0 || lease.tokensLeft > 0;
+/** Units, tokens or micro-dollars still reserved in Redis for this lease. */
+function holdsAny(lease: Pick<Lease, 'units' | 'tokensLeft' | 'costLeft'>): boolean {
+  return lease.units > 0 || lease.tokensLeft > 0 || lease.costLeft > 0;
+}
+
+/** Beside a budget, a lease that can admit no more: no unit, or no token (micro-dollar) of a budget it reserves for. */
+function spentBesideBudget(lease: Lease): boolean {
+  if (!lease.budgeted && !lease.costBudgeted) return false;
+  return lease.units === 0 || (lease.budgeted && lease.tokensLeft === 0) || (lease.costBudgeted && lease.costLeft === 0);
+}
+
+/** A reserve the lease needs is not sized yet: no answer of the subject has been charged. */
+function reserveUnknown(lease: Lease): boolean {
+  return (lease.budgeted && lease.averageTokens === 0) || (lease.costBudgeted && !lease.costCharged);
+}
+
+/** Micro-dollars for `units` answers of the subject's average cost; at least one, so free answers still lease. */
+function costFor(lease: Lease, units: number): number {
+  return lease.costBudgeted ? Math.max(1, Math.ceil(units * lease.averageCost)) : 0;
 }
 
 /**
@@ -310,6 +362,7 @@ function runsLow(lease: Lease, nowMs: number): boolean {
   const leftMs = lease.expiresAtMs - nowMs;
   if (leftMs <= RENEW_BEFORE_MS) return true;
   if (lease.budgeted && lease.tokensLeft <= lease.tokensGranted * (1 - RENEW_SPENT_SHARE)) return true;
+  if (lease.costBudgeted && lease.costLeft <= lease.costGranted * (1 - RENEW_SPENT_SHARE)) return true;
   return lease.units <= lease.granted * (1 - RENEW_SPENT_SHARE) && lease.units < paceOf(lease, nowMs) * leftMs;
 }
 
@@ -325,7 +378,7 @@ function shortestBucketMs(windows: readonly RateWindow[]): number {
   return shortest;
 }
 
-function refundOf(subject: string, lease: Pick<Lease, 'windows' | 'units' | 'tokensLeft' | 'countedAtMs'>): LeaseRefund {
+function refundOf(subject: string, lease: Pick<Lease, 'windows' | 'units' | 'tokensLeft' | 'costLeft' | 'countedAtMs'>): LeaseRefund {
   const refund: LeaseRefund = {
     subject,
     windows: lease.windows,
@@ -333,6 +386,7 @@ function refundOf(subject: string, lease: Pick<Lease, 'windows' | 'units' | 'tok
     buckets: lease.windows.map((window) => Math.floor(lease.countedAtMs / bucketWidthMs(window.windowMs))),
   };
   if (lease.tokensLeft > 0) refund.tokens = lease.tokensLeft;
+  if (lease.costLeft > 0) refund.cost = lease.costLeft;
   return refund;
 }
 
@@ -347,7 +401,7 @@ function leaseStatuses(lease: Lease, nowMs: number): WindowStatus[] {
   for (let i = 0; i < lease.windows.length; i += 1) {
     const window = lease.windows[i] as RateWindow;
     // A budget's reply figure counted the whole reserve: what is not spent yet still remains.
-    const remaining = (lease.remaining[i] as number) + (window.tokens === true ? lease.tokensLeft : lease.units);
+    const remaining = (lease.remaining[i] as number) + (window.tokens === true ? lease.tokensLeft : window.cost === true ? lease.costLeft : lease.units);
     // Never 0 while nothing remains: the bucket that frees a slot is still ahead.
     const resetMs = remaining > 0 ? 0 : Math.max(1, (lease.resetMs[i] as number) - elapsedMs);
     const oldestMs = lease.oldestMs[i] as number;

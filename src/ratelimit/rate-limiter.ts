@@ -81,6 +81,12 @@ export function hasTokenBudget(windows: readonly RateWindow[]): boolean {
   return false;
 }
 
+/** Whether any window of a list is a cost budget (its lease reserves micro-dollars; decision 0076). */
+export function hasCostBudget(windows: readonly RateWindow[]): boolean {
+  for (const window of windows) if (window.cost === true) return true;
+  return false;
+}
+
 /**
  * A stream slot held under a concurrency cap (docs/rate-limits.md "Concurrency caps"): kept
  * by the limiter that granted it until release() is called once, when the stream ends.

@@ -19,26 +19,26 @@ export function toDecisions(reply: DecisionReply, windows: readonly RateWindow[]
   let capped: RateLimitDecision | undefined;
   for (let i = 0; i < count; i += 1) {
     if (i >= windowAdmitted) {
-      refused ??= { allowed: false, windows: windowStatuses(reply, windows, 0, 0), retryAfterMs };
+      refused ??= { allowed: false, windows: windowStatuses(reply, windows, 0, undefined), retryAfterMs };
       decisions[i] = refused;
     } else if (i >= admitted) {
-      capped ??= { allowed: false, windows: windowStatuses(reply, windows, 0, 0), retryAfterMs: CONCURRENCY_RETRY_AFTER_MS, concurrencyLimited: true };
+      capped ??= { allowed: false, windows: windowStatuses(reply, windows, 0, undefined), retryAfterMs: CONCURRENCY_RETRY_AFTER_MS, concurrencyLimited: true };
       decisions[i] = capped;
     } else {
-      decisions[i] = { allowed: true, windows: windowStatuses(reply, windows, leased + admitted - 1 - i, reply.leaseTokens), retryAfterMs: 0 };
+      decisions[i] = { allowed: true, windows: windowStatuses(reply, windows, leased + admitted - 1 - i, reply), retryAfterMs: 0 };
     }
   }
   return decisions;
 }
 
-function windowStatuses(reply: DecisionReply, windows: readonly RateWindow[], extraRemaining: number, extraTokens: number): WindowStatus[] {
+/** `reserves`: the reply whose lease's token and cost reserves still remain (an admitted request's view). */
+function windowStatuses(reply: DecisionReply, windows: readonly RateWindow[], extraRemaining: number, reserves: DecisionReply | undefined): WindowStatus[] {
   const statuses: WindowStatus[] = new Array(windows.length);
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
-    // A token window is not counted per request: its remaining is the same for the whole group
-    // (plus the token reserve of a lease counted with it, not spent yet).
-    // Cost and tool budgets are never leased (decision 0065): nothing of theirs is reserved.
-    const remaining = (reply.remaining[i] as number) + (window.tokens === true ? extraTokens : isBudget(window) ? 0 : extraRemaining);
+    // A budget is not counted per request: its remaining is the same for the whole group (plus
+    // the reserve of a lease counted with it, not spent yet). Tool quotas are never leased.
+    const remaining = (reply.remaining[i] as number) + (!isBudget(window) ? extraRemaining : reserves === undefined ? 0 : window.tokens === true ? reserves.leaseTokens : window.cost === true ? reserves.leaseCost : 0);
     const resetMs = remaining > 0 ? 0 : (reply.resetMs[i] as number);
     statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? (reply.oldestMs[i] as number) : resetMs);
   }
@@ -50,6 +50,7 @@ export function leaseGrantOf(reply: DecisionReply): LeaseGrant {
   return {
     units: reply.leaseUnits,
     tokens: reply.leaseTokens,
+    cost: reply.leaseCost,
     validMs: reply.leaseValidMs,
     serverNowMs: reply.nowMs,
     remaining: reply.remaining,

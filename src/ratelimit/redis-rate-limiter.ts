@@ -15,8 +15,8 @@
 // left); this instance admits those without a round trip and gives unused ones back
 // (rate-limit-leases.ts, docs/rate-limits.md "Leases"). A lease running low is renewed ahead
 // by one background call per subject, so a busy subject's requests do not wait for Redis at
-// a lease's end. Beside a token budget the lease also reserves tokens, which pay the
-// answers' charges first; only the rest rides the batched charge.
+// a lease's end. Beside a token (cost) budget the lease also reserves tokens (micro-dollars),
+// which pay the answers' charges first; only the rest rides the batched charge.
 //
 // A stream on a plan with a concurrency cap takes its slot in the same admit call
 // (redis-stream-slots.ts keeps it alive and gives it back); such requests are coalesced
@@ -24,7 +24,7 @@
 //
 // A request counted for an end user (docs/design.md, "Agent-aware policy") is decided with its
 // end user's windows in one admit call, coalesced and leased per (subject, end user)
-// (lease-key.ts, decision 0074); a plan with cost budgets or tool quotas is never leased (0065).
+// (lease-key.ts, decision 0074); a plan with tool quotas is never leased (0065, 0076).
 import type { Cluster, Redis } from 'ioredis';
 import type { ChargeUsage, EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
@@ -97,9 +97,9 @@ function isUsableSubject(subject: string): boolean {
 
 const ignore = (): undefined => undefined;
 
-/** A cost budget or a tool quota among the windows: their subject's requests bypass leases. */
-function hasPolicyBudget(windows: readonly RateWindow[]): boolean {
-  for (const window of windows) if (window.cost === true || window.tool !== undefined) return true;
+/** A tool quota among the windows: their subject's requests bypass leases (decision 0076). */
+function hasToolQuota(windows: readonly RateWindow[]): boolean {
+  for (const window of windows) if (window.tool !== undefined) return true;
   return false;
 }
 
@@ -209,11 +209,8 @@ export class RedisRateLimiter implements RateLimiter {
   /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
   charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, endUser?: EndUserHash): void {
     if (windows.length === 0 || !isUsableSubject(subject)) return;
-    // Tokens a live lease reserved pay first: they are counted in Redis already.
-    if (this.leases !== null && usage.tokens > 0) {
-      const tokens = this.leases.charge(leaseKey(subject, endUser), windows, usage.tokens, this.now());
-      if (tokens !== usage.tokens) usage = { ...usage, tokens };
-    }
+    // Tokens and micro-dollars a live lease reserved pay first: they are counted in Redis already.
+    if (this.leases !== null && (usage.tokens > 0 || usage.microUsd !== undefined)) usage = this.leases.charge(leaseKey(subject, endUser), windows, usage, this.now());
     const amounts = chargeAmounts(windows, usage);
     if (amounts === undefined) return;
     // A reload that changed the windows within the turn: the earlier charge goes on its own.
@@ -255,11 +252,12 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const { subject, windows } = batch;
     let { waiters } = batch;
-    // Cost budgets and tool quotas are never leased (decision 0065).
-    const leases = batch.nowArg === '' && !hasPolicyBudget(windows) ? this.leases : null;
+    // Tool quotas are never leased (decisions 0065, 0076).
+    const leases = batch.nowArg === '' && !hasToolQuota(windows) ? this.leases : null;
     const key = leaseKey(subject, batch.endUser);
     let wanted = 0;
     let tokensWanted = 0;
+    let costWanted = 0;
     let refund: LeaseRefund | undefined;
     const sentAtMs = this.now();
     if (leases !== null) {
@@ -282,12 +280,13 @@ export class RedisRateLimiter implements RateLimiter {
       wanted = leases.wanted(key, windows, waiters.length, sentAtMs);
       if (wanted > 0) {
         leases.requesting(key);
-        // Beside a budget a lease also reserves tokens (the admit operation grants none without them).
+        // Beside a budget a lease also reserves tokens, micro-dollars (the admit operation grants none without them).
         tokensWanted = leases.tokensWanted(key, wanted);
+        costWanted = leases.costWanted(key, wanted);
       }
     }
     this.counters.requestCalls += 1;
-    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: wanted, leaseTokens: tokensWanted, refund, slot: undefined });
+    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: wanted, leaseTokens: tokensWanted, leaseCost: costWanted, refund, slot: undefined });
     this.operations.call('admit', args).then(
       (raw) => {
         let decisions: RateLimitDecision[];
@@ -327,7 +326,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.counters.renewals += 1;
     if (leaseFromMs > 0) this.counters.renewalsAhead += 1;
     const { subject, endUser } = leaseOwner(key);
-    const args = encodeRenew({ keyHead: this.subjectKeyHead(subject), endUser, windows, units: renewal.units, tokens: renewal.tokens, leaseFromMs });
+    const args = encodeRenew({ keyHead: this.subjectKeyHead(subject), endUser, windows, units: renewal.units, tokens: renewal.tokens, cost: renewal.cost, leaseFromMs });
     this.operations.call('renew', args).then(
       (raw) => {
         let grant: LeaseGrant;
@@ -363,7 +362,7 @@ export class RedisRateLimiter implements RateLimiter {
     const head = this.slots.nextMemberHead();
     this.counters.requestCalls += 1;
     const slot = { key, streams: cap.streams, leaseMs: cap.leaseMs, memberHead: head };
-    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot });
+    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: 0, leaseTokens: 0, leaseCost: 0, refund: undefined, slot });
     this.operations.call('admit', args).then(
       (raw) => {
         let decisions: RateLimitDecision[];

@@ -103,7 +103,7 @@ describe('each operation through its codec, on a real Redis', () => {
     await operations.call('charge', encodeCharge({ keyHead: keyHead('r'), windows: [spent], amounts: [2], nowMs: T0 })!);
     const windows: RateWindow[] = [WINDOWS[0]!, { ...spent, reportOnly: true }, WINDOWS[1]!];
     const args = encodeAdmit({ keyHead: keyHead('r'), windows, nowMs: T0 + 1, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
-    expect(args.filter((_, i) => i > 1 + 3 + 9 - 1 && (i - (1 + 3 + 9)) % 5 === 4)).toEqual([0, 2, 1]);
+    expect(args.filter((_, i) => i > 1 + 3 + 11 - 1 && (i - (1 + 3 + 11)) % 5 === 4)).toEqual([0, 2, 1]);
     const reported = decodeAdmit(await operations.call('admit', args), 3);
     expect([reported.admitted, reported.remaining]).toEqual([1, [99, 0, 1_000]]);
     expect(reported.resetMs[1]).toBe(expiresIn(T0, T0 + 1, HOUR_MS));
@@ -124,6 +124,7 @@ describe('each operation through its codec, on a real Redis', () => {
       nowMs: now,
       leaseUnits: 0,
       leaseTokens: 0,
+      leaseCost: 0,
       leaseValidMs: Math.min(bucketWidthMs(MINUTE_MS) - (now % bucketWidthMs(MINUTE_MS)), bucketWidthMs(HOUR_MS) - (now % bucketWidthMs(HOUR_MS))),
       windowAdmitted: 3,
       slotsFree: 0,
@@ -143,6 +144,30 @@ describe('each operation through its codec, on a real Redis', () => {
     const refund = { units: 4, tokens: 30, buckets: [bucketOf(T0, MINUTE_MS), bucketOf(T0, HOUR_MS)] };
     const second = decodeAdmit(await operations.call('admit', encodeAdmit({ keyHead: keyHead(s), windows: WINDOWS, nowMs: T0 + 5, count: 2, leaseUnits: 0, leaseTokens: 0, refund, slot: undefined })), 2);
     expect([second.admitted, second.windowAdmitted, second.leaseUnits, second.leaseTokens, second.remaining]).toEqual([2, 2, 0, 0, [97, 800]]);
+  });
+
+  it('admit v3 with a cost budget (kind 3): micro-dollars reserved apart from tokens, each the least 1/16 share, given back apart', async () => {
+    const s = 'cost-lease';
+    const windows: RateWindow[] = [WINDOWS[0]!, WINDOWS[1]!, { name: 'usd-hour', limit: 16_000, windowMs: HOUR_MS, cost: true }];
+    const args = encodeAdmit({ keyHead: keyHead(s), windows, nowMs: T0, count: 1, leaseUnits: 4, leaseTokens: 30, leaseCost: 5_000, refund: undefined, slot: undefined });
+    expect(args.filter((_, i) => i > 1 + 3 + 11 - 1 && (i - (1 + 3 + 11)) % 5 === 4)).toEqual([0, 1, 3]);
+    const first = decodeAdmit(await operations.call('admit', args), 3);
+    // 16,000 / 16 = 1,000 micro-dollars at most; the tokens their own 30.
+    expect([first.admitted, first.leaseUnits, first.leaseTokens, first.leaseCost, first.remaining]).toEqual([1, 4, 30, 1_000, [95, 970, 15_000]]);
+    expect(await bucketCount(s, 'usd-hour', bucketOf(T0, HOUR_MS))).toBe(1_000);
+    // A spent cost budget: no lease at all (units come only with micro-dollars to spend).
+    await operations.call('charge', encodeCharge({ keyHead: keyHead(s), windows, amounts: [0, 0, 14_990], nowMs: T0 + 1 })!);
+    const starved = decodeAdmit(await operations.call('admit', encodeAdmit({ keyHead: keyHead(s), windows, nowMs: T0 + 2, count: 1, leaseUnits: 4, leaseTokens: 30, leaseCost: 500, refund: undefined, slot: undefined })), 3);
+    expect([starved.admitted, starved.leaseUnits, starved.leaseTokens, starved.leaseCost]).toEqual([1, 0, 0, 0]);
+    // The first lease's unused reserve back: units, tokens and micro-dollars each to their own windows.
+    const refund = { units: 4, tokens: 30, cost: 600, buckets: [bucketOf(T0, MINUTE_MS), bucketOf(T0, HOUR_MS), bucketOf(T0, HOUR_MS)] };
+    decodeRefund(await operations.call('refund', encodeRefund({ keyHead: keyHead(s), windows, nowMs: T0 + 3, refund })));
+    expect(await bucketCount(s, 'minute', bucketOf(T0, MINUTE_MS))).toBe(2);
+    expect(await bucketCount(s, 'tokens-hour', bucketOf(T0, HOUR_MS))).toBe(0);
+    expect(await bucketCount(s, 'usd-hour', bucketOf(T0, HOUR_MS))).toBe(1_000 + 14_990 - 600);
+    // Renew v2 reserves micro-dollars the same way.
+    const renewed = decodeRenew(await operations.call('renew', encodeRenew({ keyHead: keyHead(s), windows: [WINDOWS[0]!, windows[2]!], units: 2, tokens: 0, cost: 10, leaseFromMs: 0 })), 2);
+    expect([renewed.leaseUnits, renewed.leaseTokens, renewed.leaseCost]).toEqual([2, 0, 10]);
   });
 
   it('admit refused by a full window: retryAfterMs until the oldest counted bucket leaves', async () => {
@@ -197,10 +222,10 @@ describe('replies of another version, or of none', () => {
   it('each decoder refuses a reply that is not exactly its operation\'s, and counts it', async () => {
     const before = await redisErrorCount('ratelimit_protocol');
     const args = encodeAdmit({ keyHead: keyHead('v2'), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
-    const v2 = await client.eval(admitLua('agw_admit_v3'), args[0]!, ...args.slice(1));
-    expect((v2 as unknown[])[0]).toBe('agw_admit_v3');
+    const v2 = await client.eval(admitLua('agw_admit_v4'), args[0]!, ...args.slice(1));
+    expect((v2 as unknown[])[0]).toBe('agw_admit_v4');
     expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(RateLimitProtocolError);
-    expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(/agw_admit_v2 returned an unexpected reply/);
+    expect(() => decodeAdmit(v2, WINDOWS.length)).toThrow(/agw_admit_v3 returned an unexpected reply/);
     // A renew decoder does not take an admit reply, nor the other way round.
     const admit = await operations.call('admit', encodeAdmit({ keyHead: keyHead('v1'), windows: WINDOWS, nowMs: T0, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined }));
     expect(() => decodeRenew(admit, WINDOWS.length)).toThrow(RateLimitProtocolError);
@@ -209,7 +234,7 @@ describe('replies of another version, or of none', () => {
     for (const bad of [null, 'OK', good.slice(0, -1), [...good.slice(0, 5), '1', ...good.slice(6)], [...good.slice(0, 5), 1.5, ...good.slice(6)], good.slice(1)]) {
       expect(() => decodeAdmit(bad, WINDOWS.length)).toThrow(RateLimitProtocolError);
     }
-    expect(() => decodeCharge(['agw_charge_v3', T0])).toThrow(RateLimitProtocolError);
+    expect(() => decodeCharge(['agw_charge_v1', T0])).toThrow(RateLimitProtocolError);
     expect(() => decodeRefund([OPERATION.refund])).toThrow(RateLimitProtocolError);
     expect(() => decodeSlotRefresh(1)).toThrow(RateLimitProtocolError);
     expect(decodeAdmit(admit, WINDOWS.length).admitted).toBe(1);
@@ -220,7 +245,7 @@ describe('replies of another version, or of none', () => {
     // A client on which "agw_admit_v2" runs another version's script: its reply is refused.
     const other = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     const define = other.defineCommand.bind(other);
-    other.defineCommand = (name, definition) => define(name, name === OPERATION.admit ? { ...definition, lua: admitLua('agw_admit_v3') } : definition);
+    other.defineCommand = (name, definition) => define(name, name === OPERATION.admit ? { ...definition, lua: admitLua('agw_admit_v4') } : definition);
     try {
       const primary = new RedisRateLimiter({ client: other, prefix: PREFIX, commandTimeoutMs: 2_000 });
       const fallback = new MemoryRateLimiter({ clock: new ManualClock() });
@@ -235,34 +260,47 @@ describe('replies of another version, or of none', () => {
   });
 });
 
-/** The retired agw_admit_v1 (kinds 0 and 1 only), as the gateway before decision 0065 registered it. */
-const ADMIT_V1 = `${LUA_WINDOWS}
+/**
+ * The agw_admit_v2 argument layout (decision 0065: no cost reserve, 9 head values) over today's
+ * window math, as a gateway from before decision 0076 sends it: cost windows go as kind 1.
+ */
+const ADMIT_V2 = `${LUA_WINDOWS}
 local wins = {}
 for k = 1, (#ARGV - 9) / 5 do wins[k] = windowAt(k, 10 + (k - 1) * 5) end
-
-local slot = false
-local streams = tonumber(ARGV[7])
-if streams > 0 then slot = { key = KEYS[#wins + 1], streams = streams, leaseMs = tonumber(ARGV[8]), head = ARGV[9] } end
-return admitCore('agw_admit_v1', { nowMs = serverNow(ARGV[1]), wins = wins, count = tonumber(ARGV[2]),
+return admitCore('agw_admit_v2', { nowMs = serverNow(ARGV[1]), wins = wins, count = tonumber(ARGV[2]),
   leaseWanted = tonumber(ARGV[3]), tokenLeaseWanted = tonumber(ARGV[4]), leaseFromMs = 0,
-  refundUnits = tonumber(ARGV[5]), refundTokens = tonumber(ARGV[6]), slot = slot })
+  refundUnits = tonumber(ARGV[5]), refundTokens = tonumber(ARGV[6]), slot = false })
 `;
 
-describe('the upgrade of decision 0065: agw_admit_v1 gateways beside agw_admit_v2 ones', () => {
-  it('count a plan without cost or tool windows in the same keys, against one limit, each reading its own replies', async () => {
+/** A v3 admit request laid out as v2 took it: no leaseCost, no refundCost. */
+function asV2(args: Array<string | number>, windowCount: number): Array<string | number> {
+  const at = 1 + windowCount;
+  const v2 = [...args];
+  v2.splice(at + 7, 1);
+  v2.splice(at + 4, 1);
+  return v2;
+}
+
+describe('the upgrade of decision 0076: agw_admit_v2 gateways beside agw_admit_v3 ones', () => {
+  it('count a plan with a cost budget in the same keys, against one limit, each reading its own replies', async () => {
     const old = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-    old.defineCommand('agw_admit_v1', { lua: ADMIT_V1 });
-    const admitV1 = (old as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v1']!.bind(old);
-    const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:up'), windows: WINDOWS, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
+    old.defineCommand('agw_admit_v2', { lua: ADMIT_V2 });
+    const admitV2 = (old as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v2']!.bind(old);
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100, windowMs: MINUTE_MS }, { name: 'usd', limit: 1_000, windowMs: 86_400_000, cost: true }];
+    const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:up'), windows, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
     try {
       const remaining: number[] = [];
       for (let i = 0; i < 6; i += 1) {
         if (i % 2 === 0) remaining.push(decodeAdmit(await operations.call('admit', request(T0 + i)), 2).remaining[0]!);
-        else remaining.push(decodeAdmit(await admitV1(...request(T0 + i)), 2, 'agw_admit_v1').remaining[0]!);
+        else remaining.push(decodeAdmit(await admitV2(...asV2(request(T0 + i), 2)), 2, 'agw_admit_v2').remaining[0]!);
       }
       expect(remaining).toEqual([99, 98, 97, 96, 95, 94]);
-      const fromV1 = await admitV1(...request(T0 + 9));
-      expect(() => decodeAdmit(fromV1, 2)).toThrow(RateLimitProtocolError);
+      // A charge from either counts in the one cost budget both read.
+      await operations.call('charge', encodeCharge({ keyHead: keyHead('account:up'), windows, amounts: [0, 300], nowMs: T0 + 7 })!);
+      expect(decodeAdmit(await operations.call('admit', request(T0 + 8)), 2).remaining[1]).toBe(700);
+      expect(decodeAdmit(await admitV2(...asV2(request(T0 + 8), 2)), 2, 'agw_admit_v2').remaining[1]).toBe(700);
+      const fromV2 = await admitV2(...asV2(request(T0 + 9), 2));
+      expect(() => decodeAdmit(fromV2, 2)).toThrow(RateLimitProtocolError);
     } finally {
       old.disconnect();
     }
@@ -273,8 +311,8 @@ describe('a rolling upgrade: two protocol versions on one Redis', () => {
   it('each version answers its own callers, and both count in the same keys', async () => {
     // The next version's gateway: the same operation under its own name (its own SHA1 in the script cache).
     const next = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-    next.defineCommand('agw_admit_v3', { lua: admitLua('agw_admit_v3') });
-    const admitV2 = (next as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v3']!.bind(next);
+    next.defineCommand('agw_admit_v4', { lua: admitLua('agw_admit_v4') });
+    const admitV2 = (next as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v4']!.bind(next);
     const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: MINUTE_MS }];
     const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:both'), windows, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
     try {
@@ -282,7 +320,7 @@ describe('a rolling upgrade: two protocol versions on one Redis', () => {
       // Interleaved, as two gateway versions behind one load balancer send them.
       for (let i = 0; i < 6; i += 1) {
         if (i % 2 === 0) remaining.push(decodeAdmit(await operations.call('admit', request(T0 + i)), 1).remaining[0]!);
-        else remaining.push(decodeAdmit(await admitV2(...request(T0 + i)), 1, 'agw_admit_v3').remaining[0]!);
+        else remaining.push(decodeAdmit(await admitV2(...request(T0 + i)), 1, 'agw_admit_v4').remaining[0]!);
       }
       expect(remaining).toEqual([9, 8, 7, 6, 5, 4]);
       expect(Number(await client.hget(rateLimitKey(PREFIX, 'account:both', 'minute'), String(bucketOf(T0, MINUTE_MS))))).toBe(6);
@@ -290,9 +328,9 @@ describe('a rolling upgrade: two protocol versions on one Redis', () => {
       const fromV2 = await admitV2(...request(T0 + 8));
       expect(() => decodeAdmit(fromV2, 1)).toThrow(RateLimitProtocolError);
       const fromV1 = await operations.call('admit', request(T0 + 9));
-      expect(() => decodeAdmit(fromV1, 1, 'agw_admit_v3')).toThrow(RateLimitProtocolError);
+      expect(() => decodeAdmit(fromV1, 1, 'agw_admit_v4')).toThrow(RateLimitProtocolError);
       // Both scripts live in the cache side by side.
-      const shas = await Promise.all([admitLua(), admitLua('agw_admit_v3')].map((source) => client.script('LOAD', source) as Promise<string>));
+      const shas = await Promise.all([admitLua(), admitLua('agw_admit_v4')].map((source) => client.script('LOAD', source) as Promise<string>));
       expect(new Set(shas).size).toBe(2);
     } finally {
       next.disconnect();

@@ -147,8 +147,8 @@ describe('RedisRateLimiter with leases beside a budget', () => {
     } finally {
       monitor.disconnect();
     }
-    // evalsha sha numkeys KEYS... head ARGV... 5 per window: admit's head is 9 values, renew's and refund's 3, charge's 2.
-    const shape: Record<OperationKind, number> = { admit: 9, renew: 3, refund: 3, charge: 2, slotRefresh: 0 };
+    // evalsha sha numkeys KEYS... head ARGV... 5 per window: admit's head is 11 values, renew's and refund's 4, charge's 2.
+    const shape: Record<OperationKind, number> = { admit: 11, renew: 4, refund: 4, charge: 2, slotRefresh: 0 };
     const expectShapes = (list: Array<{ kind: OperationKind | undefined; args: string[] }>, windows: number): void => {
       for (const { kind, args } of list) expect(args.length).toBe(3 + windows + shape[kind!] + 5 * windows);
     };

@@ -28,10 +28,12 @@ export class RateLimitProtocolError extends RateLimitStoreError {
   }
 }
 
-/** Unused lease units (and tokens) to give back, and the bucket of each window they were counted in. */
+/** Unused lease units (and tokens, micro-dollars) to give back, and the bucket of each window they were counted in. */
 export interface RefundArgs {
   units: number;
   tokens?: number;
+  /** Micro-dollars of a cost reserve (decision 0076). */
+  cost?: number;
   /** Per window, in the windows' order. */
   buckets: readonly number[];
 }
@@ -67,6 +69,8 @@ export interface AdmitRequest {
   count: number;
   leaseUnits: number;
   leaseTokens: number;
+  /** Micro-dollars to reserve beside the units (a plan with cost budgets; decision 0076); none when absent. */
+  leaseCost?: number;
   refund: RefundArgs | undefined;
   slot: SlotArgs | undefined;
 }
@@ -78,6 +82,8 @@ export interface RenewRequest {
   windows: readonly RateWindow[];
   units: number;
   tokens: number;
+  /** Micro-dollars to reserve beside the units; none when absent. */
+  cost?: number;
   /** Server ms to count the lease at (the end of the one it replaces), or 0: now. */
   leaseFromMs: number;
 }
@@ -109,6 +115,8 @@ export interface DecisionReply {
   nowMs: number;
   leaseUnits: number;
   leaseTokens: number;
+  /** Micro-dollars reserved with the lease (cost budgets). */
+  leaseCost: number;
   leaseValidMs: number;
   /** How many the windows alone would have admitted (the rest between admitted and this: the cap). */
   windowAdmitted: number;
@@ -118,10 +126,11 @@ export interface DecisionReply {
   oldestMs: number[];
 }
 
-/** A window's kind, from the window itself: 0 requests, 1 a budget, 2 a report-only budget (admit v2). */
+/** A window's kind, from the window itself: 0 requests, 1 a budget, 2 a report-only budget, 3 a cost budget. */
 function kindOf(window: RateWindow): number {
   if (window.reportOnly === true) return 2;
-  return window.tokens === true || window.cost === true || window.tool !== undefined ? 1 : 0;
+  if (window.cost === true) return 3;
+  return window.tokens === true || window.tool !== undefined ? 1 : 0;
 }
 
 /** One window's ARGV at `at`: limit, windowMs, bucketMs, refundBucket, kind. */
@@ -161,11 +170,13 @@ export function encodeAdmit(request: AdmitRequest): Array<string | number> {
   args[at + 1] = request.count;
   args[at + 2] = request.leaseUnits;
   args[at + 3] = request.leaseTokens;
-  args[at + 4] = refund === undefined ? 0 : refund.units;
-  args[at + 5] = refund?.tokens ?? 0;
-  args[at + 6] = slot === undefined ? 0 : slot.streams;
-  args[at + 7] = slot === undefined ? 0 : slot.leaseMs;
-  args[at + 8] = slot === undefined ? '' : slot.memberHead;
+  args[at + 4] = request.leaseCost ?? 0;
+  args[at + 5] = refund === undefined ? 0 : refund.units;
+  args[at + 6] = refund?.tokens ?? 0;
+  args[at + 7] = refund?.cost ?? 0;
+  args[at + 8] = slot === undefined ? 0 : slot.streams;
+  args[at + 9] = slot === undefined ? 0 : slot.leaseMs;
+  args[at + 10] = slot === undefined ? '' : slot.memberHead;
   return args;
 }
 
@@ -174,7 +185,8 @@ export function encodeRenew(request: RenewRequest): Array<string | number> {
   const at = 1 + request.windows.length;
   args[at] = request.units;
   args[at + 1] = request.tokens;
-  args[at + 2] = Math.floor(request.leaseFromMs);
+  args[at + 2] = request.cost ?? 0;
+  args[at + 3] = Math.floor(request.leaseFromMs);
   return args;
 }
 
@@ -203,6 +215,7 @@ export function encodeRefund(request: RefundRequest): Array<string | number> {
   args[at] = request.nowMs;
   args[at + 1] = refund.units;
   args[at + 2] = refund.tokens ?? 0;
+  args[at + 3] = refund.cost ?? 0;
   return args;
 }
 
@@ -244,6 +257,7 @@ function decodeDecision(tag: string, reply: unknown, windowCount: number): Decis
     leaseValidMs: values[6] as number,
     windowAdmitted: values[7] as number,
     slotsFree: values[8] as number,
+    leaseCost: values[9] as number,
     remaining,
     resetMs,
     oldestMs,

@@ -27,10 +27,13 @@ local function serverNow(arg)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The window at KEYS[k] from ARGV[a..a+4]: limit, windowMs, bucketMs, refundBucket (-1: none), kind (1: token budget).
+-- The window at KEYS[k] from ARGV[a..a+4]: limit, windowMs, bucketMs, refundBucket (-1: none), kind
+-- (0 requests; 1 a budget; 3 a cost budget, whose lease reserve is the cost one; 2 is admit's own).
+-- "tokens" marks every budget (read at admission, charged after); "cost" picks the cost reserve.
 local function windowAt(k, a)
+  local kind = ARGV[a + 4]
   return { key = KEYS[k], limit = tonumber(ARGV[a]), windowMs = tonumber(ARGV[a + 1]), bucketMs = tonumber(ARGV[a + 2]),
-    refundBucket = tonumber(ARGV[a + 3]), tokens = ARGV[a + 4] == '1' }
+    refundBucket = tonumber(ARGV[a + 3]), tokens = kind == '1' or kind == '3', cost = kind == '3' }
 end
 
 -- Reads a window's live buckets at nowMs, first giving back refund units counted in its refundBucket.
@@ -123,23 +126,44 @@ local function figures(win, nowMs, reply)
   return resetMs
 end
 
+-- A lease's reserve of one kind of budget (cost or not): what was wanted, at most 1/LEASE_SHARE of
+-- what each such budget has left.
+local function reserveOf(wins, cost, wanted)
+  local reserve = wanted
+  for w = 1, #wins do
+    local win = wins[w]
+    if win.tokens and win.cost == cost then
+      local share = math.floor((win.limit - win.total) / LEASE_SHARE)
+      if share < reserve then reserve = share end
+    end
+  end
+  return reserve
+end
+
 -- The admission of count requests of one subject (coalesced: admitted in order, each only if it fits
--- every window, as count one-by-one calls at the same instant would), with a lease (and, beside a
--- budget, its token reserve) and a stream slot. Token budgets are read-only here: they admit every
--- request while they have a token left, none otherwise. Returns the reply head and the window figures:
--- { tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted, slotsFree, figures... }
--- p: nowMs, wins, count, leaseWanted, tokenLeaseWanted, leaseFromMs, refundUnits, refundTokens, slot
--- (slot: false, or { key, streams, leaseMs, head }).
+-- every window, as count one-by-one calls at the same instant would), with a lease (and, beside
+-- budgets, its token and cost reserves) and a stream slot. Budgets are read-only here: they admit
+-- every request while they have a unit left, none otherwise. Returns the reply head and the figures:
+-- { tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted, slotsFree, costLease, figures... }
+-- p: nowMs, wins, count, leaseWanted, tokenLeaseWanted, costLeaseWanted, leaseFromMs, refundUnits,
+-- refundTokens, refundCost, slot (slot: false, or { key, streams, leaseMs, head }).
+-- Each reserve is the least of its budgets' shares: a lease beside budgets is granted only with
+-- a unit of every reserve its windows need (decisions 0026 and 0076).
 local function admitCore(tag, p)
   local nowMs, wins, count, slot = p.nowMs, p.wins, p.count, p.slot
   local n = #wins
   local admitted = count
-  local hasTokens = false
+  local hasTokens, hasCost = false, false
   for w = 1, n do
     local win = wins[w]
     if win.tokens then
-      hasTokens = true
-      loadWindow(win, nowMs, p.refundTokens)
+      if win.cost then
+        hasCost = true
+        loadWindow(win, nowMs, p.refundCost or 0)
+      else
+        hasTokens = true
+        loadWindow(win, nowMs, p.refundTokens)
+      end
       if win.total >= win.limit then admitted = 0 end
     else
       loadWindow(win, nowMs, p.refundUnits)
@@ -159,7 +183,7 @@ local function admitCore(tag, p)
 
   -- A lease: granted only when all count were admitted, never beside a slot, and never more than
   -- 1/LEASE_SHARE of what every window has left, so a nearly spent quota is decided request by request.
-  local lease, tokenLease, leaseValidMs = 0, 0, 0
+  local lease, tokenLease, costLease, leaseValidMs = 0, 0, 0, 0
   if admitted == count and p.leaseWanted > 0 and not slot then
     lease = p.leaseWanted
     for w = 1, n do
@@ -170,20 +194,11 @@ local function admitCore(tag, p)
       end
     end
     if lease < 0 then lease = 0 end
-    -- Beside a budget, units come only with tokens to spend: a nearly spent budget is decided call by call.
-    if lease > 0 and hasTokens then
-      tokenLease = p.tokenLeaseWanted
-      for w = 1, n do
-        local win = wins[w]
-        if win.tokens then
-          local share = math.floor((win.limit - win.total) / LEASE_SHARE)
-          if share < tokenLease then tokenLease = share end
-        end
-      end
-      if tokenLease < 1 then
-        tokenLease = 0
-        lease = 0
-      end
+    -- Beside a budget, units come only with its units to spend: a nearly spent budget is decided call by call.
+    if lease > 0 and hasTokens then tokenLease = reserveOf(wins, false, p.tokenLeaseWanted) end
+    if lease > 0 and hasCost then costLease = reserveOf(wins, true, p.costLeaseWanted or 0) end
+    if (hasTokens and tokenLease < 1) or (hasCost and costLease < 1) then
+      lease, tokenLease, costLease = 0, 0, 0
     end
   end
   -- Where the lease is counted: now, or (a renewal ahead) at the end of the lease it replaces,
@@ -198,12 +213,13 @@ local function admitCore(tag, p)
     if w == 1 or left < leaseValidMs then leaseValidMs = left end
   end
 
-  local reply = { tag, admitted, 0, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted, 0 }
+  local reply = { tag, admitted, 0, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted, 0, costLease }
   local retryAfterMs = 0
   for w = 1, n do
     local win = wins[w]
     local nowUnits, leaseUnits = admitted, lease
-    if win.tokens then nowUnits, leaseUnits = 0, tokenLease end
+    if win.cost then nowUnits, leaseUnits = 0, costLease
+    elseif win.tokens then nowUnits, leaseUnits = 0, tokenLease end
     local current = math.floor(nowMs / win.bucketMs)
     local leaseBucket = math.floor(leaseAtMs / win.bucketMs)
     if leaseBucket == current then nowUnits, leaseUnits = nowUnits + leaseUnits, 0 end

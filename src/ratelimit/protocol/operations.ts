@@ -13,11 +13,14 @@ import { LUA_WINDOWS } from './lua-windows.js';
 /** Operations and their current versioned names (the reply tag each decoder expects). */
 export const OPERATION = {
   // v2: a window of kind 2 (report-only) is read and reported, never refusing (decision 0065).
-  admit: 'agw_admit_v2',
-  renew: 'agw_renew_v1',
+  // v3: kind 3, a cost budget, and a cost reserve beside the token one in a lease (decision 0076).
+  admit: 'agw_admit_v3',
+  // v2: a cost reserve beside the token one (decision 0076).
+  renew: 'agw_renew_v2',
   // v2: an amount per window (tokens, micro-dollars, tool calls), not one figure for every budget.
   charge: 'agw_charge_v2',
-  refund: 'agw_refund_v1',
+  // v2: a cost reserve given back beside the tokens (decision 0076).
+  refund: 'agw_refund_v2',
   slotRefresh: 'agw_slot_refresh_v1',
 } as const;
 
@@ -25,16 +28,17 @@ export type OperationKind = keyof typeof OPERATION;
 
 /**
  * ARGV values per window: limit, windowMs, bucketMs, refundBucket (-1: none), kind (0 requests,
- * 1 a budget: tokens, cost or a tool's calls; 2 a report-only budget, admit v2 only).
+ * 1 a budget: tokens or a tool's calls; 2 a report-only budget, admit only; 3 a cost budget,
+ * whose lease reserve is the cost one).
  */
 export const WINDOW_ARGS = 5;
 /** ARGV before the windows' values, per operation. */
-export const ADMIT_HEAD_ARGS = 9;
-export const RENEW_HEAD_ARGS = 3;
+export const ADMIT_HEAD_ARGS = 11;
+export const RENEW_HEAD_ARGS = 4;
 export const CHARGE_HEAD_ARGS = 1;
-export const REFUND_HEAD_ARGS = 3;
+export const REFUND_HEAD_ARGS = 4;
 /** Reply fields before the windows' figures (admit and renew). */
-export const DECISION_REPLY_HEAD = 9;
+export const DECISION_REPLY_HEAD = 10;
 /** Reply figures per window: remaining, resetMs, oldestMs. */
 export const FIGURES_PER_WINDOW = 3;
 
@@ -46,11 +50,12 @@ for k = 1, (#ARGV - ${head}) / ${WINDOW_ARGS} do wins[k] = windowAt(k, ${head + 
 }
 
 /**
- * admit (v2): KEYS = the windows' hashes, then the slot set when slotStreams > 0.
- * ARGV = nowMs ("": server TIME), count, leaseUnits, leaseTokens, refundUnits, refundTokens,
- * slotStreams (0: no slot), slotLeaseMs, slotHead, then WINDOW_ARGS per window.
- * Reply: tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted,
- * slotsFree, then remaining, resetMs, oldestMs per window (after the admitted and the lease were counted).
+ * admit (v3): KEYS = the windows' hashes, then the slot set when slotStreams > 0.
+ * ARGV = nowMs ("": server TIME), count, leaseUnits, leaseTokens, leaseCost, refundUnits,
+ * refundTokens, refundCost, slotStreams (0: no slot), slotLeaseMs, slotHead, then WINDOW_ARGS
+ * per window. Reply: tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs,
+ * windowAdmitted, slotsFree, costLease, then remaining, resetMs, oldestMs per window (after
+ * the admitted and the lease were counted).
  * A window of kind 2 is left out of the decision (admitCore never sees it) and only read for its
  * figures, which take its place in the reply.
  */
@@ -68,11 +73,11 @@ for k = 1, (#ARGV - ${ADMIT_HEAD_ARGS}) / ${WINDOW_ARGS} do
   end
 end
 local slot = false
-local streams = tonumber(ARGV[7])
-if streams > 0 then slot = { key = KEYS[#all + 1], streams = streams, leaseMs = tonumber(ARGV[8]), head = ARGV[9] } end
+local streams = tonumber(ARGV[9])
+if streams > 0 then slot = { key = KEYS[#all + 1], streams = streams, leaseMs = tonumber(ARGV[10]), head = ARGV[11] } end
 local core = admitCore('${tag}', { nowMs = serverNow(ARGV[1]), wins = wins, count = tonumber(ARGV[2]),
-  leaseWanted = tonumber(ARGV[3]), tokenLeaseWanted = tonumber(ARGV[4]), leaseFromMs = 0,
-  refundUnits = tonumber(ARGV[5]), refundTokens = tonumber(ARGV[6]), slot = slot })
+  leaseWanted = tonumber(ARGV[3]), tokenLeaseWanted = tonumber(ARGV[4]), costLeaseWanted = tonumber(ARGV[5]), leaseFromMs = 0,
+  refundUnits = tonumber(ARGV[6]), refundTokens = tonumber(ARGV[7]), refundCost = tonumber(ARGV[8]), slot = slot })
 if #reports == 0 then return core end
 local nowMs = core[4]
 local reply = {}
@@ -96,15 +101,15 @@ return reply
 }
 
 /**
- * renew: the next lease of a subject, no request admitted (decision 0029). KEYS = the windows.
- * ARGV = units, tokens, leaseFromMs (0: count it now; else at the end of the lease it
- * replaces), then WINDOW_ARGS per window. Reply: admit's.
+ * renew (v2): the next lease of a subject, no request admitted (decision 0029). KEYS = the
+ * windows. ARGV = units, tokens, cost (micro-dollars), leaseFromMs (0: count it now; else at
+ * the end of the lease it replaces), then WINDOW_ARGS per window. Reply: admit's.
  */
 export function renewLua(tag: string = OPERATION.renew): string {
   return `${LUA_WINDOWS}${windowsFrom(RENEW_HEAD_ARGS)}
 return admitCore('${tag}', { nowMs = serverNow(''), wins = wins, count = 0,
-  leaseWanted = tonumber(ARGV[1]), tokenLeaseWanted = tonumber(ARGV[2]), leaseFromMs = tonumber(ARGV[3]),
-  refundUnits = 0, refundTokens = 0, slot = false })
+  leaseWanted = tonumber(ARGV[1]), tokenLeaseWanted = tonumber(ARGV[2]), costLeaseWanted = tonumber(ARGV[3]),
+  leaseFromMs = tonumber(ARGV[4]), refundUnits = 0, refundTokens = 0, refundCost = 0, slot = false })
 `;
 }
 
@@ -132,17 +137,19 @@ return { '${tag}', nowMs }
 }
 
 /**
- * refund: a lease's unused units (and tokens) back to the buckets they were counted in, if
- * those still count. KEYS = the windows. ARGV = nowMs ("": server TIME), units, tokens,
- * then WINDOW_ARGS per window. Reply: tag, nowMs.
+ * refund (v2): a lease's unused units (tokens, micro-dollars) back to the buckets they were
+ * counted in, if those still count. KEYS = the windows. ARGV = nowMs ("": server TIME), units,
+ * tokens, cost, then WINDOW_ARGS per window. Reply: tag, nowMs.
  */
 export function refundLua(tag: string = OPERATION.refund): string {
   return `${LUA_WINDOWS}${windowsFrom(REFUND_HEAD_ARGS)}
 local nowMs = serverNow(ARGV[1])
-local units, tokens = tonumber(ARGV[2]), tonumber(ARGV[3])
+local units, tokens, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 for w = 1, #wins do
   local win = wins[w]
-  if win.tokens then loadWindow(win, nowMs, tokens) else loadWindow(win, nowMs, units) end
+  if win.cost then loadWindow(win, nowMs, cost)
+  elseif win.tokens then loadWindow(win, nowMs, tokens)
+  else loadWindow(win, nowMs, units) end
 end
 return { '${tag}', nowMs }
 `;

@@ -108,9 +108,9 @@ describe('FailoverRateLimiter with a cap, Redis down', () => {
 });
 
 describe("the admit operation's reply with a slot", () => {
-  // tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted, slotsFree | remaining, resetMs, oldestMs
+  // tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted, slotsFree, costLease | remaining, resetMs, oldestMs
   it('splits the refusals: past what the windows admit → the window; between → the cap', () => {
-    const reply = ['agw_admit_v2', 1, 2_000, 1_700_000_000_000, 0, 0, 500, 2, 0, 0, 2_000, 2_000];
+    const reply = ['agw_admit_v3', 1, 2_000, 1_700_000_000_000, 0, 0, 500, 2, 0, 0, 0, 2_000, 2_000];
     const decisions = toDecisions(decodeAdmit(reply, MINUTE.length), MINUTE, 3);
     expect(decisions.map((d) => [d.allowed, d.concurrencyLimited === true])).toEqual([
       [true, false],

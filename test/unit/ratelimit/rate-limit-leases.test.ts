@@ -112,26 +112,26 @@ describe('LeaseBook beside a token budget', () => {
     book.granted('s', BUDGETED, 0, tokenGrant(0, 0), false);
     expect(book.wanted('s', BUDGETED, 1, 10)).toBe(0);
     // No lease yet: the whole charge is the caller's to send.
-    expect(book.charge('s', BUDGETED, 40, 10)).toBe(40);
+    expect(book.charge('s', BUDGETED, { tokens: 40 }, 10).tokens).toBe(40);
     expect(book.wanted('s', BUDGETED, 1, 11)).toBe(1);
     expect(book.tokensWanted('s', 1)).toBe(40);
     // The average follows later answers with a weight of 1/8.
-    expect(book.charge('s', BUDGETED, 120, 12)).toBe(120);
+    expect(book.charge('s', BUDGETED, { tokens: 120 }, 12).tokens).toBe(120);
     expect(book.tokensWanted('s', 4)).toBe(4 * 50);
   });
 
   it('admits only while it has a unit and a token; charges pay from the reserve first', () => {
     const book = new LeaseBook();
     book.granted('s', BUDGETED, 0, tokenGrant(0, 0), false);
-    book.charge('s', BUDGETED, 30, 1);
+    book.charge('s', BUDGETED, { tokens: 30 }, 1);
     book.granted('s', BUDGETED, 2, tokenGrant(5, 45), true);
     const first = book.take('s', BUDGETED, 3)!;
     // The budget's remaining counts the reserve not spent yet; the request window its units.
     expect(first.windows.map((w) => w.remaining)).toEqual([904, 50_045]);
-    expect(book.charge('s', BUDGETED, 30, 4)).toBe(0);
+    expect(book.charge('s', BUDGETED, { tokens: 30 }, 4).tokens).toBe(0);
     expect(book.take('s', BUDGETED, 5)!.windows[1]!.remaining).toBe(50_015);
     // 15 tokens left: an answer of 30 pays 15 from it, 15 go to the batched charge.
-    expect(book.charge('s', BUDGETED, 30, 6)).toBe(15);
+    expect(book.charge('s', BUDGETED, { tokens: 30 }, 6).tokens).toBe(15);
     expect(book.take('s', BUDGETED, 7)).toBeUndefined();
     // It can admit no more: its 3 unused units go back with the next call, without tokens.
     expect(book.reclaim('s', 8, BUDGETED)).toEqual({ subject: 's', windows: BUDGETED, units: 3, buckets: [Math.floor(SERVER_NOW / 1_000), Math.floor(SERVER_NOW / 60_000)] });
@@ -140,20 +140,89 @@ describe('LeaseBook beside a token budget', () => {
   it('gives back unused tokens with unused units: when the units ran out, displaced, swept, drained; not after its bucket', () => {
     const book = new LeaseBook();
     book.granted('s', BUDGETED, 0, tokenGrant(0, 0), false);
-    book.charge('s', BUDGETED, 10, 1);
+    book.charge('s', BUDGETED, { tokens: 10 }, 1);
     book.granted('s', BUDGETED, 2, tokenGrant(1, 30), true);
     book.take('s', BUDGETED, 3);
     // No unit left, 30 tokens: nothing to admit from, so the rest goes back with the next call.
     expect(book.reclaim('s', 4, BUDGETED)).toMatchObject({ units: 0, tokens: 30 });
     // Charges after the lease gave its tokens back go to the batched charge.
-    expect(book.charge('s', BUDGETED, 10, 5)).toBe(10);
+    expect(book.charge('s', BUDGETED, { tokens: 10 }, 5).tokens).toBe(10);
     book.granted('s', BUDGETED, 6, tokenGrant(4, 40), true);
     expect(book.granted('s', BUDGETED, 7, tokenGrant(2, 20), true)).toMatchObject({ units: 4, tokens: 40 });
     // After its bucket a reserve pays nothing more; the sweep gives back units and tokens.
-    expect(book.charge('s', BUDGETED, 5, 7 + 600)).toBe(5);
+    expect(book.charge('s', BUDGETED, { tokens: 5 }, 7 + 600).tokens).toBe(5);
     expect(book.sweep(7 + 600).map((r) => [r.units, r.tokens])).toEqual([[2, 20]]);
     book.granted('t', BUDGETED, 0, tokenGrant(3, 9), true);
     expect(book.drain().map((r) => [r.subject, r.units, r.tokens])).toEqual([['t', 3, 9]]);
+  });
+});
+
+describe('LeaseBook beside a cost budget (decision 0076)', () => {
+  const COSTED: RateWindow[] = [
+    { name: 'minute', limit: 1_000, windowMs: 60_000 },
+    { name: 'tokens-hour', limit: 50_000, windowMs: 3_600_000, tokens: true },
+    { name: 'cost-month', limit: 1_000_000, windowMs: 30 * 86_400_000, cost: true },
+  ];
+  const costGrant = (units: number, tokens: number, cost: number): LeaseGrant => ({
+    units,
+    tokens,
+    cost,
+    validMs: 600,
+    serverNowMs: SERVER_NOW,
+    remaining: [900, 50_000, 500_000],
+    resetMs: [0, 0, 0],
+    oldestMs: [30_000, 3_000_000, 80_000_000],
+  });
+
+  it('asks for no lease until an answer\'s cost was charged, then for micro-dollars of as many average answers (at least one)', () => {
+    const book = new LeaseBook();
+    book.granted('s', COSTED, 0, costGrant(0, 0, 0), false);
+    // Tokens alone are not enough: the cost reserve is not sized yet.
+    book.charge('s', COSTED, { tokens: 40 }, 1);
+    expect(book.wanted('s', COSTED, 1, 2)).toBe(0);
+    book.charge('s', COSTED, { tokens: 40, microUsd: 80 }, 3);
+    expect(book.wanted('s', COSTED, 1, 4)).toBe(1);
+    expect([book.tokensWanted('s', 3), book.costWanted('s', 3)]).toEqual([120, 240]);
+    // Free answers (a model priced at 0) still lease, with a reserve of one micro-dollar.
+    const free = new LeaseBook();
+    free.granted('f', COSTED, 0, costGrant(0, 0, 0), false);
+    free.charge('f', COSTED, { tokens: 10, microUsd: 0 }, 1);
+    expect([free.wanted('f', COSTED, 1, 2), free.costWanted('f', 5)]).toEqual([1, 1]);
+  });
+
+  it('admits only while it has a unit, a token and a micro-dollar; charges pay both reserves first; the rest goes back apart', () => {
+    const book = new LeaseBook();
+    book.granted('s', COSTED, 0, costGrant(0, 0, 0), false);
+    book.charge('s', COSTED, { tokens: 10, microUsd: 50 }, 1);
+    book.granted('s', COSTED, 2, costGrant(5, 100, 120), true);
+    // Each budget's remaining counts its own reserve not spent yet.
+    expect(book.take('s', COSTED, 3)!.windows.map((w) => w.remaining)).toEqual([904, 50_100, 500_120]);
+    expect(book.charge('s', COSTED, { tokens: 10, microUsd: 50 }, 4)).toEqual({ tokens: 0, microUsd: 0 });
+    book.take('s', COSTED, 5);
+    // 70 micro-dollars left: an answer of 100 pays 70 from it, 30 go to the batched charge.
+    expect(book.charge('s', COSTED, { tokens: 10, microUsd: 100, toolCalls: null }, 6)).toEqual({ tokens: 0, microUsd: 30, toolCalls: null });
+    // No micro-dollar left: it admits nothing more, though it has units and tokens.
+    expect(book.take('s', COSTED, 7)).toBeUndefined();
+    expect(book.reclaim('s', 8, COSTED)).toMatchObject({ units: 3, tokens: 80 });
+    expect(book.reclaim('s', 8, COSTED)?.cost).toBeUndefined();
+    // A displaced lease gives back its micro-dollars with its units and tokens.
+    book.granted('s', COSTED, 9, costGrant(4, 40, 200), true);
+    expect(book.granted('s', COSTED, 10, costGrant(2, 20, 100), true)).toMatchObject({ units: 4, tokens: 40, cost: 200 });
+    expect(book.drain().map((r) => [r.units, r.tokens, r.cost])).toEqual([[2, 20, 100]]);
+  });
+
+  it('marks a lease due once most of its micro-dollars are spent, and renews with a cost reserve', () => {
+    const book = new LeaseBook();
+    book.granted('s', COSTED, 0, costGrant(0, 0, 0), false);
+    book.charge('s', COSTED, { tokens: 1, microUsd: 10 }, 1);
+    book.granted('s', COSTED, 2, costGrant(100, 1_000, 100), true);
+    book.take('s', COSTED, 3);
+    expect(book.hasDue).toBe(false);
+    book.charge('s', COSTED, { tokens: 1, microUsd: 76 }, 4);
+    book.take('s', COSTED, 5);
+    expect(book.takeDue()).toEqual(['s']);
+    const renewal = book.renewal('s', 6)!;
+    expect(renewal.cost).toBe(Math.ceil(renewal.units * (10 + (76 - 10) / 8)));
   });
 });
 
