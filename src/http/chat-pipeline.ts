@@ -336,8 +336,9 @@ export class ChatPipeline {
     request.finished = true;
     // Whatever ended the stream (its end, the client, the runner, a deadline): the slot is free.
     if (request.slot !== undefined) request.slot.release();
-    // The answer's model and cost (decision 0066), before anything charges, counts or records them.
-    settleAnswerCost(request.state, request.agent?.model, request.config.pricing);
+    // The answer's model and cost (decision 0066), before anything charges, counts or records
+    // them; settled already when the audit record was made as the response ended.
+    if (!request.state.audited) settleAnswerCost(request.state, request.agent?.model, request.config.pricing);
     countAnswerFacts(request.state, request.agent);
     // The answer's tokens (or, without a valid count, what was relayed), cost and tool calls; batched by the limiter.
     if (request.tokenWindows !== undefined) chargeAnswer(this.rateLimiter, request);

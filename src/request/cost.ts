@@ -20,7 +20,7 @@ export function costUsd(tokensUsed: number | null, model: string | null, pricing
  * Settles what the answer cost, once the answer is in: the model of a runner's answer (2xx)
  * falls back to the agent's configured `model` (a request the runner never answered names
  * no model), then the cost follows from the reported tokens. Idempotent: called as the
- * response ends (the audit record made then) and again when it closes.
+ * response ends (the audit record made then), and when it closes unless that record was made.
  */
 export function settleAnswerCost(state: AnswerCostFacts, agentModel: string | undefined, pricing: Pricing | null): void {
   if (state.model === null && agentModel !== undefined && state.upstreamStatus >= 200 && state.upstreamStatus < 300) state.model = agentModel;
