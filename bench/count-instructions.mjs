@@ -22,7 +22,14 @@
 // request than at full speed: compare builds with each other, not with CPU time.
 // Flags: --requests N (4000), --warmup N (4000), --connections N (8), --runs N (2),
 // --parallel N (2: runs at a time; callgrind runs a process on one core), --start-timeout-s N
-// (300: how long a gateway under callgrind may take to start).
+// (300: how long a gateway under callgrind may take to start), --idle-s N (0: off).
+//
+// --idle-s N separates the time-driven work from the requests' own: after the counted
+// requests' dump the counters are zeroed again, N seconds pass with no traffic, and a second
+// dump gives the main thread's instructions per second at idle. Reported beside the raw
+// figure: the counted phase's wall seconds, and the per-request figure net of time-driven
+// work, main − idle rate × phase seconds / requests (docs/performance.md, "Measurements
+// outside the suite": background work under load is not exactly background work at idle).
 //
 //
 // `ref:bare-undici` and `ref:fastify-stack` in place of a build count the floor
@@ -57,6 +64,7 @@ const { values, positionals } = parseArgs({
     parallel: { type: 'string', default: '2' },
     // How long a gateway under callgrind may take to start: minutes on a loaded machine.
     'start-timeout-s': { type: 'string', default: '900' },
+    'idle-s': { type: 'string', default: '0' },
   },
 });
 const [requests, warmup, connections, runs, parallel] = ['requests', 'warmup', 'connections', 'runs', 'parallel'].map((name) => {
@@ -64,6 +72,8 @@ const [requests, warmup, connections, runs, parallel] = ['requests', 'warmup', '
   if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} takes a whole number ≥ 1`);
   return value;
 });
+const idleSeconds = Number(values['idle-s']);
+if (!Number.isFinite(idleSeconds) || idleSeconds < 0) throw new Error('--idle-s takes a number of seconds ≥ 0');
 try {
   execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
 } catch {
@@ -125,11 +135,15 @@ async function send(pool, headers, count, path) {
   return failed;
 }
 
-/** `totals:` of each per-thread dump file; thread 01 is the main thread. */
-function readDump(dir, prefix) {
+/**
+ * `totals:` of each per-thread dump file; thread 01 is the main thread. Each
+ * `callgrind_control --dump` writes a numbered part per thread (`callgrind.out.1-01`, then
+ * `.2-01`, …): `skip` holds the files of earlier dumps, so a later dump is read alone.
+ */
+function readDump(dir, prefix, skip = new Set()) {
   let main = 0;
   let all = 0;
-  for (const file of readdirSync(dir).filter((f) => f.startsWith(`${prefix}.`))) {
+  for (const file of readdirSync(dir).filter((f) => f.startsWith(`${prefix}.`) && !skip.has(f))) {
     const match = /^totals: (\d+)/m.exec(readFileSync(join(dir, file), 'utf8'));
     if (!match) continue;
     all += Number(match[1]);
@@ -183,11 +197,24 @@ async function countRequests(handle, dir, headers, path, tls = false) {
     let failed = await send(pool, headers, warmup, path);
     // valgrind runs the program in its own process: the pid spawned is the one to control.
     execFileSync('callgrind_control', ['--zero', String(handle.pid)], { stdio: 'ignore' });
+    const phaseStarted = performance.now();
     failed += await send(pool, headers, requests, path);
+    const phaseSeconds = (performance.now() - phaseStarted) / 1000;
     execFileSync('callgrind_control', ['--dump', String(handle.pid)], { stdio: 'ignore' });
     const { main, all } = readDump(dir, 'callgrind.out');
     if (main === 0) throw new Error(`no callgrind dump in ${dir}`);
-    return { main: main / requests, all: all / requests, failed };
+    const counted = { main: main / requests, all: all / requests, failed, phaseSeconds };
+    if (idleSeconds === 0) return counted;
+    const firstDump = new Set(readdirSync(dir));
+    execFileSync('callgrind_control', ['--zero', String(handle.pid)], { stdio: 'ignore' });
+    const idleStarted = performance.now();
+    await new Promise((done) => setTimeout(done, idleSeconds * 1000));
+    const idleWallSeconds = (performance.now() - idleStarted) / 1000;
+    execFileSync('callgrind_control', ['--dump', String(handle.pid)], { stdio: 'ignore' });
+    const idle = readDump(dir, 'callgrind.out', firstDump);
+    if (idle.main === 0) throw new Error(`no second (idle) callgrind dump in ${dir}`);
+    const idlePerSecond = idle.main / idleWallSeconds;
+    return { ...counted, idlePerSecond, net: counted.main - (idlePerSecond * phaseSeconds) / requests };
   } finally {
     await pool.close();
     await handle.stop();
@@ -236,12 +263,14 @@ async function worker() {
   for (let job = queue.shift(); job; job = queue.shift()) {
     const result = await countOnce(job.build, job.run);
     results.get(job.build.name).push(result);
-    console.error(`${job.build.name} run ${job.run}: main thread ${Math.round(result.main)}, all threads ${Math.round(result.all)} instructions per request${result.failed ? `, ${result.failed} not 200` : ''}`);
+    const idle = result.idlePerSecond === undefined ? '' : `; idle ${Math.round(result.idlePerSecond)} main-thread instructions/s, counted phase ${result.phaseSeconds.toFixed(1)} s, net of idle ${Math.round(result.net)} per request`;
+    console.error(`${job.build.name} run ${job.run}: main thread ${Math.round(result.main)}, all threads ${Math.round(result.all)} instructions per request${idle}${result.failed ? `, ${result.failed} not 200` : ''}`);
   }
 }
 try {
   await Promise.all(Array.from({ length: parallel }, worker));
   const baseline = median(results.get(builds[0].name).map((r) => r.main));
+  const netBaseline = idleSeconds > 0 ? median(results.get(builds[0].name).map((r) => r.net ?? r.main)) : baseline;
   for (const build of builds) {
     const rows = results.get(build.name);
     const main = median(rows.map((r) => r.main));
@@ -249,6 +278,12 @@ try {
     console.log(
       `${build.name.padEnd(18)} main thread ${Math.round(main)} instructions per request (runs ${rows.map((r) => Math.round(r.main)).join(', ')}), all threads ${Math.round(all)}, ×${(main / baseline).toFixed(3)} of ${builds[0].name}, not 200: ${rows.reduce((a, r) => a + r.failed, 0)}`,
     );
+    if (idleSeconds > 0 && rows.every((r) => r.net !== undefined)) {
+      const net = median(rows.map((r) => r.net));
+      console.log(
+        `${''.padEnd(18)} idle ${Math.round(median(rows.map((r) => r.idlePerSecond)))} main-thread instructions/s over ${idleSeconds} s, counted phase ${median(rows.map((r) => r.phaseSeconds)).toFixed(1)} s, net of idle ${Math.round(net)} per request (runs ${rows.map((r) => Math.round(r.net)).join(', ')}), ×${(net / netBaseline).toFixed(3)} of ${builds[0].name} net, raw ${Math.round(main)} ×${(main / baseline).toFixed(3)}`,
+      );
+    }
   }
   if (otlpSink) console.log(`telemetry-on: the collector stand-in took ${otlpSink.requests()} export requests, ${otlpSink.bytes()} bytes`);
   if (postgresTables.length > 0) console.log(`audit-postgres: rows written per table: ${(await postgresRowCounts()).join(', ')}`);

@@ -116,7 +116,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
 
   // Webhooks (docs/notifications.md): an outbox connection of its own, so delivery's reads and
   // lease renewals never queue beside the request path's commands.
-  const notificationsRedis = redisClients && config.notifications.webhooks.length > 0 ? redisClients.connect('key-store', 'agentgw-webhooks') : undefined;
+  const notificationsRedis = redisClients && config.notifications.webhooks.length > 0 ? redisClients.connect('webhooks', 'agentgw-webhooks') : undefined;
   const notifications = await openNotifications(config.notifications, { redis: notificationsRedis, redisPrefix: config.redis?.prefix ?? 'agentgw:', logger, clock });
   const notifier = options.notifier ?? notifications.notifier;
 

@@ -33,6 +33,8 @@ export class FileWebhookOutbox implements Outbox {
   private committed = 0;
   private size = 0;
   private depth = 0;
+  /** Batches appended by this process: the doorbell of embedded mode, where no other process writes. */
+  private appended = 0;
   private readonly events = new Map<string, StoredEvent>();
   private readonly once = new Map<string, number>();
   /** Appends, commits and compaction one at a time. */
@@ -81,6 +83,7 @@ export class FileWebhookOutbox implements Outbox {
       await this.outbox!.datasync();
       this.size += Buffer.byteLength(text);
       this.depth += events.length;
+      this.appended++;
       for (const event of events) await this.writeState({ id: event.id, event, state: 'pending' }, { ...event, state: 'pending', attempts: [] });
       await this.states!.datasync();
     });
@@ -94,6 +97,7 @@ export class FileWebhookOutbox implements Outbox {
       await this.outbox!.datasync();
       this.size += Buffer.byteLength(text);
       this.depth += 1;
+      this.appended++;
       await this.writeState({ id: event.id, state: 'pending' }, { ...event, state: 'pending', attempts: known?.attempts ?? [] });
     });
   }
@@ -170,6 +174,10 @@ export class FileWebhookOutbox implements Outbox {
     const head = this.depth === 0 ? [] : await this.read(0, 1);
     const created = head[0] ? Date.parse(head[0].event.created_at) : Number.NaN;
     return { depth: this.depth, oldestMs: Number.isFinite(created) ? created : undefined };
+  }
+
+  changeMark(): Promise<string> {
+    return Promise.resolve(String(this.appended));
   }
 
   get(id: string): Promise<StoredEvent | undefined> {

@@ -43,7 +43,9 @@ export interface OpenNotificationsOptions {
   clock: Clock;
   /** Whether this process runs delivery workers (false: it only publishes and reads). */
   deliver?: boolean;
+  /** Tests: how often the doorbell is read, and the safety-net read of every shard (webhook-delivery.ts). */
   pollIntervalMs?: number;
+  safetyNetMs?: number;
 }
 
 export async function openNotifications(config: NotificationsConfig, options: OpenNotificationsOptions): Promise<Notifications> {
@@ -58,8 +60,8 @@ export async function openNotifications(config: NotificationsConfig, options: Op
 export function notificationsOver(outbox: Outbox, config: NotificationsConfig, options: OpenNotificationsOptions): Notifications {
   const wanted = new Set(config.webhooks.flatMap((w) => (w.events === '*' ? ['*'] : [...w.events])));
   const sender = new WebhookSender({ connectionsPerOrigin: config.concurrency });
-  const delivery = options.deliver === false ? undefined : new WebhookDelivery({ outbox, config, send: (url, headers, body) => sender.send(url, headers, body), clock: options.clock, logger: options.logger, pollIntervalMs: options.pollIntervalMs });
-  // What this instance writes is delivered at once by its own idle loops; others' events are found by polling.
+  const delivery = options.deliver === false ? undefined : new WebhookDelivery({ outbox, config, send: (url, headers, body) => sender.send(url, headers, body), clock: options.clock, logger: options.logger, pollIntervalMs: options.pollIntervalMs, safetyNetMs: options.safetyNetMs });
+  // What this instance writes is delivered at once by its own idle loops; others' events when the doorbell is next read.
   const writer: OutboxWriter = {
     append: async (events) => {
       await outbox.append(events);

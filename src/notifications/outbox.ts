@@ -63,6 +63,11 @@ export interface OutboxShards {
   commit(shard: number, position: string): Promise<boolean>;
   /** Entries not yet committed, and the append time of the oldest (ms), for the metrics. */
   backlog(shard: number): Promise<{ depth: number; oldestMs: number | undefined }>;
+  /**
+   * The doorbell: a value that changes after any instance appended events (once their entries
+   * are readable), so idle shards are read when it changed rather than all of them on a timer.
+   */
+  changeMark(): Promise<string>;
 }
 
 /** The delivery state any instance can read. */

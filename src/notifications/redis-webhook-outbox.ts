@@ -4,7 +4,9 @@
 // done, only while the deleting instance still holds the shard's lease: what is left in a
 // stream is exactly what a new owner must deliver, oldest first. Each event's delivery state
 // is a hash of its own with a TTL, and a sorted set of ids (lexical order = time order) pages
-// the events list.
+// the events list. A counter, the doorbell, is incremented after each batch's entries are
+// written, so idle deliverers read one key rather than every stream
+// (docs/decisions/0075-idle-webhook-delivery.md).
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/redis-client.js';
 import { eventIdTimePrefix } from './event-id.js';
@@ -63,8 +65,23 @@ export class RedisWebhookOutbox implements Outbox {
 
   async append(events: readonly NotificationEvent[]): Promise<void> {
     if (events.length === 0) return;
-    // One write per event key; the shared connection's auto-pipelining sends them together.
+    // One write per event key; the connection's auto-pipelining sends them together.
     await Promise.all(events.flatMap((event) => [...this.writeState(event, 'pending', undefined), this.enqueue(event)]));
+    await this.ringDoorbell();
+  }
+
+  /**
+   * Rung only once the entries' XADDs have resolved: whoever reads the new value then finds
+   * them, also on a Cluster where the streams live on other nodes than the doorbell. A failed
+   * ring is not the batch's failure: the entries are durable, and the deliverers' safety-net
+   * read finds them; failing here would have the notifier write the whole batch again.
+   */
+  private async ringDoorbell(): Promise<void> {
+    await this.redis.incr(webhookDoorbellKey(this.options.prefix)).catch(() => {});
+  }
+
+  async changeMark(): Promise<string> {
+    return doorbellMark(await this.redis.get(webhookDoorbellKey(this.options.prefix)));
   }
 
   private writeState(event: NotificationEvent, state: DeliveryState, attempts: DeliveryAttempt[] | undefined): Promise<unknown>[] {
@@ -86,6 +103,7 @@ export class RedisWebhookOutbox implements Outbox {
   async requeue(event: NotificationEvent): Promise<void> {
     await Promise.all([this.redis.hset(this.eventKey(event.id), 'state', 'pending'), this.redis.pexpire(this.eventKey(event.id), EVENT_STATE_TTL_MS), this.redis.zadd(this.indexKey, 0, event.id)]);
     await this.enqueue(event);
+    await this.ringDoorbell();
   }
 
   async claimOnce(key: string, ttlMs: number): Promise<boolean> {
@@ -163,6 +181,16 @@ export class RedisWebhookOutbox implements Outbox {
   async close(): Promise<void> {
     // The client is the composition root's to close.
   }
+}
+
+/** The doorbell's key: one for all shards, outside their hash tags (only ever read and incremented alone). */
+export function webhookDoorbellKey(prefix: string): string {
+  return `${prefix}webhooks:doorbell`;
+}
+
+/** The doorbell's value as a change mark; a key not there yet (or lost in a failover) reads as "0". */
+function doorbellMark(value: string | null): string {
+  return value ?? '0';
 }
 
 function parseEvent(text: string | undefined): NotificationEvent | undefined {

@@ -6,6 +6,9 @@
 // answered 2xx, or `give_up_after` has passed since it was published (state `failed`); only
 // then is it committed and the next one sent. A lost lease stops the loop at its next step.
 // At most `concurrency` sends are in flight at once across the shards.
+// A shard whose last read came back empty sleeps until woken: by this instance's own appends
+// (wake()), by the outbox's doorbell, which one timer reads for the whole instance, or by the
+// slow safety-net read (docs/decisions/0075-idle-webhook-delivery.md).
 import type { Clock } from '../clock.js';
 import type { NotificationsConfig, WebhookConfig } from '../config/notifications-schema.js';
 import type { Logger } from '../logger.js';
@@ -17,8 +20,14 @@ import type { SendResult } from './webhook-sender.js';
 
 /** Lease renewal, takeover of free shards and the backlog gauges (leases last 15 s: three renewals). */
 export const LEASE_INTERVAL_MS = 5_000;
-/** An idle shard looks for events published by other instances this often; this instance's own wake it at once. */
+/** The doorbell (events other instances appended) is read this often; this instance's own appends wake the shards at once. */
 export const IDLE_POLL_MS = 2_000;
+/**
+ * Every owned shard is read this often even when the doorbell stayed silent: a producer that
+ * died between its XADD and its ring, or a doorbell lost in a failover, delays an event by at
+ * most this, not forever. Slow, because it is one read per shard.
+ */
+export const SAFETY_NET_MS = 30_000;
 /** Entries read from a shard at once. */
 const READ_BATCH = 32;
 
@@ -29,13 +38,18 @@ export interface DeliveryOptions {
   clock: Clock;
   logger: Logger;
   random?: () => number;
+  /** IDLE_POLL_MS unless given (tests). */
   pollIntervalMs?: number;
+  /** SAFETY_NET_MS unless given (tests). */
+  safetyNetMs?: number;
 }
 
 export class WebhookDelivery {
   private readonly owned = new Set<number>();
   private readonly loops = new Map<number, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
+  private doorbellTimer: NodeJS.Timeout | undefined;
+  private safetyNetTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private ticking: Promise<void> | undefined;
   private backlog = { depth: 0, oldestMs: undefined as number | undefined };
@@ -45,6 +59,13 @@ export class WebhookDelivery {
   private readonly sleepers = new Set<() => void>();
   /** The loops waiting for new events (not for a retry's backoff). */
   private readonly idleSleepers = new Set<() => void>();
+  /** Counts wake()s, so a loop woken while its read was on its way reads again rather than sleeping. */
+  private wakes = 0;
+  /** Owned shards whose last read came back empty: depth 0, nothing to read for the gauges. */
+  private readonly idle = new Set<number>();
+  /** The doorbell's value at its last read; undefined before the first, which wakes every idle shard. */
+  private lastMark: string | undefined;
+  private ringing = false;
 
   constructor(private readonly options: DeliveryOptions) {}
 
@@ -56,12 +77,18 @@ export class WebhookDelivery {
       if (this.ticking === undefined) this.ticking = this.tick();
     }, interval);
     this.timer.unref();
+    this.doorbellTimer = setInterval(() => void this.checkDoorbell(), this.options.pollIntervalMs ?? IDLE_POLL_MS);
+    this.doorbellTimer.unref();
+    this.safetyNetTimer = setInterval(() => this.wake(), this.options.safetyNetMs ?? SAFETY_NET_MS);
+    this.safetyNetTimer.unref();
   }
 
   /** Stops taking work: sleeping loops and queued sends wake and return; sends in flight finish (or are cut by the sender's close). */
   stop(): void {
     this.closed = true;
     clearInterval(this.timer);
+    clearInterval(this.doorbellTimer);
+    clearInterval(this.safetyNetTimer);
     for (const wake of this.sleepers) wake();
     for (const wake of this.waiting.splice(0)) wake();
   }
@@ -78,20 +105,34 @@ export class WebhookDelivery {
   private async tick(): Promise<void> {
     try {
       const { outbox } = this.options;
-      for (const shard of [...this.owned]) {
-        if (!(await outbox.renew(shard).catch(() => false))) {
-          this.owned.delete(shard);
-          this.options.logger.warn({ shard }, 'webhook outbox shard lease lost; another instance delivers it now');
-        }
+      // All at once: the renewals (and below the takeovers) go out together, one round trip
+      // rather than one per shard; each is still fenced by its own lease value.
+      const held = [...this.owned];
+      const renewed = await Promise.all(held.map((shard) => outbox.renew(shard).catch(() => false)));
+      held.forEach((shard, i) => {
+        if (renewed[i]) return;
+        this.owned.delete(shard);
+        this.idle.delete(shard);
+        this.options.logger.warn({ shard }, 'webhook outbox shard lease lost; another instance delivers it now');
+      });
+      // A lost shard's loop may sleep until woken: it ends now, so a later takeover starts a fresh one.
+      if (renewed.includes(false)) this.wake();
+      if (!this.closed) {
+        const free = Array.from({ length: outbox.shardCount }, (_, shard) => shard).filter((shard) => !this.owned.has(shard));
+        const taken = await Promise.all(free.map((shard) => outbox.acquire(shard).catch(() => false)));
+        free.forEach((shard, i) => {
+          if (taken[i]) this.owned.add(shard);
+        });
       }
-      for (let shard = 0; shard < outbox.shardCount && !this.closed; shard++) {
-        if (!this.owned.has(shard) && (await outbox.acquire(shard).catch(() => false))) this.owned.add(shard);
+      for (const shard of this.owned) {
+        if (!this.loops.has(shard) && !this.closed) this.loops.set(shard, this.runShard(shard).finally(() => this.endLoop(shard)));
       }
+      // An idle shard's last read was empty: depth 0 and no oldest entry, not worth a read.
+      const busy = [...this.owned].filter((shard) => !this.idle.has(shard));
+      const backlogs = await Promise.all(busy.map((shard) => outbox.backlog(shard).catch(() => undefined)));
       let depth = 0;
       let oldestMs: number | undefined;
-      for (const shard of this.owned) {
-        if (!this.loops.has(shard) && !this.closed) this.loops.set(shard, this.runShard(shard).finally(() => this.loops.delete(shard)));
-        const backlog = await outbox.backlog(shard).catch(() => undefined);
+      for (const backlog of backlogs) {
         if (!backlog) continue;
         depth += backlog.depth;
         if (backlog.oldestMs !== undefined && (oldestMs === undefined || backlog.oldestMs < oldestMs)) oldestMs = backlog.oldestMs;
@@ -104,20 +145,48 @@ export class WebhookDelivery {
     }
   }
 
+  private endLoop(shard: number): void {
+    this.loops.delete(shard);
+    this.idle.delete(shard);
+  }
+
+  /** One read of the doorbell for all shards; a change wakes the idle ones, which then read their streams. */
+  private async checkDoorbell(): Promise<void> {
+    // Nobody to wake: the mark stays as it was, so the first check after a loop goes idle still sees a change made meanwhile.
+    if (this.ringing || this.closed || this.idle.size === 0) return;
+    this.ringing = true;
+    try {
+      const mark = await this.options.outbox.changeMark();
+      if (mark !== this.lastMark) {
+        this.lastMark = mark;
+        this.wake();
+      }
+    } catch {
+      // Redis away: the next check tries again, and the safety net reads every shard meanwhile.
+    } finally {
+      this.ringing = false;
+    }
+  }
+
   private async runShard(shard: number): Promise<void> {
     const { outbox } = this.options;
     while (!this.closed && this.owned.has(shard)) {
+      const wakes = this.wakes;
       let entries;
       try {
         entries = await outbox.read(shard, READ_BATCH);
       } catch {
+        this.idle.delete(shard);
         await this.sleep(this.options.pollIntervalMs ?? IDLE_POLL_MS, true);
         continue;
       }
       if (entries.length === 0) {
-        await this.sleep(this.options.pollIntervalMs ?? IDLE_POLL_MS, true);
+        this.idle.add(shard);
+        // A wake that came while the read was on its way may be for entries the read missed.
+        if (this.wakes === wakes) await this.sleep(undefined, true);
         continue;
       }
+      this.idle.delete(shard);
       for (const entry of entries) {
         if (this.closed || !this.owned.has(shard)) return;
         const done = entry.event.id === '' ? true : await this.deliver(shard, entry.event);
@@ -195,12 +264,14 @@ export class WebhookDelivery {
     return Math.round((this.options.random ?? Math.random)() * ceiling);
   }
 
-  /** Wakes the idle shard loops: this instance just wrote events to the outbox. */
+  /** Wakes the idle shard loops: this instance just wrote events to the outbox, or the doorbell rang. */
   wake(): void {
+    this.wakes++;
     for (const wake of [...this.idleSleepers]) wake();
   }
 
-  private sleep(ms: number, idle = false): Promise<void> {
+  /** `ms` undefined: until woken (wake(), or stop()). */
+  private sleep(ms: number | undefined, idle = false): Promise<void> {
     if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = (): void => {
@@ -209,8 +280,8 @@ export class WebhookDelivery {
         this.idleSleepers.delete(wake);
         resolve();
       };
-      const timer = setTimeout(wake, ms);
-      timer.unref();
+      const timer = ms === undefined ? undefined : setTimeout(wake, ms);
+      timer?.unref();
       this.sleepers.add(wake);
       if (idle) this.idleSleepers.add(wake);
     });

@@ -28,12 +28,15 @@ export type RedisClient = Redis | Cluster;
  *   costs a request at most `redis.command_timeout`.
  * - `key-store`: key lookups and administration. A command issued while reconnecting
  *   waits for the connection, within the store's own deadline.
+ * - `webhooks`: the webhook outbox and its delivery workers. As `key-store`, and
+ *   auto-pipelined: the commands one batch or one lease round issues together leave in one
+ *   write (docs/decisions/0075-idle-webhook-delivery.md).
  * - `subscriber`: key invalidations (pub/sub). Waits for Redis as long as it takes.
  * - `cli-read`: one CLI read. No reconnect: an outage fails the command.
  * - `cli-follow`: a CLI read that follows (`audit tail --follow`). Keeps reconnecting
  *   while Redis restarts.
  */
-export type RedisConnectionUse = 'shared' | 'key-store' | 'subscriber' | 'cli-read' | 'cli-follow';
+export type RedisConnectionUse = 'shared' | 'key-store' | 'webhooks' | 'subscriber' | 'cli-read' | 'cli-follow';
 
 export interface RedisClientFactory {
   /** The configured server with any password hidden, for messages. */
@@ -89,6 +92,8 @@ function connectionOptions(use: RedisConnectionUse, commandTimeoutMs: number): R
       };
     case 'key-store':
       return { commandTimeout: backstopTimeoutMs(commandTimeoutMs), connectTimeout: Math.max(1_000, commandTimeoutMs * 10), maxRetriesPerRequest: 1 };
+    case 'webhooks':
+      return { ...connectionOptions('key-store', commandTimeoutMs), enableAutoPipelining: true };
     case 'subscriber':
       // No command timeout and no retry cap. Subscriptions are renewed by the subscriber
       // itself on every reconnect, because a reconnect also means clearing caches.
