@@ -32,6 +32,8 @@ export const CONFIG_VARIATIONS = {
   // Issue 35's cost budgets and tool quotas (decision 0065): the bench plan plus a cost budget no
   // run reaches; with end-user windows too (the brief's CPU check); and with a tool quota.
   // Priced (`pricing.default`), so every answer is charged its cost after it.
+  // Priced answers alone (no budget): what settling, counting and recording an answer's cost costs.
+  pricing: (yaml) => `${yaml}pricing: { default: 0.002 }\n`,
   cost: (yaml) => `${yaml.replace(/(windows: \[.*\]) \}/, '$1, cost: [ { usd: 1000000000, per: 30d } ] }')}pricing: { default: 0.002 }\n`,
   'end-users-cost': (yaml) =>
     `${yaml.replace(/(windows: \[.*\]) \}/, '$1, cost: [ { usd: 1000000000, per: 30d } ], end_user: { windows: [ { requests: 100000000, per: 1m } ] } }')}pricing: { default: 0.002 }\n`,
