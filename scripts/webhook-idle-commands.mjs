@@ -6,7 +6,6 @@
 // script's one command. Prints the counts per command, per second, and the bursts (commands
 // less than 10 ms apart: about one round trip each).
 //   npm run build && node scripts/webhook-idle-commands.mjs [seconds=60] [settle-seconds=3]
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,35 +13,25 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { parseConfig } from '../dist/config/load-config.js';
 import { openNotifications } from '../dist/notifications/open-notifications.js';
-import { freePort } from './free-port.mjs';
+import { createRedisClientFactory } from '../dist/redis/redis-client.js';
+import { startBenchRedis } from '../bench/lib/bench-redis.mjs';
 
 const [secondsText = '60', settleText = '3'] = process.argv.slice(2);
 const seconds = Number(secondsText);
 const BURST_GAP_S = 0.01;
 
-const port = await freePort();
-const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-const url = `redis://127.0.0.1:${port}`;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-for (let i = 0; ; i++) {
-  const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    await probe.ping();
-    probe.disconnect();
-    break;
-  } catch (error) {
-    probe.disconnect();
-    if (i > 100) throw error;
-    await sleep(50);
-  }
-}
-
 const dir = await mkdtemp(join(tmpdir(), 'agentgw-idle-'));
-const config = parseConfig({ agents: { demo: { upstream: 'http://127.0.0.1:9/api/v1' } }, notifications: { webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: 'idle-commands-secret-0123456789' }], dir } }, 'bench', {});
-const redis = new Redis(url, { connectionName: 'agentgw-webhooks', enableAutoPipelining: true });
-const notifications = await openNotifications(config.notifications, { redis, redisPrefix: 'agentgw:', logger: pino({ level: 'warn' }), clock: { now: () => Date.now() } });
+// A server of its own even where REDIS_URL names a shared one: MONITOR counts every client's commands.
+delete process.env.REDIS_URL;
+const server = await startBenchRedis({ tmpDir: dir, fdLimit: 1_024 });
+const { url } = server;
+
+const config = parseConfig({ redis: { url }, agents: { demo: { upstream: 'http://127.0.0.1:9/api/v1' } }, notifications: { webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: 'idle-commands-secret-0123456789' }], dir } }, 'bench', {});
+const logger = pino({ level: 'warn' });
+// The connection the gateway gives its outbox (src/gateway.ts): the same factory, the same use.
+const redis = createRedisClientFactory(config.redis, logger).connect('webhooks', 'agentgw-webhooks');
+const notifications = await openNotifications(config.notifications, { redis, redisPrefix: config.redis.prefix, logger, clock: { now: () => Date.now() } });
 await sleep(Number(settleText) * 1000);
 
 const watcher = new Redis(url);
@@ -66,5 +55,5 @@ watcher.disconnect();
 console.log(JSON.stringify({ seconds, total, per_second: +(total / seconds).toFixed(2), bursts, bursts_per_second: +(bursts / seconds).toFixed(2), counts }));
 await notifications.close();
 redis.disconnect();
-server.kill('SIGTERM');
+await server.close();
 await rm(dir, { recursive: true, force: true });

@@ -3,6 +3,7 @@
 // record's public fields, so no event can carry the raw key or its hash.
 import { NO_NOTIFIER, type EventType, type Notifier } from '../notifications/notifier.js';
 import type { KeyRecord } from './key-record.js';
+import { toPublicView } from './key-record-codec.js';
 
 export type KeyEventType = Extract<EventType, `key.${string}`>;
 
@@ -16,16 +17,10 @@ export function keySubject(keyId: string): string {
   return `key:${keyId}`;
 }
 
-/** The fields every key event carries: the public identity and settings, never the hash. */
+/** The fields every key event carries: the public identity and settings, never the hash (picked from the one public view). */
 export function keyEventData(record: KeyRecord): Record<string, unknown> {
-  return {
-    key_id: record.keyId,
-    account: record.account,
-    plan: record.plan,
-    name: record.name,
-    agents: [...record.agents],
-    expires_at: record.expiresAt,
-  };
+  const { key_id, account, plan, name, agents, expires_at } = toPublicView(record);
+  return { key_id, account, plan, name, agents, expires_at };
 }
 
 export interface KeyEventsOptions {

@@ -10,6 +10,23 @@ import { startRedis, type TestRedis } from './redis.js';
 /** Long enough for every lease to end and for the sweep after it to give its units and tokens back. */
 export const leasesOver = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 2 * MAX_LEASE_MS + 300));
 
+/**
+ * The end of a busy phase on a budget shared by two gateways, which ended in refusals: a refusal
+ * may have come while the other gateway held a reserve, so, round after round, once every lease
+ * has ended `check` runs (the exact count), then `post` sends one request at a time until both
+ * gateways refuse at once. Returns once they do (at most 20 rounds), with the leases ended.
+ */
+export async function spendUntilBothRefuse<G>(gateways: readonly G[], post: (gateway: G) => Promise<boolean>, check: () => Promise<void>): Promise<void> {
+  for (let round = 0; round < 20; round += 1) {
+    await leasesOver();
+    await check();
+    const refusedBy = await Promise.all(gateways.map(async (gateway) => !(await post(gateway))));
+    if (refusedBy.every(Boolean)) break;
+    while ((await post(gateways[0]!)) || (await post(gateways[1]!)));
+  }
+  await leasesOver();
+}
+
 export interface LeaseLimiterRedis {
   /** The server (set in beforeAll). */
   readonly redis: TestRedis;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { GatewayProcess } from '../helpers/gateway-process.js';
 import { answerChat } from '../helpers/fake-upstream.js';
 import { countedInRedis, scriptCallsInRedis } from '../helpers/rate-limit-counts.js';
-import { leasesOver } from '../helpers/rate-limit-leases.js';
+import { spendUntilBothRefuse } from '../helpers/rate-limit-leases.js';
 import { useSharedRedisGateways } from '../helpers/shared-redis-gateways.js';
 
 const PREFIX = 'gwclproc:';
@@ -68,14 +68,9 @@ describe(`two gateway processes, leases on, one busy end user on a cost budget o
     expect(calls).toBeLessThan(admitted / 4);
     // A refusal may come while the other gateway holds a reserve: once leases have ended, Redis
     // holds exactly the admitted answers' cost, and the rest is admitted.
-    for (let round = 0; round < 20; round += 1) {
-      await leasesOver();
+    await spendUntilBothRefuse(shared.gateways, post, async () => {
       expect(await countedInRedis(shared.inspect, PREFIX, SUBJECT, 'cost-hour')).toBe(admitted * MICRO_PER_ANSWER);
-      const refusedBy = await Promise.all(shared.gateways.map(async (gateway) => !(await post(gateway))));
-      if (refusedBy.every(Boolean)) break;
-      while ((await post(shared.gateways[0]!)) || (await post(shared.gateways[1]!)));
-    }
-    await leasesOver();
+    });
     const charged = await countedInRedis(shared.inspect, PREFIX, SUBJECT, 'cost-hour');
     expect(charged).toBe(admitted * MICRO_PER_ANSWER);
     expect(charged).toBeGreaterThanOrEqual(BUDGET_MICRO);

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { answerChat } from '../helpers/fake-upstream.js';
 import type { GatewayProcess } from '../helpers/gateway-process.js';
 import { countedInRedis, scriptCallsInRedis } from '../helpers/rate-limit-counts.js';
-import { leasesOver } from '../helpers/rate-limit-leases.js';
+import { spendUntilBothRefuse } from '../helpers/rate-limit-leases.js';
 import { useSharedRedisGateways } from '../helpers/shared-redis-gateways.js';
 
 const PREFIX = 'gwtlproc:';
@@ -59,14 +59,9 @@ describe(`two gateway processes, leases on, one busy key on a budget of ${BUDGET
     expect(calls).toBeLessThan(admitted / 4);
     // A refusal may have come while the other gateway held a reserve: once leases have
     // ended, Redis holds exactly the admitted answers' tokens, and the rest is admitted.
-    for (let round = 0; round < 20; round += 1) {
-      await leasesOver();
+    await spendUntilBothRefuse(shared.gateways, post, async () => {
       expect(await countedInRedis(shared.inspect, PREFIX, SUBJECT, 'tokens-hour')).toBe(admitted * TOKENS_PER_ANSWER);
-      const refusedBy = await Promise.all(shared.gateways.map(async (gateway) => !(await post(gateway))));
-      if (refusedBy.every(Boolean)) break;
-      while ((await post(shared.gateways[0]!)) || (await post(shared.gateways[1]!)));
-    }
-    await leasesOver();
+    });
     const charged = await countedInRedis(shared.inspect, PREFIX, SUBJECT, 'tokens-hour');
     expect(charged).toBe(admitted * TOKENS_PER_ANSWER);
     expect(charged).toBeGreaterThanOrEqual(BUDGET);

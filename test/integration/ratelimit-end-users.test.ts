@@ -3,16 +3,15 @@
 // subject's windows and its end user's (one hash tag, one slot), user ids never in key names,
 // and idle end users cost nothing (every key has a TTL).
 import { Cluster, Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { planSchema } from '../../src/config/plan-schema.js';
 import { endUserHash } from '../../src/ratelimit/end-user-hash.js';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
 import { refusedByEndUser, type RateLimiter } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
 import { lcg } from '../helpers/lcg.js';
-import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/redis-process.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { TOPOLOGIES, useSingleAndClusterRedis } from '../helpers/single-and-cluster-redis.js';
 
 const PREFIX = 'eu:';
 const T0 = 1_700_000_000_037;
@@ -25,28 +24,8 @@ const WINDOWS = PLAN.endUser!.windows;
 /** The same with a subject window that fills before its end users' do. */
 const TIGHT = planSchema.parse({ windows: [{ requests: 12, per: '1m' }], end_user: { windows: [{ requests: 5, per: '1m' }, { requests: 3, per: '2s', name: 'burst' }] } }).endUser!.windows;
 
-let redis: TestRedis;
-let single: Redis;
-let redisCluster: TestRedisCluster;
-let cluster: Cluster;
-
-beforeAll(async () => {
-  [redis, redisCluster] = await Promise.all([startRedis(), startRedisCluster({ masters: 3 })]);
-  single = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-  cluster = new Cluster([redisCluster.seeds[0]!], { redisOptions: { maxRetriesPerRequest: 1 } });
-  await waitFor('the ioredis cluster client', async () => (await cluster.ping()) === 'PONG');
-}, 60_000);
-
-afterAll(async () => {
-  single?.disconnect();
-  cluster?.disconnect();
-  await Promise.all([redis?.close(), redisCluster?.close()]);
-});
-
-async function allKeys(client: Redis | Cluster): Promise<string[]> {
-  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
-  return (await Promise.all(nodes.map((node) => node.keys(`${PREFIX}*`)))).flat();
-}
+const topologies = useSingleAndClusterRedis();
+const allKeys = (client: Redis | Cluster): Promise<string[]> => topologies.allKeys(client, PREFIX);
 
 /** Consumes on a limiter at a fixed time (Redis takes it as an option, memory as an argument). */
 type Consume = (subject: string, user: string | null, nowMs: number) => ReturnType<RateLimiter['consume']>;
@@ -58,9 +37,9 @@ function inMemory(limiter: MemoryRateLimiter, windows = WINDOWS): Consume {
   return async (subject, user, nowMs) => limiter.consumeAt(subject, windows, nowMs, undefined, endUserHash(subject, user));
 }
 
-for (const topology of ['single', 'cluster'] as const) {
+for (const topology of TOPOLOGIES) {
   describe(`end users on Redis (${topology})`, () => {
-    const client = (): Redis | Cluster => (topology === 'single' ? single : cluster);
+    const client = (): Redis | Cluster => topologies.client(topology);
 
     it('takes the same decisions as the memory limiter, over many subjects and end users', async () => {
       const limiter = new RedisRateLimiter({ client: client(), prefix: `${PREFIX}eq:`, commandTimeoutMs: 2_000 });
@@ -111,7 +90,7 @@ for (const topology of ['single', 'cluster'] as const) {
         expect(key).not.toMatch(/alice|bob/);
         expect(await client().pttl(key)).toBeGreaterThan(0);
       }
-      if (topology === 'cluster') expect(new Set(await Promise.all(keys.map((key) => cluster.cluster('KEYSLOT', key)))).size).toBe(1);
+      if (topology === 'cluster') expect(new Set(await Promise.all(keys.map((key) => topologies.cluster.cluster('KEYSLOT', key)))).size).toBe(1);
       await limiter.close();
     });
 

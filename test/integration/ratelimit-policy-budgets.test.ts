@@ -1,10 +1,10 @@
 // Cost budgets and tool-call quotas in the limiter itself (docs/rate-limits.md "Cost budgets",
 // "Tool-call quotas"), on a real Redis (single and a 3-master Cluster) and in memory: the
-// agw_admit_v2 and agw_charge_v2 operations take the same decisions as window-math.ts (the
+// agw_admit_v3 and agw_charge_v2 operations take the same decisions as window-math.ts (the
 // Lua port equals the TypeScript), report-only windows never refuse, every key of a subject
-// sits in one slot, and such plans never take a lease (decision 0065).
+// sits in one slot, and plans with tool quotas never take a lease (decisions 0065, 0076).
 import { Cluster, Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { planSchema } from '../../src/config/plan-schema.js';
 import { policyWindows } from '../../src/http/agent-policy-limit.js';
 import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
@@ -15,9 +15,8 @@ import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-cl
 import type { ChargeUsage, RateLimitDecision } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
 import { lcg } from '../helpers/lcg.js';
-import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/redis-process.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { TOPOLOGIES, useSingleAndClusterRedis } from '../helpers/single-and-cluster-redis.js';
 
 const PREFIX = 'pb:';
 const T0 = 1_700_000_000_037;
@@ -36,28 +35,8 @@ const WITH_END_USERS = planSchema.parse({
 const CHARGED = policyWindows(PLAN, new Set(['search', 'browse']));
 const NAMED_SETS = [null, new Set(['search']), new Set(['browse']), new Set(['search', 'browse'])];
 
-let redis: TestRedis;
-let single: Redis;
-let redisCluster: TestRedisCluster;
-let cluster: Cluster;
-
-beforeAll(async () => {
-  [redis, redisCluster] = await Promise.all([startRedis(), startRedisCluster({ masters: 3 })]);
-  single = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-  cluster = new Cluster([redisCluster.seeds[0]!], { redisOptions: { maxRetriesPerRequest: 1 } });
-  await waitFor('the ioredis cluster client', async () => (await cluster.ping()) === 'PONG');
-}, 60_000);
-
-afterAll(async () => {
-  single?.disconnect();
-  cluster?.disconnect();
-  await Promise.all([redis?.close(), redisCluster?.close()]);
-});
-
-async function allKeys(client: Redis | Cluster, prefix: string): Promise<string[]> {
-  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
-  return (await Promise.all(nodes.map((node) => node.keys(`${prefix}*`)))).flat();
-}
+const topologies = useSingleAndClusterRedis();
+const allKeys = (client: Redis | Cluster, prefix: string): Promise<string[]> => topologies.allKeys(client, prefix);
 
 function kindOfRefusal(decision: RateLimitDecision): string {
   const full = decision.windows.filter((w) => w.remaining === 0 && w.reportOnly !== true);
@@ -67,9 +46,9 @@ function kindOfRefusal(decision: RateLimitDecision): string {
   return 'tool';
 }
 
-for (const topology of ['single', 'cluster'] as const) {
+for (const topology of TOPOLOGIES) {
   describe(`cost budgets and tool quotas on Redis (${topology})`, () => {
-    const client = (): Redis | Cluster => (topology === 'single' ? single : cluster);
+    const client = (): Redis | Cluster => topologies.client(topology);
 
     it('takes the same decisions as the memory limiter, admissions and charges interleaved (the Lua port equals window-math)', async () => {
       const prefix = `${PREFIX}eq:`;
@@ -135,7 +114,7 @@ for (const topology of ['single', 'cluster'] as const) {
       const keys = await allKeys(client(), prefix);
       expect(keys.some((key) => key.endsWith(':cost-minute'))).toBe(true);
       for (const key of keys) expect(await client().pttl(key)).toBeGreaterThan(0);
-      if (topology === 'cluster') expect(new Set(await Promise.all(keys.map((key) => cluster.cluster('KEYSLOT', key)))).size).toBe(1);
+      if (topology === 'cluster') expect(new Set(await Promise.all(keys.map((key) => topologies.cluster.cluster('KEYSLOT', key)))).size).toBe(1);
       await limiter.close();
     });
   });

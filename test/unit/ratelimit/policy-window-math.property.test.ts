@@ -7,29 +7,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { planSchema } from '../../../src/config/plan-schema.js';
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
+import { modelTotal, modelWaitMs, type ModelCharge } from '../../helpers/budget-model.js';
 import type { RateWindow } from '../../../src/ratelimit/rate-limiter.js';
-import { bucketExpiryMs, bucketWidthMs, chargeUnits, chargeWindows, consumeWindows, firstCountedBucket, microUsdOf, newBucketCounter } from '../../../src/ratelimit/window-math.js';
+import { bucketWidthMs, chargeUnits, chargeWindows, consumeWindows, microUsdOf, newBucketCounter } from '../../../src/ratelimit/window-math.js';
 
-interface Charge {
-  atMs: number;
-  units: number;
-}
-
-function modelTotal(charges: readonly Charge[], window: RateWindow, nowMs: number): number {
-  const bucketMs = bucketWidthMs(window.windowMs);
-  const first = firstCountedBucket(nowMs, window.windowMs, bucketMs);
-  let total = 0;
-  for (const charge of charges) if (Math.floor(charge.atMs / bucketMs) >= first) total += charge.units;
-  return total;
-}
-
-function modelWaitMs(charges: readonly Charge[], window: RateWindow, nowMs: number): number {
-  if (modelTotal(charges, window, nowMs) < window.limit) return 0;
-  const bucketMs = bucketWidthMs(window.windowMs);
-  const candidates = charges.map((c) => bucketExpiryMs(Math.floor(c.atMs / bucketMs), window.windowMs, bucketMs)).filter((t) => t > nowMs).sort((a, b) => a - b);
-  for (const at of candidates) if (modelTotal(charges, window, at) < window.limit) return at - nowMs;
-  throw new Error('the model never frees the budget');
-}
 
 const TOOLS = ['search', 'browse'] as const;
 
@@ -57,7 +38,7 @@ describe('cost and tool windows against a brute-force model', () => {
           const tools = TOOLS.map((tool): RateWindow => ({ name: `tool-${tool}-w`, limit: callLimit, windowMs, tool }));
           const all = [cost, ...tools];
           const counters = all.map((w) => newBucketCounter(bucketWidthMs(w.windowMs)));
-          const charges: Charge[][] = all.map(() => []);
+          const charges: ModelCharge[][] = all.map(() => []);
           let nowMs = startMs;
           for (const op of ops) {
             nowMs += op.gapMs;

@@ -4,30 +4,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RateWindow } from '../../../src/ratelimit/rate-limiter.js';
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
-import { bucketExpiryMs, bucketWidthMs, chargeWindows, consumeWindows, firstCountedBucket, newBucketCounter } from '../../../src/ratelimit/window-math.js';
+import { modelTotal, modelWaitMs, type ModelCharge } from '../../helpers/budget-model.js';
+import { bucketWidthMs, chargeWindows, consumeWindows, newBucketCounter } from '../../../src/ratelimit/window-math.js';
 
-interface Charge {
-  atMs: number;
-  tokens: number;
-}
-
-/** Tokens the model counts at nowMs: charges whose bucket is at or after the first counted one. */
-function modelTotal(charges: readonly Charge[], window: RateWindow, nowMs: number): number {
-  const bucketMs = bucketWidthMs(window.windowMs);
-  const first = firstCountedBucket(nowMs, window.windowMs, bucketMs);
-  let total = 0;
-  for (const charge of charges) if (Math.floor(charge.atMs / bucketMs) >= first) total += charge.tokens;
-  return total;
-}
-
-/** The first ms at or after nowMs when the model's total falls below the limit (no new charges), by trying every expiry. */
-function modelWaitMs(charges: readonly Charge[], window: RateWindow, nowMs: number): number {
-  if (modelTotal(charges, window, nowMs) < window.limit) return 0;
-  const bucketMs = bucketWidthMs(window.windowMs);
-  const candidates = charges.map((c) => bucketExpiryMs(Math.floor(c.atMs / bucketMs), window.windowMs, bucketMs)).filter((t) => t > nowMs).sort((a, b) => a - b);
-  for (const at of candidates) if (modelTotal(charges, window, at) < window.limit) return at - nowMs;
-  throw new Error('the model never frees the budget');
-}
 
 const opArb = fc.oneof(
   fc.record({ kind: fc.constant('admit' as const), gapMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 20_000 })) }),
@@ -45,13 +24,13 @@ describe('token windows against a brute-force model', () => {
         (limit, windowMs, startMs, ops) => {
           const window: RateWindow = { name: 'tokens-w', limit, windowMs, tokens: true };
           const counters = [newBucketCounter(bucketWidthMs(windowMs))];
-          const charges: Charge[] = [];
+          const charges: ModelCharge[] = [];
           let nowMs = startMs;
           for (const op of ops) {
             nowMs += op.gapMs;
             if (op.kind === 'charge') {
               chargeWindows(counters, [window], nowMs, { tokens: op.tokens });
-              charges.push({ atMs: nowMs, tokens: op.tokens });
+              charges.push({ atMs: nowMs, units: op.tokens });
               continue;
             }
             const total = modelTotal(charges, window, nowMs);
