@@ -62,16 +62,16 @@ describe('RedisRateLimiter with a concurrency cap', () => {
     }
     const plain = calls.find((args) => args.includes('cc:rl:{account:plain}:minute'))!;
     const capped = calls.find((args) => args.includes('cc:rl:{account:capped}:minute'))!;
-    // evalsha sha|source numkeys KEYS... ARGV...: 2 window keys; admit's 9 head values, 5 per window.
-    // The head's 7th and 8th values: the cap's streams and slot lease (0 without a cap).
+    // evalsha sha|source numkeys KEYS... ARGV...: 2 window keys; admit's 11 head values, 5 per window.
+    // The head's 9th and 10th values: the cap's streams and slot lease (0 without a cap).
     expect(plain[2]).toBe('2');
     expect(plain.slice(3, 5)).toEqual(['cc:rl:{account:plain}:minute', 'cc:rl:{account:plain}:day']);
-    expect(plain.length).toBe(3 + 2 + 9 + 5 * 2);
-    expect(plain.slice(3 + 2 + 6, 3 + 2 + 8)).toEqual(['0', '0']);
+    expect(plain.length).toBe(3 + 2 + 11 + 5 * 2);
+    expect(plain.slice(3 + 2 + 8, 3 + 2 + 10)).toEqual(['0', '0']);
     expect(capped[2]).toBe('3');
     expect(capped[5]).toBe('cc:streams:{account:capped}');
-    expect(capped.length).toBe(3 + 3 + 9 + 5 * 2);
-    expect(capped.slice(3 + 3 + 6, 3 + 3 + 8)).toEqual(['3', '30000']);
+    expect(capped.length).toBe(3 + 3 + 11 + 5 * 2);
+    expect(capped.slice(3 + 3 + 8, 3 + 3 + 10)).toEqual(['3', '30000']);
   });
 
   it('admits coalesced stream requests in order up to the cap, counts only those in the windows, and releases in one call', async () => {
