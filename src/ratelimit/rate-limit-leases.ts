@@ -19,7 +19,8 @@
 // outlives the bucket boundary; when it answers it replaces this one, whose unused units go
 // back as any replaced lease's do. One renewal per lease: if it fails or brings nothing,
 // the lease runs out as before and the next request goes to Redis.
-import { hasCostBudget, hasTokenBudget, windowStatus, type ChargeUsage, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import { hasCostBudget, hasTokenBudget, type ChargeUsage, type RateLimitDecision, type RateWindow } from './rate-limiter.js';
+import { costFor, holdsAny, leaseStatuses, refundOf, reserveUnknown, spentBesideBudget, type Lease } from './lease-record.js';
 import type { LeaseGrant, LeaseRefund, LeaseState, Renewal } from './lease-types.js';
 import { MAX_LEASE_AHEAD_MS } from './protocol/lua-windows.js';
 
@@ -51,47 +52,6 @@ const RENEW_MARGIN = 1.5;
 /** Weight of the newest answer in a subject's average tokens per answer. */
 const AVERAGE_WEIGHT = 1 / 8;
 
-interface Lease {
-  windows: readonly RateWindow[];
-  granted: number;
-  /** Units not handed out yet. */
-  units: number;
-  used: number;
-  /** Units handed out since paceSinceMs (local), across the leases a renewal replaced within a bucket: the subject's pace. */
-  paceUsed: number;
-  paceSinceMs: number;
-  /** The windows end with a token budget: admitting also needs a token left. */
-  budgeted: boolean;
-  /** Reserved tokens not spent on charges yet. */
-  tokensLeft: number;
-  /** Tokens reserved with the lease. */
-  tokensGranted: number;
-  /** The subject's average tokens per charged answer (0: none charged yet), kept across its leases. */
-  averageTokens: number;
-  /** The windows hold a cost budget: admitting also needs a micro-dollar left. */
-  costBudgeted: boolean;
-  /** Reserved micro-dollars not spent on charges yet, and how many were reserved. */
-  costLeft: number;
-  costGranted: number;
-  /** The subject's average cost per answer in micro-dollars, and whether any answer's cost was charged yet. */
-  averageCost: number;
-  costCharged: boolean;
-  /** Local monotonic ms (the limiter's clock). */
-  sentAtMs: number;
-  expiresAtMs: number;
-  serverNowMs: number;
-  /** Server time whose buckets the lease was counted in (serverNowMs, or later for a renewal ahead). */
-  countedAtMs: number;
-  /** Server time at which the lease ends (expiresAtMs on the server's clock). */
-  endsAtServerMs: number;
-  remaining: number[];
-  resetMs: number[];
-  oldestMs: number[];
-  /** A call that may grant this subject a lease is on its way: no second one meanwhile. */
-  requesting: boolean;
-  /** This lease was marked due for renewal (once per lease, whatever comes of it). */
-  renewing: boolean;
-}
 
 export class LeaseBook {
   private readonly leases = new Map<string, Lease>();
@@ -333,27 +293,6 @@ export class LeaseBook {
   }
 }
 
-/** Units, tokens or micro-dollars still reserved in Redis for this lease. */
-function holdsAny(lease: Pick<Lease, 'units' | 'tokensLeft' | 'costLeft'>): boolean {
-  return lease.units > 0 || lease.tokensLeft > 0 || lease.costLeft > 0;
-}
-
-/** Beside a budget, a lease that can admit no more: no unit, or no token (micro-dollar) of a budget it reserves for. */
-function spentBesideBudget(lease: Lease): boolean {
-  if (!lease.budgeted && !lease.costBudgeted) return false;
-  return lease.units === 0 || (lease.budgeted && lease.tokensLeft === 0) || (lease.costBudgeted && lease.costLeft === 0);
-}
-
-/** A reserve the lease needs is not sized yet: no answer of the subject has been charged. */
-function reserveUnknown(lease: Lease): boolean {
-  return (lease.budgeted && lease.averageTokens === 0) || (lease.costBudgeted && !lease.costCharged);
-}
-
-/** Micro-dollars for `units` answers of the subject's average cost; at least one, so free answers still lease. */
-function costFor(lease: Lease, units: number): number {
-  return lease.costBudgeted ? Math.max(1, Math.ceil(units * lease.averageCost)) : 0;
-}
-
 /**
  * Due for renewal: its end near; or most of its units (or tokens) handed out and, at the
  * subject's pace, its units would not last to its end (else the renewal near its end does).
@@ -376,36 +315,4 @@ function shortestBucketMs(windows: readonly RateWindow[]): number {
   let shortest = MAX_LEASE_MS;
   for (const window of windows) shortest = Math.min(shortest, bucketWidthMs(window.windowMs));
   return shortest;
-}
-
-function refundOf(subject: string, lease: Pick<Lease, 'windows' | 'units' | 'tokensLeft' | 'costLeft' | 'countedAtMs'>): LeaseRefund {
-  const refund: LeaseRefund = {
-    subject,
-    windows: lease.windows,
-    units: lease.units,
-    buckets: lease.windows.map((window) => Math.floor(lease.countedAtMs / bucketWidthMs(window.windowMs))),
-  };
-  if (lease.tokensLeft > 0) refund.tokens = lease.tokensLeft;
-  if (lease.costLeft > 0) refund.cost = lease.costLeft;
-  return refund;
-}
-
-/**
- * The state a lease-served request sees: the reply's remaining plus the lease units still
- * unused here (the same rule as a coalesced batch's earlier requests), and the reply's times
- * moved on by the time since the call left.
- */
-function leaseStatuses(lease: Lease, nowMs: number): WindowStatus[] {
-  const elapsedMs = Math.max(0, nowMs - lease.sentAtMs);
-  const statuses: WindowStatus[] = new Array(lease.windows.length);
-  for (let i = 0; i < lease.windows.length; i += 1) {
-    const window = lease.windows[i] as RateWindow;
-    // A budget's reply figure counted the whole reserve: what is not spent yet still remains.
-    const remaining = (lease.remaining[i] as number) + (window.tokens === true ? lease.tokensLeft : window.cost === true ? lease.costLeft : lease.units);
-    // Never 0 while nothing remains: the bucket that frees a slot is still ahead.
-    const resetMs = remaining > 0 ? 0 : Math.max(1, (lease.resetMs[i] as number) - elapsedMs);
-    const oldestMs = lease.oldestMs[i] as number;
-    statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? (oldestMs > 0 ? Math.max(1, oldestMs - elapsedMs) : 0) : resetMs);
-  }
-  return statuses;
 }
