@@ -38,7 +38,7 @@
 // noise too (issue 26: CPU per request within 1.5× of bare undici). They do less per
 // request by design (no audit, no metrics; bare undici: no key, no limit, no log).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -224,12 +224,11 @@ async function countRequests(handle, dir, headers, path, tls = false) {
 async function countOnce(build, run) {
   if (build.reference) return countReference(build, run);
   const dir = mkdtempSync(join(tmpDir, `${build.name}-${run}-`));
-  const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `instructions-${build.name}-${run}:`, stubUrl, heartbeat: '5s' });
   // Under callgrind a gateway runs ≈ 50× slower, so the default 100 ms Redis command timeout
   // fires now and then and sends a run down its failover paths (the memory limiter, the audit
   // spool and its replay) at random moments: work no request does at full speed, and a run's
   // count then swings by tens of percent. Every build gets the same 30 s.
-  writeFileSync(configPath, readFileSync(configPath, 'utf8').replace(/(\n {2}prefix: .*\n)/, '$1  command_timeout: 30s\n'));
+  const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `instructions-${build.name}-${run}:`, stubUrl, heartbeat: '5s', commandTimeout: '30s' });
   const postgresTable = `agentgw_bench_${process.pid}_${build.name.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 12)}_${run}`;
   if (build.variations.includes('audit-postgres')) postgresTables.push(postgresTable);
   applyConfigVariations(configPath, build.variations, { tlsDir, otlpUrl: otlpSink?.url, postgresUrl, postgresTable });

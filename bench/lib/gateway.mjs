@@ -16,7 +16,7 @@ export const BENCH_ACCOUNT = 'bench-account';
  * Writes the config the gateway runs with. Everything not set here takes the documented
  * default (docs/configuration.md); the comments say why each set value differs.
  */
-export function writeGatewayConfig({ tmpDir, redisUrl, prefix, stubUrl, upstreamUrls, heartbeat }) {
+export function writeGatewayConfig({ tmpDir, redisUrl, prefix, stubUrl, upstreamUrls, heartbeat, commandTimeout }) {
   // Several runners (scenario 6): the agent's `upstreams` list instead of `upstream`.
   const upstream = upstreamUrls
     ? `upstreams:\n${upstreamUrls.map((url) => `      - { url: ${url} }`).join('\n')}`
@@ -29,7 +29,7 @@ redis:
   url: ${JSON.stringify(redisUrl)}
   # Its own prefix, so a shared REDIS_URL is not disturbed.
   prefix: ${JSON.stringify(prefix)}
-rate_limits: { scope: account, on_store_error: allow }
+${commandTimeout === undefined ? '' : `  command_timeout: ${commandTimeout}\n`}rate_limits: { scope: account, on_store_error: allow }
 plans:
   # The shape of the default plans (a minute and a day window, both checked in one Lua
   # round trip), with limits no bench run can reach: nothing is rejected.
