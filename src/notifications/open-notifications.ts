@@ -60,7 +60,7 @@ export async function openNotifications(config: NotificationsConfig, options: Op
 export function notificationsOver(outbox: Outbox, config: NotificationsConfig, options: OpenNotificationsOptions): Notifications {
   const wanted = new Set(config.webhooks.flatMap((w) => (w.events === '*' ? ['*'] : [...w.events])));
   const sender = new WebhookSender({ connectionsPerOrigin: config.concurrency });
-  const delivery = options.deliver === false ? undefined : new WebhookDelivery({ outbox, config, send: (url, headers, body) => sender.send(url, headers, body), clock: options.clock, logger: options.logger, pollIntervalMs: options.pollIntervalMs, safetyNetMs: options.safetyNetMs });
+  const delivery = options.deliver === false ? undefined : new WebhookDelivery({ outbox, config, send: (webhook, url, headers, body) => sender.send(webhook, url, headers, body), clock: options.clock, logger: options.logger, pollIntervalMs: options.pollIntervalMs, safetyNetMs: options.safetyNetMs });
   // What this instance writes is delivered at once by its own idle loops; others' events when the doorbell is next read.
   const writer: OutboxWriter = {
     append: async (events) => {
@@ -78,7 +78,7 @@ export function notificationsOver(outbox: Outbox, config: NotificationsConfig, o
       const known = EVENT_ID_PATTERN.test(id) ? await outbox.get(id) : undefined;
       if (!known) return undefined;
       const { state: _state, attempts: _attempts, ...event } = known;
-      await outbox.requeue(event);
+      await outbox.requeue(event, config.webhooks.filter((w) => w.events === '*' || w.events.has(event.type)).map((w) => w.id));
       delivery?.wake();
       return { ...known, state: 'pending' };
     },
