@@ -119,7 +119,7 @@ describe.each([['embedded'], ['redis']] as const)('one webhook receiver broken, 
     expect(seqs(healthy)).toEqual(inOrder);
     expect(new Set(deliveredIds(back))).toEqual(new Set(deliveredIds(healthy)));
     await stop(second);
-  });
+  }, 120_000);
 
   it('a receiver that never answers holds back only its own deliveries', async () => {
     const hanging = await receiver({ mode: { kind: 'black-hole' } });
@@ -141,5 +141,5 @@ describe.each([['embedded'], ['redis']] as const)('one webhook receiver broken, 
     expect(listed).toHaveLength(EVENTS);
     expect(listed.map((e) => e.state)).toEqual(Array(EVENTS).fill('pending'));
     await stop(g);
-  });
+  }, 90_000);
 });
