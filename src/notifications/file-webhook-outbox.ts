@@ -84,9 +84,9 @@ export class FileWebhookOutbox implements Outbox {
     return this.positions.get(lane) ?? this.floor;
   }
 
-  /** The lowest committed position: entries before it are done for every webhook. */
+  /** The lowest committed position: entries before it are done for every webhook (each configured one has a position after its first commit). */
   private lowest(): number {
-    return this.positions.size === 0 ? this.floor : Math.min(this.floor, ...this.positions.values());
+    return this.positions.size === 0 ? this.floor : Math.min(...this.positions.values());
   }
 
   private trimEvents(): void {
@@ -173,8 +173,9 @@ export class FileWebhookOutbox implements Outbox {
   private async readFrom(offset: number, count: number): Promise<OutboxEntry[]> {
     const entries: OutboxEntry[] = [];
     let at = offset;
+    let chunkBytes = READ_CHUNK_BYTES;
     while (entries.length < count && at < this.size) {
-      const buffer = Buffer.alloc(Math.min(READ_CHUNK_BYTES, this.size - at));
+      const buffer = Buffer.alloc(Math.min(chunkBytes, this.size - at));
       const { bytesRead } = await this.outbox!.read(buffer, 0, buffer.length, at);
       const chunk = buffer.subarray(0, bytesRead);
       let start = 0;
@@ -184,7 +185,14 @@ export class FileWebhookOutbox implements Outbox {
         // A line torn by a crash mid-append is passed over like a delivered one.
         entries.push({ position: String(at + start), event: event ?? { id: '', type: 'key.created', created_at: '', subject: '', data: {} } });
       }
-      if (start === 0) break;
+      if (start === 0) {
+        // No line end in the chunk: an event longer than it (read again, twice as much), or a
+        // last line torn by a crash (nothing more to read).
+        if (at + bytesRead >= this.size) break;
+        chunkBytes *= 2;
+        continue;
+      }
+      chunkBytes = READ_CHUNK_BYTES;
       at += start;
     }
     return entries;
