@@ -38,7 +38,7 @@ export class RedisWebhookOutbox implements Outbox {
   /** This instance's lease value: a takeover by anyone else makes every fenced call fail. */
   private readonly owner = `${process.pid}-${randomBytes(8).toString('hex')}`;
   /**
-   * Lane positions of the shards this instance holds ("" : none yet), as it committed them:
+   * Lane positions of the shards this instance holds (a lane absent: none yet), as it committed them:
    * only the lease holder moves them, so a read needs no round trip for the position. Loaded
    * after each acquire (another owner may have moved them meanwhile).
    */

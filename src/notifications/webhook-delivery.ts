@@ -11,6 +11,9 @@
 // A lane whose last read came back empty sleeps until woken: by this instance's own appends
 // (wake()), by the outbox's doorbell, which one timer reads for the whole instance, or by the
 // slow safety-net read (docs/decisions/0075-idle-webhook-delivery.md).
+// One file over 300 lines: the lease rounds, the lanes, their sends and the idle wake-ups all
+// read and change the same state (the owned shards, the idle lanes, the send slots, the
+// sleepers); split, each part would reach into the others'.
 import type { Clock } from '../clock.js';
 import type { NotificationsConfig, WebhookConfig } from '../config/notifications-schema.js';
 import type { Logger } from '../logger.js';

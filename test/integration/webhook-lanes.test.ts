@@ -43,7 +43,7 @@ async function receiver(options: Parameters<typeof startWebhookReceiver>[1] = {}
   return r;
 }
 
-async function gateway(urls: string[], redisPrefix: string | undefined, dir: string): Promise<TestGateway> {
+async function gateway(urls: string[], redisPrefix: string | undefined, dir: string, giveUpAfter = '1h'): Promise<TestGateway> {
   const g = await startTestGateway({
     agents: { demo: 'http://127.0.0.1:9/api/v1' },
     redisUrl: redisPrefix ? redis.url : undefined,
@@ -53,7 +53,7 @@ async function gateway(urls: string[], redisPrefix: string | undefined, dir: str
       notifications: {
         // The broken receiver first: before 0085 each event went to the webhooks in this order.
         webhooks: urls.map((url) => ({ url, secret: SECRET })),
-        retry: { initial: '20ms', max: '200ms', give_up_after: '1h' },
+        retry: { initial: '20ms', max: '200ms', give_up_after: giveUpAfter },
         dir,
       },
     },
@@ -140,6 +140,28 @@ describe.each([['embedded'], ['redis']] as const)('one webhook receiver broken, 
     }, 15_000);
     expect(listed).toHaveLength(EVENTS);
     expect(listed.map((e) => e.state)).toEqual(Array(EVENTS).fill('pending'));
+    await stop(g);
+  }, 90_000);
+
+  it('gives up on the down receiver per event after give_up_after (failed), its lane moving on, while the healthy one has every event', async () => {
+    const placeholder = await receiver();
+    const downUrl = placeholder.url;
+    await placeholder.close();
+    const healthy = await receiver();
+    const g = await gateway([downUrl, healthy.url], prefix(), join(scratch, randomUUID()), '300ms');
+    publish(g, 'giveup');
+    await waitFor(`all ${EVENTS} events at the healthy receiver`, () => seqs(healthy).length >= EVENTS, 30_000);
+    expect(seqs(healthy)).toEqual(inOrder);
+    // Each event: delivered to one, given up for the other: failed once both are done.
+    const listed = await waitFor('every event failed', async () => {
+      const list = await events(g, 'key:key_giveup');
+      return list.length === EVENTS && list.every((e) => e.state === 'failed') ? list : undefined;
+    }, 30_000);
+    const [downId, healthyId] = g.config.notifications.webhooks.map((w) => w.id);
+    for (const e of listed) {
+      expect(e.attempts).toContainEqual(expect.objectContaining({ webhook: healthyId, status: 200 }));
+      expect(e.attempts).toContainEqual(expect.objectContaining({ webhook: downId, error: expect.any(String) }));
+    }
     await stop(g);
   }, 90_000);
 });
