@@ -103,3 +103,12 @@ export function queueOperation<Op extends AnyRedisOperation>(pipeline: ReturnTyp
   if (queue === undefined) throw new TypeError(`redis operation ${operation.name} was not defined on this client`);
   queue.apply(pipeline, operation.encode(request));
 }
+
+/** A reply that is not its operation's, or not of its version (a store then treats it as Redis failing). */
+export class UnexpectedReplyError extends Error {
+  constructor(readonly operation: string, reply: unknown) {
+    // Bounded: a hostile or broken server must not fill the logs.
+    super(`redis operation ${operation} returned an unexpected reply: ${JSON.stringify(reply)?.slice(0, 200)}`);
+    this.name = 'UnexpectedReplyError';
+  }
+}

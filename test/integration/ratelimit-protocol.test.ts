@@ -19,6 +19,7 @@ import {
   encodeAdmit,
   encodeCharge,
   RateLimitProtocolError,
+  type DecisionReply,
 } from '../../src/ratelimit/protocol/codec.js';
 import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
 import { ADMIT, CHARGE, REFUND, RENEW, SLOT_REFRESH, type LimiterOperation } from '../../src/ratelimit/protocol/limiter-operations.js';
@@ -175,9 +176,9 @@ describe('each operation through its codec, on a real Redis', () => {
 
   it('admit refused by a full window: retryAfterMs until the oldest counted bucket leaves', async () => {
     const tight: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: MINUTE_MS }];
-    const call = (nowMs: number, count: number): Promise<unknown> => operations.call(ADMIT, { keyHead: keyHead('full'), windows: tight, nowMs, count, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
+    const call = (nowMs: number, count: number): Promise<DecisionReply> => operations.call(ADMIT, { keyHead: keyHead('full'), windows: tight, nowMs, count, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
     await call(T0, 2);
-    const reply = decodeAdmit(await call(T0 + 1_500, 1), 1);
+    const reply = await call(T0 + 1_500, 1);
     expect([reply.admitted, reply.windowAdmitted, reply.remaining[0]]).toEqual([0, 0, 0]);
     expect(reply.retryAfterMs).toBe(expiresIn(T0, T0 + 1_500, MINUTE_MS));
     expect(reply.resetMs[0]).toBe(reply.retryAfterMs);
