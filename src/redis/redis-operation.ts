@@ -80,8 +80,9 @@ export function isReplyOf(tag: string, layout: ReplyLayout<string>, reply: unkno
 
 type ScriptCall = (...args: EncodedCall) => Promise<unknown>;
 
-/** Registers the operation on the client under its versioned name. */
+/** Registers the operation on the client under its versioned name (an unversioned one is refused). */
 export function defineOperation(client: RedisClient, operation: AnyRedisOperation): void {
+  if (!VERSIONED_OPERATION_NAME.test(operation.name)) throw new TypeError(`redis operation name ${operation.name} has no version (agw_<what>_v<N>)`);
   client.defineCommand(operation.name, operation.numberOfKeys === undefined ? { lua: operation.source } : { lua: operation.source, numberOfKeys: operation.numberOfKeys });
 }
 
