@@ -18,7 +18,10 @@
 // if `rev` is still what was read (else read again), so concurrent writers never lose one.
 // Every command is bounded by redis.command_timeout. The scripts (redis-key-scripts.ts, as
 // typed, versioned operations in redis-key-operations.ts), the record's fields
-// (redis-key-fields.ts) and the pages (redis-key-pages.ts) live apart.
+// (redis-key-fields.ts) and the pages (redis-key-pages.ts) live apart. One file over 300
+// lines because what is left is the KeyStore interface over one connection pair: each method
+// is the few commands of one store operation under the store's deadline and error counting
+// (run), and the subscriber, migration and sweep share the store's closed state.
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { DeadlineExceededError, withDeadline } from '../deadline.js';
 import type { Logger } from '../logger.js';

@@ -25,6 +25,13 @@
 // A request counted for an end user (docs/design.md, "Agent-aware policy") is decided with its
 // end user's windows in one admit call, coalesced and leased per (subject, end user)
 // (lease-key.ts, decision 0074); a plan with tool quotas is never leased (0065, 0076).
+//
+// One file over 300 lines because its parts share one piece of state and one turn: the
+// pending batches, the lease book and the queued charges are flushed together from one
+// setImmediate, and a lease reclaimed by send() is given back, renewed or swept by the same
+// methods. The pieces that stand alone live apart: the Redis operations (protocol/), the
+// lease book (rate-limit-leases.ts), the decisions (redis-decisions.ts), the charge queue
+// (charge-batch.ts), the stream slots (redis-stream-slots.ts).
 import type { Cluster, Redis } from 'ioredis';
 import type { ChargeUsage, EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
