@@ -238,11 +238,12 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     await sink.write(lines);
     const doc = await readFile(resolve(import.meta.dirname, '../../docs/observability.md'), 'utf8');
     const queries = [...doc.matchAll(/```sql\n([\s\S]*?)```/g)].map((match) => match[1]!.replaceAll('agentgw_audit', table));
-    expect(queries).toHaveLength(4);
-    const [perMonth, topUsers, errorRate, oneKey] = await Promise.all(queries.map((query) => sql(query)));
+    expect(queries).toHaveLength(5);
+    const [perMonth, topUsers, errorRate, perDay, oneKey] = await Promise.all(queries.map((query) => sql(query)));
     expect(perMonth).toEqual([expect.objectContaining({ account: 'acme', requests: '3', tokens: '60' })]);
     expect(topUsers).toEqual([expect.objectContaining({ user_id: 'u0', tokens: '40' }), expect.objectContaining({ user_id: 'u1', tokens: '20' })]);
     expect(errorRate).toEqual([expect.objectContaining({ agent: 'support', requests: '3', error_rate: '0.3333' })]);
+    expect(perDay).toEqual([expect.objectContaining({ requests: '3', tokens: '60' })]);
     expect(oneKey).toEqual([expect.objectContaining({ request_id: 'march', status: 200, outcome: 'ok' })]);
   });
 });
