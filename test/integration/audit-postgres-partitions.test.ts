@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AUDIT_COLUMNS } from '../../src/audit/audit-columns.js';
 import { PostgresAuditSink } from '../../src/audit/postgres-audit-sink.js';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
 import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
@@ -44,9 +45,11 @@ describe('PostgreSQL audit partitions', { timeout: 180_000 }, () => {
     for (const table of tables.splice(0)) await dropTable(table);
   });
 
-  async function sinkFor(what: string, clock: Clock, retentionMs?: number): Promise<{ sink: PostgresAuditSink; table: string }> {
+  /** `before` runs before the sink exists (the sink starts its migration at once, in the background). */
+  async function sinkFor(what: string, clock: Clock, retentionMs?: number, before?: (table: string) => Promise<void>): Promise<{ sink: PostgresAuditSink; table: string }> {
     const table = uniqueTable(what);
     tables.push(table);
+    await before?.(table);
     const dir = await mkdtemp(join(tmpdir(), 'agentgw-pg-parts-'));
     const sink = new PostgresAuditSink({ url: POSTGRES_URL, table, maxConnections: 2, timeoutMs: 10_000, retentionMs, rejectedPath: join(dir, 'rejected.jsonl'), clock, logger: silentLogger });
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
@@ -103,10 +106,34 @@ describe('PostgreSQL audit partitions', { timeout: 180_000 }, () => {
   });
 
   it('refuses an unpartitioned table from an older gateway with the documented message, and writes nothing into it', async () => {
-    const { sink, table } = await sinkFor('legacy', systemClock);
-    await sql(`CREATE TABLE "${table}" (id text PRIMARY KEY, ts timestamptz, account text)`);
+    const { sink, table } = await sinkFor('legacy', systemClock, undefined, async (name) => {
+      await sql(`CREATE TABLE "${name}" (id text PRIMARY KEY, ts timestamptz, account text)`);
+    });
     await expect(sink.write([line('x', new Date().toISOString())])).rejects.toThrow(/is not partitioned by day .*docs\/audit\.md "Migrating an unpartitioned table"/);
     expect(await sql(`SELECT id FROM "${table}"`)).toEqual([]);
+  });
+
+  it('migrates an unpartitioned table as docs/audit.md says: rename, the gateway makes the new one, the old rows copied back a day at a time', async () => {
+    // The table as a gateway before partitioning made it, with two rows.
+    const { sink, table } = await sinkFor('migrated', new ManualClock(Date.parse('2026-11-02T09:00:00.000Z')), undefined, async (name) => {
+      const oldDefinitions = AUDIT_COLUMNS.map((c) => `"${c.name}" ${c.type}${c.name === 'id' ? ' PRIMARY KEY' : ''}`).join(', ');
+      await sql(`CREATE TABLE "${name}" (${oldDefinitions})`);
+      for (const column of ['ts', 'account', 'key_id', 'agent']) await sql(`CREATE INDEX "${name}_${column === 'ts' ? '' : `${column}_`}ts_idx" ON "${name}" (${column === 'ts' ? '' : `"${column}", `}ts)`);
+      await sql(`INSERT INTO "${name}" (id, ts, account) VALUES ('old-1', '2026-11-01T08:00:00Z', 'acme'), ('old-2', '2026-11-01T20:00:00Z', 'acme')`);
+      tables.push(`${name}_old`);
+    });
+    // The sink refuses it meanwhile (its start-up migration said so); the operator renames it.
+    await expect(sink.write([line('refused', '2026-11-02T08:58:00.000Z')])).rejects.toThrow(/not partitioned by day/);
+
+    const doc = await readFile(join(import.meta.dirname, '../../docs/audit.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### Migrating an unpartitioned table'), doc.indexOf('### Records PostgreSQL refuses'));
+    const [rename, copy] = [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!.replaceAll('agentgw_audit', table));
+    await sql(rename!);
+    await sink.write([line('new-1', '2026-11-02T08:59:00.000Z')]);
+    await sql(copy!);
+    expect(Object.values(await idsByPartition(table)).flat().sort()).toEqual(['new-1', 'old-1', 'old-2']);
+    expect(await partitionsOf(table)).toContain(`${table}_p20261101`);
+    expect(await sql('SELECT to_regclass($1) AS old', [`"${table}_old"`])).toEqual([{ old: null }]);
   });
 
   it('reads each partition of the per-key 30-day usage question through an index, and no partition outside the 30 days', async () => {
