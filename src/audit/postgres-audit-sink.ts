@@ -152,10 +152,10 @@ export class PostgresAuditSink implements AuditSink {
     const codes = new Map<string, number>();
     for (const { code } of rejected) codes.set(code, (codes.get(code) ?? 0) + 1);
     for (const [code, count] of codes) metrics.auditSetAside.inc({ sink: SINK_NAME, code }, count);
-    // Ids and codes only: the records themselves are in the file, not in the log.
+    // Ids and codes only: the records, and PostgreSQL's reasons (which may quote a value), are in the file, not in the log.
     const ids = rejected.slice(0, 10).map(({ line }) => (JSON.parse(line) as { id: string }).id);
     this.logger.warn(
-      { ...this.where, records: rejected.length, codes: Object.fromEntries(codes), reason: rejected[0]!.reason, ids, file: this.rejected.path },
+      { ...this.where, records: rejected.length, codes: Object.fromEntries(codes), ids, file: this.rejected.path },
       'audit postgres: records the server refused for their data were set aside; the rest of the batch was written',
     );
   }
