@@ -138,6 +138,8 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     expect(fileIds).toHaveLength(40);
     const rowIds = (await sql<{ id: string }>(`SELECT id FROM "${table}" ORDER BY id`)).map((r) => r.id);
     expect(rowIds).toEqual(fileIds);
+    // The server being away is never a refusal of the data: nothing was set aside.
+    expect(await readFile(join(gateway.dir, 'audit-spool.postgres.rejected.jsonl'), 'utf8').catch(() => '')).toBe('');
   });
 
   it('keeps records spooled while the URL is wrong, and writes each once after a restart with the right one', async () => {
@@ -199,6 +201,30 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     expect((await countOf(table)).rows).toBe(3);
     const rejected = await rejectedIn(sink);
     expect(rejected.map((r) => [r.code, (r.record as AuditRecord).id])).toEqual([['outside_partitions', 'r4']]);
+  });
+
+  it('splits a batch the server refuses for its data until the refused records are alone: the rest written, those set aside with their SQLSTATE', async () => {
+    const table = uniqueTable('bisect');
+    tables.push(table);
+    for (const statement of auditTableSql(table).migration) await sql(statement);
+    await sql(`ALTER TABLE "${table}" ADD CONSTRAINT "${table}_no_blocked" CHECK (account <> 'blocked')`);
+    const sink = await sinkFor(table);
+    const blocked = new Set([0, 13, 14, 50, 77, 98, 99]);
+    const now = new Date().toISOString();
+    const lines = Array.from({ length: 100 }, (_, i) =>
+      toAuditLine({
+        id: `b${i}`, request_id: `b${i}`, ts: now, key_id: 'key_a', account: blocked.has(i) ? 'blocked' : 'acme', plan: 'pro', agent: 'support', route: 'chat', status: 200, outcome: 'ok',
+        tokens_used: 1, latency_ms: 1, upstream_latency_ms: 1, bytes_in: 1, bytes_out: 1, client_ip: '127.0.0.1', user_id: null, session_id: null, model: null, cost_usd: null, tool_calls: null, tools_withheld: null,
+      }),
+    );
+    await sink.write(lines);
+    expect(await countOf(table)).toEqual({ rows: 93, ids: 93 });
+    const rejected = await rejectedIn(sink);
+    expect(rejected.map((r) => [r.code, (r.record as AuditRecord).id])).toEqual([...blocked].map((i) => ['23514', `b${i}`]));
+    // Written again (a replay): nothing added, the refused ones set aside again (the file is the operator's to resolve).
+    await sink.write(lines);
+    expect(await countOf(table)).toEqual({ rows: 93, ids: 93 });
+    expect(await rejectedIn(sink)).toHaveLength(14);
   });
 
   it('adds the answer facts to a table made before them (model, cost_usd numeric, tool_calls and tools_withheld jsonb) and inserts them', async () => {
