@@ -7,6 +7,8 @@
 // Before 0085 an event left the outbox only once every webhook had it, so the healthy
 // receiver got the first event and then nothing until the broken one answered.
 import { randomUUID } from 'node:crypto';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -163,5 +165,38 @@ describe.each([['embedded'], ['redis']] as const)('one webhook receiver broken, 
       expect(e.attempts).toContainEqual(expect.objectContaining({ webhook: downId, error: expect.any(String) }));
     }
     await stop(g);
+  }, 90_000);
+});
+
+describe('two webhooks on one origin', () => {
+  it('a path that never answers does not hold the connections of the other path (each webhook has its own pool)', async () => {
+    const okIds: string[] = [];
+    const held = new Set<ServerResponse>();
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/hang') return void held.add(res);
+        okIds.push(String(req.headers['webhook-id']));
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const g = await startTestGateway({
+        agents: { demo: 'http://127.0.0.1:9/api/v1' },
+        // One connection per webhook: a pool shared by origin would be held by the hanging path.
+        config: { notifications: { webhooks: [{ url: `${origin}/hang`, secret: SECRET }, { url: `${origin}/ok`, secret: SECRET }], concurrency: 1, retry: { initial: '20ms', max: '200ms' }, dir: join(scratch, randomUUID()) } },
+      });
+      gateways.push(g);
+      publish(g, 'origin');
+      await waitFor(`all ${EVENTS} events at /ok`, () => okIds.length >= EVENTS, 30_000);
+      expect(new Set(okIds).size).toBe(EVENTS);
+      expect(held.size).toBeGreaterThan(0);
+      await stop(g);
+    } finally {
+      for (const res of held) res.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   }, 90_000);
 });
