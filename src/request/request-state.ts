@@ -31,6 +31,12 @@ export class RequestState {
   toolsWithheld: readonly string[] | null = null;
   /** Events of a stream relayed to the client, `done` excepted: what a stream without a count is charged (token-charge.ts). */
   eventsRelayed = 0;
+  /**
+   * Bytes of the answer's own events the client was sent, when a stream without a count is
+   * estimated from its bytes, as a JSON answer is, instead of from its events: the A2A relay's
+   * streams, whose events may each carry any amount of text. -1: estimated from its events.
+   */
+  streamBytesCharged = -1;
   /** performance.now() marks; -1 until the upstream is called. */
   upstreamStartMs = -1;
   upstreamEndMs = -1;
