@@ -11,7 +11,7 @@ import { endUserHash, namesEndUser } from '../ratelimit/end-user-hash.js';
 import { hasTokenBudget, type ChargeUsage, type RateLimitDecision, type RateLimiter, type WindowStatus } from '../ratelimit/rate-limiter.js';
 import { retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import { microUsdOf } from '../ratelimit/window-math.js';
-import { costUsd } from '../request/cost.js';
+import { estimatedCostUsd } from '../request/cost.js';
 import { tokensToCharge } from '../request/token-charge.js';
 import type { ChatRequest } from './chat-request.js';
 import { applyToolScope } from './tool-scope.js';
@@ -179,7 +179,7 @@ export function withholdSpentTools(request: ChatRequest, decision: RateLimitDeci
 export function answerUsage(request: ChatRequest): ChargeUsage {
   const { state } = request;
   const tokens = tokensToCharge(state);
-  const cost = state.costUsd ?? (tokens > 0 ? costUsd(tokens, state.model, request.config.pricing) : null);
+  const cost = state.costUsd ?? estimatedCostUsd(tokens, state, request.config.pricing);
   return { tokens, microUsd: microUsdOf(cost), toolCalls: state.toolCalls };
 }
 

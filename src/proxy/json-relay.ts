@@ -73,6 +73,7 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
 
   end(): void {
     const { res, state } = this.exchange.request;
+    state.answerRead = true;
     const kept = this.kept;
     // Only a body kept whole is read: a longer one's tokens stay unknown.
     if (kept !== null && this.keptBytes === state.bytesOut) {

@@ -25,6 +25,8 @@ export class RequestState {
   model: string | null = null;
   /** Tool names the runner called, in order (at most MAX_TOOL_CALLS_RECORDED); null: none seen. */
   toolCalls: string[] | null = null;
+  /** The relay read the answer to its end (a `/chat` body, a stream's `done`): its model is known (src/request/cost.ts). */
+  answerRead = false;
   /** tokens_used / 1000 x the model's price (src/request/cost.ts); null: no count, or no price for the model. */
   costUsd: number | null = null;
   /** Tools left out of the forwarded list because their quota is spent (Tools-Withheld); null: none. */
