@@ -3,7 +3,7 @@ import { ManualClock } from '../../../src/clock.js';
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
 import type { RateWindow } from '../../../src/ratelimit/rate-limiter.js';
 
-const MINUTE: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 60_000 }];
+const MINUTE: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
 
 describe('MemoryRateLimiter', () => {
   it('keeps subjects apart', async () => {
@@ -41,10 +41,10 @@ describe('MemoryRateLimiter', () => {
     const clock = new ManualClock();
     const limiter = new MemoryRateLimiter({ clock });
     await limiter.consume('s', MINUTE);
-    const withDay: RateWindow[] = [{ name: 'day', limit: 100, windowMs: 86_400_000 }, ...MINUTE];
+    const withDay: RateWindow[] = [{ name: 'day', limit: 100, windowMs: 86_400_000, kind: 'requests' as const, scope: 'subject' as const }, ...MINUTE];
     const after = await limiter.consume('s', withDay);
     expect(after.windows.map((w) => w.remaining)).toEqual([99, 0]);
-    const longer: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 120_000 }];
+    const longer: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 120_000, kind: 'requests' as const, scope: 'subject' as const }];
     expect((await limiter.consume('s', longer)).windows[0]!.remaining).toBe(1);
   });
 });
