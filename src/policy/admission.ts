@@ -35,6 +35,8 @@ export class Admission {
   /** The windows the request is decided in (the policy's list for what the request names). */
   windows: readonly RateWindow[];
   scopes: ScopeKeys | undefined;
+  /** The subject as `rate_limits.scope` names it: end users and sessions are its own, hashed with it. */
+  private readonly owner: string;
   /** The session id counted (a policy with a session scope), for the threshold events. */
   sessionId: string | null = null;
   /** What the answer is charged to, once decided (null: nothing). */
@@ -50,7 +52,8 @@ export class Admission {
     stream: boolean,
   ) {
     const room = policy.roomIsAccount;
-    this.subject = subjectScopeIsAccount || room ? `account:${key.account}` : `key:${key.keyId}`;
+    this.owner = subjectScopeIsAccount ? `account:${key.account}` : `key:${key.keyId}`;
+    this.subject = room ? `account:${key.account}` : this.owner;
     this.scopes = room ? scopeKeys(undefined, undefined, key.keyId) : undefined;
     this.cap = stream ? policy.cap : undefined;
     this.afterBody = policy.phase === 'after-body';
@@ -71,8 +74,9 @@ export class Admission {
     const sessionId = policy.hasSessionScope ? countedId(state.sessionId) : null;
     if (session.require && sessionId === null) throw new GatewayError('invalid_request', { param: 'context.session_id', message: REQUIRE_MESSAGE.session });
     // Requests without a user id share the subject's anonymous end user; without a session id, no session counts them.
-    const userHash = policy.hasUserScope ? endUserHash(this.subject, state.userId) : undefined;
-    const sessionHash = sessionId === null ? undefined : endUserHash(this.subject, sessionId);
+    // Hashed with the owner (the key, under an account's room too): each key's end users and runs are its own.
+    const userHash = policy.hasUserScope ? endUserHash(this.owner, state.userId) : undefined;
+    const sessionHash = sessionId === null ? undefined : endUserHash(this.owner, sessionId);
     this.sessionId = sessionId;
     this.scopes = scopeKeys(userHash, sessionHash, this.scopes?.key);
     const tools = state.toolsGiven;
