@@ -24,8 +24,8 @@
 //
 // A request counted in nested scopes (an end user, a session, the account; docs/design.md,
 // "Agent runs and nested scopes") is decided with their windows in one admit call, coalesced
-// per (subject, scope instances) and, for an end user, leased so (lease-key.ts, decision 0074);
-// tool quotas, sessions and the account are never leased (0065, 0076, 0079).
+// and leased per (subject, scope instances) (lease-key.ts, decisions 0074, 0079); tool quotas
+// are never leased (0065, 0076).
 import type { Cluster, Redis } from 'ioredis';
 import type { ChargeUsage, RateLimitDecision, RateLimiter, RateWindow, ScopeKeys, StreamCap } from './rate-limiter.js';
 import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
@@ -99,12 +99,12 @@ function isUsableSubject(subject: string): boolean {
 const ignore = (): undefined => undefined;
 
 /**
- * Windows whose requests bypass leases: a tool quota (decision 0076), a session's or the
- * account's window (decision 0079: a run is too short to lease, and an account's units leased
- * to one key would be refused to its others).
+ * Windows whose requests bypass leases: a tool quota (decisions 0065, 0076). A session's and
+ * the account's windows are leased like an end user's, per (subject, scope instances)
+ * (decision 0079): the lease's units are counted in every window of every scope at once.
  */
 function bypassesLeases(windows: readonly RateWindow[]): boolean {
-  for (const window of windows) if (window.kind === 'tool_calls' || window.scope === 'session' || window.scope === 'account') return true;
+  for (const window of windows) if (window.kind === 'tool_calls') return true;
   return false;
 }
 
@@ -257,7 +257,7 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const { subject, windows } = batch;
     let { waiters } = batch;
-    // Tool quotas, sessions and the account are never leased (decisions 0065, 0076, 0079).
+    // Tool quotas are never leased (decisions 0065, 0076).
     const leases = batch.nowArg === '' && !bypassesLeases(windows) ? this.leases : null;
     const key = leaseKey(subject, batch.scopes);
     let wanted = 0;
