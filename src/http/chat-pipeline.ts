@@ -199,7 +199,7 @@ export class ChatPipeline {
     const { state } = request;
     const admission = request.admission!;
     try {
-      if (this.thresholds !== undefined) this.thresholds.observe(admission.subject, decision.windows, admission.sessionId);
+      if (this.thresholds !== undefined) this.thresholds.observe(admission.owner, decision.windows, admission.sessionId, admission.account);
       // The client left while the limiter decided: nothing will release the slot later, and
       // nothing is read or forwarded for it.
       if (request.finished) {

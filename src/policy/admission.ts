@@ -36,7 +36,9 @@ export class Admission {
   windows: readonly RateWindow[];
   scopes: ScopeKeys | undefined;
   /** The subject as `rate_limits.scope` names it: end users and sessions are its own, hashed with it. */
-  private readonly owner: string;
+  readonly owner: string;
+  /** The key's account as a subject (`account:<id>`): where the account scope's thresholds are tracked. */
+  readonly account: string;
   /** The session id counted (a policy with a session scope), for the threshold events. */
   sessionId: string | null = null;
   /** What the answer is charged to, once decided (null: nothing). */
@@ -52,8 +54,9 @@ export class Admission {
     stream: boolean,
   ) {
     const room = policy.roomIsAccount;
-    this.owner = subjectScopeIsAccount ? `account:${key.account}` : `key:${key.keyId}`;
-    this.subject = room ? `account:${key.account}` : this.owner;
+    this.account = `account:${key.account}`;
+    this.owner = subjectScopeIsAccount ? this.account : `key:${key.keyId}`;
+    this.subject = room ? this.account : this.owner;
     this.scopes = room ? scopeKeys(undefined, undefined, key.keyId) : undefined;
     this.cap = stream ? policy.cap : undefined;
     this.afterBody = policy.phase === 'after-body';

@@ -57,18 +57,24 @@ export class BudgetThresholds {
   /**
    * One decision's window statuses for `subject`: publishes each threshold newly risen past.
    * A session's windows (`session`: the request's `context.session_id`) are tracked per session
-   * and name it in the event; the account's are the subject's like its own (decision 0079).
+   * and name it in the event; the account's (`account`: the key's account, for a key subject)
+   * are tracked and published as the account's (decision 0079).
    */
-  observe(subject: string, windows: readonly WindowStatus[], session?: string | null): void {
+  observe(subject: string, windows: readonly WindowStatus[], session?: string | null, account?: string): void {
     const tracks = this.tracksOf(subject);
     let sessionTracks: WindowTrack[] | undefined;
+    let accountTracks: WindowTrack[] | undefined;
     for (let i = 0; i < windows.length; i++) {
       const status = windows[i]!;
       if (status.scope === 'user' || status.limit <= 0) continue;
       let within = tracks;
+      let owner = subject;
       if (status.scope === 'session') {
         if (session == null) continue;
         within = sessionTracks ??= this.tracksOf(`${subject}\ns${session}`);
+      } else if (status.scope === 'account' && account !== undefined && account !== subject) {
+        owner = account;
+        within = accountTracks ??= this.tracksOf(account);
       }
       let track = within[i];
       // New, or the plan changed under the subject: count from nothing again.
@@ -80,7 +86,7 @@ export class BudgetThresholds {
       // The common case: nothing crossed either way.
       if ((track.band < track.units.length && used >= track.units[track.band]!) || (track.band > 0 && used < track.units[track.band - 1]!)) {
         track.band = nextBand(track.units, track.band, used, this.crossed);
-        if (this.crossed.length > 0) this.publishCrossed(subject, status, track, used, status.scope === 'session' ? session! : undefined);
+        if (this.crossed.length > 0) this.publishCrossed(owner, status, track, used, status.scope === 'session' ? session! : undefined);
       }
     }
   }

@@ -32,4 +32,17 @@ describe('budget.threshold for session and account scopes', () => {
     thresholds.observe('account:other', [status('session-minute', 9, { scope: 'session' })], null);
     expect(notifier.ofType('budget.threshold')).toHaveLength(3);
   });
+
+  it("a key's account windows are tracked and published as its account's, shared by the account's keys", () => {
+    const notifier = new RecordingNotifier(() => 1_000);
+    const thresholds = new BudgetThresholds([0.5], notifier, { now: () => 1_000 });
+    thresholds.observe('key:k1', [status('minute', 5), status('account-minute', 5, { scope: 'account' })], null, 'account:acme');
+    // The second key: its own minute crosses for it; the account's already crossed.
+    thresholds.observe('key:k2', [status('minute', 5), status('account-minute', 6, { scope: 'account' })], null, 'account:acme');
+    expect(notifier.ofType('budget.threshold').map((e) => [e.subject, e.data.policy])).toEqual([
+      ['key:k1', 'minute'],
+      ['account:acme', 'account-minute'],
+      ['key:k2', 'minute'],
+    ]);
+  });
 });
