@@ -16,7 +16,7 @@ import { auditPostgresSchema } from './audit-postgres-schema.js';
 import { notificationsSchema } from './notifications-schema.js';
 import { pricingSchema } from './pricing-schema.js';
 
-export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
+export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type ScopeLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
 export { TAGGABLE_KEY } from './redis-schema.js';
 export { EVENT_TYPES, WebhookSecret, type EventType, type NotificationsConfig, type WebhookConfig } from './notifications-schema.js';
