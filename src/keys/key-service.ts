@@ -6,7 +6,7 @@
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { keyLimitsSchema, type GatewayConfig, type KeyLimits } from '../config/schema.js';
-import { generateApiKey, isKeyId } from './key-format.js';
+import { API_KEY_PREFIX, generateApiKey, isKeyId } from './key-format.js';
 import type { KeyRecord } from './key-record.js';
 import type { KeyEvents } from './key-events.js';
 import { keyStatus, type KeyStatus } from './key-record-codec.js';
@@ -305,7 +305,11 @@ export class KeyService {
   }
 
   private checkKeyId(keyId: string): void {
-    if (!isKeyId(keyId)) throw new KeyServiceError(`${JSON.stringify(keyId)} is not a key id (they look like key_ followed by 16 letters and digits)`, 'key_id');
+    if (isKeyId(keyId)) return;
+    // A raw key pasted where its id belongs: say so, and never write the key back anywhere
+    // (an error message ends up in terminals, logs and admin answers).
+    if (keyId.startsWith(API_KEY_PREFIX)) throw new KeyServiceError(`that is an API key (${API_KEY_PREFIX}…), not a key id: pass its key_id (key_ followed by 16 letters and digits; \`keys list\` shows them). The key itself was not printed`, 'key_id');
+    throw new KeyServiceError(`${JSON.stringify(keyId.length > 40 ? `${keyId.slice(0, 40)}…` : keyId)} is not a key id (they look like key_ followed by 16 letters and digits)`, 'key_id');
   }
 }
 

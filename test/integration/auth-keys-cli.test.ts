@@ -153,7 +153,7 @@ describe('keys CLI (file store)', () => {
       [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--expires-in', '30'], /--expires-in "30"/],
       [['keys', 'show', 'key_0000000000000000', '--config', configPath], /no key key_0000000000000000/],
       [['keys', 'revoke', 'key_0000000000000000', '--config', configPath], /no key key_0000000000000000/],
-      [['keys', 'list', '--config', join(dir, 'missing.yaml')], /cannot read the file/],
+      [['keys', 'list', '--config', join(dir, 'missing.yaml')], /no config file at/],
     ];
     for (const [args, message] of cases) {
       const out = await cli(args);
