@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { keyLimitsSchema, type GatewayConfig, type KeyLimits } from '../config/schema.js';
 import { API_KEY_PREFIX, generateApiKey, isKeyId } from './key-format.js';
-import type { KeyRecord } from './key-record.js';
+import { newKeyRecord, type KeyRecord } from './key-record.js';
 import type { KeyEvents } from './key-events.js';
 import { keyStatus, type KeyStatus } from './key-record-codec.js';
 import { nameKey } from './key-pages.js';
@@ -129,7 +129,7 @@ export class KeyService {
       if (Date.parse(expiresAt) <= nowMs) throw new KeyServiceError('expires_at must be in the future', 'expires_at');
     }
     const { rawKey, keyId, hash } = generateApiKey();
-    const record: KeyRecord = {
+    const record = newKeyRecord({
       keyId,
       hash,
       account,
@@ -138,14 +138,10 @@ export class KeyService {
       name,
       createdAt: new Date(nowMs).toISOString(),
       expiresAt,
-      revokedAt: null,
-      lastUsedAt: null,
       metadata: this.checkMetadata(input.metadata ?? {}),
       limits: this.checkLimits(input.limits ?? null),
       tools: checkTools(input.tools ?? null),
-      replaces: null,
-      replacedBy: null,
-    };
+    });
     await this.store.create(record);
     this.options.events?.created(record, nowMs);
     return { rawKey, record };
