@@ -64,7 +64,7 @@ describe.each(FILES)('$file', ({ file, config: configFile }) => {
   it("publishes each gateway's admin listener (the dashboard) on the host's loopback, with the admin token from .env", () => {
     expect(gateways.length).toBe(2);
     for (const [name, service] of gateways) {
-      const admin = (service.ports ?? []).map(published).filter(([, , container]) => container === config.admin.port);
+      const admin = (service.ports ?? []).map((entry) => published(entry)).filter(([, , container]) => container === config.admin.port);
       expect(admin, name).toHaveLength(1);
       expect(admin[0]![0], name).toBe('127.0.0.1');
       // Compose reads .env for ${…}; `:?` stops `up` with a message naming the file when it is unset.
@@ -84,7 +84,7 @@ describe.each(FILES)('$file', ({ file, config: configFile }) => {
   it('publishes every port on 127.0.0.1 unless .env sets AGENTGW_PUBLISH_ADDRESS; the admin listeners stay there whatever it says', () => {
     const entries = services.flatMap(([name, s]) => (s.ports ?? []).map((entry) => ({ name, entry })));
     expect(entries.length).toBeGreaterThan(0);
-    for (const env of [{}, { AGENTGW_PUBLISH_ADDRESS: '' }]) {
+    for (const env of [{}, { AGENTGW_PUBLISH_ADDRESS: '' }] as Record<string, string>[]) {
       for (const { name, entry } of entries) expect(published(entry, env)[0], `${name} ${entry}`).toBe('127.0.0.1');
     }
     const everywhere = { AGENTGW_PUBLISH_ADDRESS: '0.0.0.0' };
