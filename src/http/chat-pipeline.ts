@@ -133,6 +133,7 @@ export class ChatPipeline {
     request.agent = agent;
     state.agentId = agent.id;
     state.route = route;
+    if (state.trace !== undefined) state.trace.agentMatched(agent);
     this.key(request);
   }
 
