@@ -113,7 +113,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         logger,
         clock,
         upstreams: () => runtime.pools.snapshot(),
-        a2aCards: () => runtime.cards.snapshot(),
+        a2aCards: () => runtime.a2a?.cards.snapshot() ?? {},
         notifier,
         events: notifications.events,
       });

@@ -17,6 +17,7 @@ const SUBSYSTEM_MODULES = {
   telemetry: ['/node_modules/@opentelemetry/sdk-trace-base/', '/node_modules/@opentelemetry/exporter-trace-otlp-http/', '/dist/telemetry/open-tracing.js'],
   postgres: ['/node_modules/pg/'],
   webhooks: ['/dist/notifications/notifications-on.js', '/dist/notifications/webhook-delivery.js', '/dist/notifications/webhook-sender.js'],
+  a2a: ['/dist/proxy/a2a/a2a-cards.js', '/dist/proxy/a2a/a2a-exchange.js', '/dist/proxy/a2a/a2a-relay.js'],
 } as const;
 type Subsystem = keyof typeof SUBSYSTEM_MODULES;
 
@@ -47,6 +48,8 @@ const TURNED_ON: Record<Subsystem, (name: string) => Record<string, unknown>> = 
   // A collector nobody listens on: the exporter is built at start whether or not it is reachable.
   telemetry: () => ({ telemetry: { otlp_endpoint: 'http://127.0.0.1:9' } }),
   postgres: (name) => ({ audit: { ...(baseConfig(name).audit as object), postgres: { url: POSTGRES_URL, table } } }),
+  // An A2A agent whose card cannot be read: the adapter is loaded to read it all the same.
+  a2a: () => ({ agents: { support: { upstream: 'http://127.0.0.1:9/api/v1' }, travel: { upstream: 'http://127.0.0.1:9/a2a', protocol: 'a2a', timeout: '2s' } } }),
   webhooks: (name) => ({ notifications: { dir: join(dir, `${name}-outbox`), webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: 'loaded-modules-test-secret', events: ['*'] }] } }),
 };
 
