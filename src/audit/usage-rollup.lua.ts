@@ -12,12 +12,16 @@
 // rewritten with each field once when the appended part outgrows the first segment.
 // KEYS[1] the stream; ARGV[1] MAXLEN, ARGV[2] the usage key prefix ("{agentgw:audit}:usage:",
 // in the stream's slot), ARGV[3] the retention in seconds, ARGV[4..] one record each.
-// Returns how many records it added.
+// Returns the reply its operation lays out around how many records it added
+// (audit-stream-operations.ts, AUDIT_APPEND_WITH_USAGE).
 import { MAX_TOKENS_USED } from './audit-record.js';
 import { MAX_LATENCY_BUCKET, MAX_RECORD_COST_USD, USAGE_HASH_MARKER } from './usage-buckets.js';
 
-/** `streamField`: the one field of each stream entry (the sink's AUDIT_STREAM_FIELD). */
-export const auditAppendWithUsageLua = (streamField: string): string => `
+/**
+ * `streamField`: the one field of each stream entry (AUDIT_STREAM_FIELD); `reply`: the Lua
+ * return value of the operation's tagged reply around the count (a Lua expression).
+ */
+export const auditAppendWithUsageLua = (streamField: string, reply: (added: string) => string): string => `
 local maxLen = ARGV[1]
 local prefix = ARGV[2]
 local ttl = tonumber(ARGV[3])
@@ -201,5 +205,5 @@ for _, key in ipairs(hashOrder) do
   end
   redis.call('EXPIREAT', key, h[1])
 end
-return #ARGV - 3
+return ${reply('#ARGV - 3')}
 `;

@@ -7,6 +7,7 @@ import { oneOf, processTextIo } from './command-io.js';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { EVENT_TYPES } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
+import { eventStatesPath, pageOf, readEventStates } from '../notifications/file-event-states.js';
 import type { DeliveryState, EventFilter, EventPage, StoredEvent } from '../notifications/outbox.js';
 import { createRedisClientFactory, type RedisClient } from '../redis/redis-client.js';
 
@@ -59,7 +60,6 @@ export function registerEventsCommand(program: Command, io: EventsCommandIo = pr
           const { RedisWebhookOutbox } = await import('../notifications/redis-webhook-outbox.js');
           page = await new RedisWebhookOutbox({ client: redis, prefix: config.redis.prefix, leaseMs: 1 }).list(filter, undefined, options.limit);
         } else {
-          const { eventStatesPath, pageOf, readEventStates } = await import('../notifications/file-webhook-outbox.js');
           page = pageOf((await readEventStates(eventStatesPath(config.notifications.dir), Date.now())).values(), filter, undefined, options.limit);
         }
         io.stdout(options.json ? `${JSON.stringify(page.data)}\n` : eventsTable(page.data));

@@ -11,6 +11,7 @@ import type { Outbox, OutboxWriter } from './outbox.js';
 import { RedisWebhookOutbox } from './redis-webhook-outbox.js';
 import { WebhookDelivery } from './webhook-delivery.js';
 import { WebhookSender } from './webhook-sender.js';
+import { wantedByAny } from './wanted-events.js';
 
 /** How long a shard lease lasts unrenewed: an instance that died hands its shards on after this. */
 export const SHARD_LEASE_MS = 15_000;
@@ -25,9 +26,8 @@ export async function openWebhookNotifications(config: NotificationsConfig, opti
 
 /** The notifier, workers and view over an outbox already open (tests open their own). */
 export function notificationsOver(outbox: Outbox, config: NotificationsConfig, options: OpenNotificationsOptions): Notifications {
-  const wanted = new Set(config.webhooks.flatMap((w) => (w.events === '*' ? ['*'] : [...w.events])));
   const sender = new WebhookSender({ connectionsPerOrigin: config.concurrency });
-  const delivery = options.deliver === false ? undefined : new WebhookDelivery({ outbox, config, send: (url, headers, body) => sender.send(url, headers, body), clock: options.clock, logger: options.logger, pollIntervalMs: options.pollIntervalMs, safetyNetMs: options.safetyNetMs });
+  const delivery = options.deliver === false ? undefined : new WebhookDelivery({ outbox, config, send: (webhook, url, headers, body) => sender.send(webhook, url, headers, body), clock: options.clock, logger: options.logger, pollIntervalMs: options.pollIntervalMs, safetyNetMs: options.safetyNetMs });
   // What this instance writes is delivered at once by its own idle loops; others' events when the doorbell is next read.
   const writer: OutboxWriter = {
     append: async (events) => {
@@ -36,7 +36,7 @@ export function notificationsOver(outbox: Outbox, config: NotificationsConfig, o
     },
     claimOnce: (key, ttlMs) => outbox.claimOnce(key, ttlMs),
   };
-  const notifier = new BufferedNotifier({ outbox: writer, clock: options.clock, logger: options.logger, maxQueue: config.maxQueue, wants: (type) => wanted.has('*') || wanted.has(type) });
+  const notifier = new BufferedNotifier({ outbox: writer, clock: options.clock, logger: options.logger, maxQueue: config.maxQueue, wants: wantedByAny(config) });
   delivery?.start();
   const events: EventsView = {
     list: (filter, cursor, limit) => outbox.list(filter, cursor, limit),
@@ -45,7 +45,7 @@ export function notificationsOver(outbox: Outbox, config: NotificationsConfig, o
       const known = EVENT_ID_PATTERN.test(id) ? await outbox.get(id) : undefined;
       if (!known) return undefined;
       const { state: _state, attempts: _attempts, ...event } = known;
-      await outbox.requeue(event);
+      await outbox.requeue(event, config.webhooks.filter((w) => w.events === '*' || w.events.has(event.type)).map((w) => w.id));
       delivery?.wake();
       return { ...known, state: 'pending' };
     },

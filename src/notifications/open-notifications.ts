@@ -9,6 +9,7 @@ import { NO_NOTIFIER } from './notifier.js';
 import type { Notifications, OpenNotificationsOptions } from './notifications-types.js';
 
 export type { EventsView, Notifications, OpenNotificationsOptions } from './notifications-types.js';
+export { wantedByAny } from './wanted-events.js';
 
 export const NOTIFICATIONS_OFF: Notifications = { notifier: NO_NOTIFIER, events: undefined, close: () => Promise.resolve() };
 
