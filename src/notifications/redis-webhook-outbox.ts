@@ -13,7 +13,8 @@ import type { RedisClient } from '../redis/redis-client.js';
 import { eventIdTimePrefix } from './event-id.js';
 import type { NotificationEvent } from './notifier.js';
 import { EVENT_STATE_TTL_MS, MAX_ATTEMPTS_KEPT, matches, shardOf, type DeliveryAttempt, type DeliveryState, type EventFilter, type EventPage, type Outbox, type OutboxEntry, type StoredEvent } from './outbox.js';
-import { OUTBOX_OPERATION, OUTBOX_SOURCES, decodeCommit, decodeRelease, decodeRenew, decodeSettle, encodeCommit, encodeRelease, encodeRenew, encodeSettle, type OutboxOperation } from './outbox-protocol.js';
+import { callOperation, defineOperation } from '../redis/redis-operation.js';
+import { OUTBOX_COMMIT, OUTBOX_OPERATIONS, OUTBOX_RELEASE, OUTBOX_RENEW, OUTBOX_SETTLE } from './outbox-protocol.js';
 
 export const SHARD_COUNT = 16;
 /** A stream longer than this drops its oldest entries (a receiver down for days at a high event rate). */
@@ -21,7 +22,6 @@ const MAX_STREAM_LEN = 1_000_000;
 const LIST_SCAN_BATCH = 100;
 const LIST_SCAN_MAX = 2_000;
 
-type ScriptCall = (...args: Array<string | number>) => Promise<unknown>;
 
 export interface RedisWebhookOutboxOptions {
   client: RedisClient;
@@ -34,7 +34,6 @@ export interface RedisWebhookOutboxOptions {
 export class RedisWebhookOutbox implements Outbox {
   readonly shardCount = SHARD_COUNT;
   private readonly redis: RedisClient;
-  private readonly scripts: Record<OutboxOperation, ScriptCall>;
   /** This instance's lease value: a takeover by anyone else makes every fenced call fail. */
   private readonly owner = `${process.pid}-${randomBytes(8).toString('hex')}`;
   /**
@@ -46,13 +45,7 @@ export class RedisWebhookOutbox implements Outbox {
 
   constructor(private readonly options: RedisWebhookOutboxOptions) {
     const client = options.client;
-    const scripts = {} as Record<OutboxOperation, ScriptCall>;
-    for (const operation of Object.keys(OUTBOX_OPERATION) as OutboxOperation[]) {
-      const name = OUTBOX_OPERATION[operation];
-      client.defineCommand(name, { numberOfKeys: OUTBOX_SOURCES[operation].keys, lua: OUTBOX_SOURCES[operation].lua });
-      scripts[operation] = ((client as unknown as Record<string, ScriptCall>)[name] as ScriptCall).bind(client);
-    }
-    this.scripts = scripts;
+    for (const operation of OUTBOX_OPERATIONS) defineOperation(client, operation);
     this.redis = client;
   }
 
@@ -124,12 +117,12 @@ export class RedisWebhookOutbox implements Outbox {
   }
 
   async renew(shard: number): Promise<boolean> {
-    return decodeRenew(await this.scripts.renew(...encodeRenew(this.shardKey(shard, 'lease'), this.owner, this.options.leaseMs))).held;
+    return (await callOperation(this.redis, OUTBOX_RENEW, { lease: this.shardKey(shard, 'lease'), owner: this.owner, ttlMs: this.options.leaseMs })).held;
   }
 
   async release(shard: number): Promise<void> {
     this.positions.delete(shard);
-    decodeRelease(await this.scripts.release(...encodeRelease(this.shardKey(shard, 'lease'), this.owner)));
+    await callOperation(this.redis, OUTBOX_RELEASE, { lease: this.shardKey(shard, 'lease'), owner: this.owner });
   }
 
   private async lanePositions(shard: number): Promise<Map<string, string>> {
@@ -155,9 +148,15 @@ export class RedisWebhookOutbox implements Outbox {
   }
 
   async commit(shard: number, lane: string, position: string, lanes: readonly string[]): Promise<boolean> {
-    const reply = decodeCommit(
-      await this.scripts.commit(...encodeCommit({ lease: this.shardKey(shard, 'lease'), positions: this.shardKey(shard, 'positions'), stream: this.shardKey(shard, 'outbox'), owner: this.owner, lane, position, lanes })),
-    );
+    const reply = await callOperation(this.redis, OUTBOX_COMMIT, {
+      lease: this.shardKey(shard, 'lease'),
+      positions: this.shardKey(shard, 'positions'),
+      stream: this.shardKey(shard, 'outbox'),
+      owner: this.owner,
+      lane,
+      position,
+      lanes,
+    });
     if (reply.committed) (await this.lanePositions(shard)).set(lane, position);
     else this.positions.delete(shard);
     return reply.committed;
@@ -176,7 +175,7 @@ export class RedisWebhookOutbox implements Outbox {
 
   async settle(id: string, lane: string, attempt: DeliveryAttempt | undefined, outcome: DeliveryState, targets: readonly string[]): Promise<void> {
     // One script: the lanes of an event settle it concurrently, so no read-modify-write here.
-    decodeSettle(await this.scripts.settle(...encodeSettle({ eventKey: this.eventKey(id), lane, outcome, attempt, attemptsKept: MAX_ATTEMPTS_KEPT, targets })));
+    await callOperation(this.redis, OUTBOX_SETTLE, { eventKey: this.eventKey(id), lane, outcome, attempt, attemptsKept: MAX_ATTEMPTS_KEPT, targets });
   }
 
   async list(filter: EventFilter, cursor: string | undefined, limit: number): Promise<EventPage> {

@@ -23,6 +23,8 @@ export interface A2aExchange {
   version: A2aVersion;
   /** The call is a streaming send (the stream route on an agent whose card says it streams). */
   streaming: boolean;
+  /** The JSON-RPC id the call was sent with: every answer and event must carry it back. */
+  rpcId: string;
   /** The relay of the agent's JSON-RPC answer or event stream, on either route (a2a/a2a-relay.ts). */
   relay(exchange: RelayedExchange): ResponseRelay;
 }

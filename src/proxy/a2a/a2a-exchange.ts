@@ -13,6 +13,7 @@ class A2aCallExchange implements A2aExchange {
   constructor(
     readonly version: A2aVersion,
     readonly streaming: boolean,
+    readonly rpcId: string,
   ) {}
 
   relay(exchange: RelayedExchange): ResponseRelay {
@@ -49,10 +50,11 @@ export function a2aChatInput(body: Json): A2aChatInput {
  */
 export function a2aCall(body: Json, card: A2aCard, route: ChatRoute, headers: string[]): { exchange: A2aExchange; body: Buffer; headers: string[] } {
   const streaming = route === 'chat/stream' && card.streaming;
-  const encoded = encodeSendRequest(card.version, streaming, a2aChatInput(body), randomUUID(), randomUUID());
+  const rpcId = randomUUID();
+  const encoded = encodeSendRequest(card.version, streaming, a2aChatInput(body), randomUUID(), rpcId);
   const out: string[] = [];
   // The client's Accept was for the gateway's answer, not the agent's.
   for (let i = 0; i < headers.length - 2; i += 2) if (headers[i] !== 'accept') out.push(headers[i]!, headers[i + 1]!);
   out.push('accept', streaming ? 'text/event-stream' : 'application/json', A2A_VERSION_HEADER, card.version, headers[headers.length - 2]!, headers[headers.length - 1]!);
-  return { exchange: new A2aCallExchange(card.version, streaming), body: encoded, headers: out };
+  return { exchange: new A2aCallExchange(card.version, streaming, rpcId), body: encoded, headers: out };
 }
