@@ -2,11 +2,8 @@
 // builds the Redis connections, stores, limiter, audit log and servers from the config, and
 // tears them down.
 import { listen } from './http/listen.js';
-import { openAdminAuditBatches, openAuditLog, openUsageSource } from './audit/open-audit-log.js';
-import { AdminAuditLog } from './audit/admin-audit-log.js';
-import { createAdminApi } from './admin/admin-api.js';
-import type { AdminApiDeps } from './admin/admin-context.js';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { openAuditLog } from './audit/open-audit-log.js';
+import { openControlPlane } from './admin/control-plane.js';
 import { createKeyAuthenticator } from './auth/key-authenticator.js';
 import type { KeyStore } from './keys/key-store.js';
 import { openKeyStore } from './keys/open-key-store.js';
@@ -23,9 +20,9 @@ import { FailoverRateLimiter } from './ratelimit/failover-rate-limiter.js';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.js';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
 import type { RateLimiter } from './ratelimit/rate-limiter.js';
-import { openNotifications, type EventsView } from './notifications/open-notifications.js';
+import { openNotifications } from './notifications/open-notifications.js';
 import type { Notifier } from './notifications/notifier.js';
-import { createRedisClientFactory, redisIsReachable, waitForRedis, type RedisClient } from './redis/redis-client.js';
+import { createRedisClientFactory, redisIsReachable, waitForRedis } from './redis/redis-client.js';
 
 /** How long a starting gateway waits for Redis before it serves without it. */
 const REDIS_START_WAIT_MS = 2_000;
@@ -57,50 +54,6 @@ export interface RunningGateway {
   close(graceMs?: number): Promise<void>;
 }
 
-
-export interface ControlPlane {
-  /** The admin listener's handler for /admin/v1, /openapi and /dashboard. */
-  api: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
-  /** Flushes the admin audit trail. */
-  close(): Promise<void>;
-}
-
-/**
- * The admin API over a key store (docs/admin-api.md), with its admin audit trail and the
- * usage rollups' reader: built by every process that serves the admin listener (a single
- * gateway, or a cluster's primary).
- */
-export function openControlPlane(
-  currentConfig: () => GatewayConfig,
-  deps: {
-    keyStore: KeyStore;
-    redis: RedisClient | undefined;
-    /** The audit sinks' own connection when audit.wait_replicas holds it in WAIT; default `redis`. */
-    auditRedis?: RedisClient | undefined;
-    logger: Logger;
-    clock: Clock;
-    upstreams?: AdminApiDeps['upstreams'];
-    a2aCards?: AdminApiDeps['a2aCards'];
-    notifier?: Notifier;
-    events?: EventsView | undefined;
-  },
-): ControlPlane {
-  const config = currentConfig();
-  const adminAudit = new AdminAuditLog(openAdminAuditBatches(config, { redis: deps.auditRedis ?? deps.redis, logger: deps.logger, clock: deps.clock }), deps.clock);
-  const api = createAdminApi({
-    config: currentConfig,
-    keyStore: deps.keyStore,
-    usage: openUsageSource(config, deps.redis),
-    adminAudit,
-    clock: deps.clock,
-    logger: deps.logger,
-    upstreams: deps.upstreams,
-    a2aCards: deps.a2aCards,
-    notifier: deps.notifier,
-    events: deps.events,
-  });
-  return { api, close: () => adminAudit.close() };
-}
 
 export async function startGateway(config: GatewayConfig, options: StartGatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
@@ -160,7 +113,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         logger,
         clock,
         upstreams: () => runtime.pools.snapshot(),
-        a2aCards: () => runtime.cards.snapshot(),
+        a2aCards: () => runtime.a2a?.cards.snapshot() ?? {},
         notifier,
         events: notifications.events,
       });

@@ -7,8 +7,6 @@
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
-import { BufferedNotifier } from '../notifications/buffered-notifier.js';
-import { dropIntoInbox } from '../notifications/file-outbox-inbox.js';
 import { openNotifications, wantedByAny } from '../notifications/open-notifications.js';
 import { NO_NOTIFIER, type Notifier } from '../notifications/notifier.js';
 import { createRedisClientFactory } from '../redis/redis-client.js';
@@ -22,6 +20,8 @@ export async function openCliNotifications(config: GatewayConfig, clock: Clock):
   const { notifications } = config;
   if (notifications.webhooks.length === 0) return { notifier: NO_NOTIFIER, close: async () => {} };
   if (!config.redis) {
+    // Loaded only when a write has webhooks to tell: `main.ts` loads this file with every command, `serve` included.
+    const [{ BufferedNotifier }, { dropIntoInbox }] = await Promise.all([import('../notifications/buffered-notifier.js'), import('../notifications/file-outbox-inbox.js')]);
     const notifier = new BufferedNotifier({
       // Key events carry no dedupe key, so there is nothing to claim across processes.
       outbox: { append: (events) => dropIntoInbox(notifications.dir, events), claimOnce: () => Promise.resolve(true) },

@@ -15,7 +15,7 @@ import { primaryHeapFlagsToSet, workerEnvironment, workerExecArgv } from './work
 import { setFlagsFromString } from 'node:v8';
 import { startDemoUpstream } from './demo-setup.js';
 import { createRedisClient, createRedisClientFactory, redisIsReachable } from '../redis/redis-client.js';
-import { openControlPlane } from '../gateway.js';
+import { openControlPlane } from '../admin/control-plane.js';
 import { openKeyStore } from '../keys/open-key-store.js';
 import { openNotifications } from '../notifications/open-notifications.js';
 import { systemClock } from '../clock.js';

@@ -9,7 +9,6 @@ import { EVENT_TYPES } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
 import { eventStatesPath, pageOf, readEventStates } from '../notifications/file-event-states.js';
 import type { DeliveryState, EventFilter, EventPage, StoredEvent } from '../notifications/outbox.js';
-import { RedisWebhookOutbox } from '../notifications/redis-webhook-outbox.js';
 import { createRedisClientFactory, type RedisClient } from '../redis/redis-client.js';
 
 interface EventsListOptions {
@@ -57,6 +56,8 @@ export function registerEventsCommand(program: Command, io: EventsCommandIo = pr
           const factory = createRedisClientFactory(config.redis, silentLogger);
           redis = factory.connect('cli-read', 'agentgw-cli');
           await factory.whenReady(redis, 5_000);
+          // The outboxes load only when this command runs, not with every other command (`serve` included).
+          const { RedisWebhookOutbox } = await import('../notifications/redis-webhook-outbox.js');
           page = await new RedisWebhookOutbox({ client: redis, prefix: config.redis.prefix, leaseMs: 1 }).list(filter, undefined, options.limit);
         } else {
           page = pageOf((await readEventStates(eventStatesPath(config.notifications.dir), Date.now())).values(), filter, undefined, options.limit);

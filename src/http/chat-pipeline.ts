@@ -26,8 +26,6 @@ import type { ForwardFailureHandler } from '../proxy/forward-request.js';
 import { upstreamRequestHeaders } from '../proxy/header-hygiene.js';
 import { traceContextFor } from '../proxy/traceparent.js';
 import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
-import { a2aCall } from '../proxy/a2a/a2a-exchange.js';
-import { sendMethod } from '../proxy/a2a/a2a-protocol.js';
 import { appendRateLimitHeaders } from '../ratelimit/rate-limit-headers.js';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter.js';
 import type { BudgetThresholds } from '../ratelimit/budget-thresholds.js';
@@ -296,12 +294,13 @@ export class ChatPipeline {
   private forwardA2a(request: ChatRequest, parsed: Record<string, unknown>, headers: string[]): void {
     const { res, state, config } = request;
     const agent = request.agent!;
-    const card = this.runtime.cards.get(agent.id);
+    const a2a = this.runtime.a2a;
+    const card = a2a?.cards.get(agent.id);
     const upstreams = this.runtime.pools.upstreams(agent.id)!;
-    // No card read (yet): how to speak to the agent is unknown.
-    if (card === undefined) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 2, message: "The agent's A2A card could not be read; retry after a few seconds." });
-    const call = a2aCall(parsed, card, state.route!, headers);
-    if (state.trace !== undefined) state.trace.rpcMethod(sendMethod(card.version, call.exchange.streaming));
+    // No card read (yet), or the adapter still loading after a reload: how to speak to the agent is unknown.
+    if (a2a === undefined || card === undefined) throw new GatewayError('agent_unavailable', { retryAfterSeconds: 2, message: "The agent's A2A card could not be read; retry after a few seconds." });
+    const call = a2a.call(parsed, card, state.route!, headers);
+    if (state.trace !== undefined) state.trace.rpcMethod(a2a.sendMethod(card.version, call.exchange.streaming));
     forwardToUpstream(
       { res, state, agent, upstreams, route: state.route!, stream: config.stream, activeStreams: this.activeStreams, deadlines: this.deadlines, a2a: call.exchange },
       { body: call.body, headers: call.headers },

@@ -11,8 +11,23 @@ import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
 import type { ActiveStreams } from './active-streams.js';
 import type { DeadlineSweeper } from './deadline-sweeper.js';
 import type { AgentUpstreams } from './agent-upstreams.js';
-import type { A2aExchange } from './a2a/a2a-exchange.js';
+import type { A2aVersion } from './a2a/a2a-protocol.js';
 import type { UpstreamTarget } from './upstream-target.js';
+
+/**
+ * What an A2A call keeps for its answer (a2a/a2a-exchange.ts makes it). It brings its own
+ * relay, so this file and upstream-dispatch.ts load none of the A2A modules: a gateway whose
+ * agents all speak the native protocol never loads them (docs/performance.md).
+ */
+export interface A2aExchange {
+  version: A2aVersion;
+  /** The call is a streaming send (the stream route on an agent whose card says it streams). */
+  streaming: boolean;
+  /** The JSON-RPC id the call was sent with: every answer and event must carry it back. */
+  rpcId: string;
+  /** The relay of the agent's JSON-RPC answer or event stream, on either route (a2a/a2a-relay.ts). */
+  relay(exchange: RelayedExchange): ResponseRelay;
+}
 
 export interface StreamTimings {
   heartbeatMs: number;

@@ -32,7 +32,6 @@ import {
   type ResponseRelay,
   type UpstreamCall,
 } from './forward-request.js';
-import { A2aRelay } from './a2a/a2a-relay.js';
 import { JsonRelay } from './json-relay.js';
 import { SseRelay } from './sse-relay.js';
 import { AGENT_RETRY_AFTER_SECONDS, classifyUpstreamError } from './upstream-errors.js';
@@ -197,7 +196,7 @@ class UpstreamDispatch implements Dispatcher.DispatchHandler, DeadlineEntry, Rel
     const a2a = this.request.a2a;
     if (a2a !== undefined) {
       // An A2A agent's JSON-RPC answer or event stream, on either route (a2a/a2a-relay.ts).
-      relay = new A2aRelay(this, a2a);
+      relay = a2a.relay(this);
     } else if (this.request.route === 'chat/stream' && statusCode < 300) {
       if (!isEventStream(headers['content-type'])) {
         this.failBeforeHeaders('bad_response', 'The agent answered the stream route without an event stream.');

@@ -3,16 +3,22 @@
 import { randomUUID } from 'node:crypto';
 import { GatewayError } from '../../errors.js';
 import type { ChatRoute } from '../../request/chat-route.js';
+import type { A2aExchange, RelayedExchange, ResponseRelay } from '../forward-request.js';
 import type { A2aCard } from './a2a-card.js';
 import { A2A_VERSION_HEADER, encodeSendRequest, type A2aChatInput, type A2aVersion } from './a2a-protocol.js';
+import { A2aRelay } from './a2a-relay.js';
 
-/** What the exchange keeps for the A2A relays. */
-export interface A2aExchange {
-  version: A2aVersion;
-  /** The call is a streaming send (the stream route on an agent whose card says it streams). */
-  streaming: boolean;
-  /** The JSON-RPC id the call was sent with: every answer and event must carry it back. */
-  rpcId: string;
+/** What the exchange keeps for the A2A relays (forward-request.ts, A2aExchange). */
+class A2aCallExchange implements A2aExchange {
+  constructor(
+    readonly version: A2aVersion,
+    readonly streaming: boolean,
+    readonly rpcId: string,
+  ) {}
+
+  relay(exchange: RelayedExchange): ResponseRelay {
+    return new A2aRelay(exchange, this);
+  }
 }
 
 /** A task id is the agent's own; this bounds what a client may send back as one. */
@@ -50,5 +56,5 @@ export function a2aCall(body: Json, card: A2aCard, route: ChatRoute, headers: st
   // The client's Accept was for the gateway's answer, not the agent's.
   for (let i = 0; i < headers.length - 2; i += 2) if (headers[i] !== 'accept') out.push(headers[i]!, headers[i + 1]!);
   out.push('accept', streaming ? 'text/event-stream' : 'application/json', A2A_VERSION_HEADER, card.version, headers[headers.length - 2]!, headers[headers.length - 1]!);
-  return { exchange: { version: card.version, streaming, rpcId }, body: encoded, headers: out };
+  return { exchange: new A2aCallExchange(card.version, streaming, rpcId), body: encoded, headers: out };
 }
