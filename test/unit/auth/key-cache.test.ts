@@ -17,6 +17,7 @@ function record(n: number, overrides: Partial<KeyRecord> = {}): KeyRecord {
     metadata: {},
     limits: null,
     tools: null,
+    mcp: null,
     replaces: null,
     replacedBy: null,
     ...overrides,
