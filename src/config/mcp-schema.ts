@@ -30,6 +30,10 @@ const serverSchema = z
   .superRefine((server, ctx) => {
     const kinds = [server.upstream !== undefined, server.upstreams !== undefined, server.command !== undefined].filter(Boolean).length;
     if (kinds !== 1) ctx.addIssue({ code: 'custom', message: 'set exactly one of "upstream", "upstreams" (Streamable HTTP) or "command" (stdio)' });
+    // Reserved in the schema so a config names it the way it will be named; the front door does
+    // not start child processes yet (docs/mcp.md "Not yet"), and a server it cannot reach must
+    // fail at load, not at a client's first call.
+    if (server.command !== undefined) ctx.addIssue({ code: 'custom', path: ['command'], message: 'stdio MCP servers are not supported by this build yet; run the server with a Streamable HTTP transport and set "upstream"' });
     for (const name of Object.keys(server.headers)) {
       if (RESERVED_HEADERS.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'the gateway sets this header itself' });
     }
