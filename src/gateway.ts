@@ -155,7 +155,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const mcpFrontDoor = config.mcpServers.size === 0
     ? undefined
     : new McpFrontDoor({
-        runtime, authenticator, rateLimiter, auditLog, logger, clock,
+        runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing,
         sessions: redis ? new RedisSessionStore(redis, config.redis!.prefix, () => runtime.current.config.mcp.sessionIdleMs) : new MemorySessionStore(() => runtime.current.config.mcp.sessionIdleMs),
       });
   const gateway = createGatewayServer(

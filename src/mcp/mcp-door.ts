@@ -7,6 +7,7 @@ import type { Clock } from '../clock.js';
 import type { GatewayRuntime } from '../http/gateway-runtime.js';
 import type { Logger } from '../logger.js';
 import type { RateLimiter } from '../ratelimit/rate-limiter.js';
+import type { RequestTracing } from '../telemetry/request-tracing.js';
 import type { JsonRpcId } from './json-rpc.js';
 import type { McpExchange } from './mcp-exchange.js';
 import type { ToolLabels } from './mcp-labels.js';
@@ -21,6 +22,8 @@ export interface McpFrontDoorDependencies {
   logger: Logger;
   clock: Clock;
   sessions: McpSessionStore;
+  /** Present only while telemetry is on. */
+  tracing?: RequestTracing | undefined;
 }
 
 export interface McpDoor {

@@ -26,6 +26,8 @@ export interface McpExchange {
   /** The gateway session id and its record, once known. */
   sessionId?: string;
   session?: McpSessionRecord;
+  /** What the server is sent as `traceparent`: the request's span when tracing is on, else the client's. */
+  traceparent?: string;
 }
 
 /** Whether JSON-RPC batches are allowed: only in 2025-03-26 (removed in 2025-06-18). */

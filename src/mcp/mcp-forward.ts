@@ -38,6 +38,7 @@ function upstreamHeaders(exchange: McpExchange, options: ForwardOptions): Record
   }
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (headers.accept === undefined) headers.accept = options.stream ? 'text/event-stream' : 'application/json, text/event-stream';
+  if (exchange.traceparent !== undefined) headers.traceparent = exchange.traceparent;
   const upstreamSession = exchange.session?.upstreamSession;
   if (upstreamSession != null) headers['mcp-session-id'] = upstreamSession;
   return headers;

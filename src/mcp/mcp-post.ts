@@ -16,6 +16,7 @@ import { readAnswer, rewriteAnswer } from './mcp-relay.js';
 import { newSessionId } from './mcp-session-store.js';
 import { recordToolCall } from './mcp-tool-call-record.js';
 import { readBoundedBody } from './read-bounded-body.js';
+import type { RequestTracing } from '../telemetry/request-tracing.js';
 import { filterListResult, visibilityFor } from './tool-visibility.js';
 
 // Methods whose answer or whose argument names a tool or prompt: never inside a batch, so each
@@ -29,6 +30,9 @@ export async function handlePost(door: McpDoor, exchange: McpExchange): Promise<
   const body = await readBoundedBody(req, exchange.config.mcp.maxBodyBytes);
   const messages = decodeBody(body, exchange);
   const first = messages[0]!;
+  const clientTrace = req.headers.traceparent;
+  if (typeof clientTrace === 'string') exchange.traceparent = clientTrace;
+  if (door.deps.tracing !== undefined && first.kind === 'request') traceRequest(door.deps.tracing, exchange, first);
   if (messages.length === 1 && first.kind === 'request' && first.method === 'initialize') return initialize(door, exchange, first, body);
   await door.session(exchange, req.headers['mcp-session-id']);
   if (messages.length > 1) {
@@ -48,6 +52,23 @@ export async function handlePost(door: McpDoor, exchange: McpExchange): Promise<
   }
   if (first.kind === 'request' && (first.method === 'tools/list' || first.method === 'prompts/list')) return listFiltered(door, exchange, first, body);
   return forwardPlain(door, exchange, body, first.kind === 'response' ? 'response' : methodLabel(first.method));
+}
+
+/** The request's server span by the OpenTelemetry MCP conventions, ended when its response closes. */
+function traceRequest(tracing: RequestTracing, exchange: McpExchange, message: JsonRpcRequest): void {
+  const name = message.params?.name;
+  const target = (message.method === 'tools/call' || message.method === 'prompts/get') && typeof name === 'string' ? name.slice(0, 128) : undefined;
+  const attributes: Record<string, string | number> = { 'jsonrpc.request.id': String(message.id), 'mcp.protocol.version': exchange.protocol ?? DEFAULT_PROTOCOL_REVISION, 'agentgw.mcp_server': exchange.server.name, 'agentgw.key_id': exchange.key.keyId };
+  const session = exchange.req.headers['mcp-session-id'];
+  if (typeof session === 'string' && message.method !== 'initialize') attributes['mcp.session.id'] = session.slice(0, 64);
+  if (message.method === 'tools/call' && target !== undefined) {
+    attributes['gen_ai.tool.name'] = target;
+    attributes['gen_ai.operation.name'] = 'execute_tool';
+  }
+  const span = tracing.mcpSpan(exchange.req.headers.traceparent, message.method, target, attributes);
+  exchange.traceparent = span.traceparent;
+  const { res } = exchange;
+  res.once('close', () => span.end(res.statusCode, !res.writableFinished ? 'client_closed' : res.statusCode < 400 ? 'ok' : 'error'));
 }
 
 /** The body's messages: -32700 for bad JSON, -32600 for a bad message, both HTTP 400; batches only in 2025-03-26. */
