@@ -19,6 +19,7 @@ import { PROTOCOL_REVISIONS, type McpExchange } from './mcp-exchange.js';
 import type { JsonRpcId } from './json-rpc.js';
 import { cancelUpstream, forwardToServer, relayAnswer } from './mcp-forward.js';
 import { ToolLabels } from './mcp-labels.js';
+import { SessionGauge } from './session-gauge.js';
 import { handlePost } from './mcp-post.js';
 import type { McpDoor, McpFrontDoorDependencies } from './mcp-door.js';
 import { isSessionId } from './mcp-session-store.js';
@@ -37,9 +38,11 @@ export type { McpFrontDoorDependencies };
 export class McpFrontDoor implements McpDoor {
   readonly upstreams: McpUpstreams;
   readonly toolLabels = new ToolLabels();
+  readonly sessionGauge: SessionGauge;
 
   constructor(readonly deps: McpFrontDoorDependencies) {
     this.upstreams = new McpUpstreams(deps.runtime.current.config.mcpServers);
+    this.sessionGauge = new SessionGauge(() => deps.runtime.current.config.mcp.sessionIdleMs);
   }
 
   /** node:http's listener for `/mcp` paths. */
@@ -95,13 +98,14 @@ export class McpFrontDoor implements McpDoor {
     if (record === undefined || record.server !== exchange.server.name || record.keyId !== exchange.key.keyId) throw new GatewayError('mcp_session_not_found');
     exchange.sessionId = id;
     exchange.session = record;
+    this.sessionGauge.used(id);
   }
 
   /** The upstream session is gone (the server answered 404): the gateway's ends too, and the client is told 404. */
   async sessionLost(exchange: McpExchange): Promise<never> {
     if (exchange.sessionId !== undefined) {
       await this.deps.sessions.delete(exchange.sessionId).catch(() => undefined);
-      metrics.mcpSessions.dec({ server: exchange.server.name });
+      this.sessionGauge.ended(exchange.sessionId);
     }
     throw new GatewayError('mcp_session_not_found');
   }
@@ -119,7 +123,7 @@ export class McpFrontDoor implements McpDoor {
     const answer = await forwardToServer(this, exchange, { method: 'DELETE', stream: false }).catch(() => undefined);
     await answer?.body.dump().catch(() => undefined);
     await this.deps.sessions.delete(exchange.sessionId!);
-    metrics.mcpSessions.dec({ server: exchange.server.name });
+    this.sessionGauge.ended(exchange.sessionId!);
     metrics.mcpRequests.inc({ server: exchange.server.name, method: 'DELETE', outcome: 'ok' });
     exchange.res.statusCode = 200;
     exchange.res.setHeader('Content-Length', 0);

@@ -108,7 +108,7 @@ async function initialize(door: McpDoor, exchange: McpExchange, message: JsonRpc
     exchange.sessionId = sessionId;
     // Stored before the id is answered: the client's next request may reach another instance.
     await door.deps.sessions.put(sessionId, { server: exchange.server.name, keyId: exchange.key.keyId, target: target.url, upstreamSession: typeof upstream === 'string' ? upstream : null, protocol });
-    metrics.mcpSessions.inc({ server: exchange.server.name });
+    door.sessionGauge.open(sessionId, exchange.server.name);
   }
   const outcome = await relayAnswer(exchange, answer!, undefined, sessionId);
   metrics.mcpRequests.inc({ server: exchange.server.name, method: 'initialize', outcome: outcome.clientClosed ? 'client_closed' : 'ok' });
