@@ -162,6 +162,42 @@ describe('MCP front door: streams and sessions', () => {
     await client.close();
   });
 
+  it('the GET stream is relayed as an event stream, with Last-Event-ID passed to the server', async () => {
+    // A raw session: the SDK client would hold the session's one GET stream itself.
+    const init = await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
+    await init.text();
+    const sessionId = init.headers.get('mcp-session-id')!;
+    await (await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' })).text();
+    const abort = new AbortController();
+    const stream = await fetch(`${gateway.url}/mcp/files`, {
+      method: 'GET',
+      headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18', 'last-event-id': 'evt-41' },
+      signal: abort.signal,
+    });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toContain('text/event-stream');
+    const seen = mcp.seen.filter((request) => request.method === 'GET' && request.headers['last-event-id'] === 'evt-41');
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.headers.authorization).toBe(`Bearer ${UPSTREAM_TOKEN}`);
+    abort.abort();
+    await stream.body?.cancel().catch(() => undefined);
+  });
+
+  it('on 2025-03-26 a batch is forwarded, but a tools/call inside one is 400 and never reaches the server', async () => {
+    const { client, transport } = await connect();
+    const headers = { 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-03-26' };
+    const before = mcp.called.length;
+    const smuggled = await post(JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'ping' }, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'secret', arguments: {} } }]), headers);
+    expect(smuggled.status).toBe(400);
+    expect(((await smuggled.json()) as { error: { code: number } }).error.code).toBe(-32600);
+    expect(mcp.called.length).toBe(before);
+    const seenBefore = mcp.seen.length;
+    const batch = await post(JSON.stringify([{ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } }]), headers);
+    await batch.text();
+    expect(mcp.seen.slice(seenBefore).some((request) => request.body.startsWith('[{'))).toBe(true);
+    await client.close();
+  });
+
   it('a client that leaves a tools/call cancels it upstream', async () => {
     const { client, transport } = await connect();
     const before = mcp.cancelled;
