@@ -39,6 +39,9 @@ const LAYERS = [
   { name: 'policy', path: '^src/policy/' },
   // http/: the public listener: routing, validation, error responses.
   { name: 'http', path: '^src/http/' },
+  // mcp/: the MCP front door (docs/mcp.md): over http/, whose stages (authentication, errors,
+  // client address) it reuses; the composition root mounts it on the public listener.
+  { name: 'mcp', path: '^src/mcp/' },
   // admin/: the admin listener (metrics, readiness), beside the public one.
   { name: 'admin', path: '^src/admin/' },
   // src/gateway.ts: the composition root, the only place that chooses implementations.
@@ -48,7 +51,7 @@ const LAYERS = [
 ];
 
 // Peers share a rank: keys/, ratelimit/ and audit/ sit at the same height.
-const RANKS = [['base'], ['config'], ['metrics'], ['redis'], ['notifications'], ['keys', 'ratelimit', 'audit'], ['auth'], ['request'], ['telemetry'], ['proxy'], ['policy'], ['http'], ['admin'], ['gateway'], ['cli']];
+const RANKS = [['base'], ['config'], ['metrics'], ['redis'], ['notifications'], ['keys', 'ratelimit', 'audit'], ['auth'], ['request'], ['telemetry'], ['proxy'], ['policy'], ['http'], ['mcp'], ['admin'], ['gateway'], ['cli']];
 
 // demo-agent/ is a standalone program outside the order: it imports only base files,
 // and only cli/ (which starts it) imports it.

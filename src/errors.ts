@@ -13,6 +13,11 @@ export const ERROR_TYPES = {
   missing_admin_token: { status: 401, message: 'Send an admin token as "Authorization: Bearer <token>".' },
   invalid_admin_token: { status: 401, message: 'The admin token is not valid.' },
   insufficient_role: { status: 403, message: 'This admin token has the viewer role; this operation needs the admin role.' },
+  // The MCP front door (docs/mcp.md): a key whose MCP scope does not name the server, a browser
+  // page from an origin not in mcp.allowed_origins, a session the gateway does not know (or lost upstream).
+  key_not_allowed: { status: 403, message: 'The API key is not allowed to use this MCP server.' },
+  origin_not_allowed: { status: 403, message: 'Requests from this Origin are not allowed; add it to mcp.allowed_origins.' },
+  mcp_session_not_found: { status: 404, message: 'No such MCP session (it ended, expired or was lost upstream); initialize a new one.' },
   csrf_token_invalid: { status: 403, message: 'A dashboard write needs the X-CSRF-Token header of its session, sent from the dashboard itself.' },
   not_found: { status: 404, message: 'No such route. Chat routes are POST /agents/{agent}/api/v1/chat and /chat/stream.' },
   key_not_found: { status: 404, message: 'No key with this key_id.' },

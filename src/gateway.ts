@@ -11,6 +11,8 @@ import { systemClock, type Clock } from './clock.js';
 import type { GatewayConfig } from './config/schema.js';
 import type { Logger } from './logger.js';
 import { createAdminServer, registryMetrics } from './admin/admin-server.js';
+import { isMcpPath, McpFrontDoor } from './mcp/mcp-front-door.js';
+import { MemorySessionStore, RedisSessionStore } from './mcp/mcp-session-store.js';
 import { createGatewayServer, type GatewayServer } from './http/gateway-server.js';
 import { startEventProducers } from './http/event-producers.js';
 import { GatewayRuntime } from './http/gateway-runtime.js';
@@ -100,7 +102,20 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const runtime = new GatewayRuntime(config, { logger, clock, notifier });
   // Off (undefined) unless telemetry names a collector; only then is the OpenTelemetry SDK loaded.
   const tracing = config.telemetry.endpoint === undefined ? undefined : (await import('./telemetry/open-tracing.js')).openTracing(config.telemetry, logger);
-  const gateway = createGatewayServer({ runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing, budgetThresholds: producers.budgetThresholds }, certificate);
+  // The MCP front door (docs/mcp.md) only when mcp_servers names a server at start: otherwise no
+  // request pays for its path check. Its sessions live in Redis when there is one (any instance
+  // serves any session), else in this process.
+  const mcpFrontDoor = config.mcpServers.size === 0
+    ? undefined
+    : new McpFrontDoor({
+        runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing,
+        sessions: redis ? new RedisSessionStore(redis, config.redis!.prefix, () => runtime.current.config.mcp.sessionIdleMs) : new MemorySessionStore(() => runtime.current.config.mcp.sessionIdleMs),
+      });
+  const gateway = createGatewayServer(
+    { runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing, budgetThresholds: producers.budgetThresholds },
+    certificate,
+    mcpFrontDoor && { owns: isMcpPath, handle: mcpFrontDoor.handle },
+  );
   // The certificate files as they change (or on SIGHUP); the paths are the ones started with
   // (listen is a restart-only section).
   const certificates = listenTls && new CertificateReloader(listenTls, gateway.server as SecureContextTarget, logger);
@@ -168,6 +183,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     await producers.close();
     await keyStore.close();
     await runtime.close();
+    await mcpFrontDoor?.close();
     // After everything that publishes has stopped: what they published reaches the outbox.
     await notifications.close();
     if (admin) {
@@ -190,6 +206,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     notifier,
     reload: (next) => {
       runtime.reload(next);
+      mcpFrontDoor?.reload(next);
       void certificates?.reload();
     },
     close: (graceMs) => (closing ??= close(graceMs)),

@@ -10,6 +10,8 @@ const metadata = z.record(z.string(), z.string());
 const limits = z.record(z.string(), z.unknown());
 // Names, count and duplicates are the KeyService's to check (checkTools).
 const tools = z.array(z.string());
+// Server names and tool names are the KeyService's to check (checkMcp).
+const mcp = z.record(z.string(), z.array(z.string()));
 
 export const createKeyBody = z.strictObject({
   account: z.string(),
@@ -21,6 +23,7 @@ export const createKeyBody = z.strictObject({
   metadata: metadata.optional(),
   limits: limits.nullable().optional(),
   tools: tools.nullable().optional(),
+  mcp: mcp.nullable().optional(),
 });
 
 export const updateKeyBody = z.strictObject({
@@ -31,6 +34,7 @@ export const updateKeyBody = z.strictObject({
   metadata: metadata.nullable().optional(),
   limits: limits.nullable().optional(),
   tools: tools.nullable().optional(),
+  mcp: mcp.nullable().optional(),
 });
 
 export const rotateKeyBody = z.strictObject({ grace: durationText.optional() });

@@ -33,6 +33,7 @@ export async function createKey(x: AdminExchange): Promise<void> {
     metadata: body.metadata,
     limits: body.limits as KeyLimits | null | undefined,
     tools: body.tools,
+    mcp: body.mcp,
   });
   await x.deps.adminAudit.keyCreated(originOf(x), record.keyId, Object.keys(body));
   sendJson(x.res, 201, { key: rawKey, ...toKeyView(record, x.deps.clock.now()) });
@@ -53,6 +54,7 @@ export async function updateKey(x: AdminExchange, keyId: string): Promise<void> 
     metadata: body.metadata,
     limits: body.limits as KeyLimits | null | undefined,
     tools: body.tools,
+    mcp: body.mcp,
   });
   if (changed.length > 0) await x.deps.adminAudit.keyUpdated(originOf(x), keyId, changed);
   sendJson(x.res, 200, toKeyView(record, x.deps.clock.now()));

@@ -37,6 +37,10 @@ export const AUDIT_COLUMNS = [
   { name: 'cost_usd', type: 'numeric' },
   { name: 'tool_calls', type: 'jsonb' },
   { name: 'tools_withheld', type: 'jsonb' },
+  // MCP records only (null on the chat routes' rows); is_error as JSON true/false/null.
+  { name: 'mcp_server', type: 'text' },
+  { name: 'tool', type: 'text' },
+  { name: 'is_error', type: 'jsonb' },
 ] as const satisfies readonly AuditColumn[];
 
 /** Compiles only while every AuditRecord field has a column above. */

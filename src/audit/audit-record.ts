@@ -2,7 +2,7 @@
 // dashboards read.
 import { isPlainJsonText, jsonNumberLiteral, jsonStringLiteral, PlainTextMemo, requestIdPlainMemo } from '../json-text.js';
 
-export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'cost_budget_exceeded' | 'tool_budget_exceeded' | 'concurrency_limit_exceeded' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
+export type AuditOutcome = 'ok' | 'invalid_request' | 'rate_limited' | 'token_budget_exceeded' | 'cost_budget_exceeded' | 'tool_budget_exceeded' | 'concurrency_limit_exceeded' | 'tool_not_allowed' | 'upstream_error' | 'client_closed' | 'timeout' | 'error';
 
 /**
  * The most tokens one answer may report (docs/rate-limits.md, "Token budgets"): far above any
@@ -25,7 +25,8 @@ export interface AuditRecord {
   account: string;
   plan: string;
   agent: string;
-  route: 'chat' | 'chat/stream';
+  /** `mcp`: a `tools/call` through the MCP front door (docs/mcp.md "What is audited"). */
+  route: 'chat' | 'chat/stream' | 'mcp';
   status: number;
   outcome: AuditOutcome;
   tokens_used: number | null;
@@ -44,6 +45,10 @@ export interface AuditRecord {
   tool_calls: readonly string[] | null;
   /** Tools left out of the forwarded `tools` because their quota was spent (the Tools-Withheld header); null: none. */
   tools_withheld: readonly string[] | null;
+  /** MCP records only (route `mcp`): the server, the tool called, and the result's `isError` (null: no result). */
+  mcp_server?: string;
+  tool?: string;
+  is_error?: boolean | null;
 }
 
 /**
@@ -72,8 +77,15 @@ function nullableNames(names: readonly string[] | null): string {
 function answerFields(r: AuditRecord): string {
   return (
     ',"model":' + nullableString(r.model ?? null) + ',"cost_usd":' + nullableNumber(r.cost_usd ?? null) +
-    ',"tool_calls":' + nullableNames(r.tool_calls ?? null) + ',"tools_withheld":' + nullableNames(r.tools_withheld ?? null) + '}'
+    ',"tool_calls":' + nullableNames(r.tool_calls ?? null) + ',"tools_withheld":' + nullableNames(r.tools_withheld ?? null) +
+    (r.mcp_server === undefined ? '}' : mcpFields(r))
   );
+}
+
+/** An MCP record's own fields, after the answer's (never arguments or results). */
+function mcpFields(r: AuditRecord): string {
+  const isError = r.is_error === undefined || r.is_error === null ? 'null' : String(r.is_error);
+  return ',"mcp_server":' + jsonStringLiteral(r.mcp_server!) + ',"tool":' + jsonStringLiteral(r.tool ?? '') + ',"is_error":' + isError + '}';
 }
 
 const plainKeyId = new PlainTextMemo();

@@ -3,6 +3,7 @@
 // (hashes the store does not know). Freshness is judged by the caller against the injected
 // clock; an entry past its TTL is kept so it can be served stale while the store is down.
 import type { AuthenticatedKey, KeyRecord } from '../keys/key-record.js';
+import { mcpTarget } from '../keys/mcp-scope.js';
 
 export interface CachedKey {
   readonly record: KeyRecord;
@@ -32,18 +33,29 @@ export interface KeyCacheOptions {
 }
 
 export function toCachedKey(record: KeyRecord, freshUntilMs: number): CachedKey {
-  const authenticated: AuthenticatedKey = Object.freeze({ keyId: record.keyId, account: record.account, plan: record.plan, limits: record.limits, tools: record.tools === null ? null : Object.freeze([...record.tools]) });
+  const authenticated: AuthenticatedKey = Object.freeze({ keyId: record.keyId, account: record.account, plan: record.plan, limits: record.limits, tools: record.tools === null ? null : Object.freeze([...record.tools]), mcp: record.mcp ?? null });
   return {
     record,
     authenticated,
     resolved: Promise.resolve(authenticated),
-    agents: Object.freeze([...record.agents]),
+    agents: Object.freeze(routeTargets(record)),
     revoked: record.revokedAt !== null,
     expiresAtMs: record.expiresAt === null ? Number.POSITIVE_INFINITY : Date.parse(record.expiresAt),
     freshUntilMs,
     referenced: false,
     stale: false,
   };
+}
+
+/**
+ * What the key may call, as the authenticator's one list: its agents, then `mcp:{server}` for
+ * each MCP server of its scope (mcp-scope.ts), so the MCP front door's servers pass through the
+ * same check as agents (agent ids hold no ':').
+ */
+function routeTargets(record: KeyRecord): string[] {
+  const targets = [...record.agents];
+  if (record.mcp != null) for (const server of Object.keys(record.mcp)) targets.push(mcpTarget(server));
+  return targets;
 }
 
 export class KeyCache {

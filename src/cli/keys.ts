@@ -54,6 +54,7 @@ function describe(v: KeyView): string {
     ...(Object.keys(v.metadata).length > 0 ? ([['metadata', JSON.stringify(v.metadata)]] as [string, string][]) : []),
     ...(v.limits !== null ? ([['limits', JSON.stringify(v.limits)]] as [string, string][]) : []),
     ...(v.tools !== null ? ([['tools', v.tools.length === 0 ? '(none: no tool)' : v.tools.join(', ')]] as [string, string][]) : []),
+    ...(v.mcp != null ? ([['mcp', Object.entries(v.mcp).map(([server, tools]) => `${server}: ${tools.join(', ')}`).join('; ')]] as [string, string][]) : []),
     ...(v.replaces !== null ? ([['replaces', v.replaces]] as [string, string][]) : []),
     ...(v.replaced_by !== null ? ([['replaced_by', v.replaced_by]] as [string, string][]) : []),
   ];
@@ -178,8 +179,9 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     .option('--metadata <key=value>', 'a label for the operator (repeat for several)', collect)
     .option('--limits <json>', "the key's own limits, the shape of a plan, e.g. '{\"windows\":[{\"requests\":10,\"per\":\"1m\"}]}'")
     .option('--tool <name>', "limit the key to this tool (repeat for several; default: no restriction)", collect)
+    .option('--mcp <server=tools>', 'let the key use this MCP server\'s tools, e.g. files=read_file,list_directory or git=* (repeat for several servers)', collect)
     .option('--json', 'print one JSON object (with `key` and `key_id`)')
-    .action(async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; metadata?: string[]; limits?: string; tool?: string[]; json?: boolean }, command: Command) => {
+    .action(async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; metadata?: string[]; limits?: string; tool?: string[]; mcp?: string[]; json?: boolean }, command: Command) => {
       await run(command, async (service, audit) => {
         const expiresInMs = opts.expiresIn === undefined ? undefined : durationOption('--expires-in', opts.expiresIn);
         const { rawKey, record } = await service.createKey({
@@ -191,6 +193,7 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
           metadata: metadataOf(opts.metadata ?? []),
           limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
           tools: opts.tool,
+          mcp: opts.mcp === undefined ? undefined : mcpScopeOf(opts.mcp),
         });
         const v = view(record, clock.now());
         if (opts.json) {
@@ -200,7 +203,7 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
           err('Store this key now: it is shown only this once and cannot be recovered.\n');
         }
         // The fields the admin API's body would have held for the same key.
-        const fields = ['account', 'plan', 'agents', ...(opts.name === undefined ? [] : ['name']), ...(expiresInMs === undefined ? [] : ['expires_in']), ...((opts.metadata ?? []).length > 0 ? ['metadata'] : []), ...(opts.limits === undefined ? [] : ['limits']), ...(opts.tool === undefined ? [] : ['tools'])];
+        const fields = ['account', 'plan', 'agents', ...(opts.name === undefined ? [] : ['name']), ...(expiresInMs === undefined ? [] : ['expires_in']), ...((opts.metadata ?? []).length > 0 ? ['metadata'] : []), ...(opts.limits === undefined ? [] : ['limits']), ...(opts.tool === undefined ? [] : ['tools']), ...(opts.mcp === undefined ? [] : ['mcp'])];
         await audit!.log.keyCreated(audit!.origin, record.keyId, fields);
       }, true);
     });
@@ -277,16 +280,19 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     .option('--limits <json>', 'replace the key\'s own limits (JSON), or "null" to use the plan\'s')
     .option('--tool <name>', 'replace the key\'s tool scope with these tools (repeat for several)', collect)
     .option('--no-tools', 'remove the key\'s tool scope: no restriction')
+    .option('--mcp <server=tools>', 'replace the key\'s MCP scope with these servers\' tools (repeat for several servers)', collect)
+    .option('--no-mcp-scope', 'remove the key\'s MCP scope: no MCP server')
     .option('--json', 'print a JSON object')
     .action(
       async (
         keyId: string,
-        opts: { name?: string; plan?: string; agent?: string[]; expiresAt?: string; expiresIn?: string; metadata?: string[]; clearMetadata?: boolean; limits?: string; tool?: string[]; tools: boolean; json?: boolean },
+        opts: { name?: string; plan?: string; agent?: string[]; expiresAt?: string; expiresIn?: string; metadata?: string[]; clearMetadata?: boolean; limits?: string; tool?: string[]; tools: boolean; mcp?: string[]; mcpScope: boolean; json?: boolean },
         command: Command,
       ) => {
         await run(command, async (service, audit) => {
           if (opts.expiresAt !== undefined && opts.expiresIn !== undefined) throw new Error('give --expires-at or --expires-in, not both');
           if (opts.tool !== undefined && !opts.tools) throw new Error('give --tool or --no-tools, not both');
+          if (opts.mcp !== undefined && !opts.mcpScope) throw new Error('give --mcp or --no-mcp-scope, not both');
           let expiresAt: string | null | undefined = opts.expiresAt === 'never' ? null : opts.expiresAt;
           if (opts.expiresIn !== undefined) expiresAt = new Date(clock.now() + durationOption('--expires-in', opts.expiresIn)).toISOString();
           const { record, changed } = await service.updateKey(keyId, {
@@ -297,6 +303,7 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
             metadata: opts.clearMetadata ? null : opts.metadata !== undefined ? metadataOf(opts.metadata) : undefined,
             limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
             tools: !opts.tools ? null : opts.tool,
+            mcp: !opts.mcpScope ? null : opts.mcp === undefined ? undefined : mcpScopeOf(opts.mcp),
           });
           const v = view(record, clock.now());
           if (opts.json) out(`${JSON.stringify({ ...v, changed })}\n`);
@@ -326,4 +333,17 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     });
 
   return keys;
+}
+
+/** `--mcp files=read_file,list_directory` (repeated) as the key's MCP scope; the KeyService checks the names. */
+export function mcpScopeOf(specs: readonly string[]): Record<string, string[]> {
+  const scope: Record<string, string[]> = {};
+  for (const spec of specs) {
+    const equals = spec.indexOf('=');
+    if (equals <= 0) throw new Error(`--mcp ${JSON.stringify(spec)}: expected server=tool[,tool...] (or server=*)`);
+    const server = spec.slice(0, equals);
+    if (Object.hasOwn(scope, server)) throw new Error(`--mcp: the server "${server}" is given twice`);
+    scope[server] = spec.slice(equals + 1).split(',').filter((tool) => tool !== '');
+  }
+  return scope;
 }

@@ -52,6 +52,8 @@ export type RateWindow = RequestWindow | TokenWindow | CostWindow | ToolCallsWin
 
 /** The tool name a `tool_calls` quota uses to count every tool call (docs/design.md section "Agent runs and nested scopes"). */
 export const EVERY_TOOL = '*';
+/** A quota named `{server}__*` counts every tool of that MCP server (docs/mcp.md "Quotas"). */
+export const ALL_OF_A_SERVER = '__*';
 
 /** A budget: read at admission, charged after the answer. */
 export function isBudget(window: { kind?: LimitKind | undefined }): boolean {

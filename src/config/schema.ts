@@ -15,11 +15,13 @@ import { telemetrySchema } from './telemetry-schema.js';
 import { auditPostgresSchema } from './audit-postgres-schema.js';
 import { notificationsSchema } from './notifications-schema.js';
 import { pricingSchema } from './pricing-schema.js';
+import { mcpSchema, mcpServersSchema } from './mcp-schema.js';
 
 export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type ScopeLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
 export { TAGGABLE_KEY } from './redis-schema.js';
 export { EVENT_TYPES, WebhookSecret, type EventType, type NotificationsConfig, type WebhookConfig } from './notifications-schema.js';
+export { MCP_SERVER_NAME, MCP_TOOL_NAME, type McpConfig, type McpServerConfig } from './mcp-schema.js';
 export { MAX_MODEL_CHARS, type Pricing } from './pricing-schema.js';
 
 // TLS on the public listener (docs/operations.md "TLS"): PEM file paths, watched and reloaded
@@ -192,6 +194,9 @@ export const configSchema = z
     telemetry: telemetrySchema.prefault({}),
     // Signed webhooks (docs/notifications.md); no webhook configured: nothing is published.
     notifications: notificationsSchema.prefault({}),
+    // The MCP front door (docs/mcp.md); no server configured: /mcp is not routed.
+    mcp_servers: mcpServersSchema,
+    mcp: mcpSchema,
   })
   .superRefine((config, ctx) => {
     // Runs even when other keys have problems (evenWithOtherProblems): each block may then be
@@ -269,6 +274,8 @@ export const configSchema = z
     shutdownGraceMs: c.shutdown_grace,
     telemetry: c.telemetry,
     notifications: c.notifications,
+    mcpServers: new Map(Object.entries(c.mcp_servers).map(([name, server]) => [name, { name, ...server }])),
+    mcp: c.mcp,
   }));
 
 /**

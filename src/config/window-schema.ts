@@ -48,7 +48,8 @@ const toolWindowSchema = z.strictObject({
 });
 
 /** A tool named in `tool_calls`: what an agent's allow-list may hold, bounded so it fits a window (and Redis key) name. */
-export const TOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+// `{server}__*` names every tool of an MCP server (docs/mcp.md "Quotas"); `{server}__{tool}` one.
+export const TOOL_NAME = /^(?:[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}|[a-z0-9][a-z0-9_-]{0,61}__\*)$/;
 export const MAX_QUOTA_TOOLS = 64;
 
 export const toolCallsSchema = z
@@ -61,7 +62,7 @@ export const toolCallsSchema = z
       return;
     }
     for (const name of names) {
-      if (name !== EVERY_TOOL && !TOOL_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'a tool name: letters, digits, "_", ".", ":" or "-", at most 64 characters' });
+      if (name !== EVERY_TOOL && !TOOL_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'a tool name: letters, digits, "_", ".", ":" or "-", at most 64 characters (or "{server}__*" for all of an MCP server\'s tools)' });
     }
   });
 

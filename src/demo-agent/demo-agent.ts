@@ -3,6 +3,7 @@
 // upstream. It streams word by word, honours max_tokens and stops when the client goes away.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer } from '../node-http.js';
+import { handleDemoMcp } from './demo-mcp-server.js';
 
 export interface DemoAgentOptions {
   port: number;
@@ -77,6 +78,8 @@ export function createDemoAgent(options: DemoAgentOptions): Server {
 
   return createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
+    // The demo MCP server (docs/mcp.md) shares the port: one demo process, one port to free.
+    if (path === '/mcp') return handleDemoMcp(req, res);
     const isChat = path === '/api/v1/chat';
     const isStream = path === '/api/v1/chat/stream';
     if (!isChat && !isStream) return sendJson(res, 404, { error: { type: 'not_found', message: 'demo agent: unknown path' } });

@@ -13,21 +13,31 @@ import { chooseRequestId } from './request-id.js';
 
 export type { GatewayDependencies };
 
+/**
+ * A handler for paths outside the chat routes (the MCP front door, src/mcp/): it says which
+ * paths are its own. Absent, every request goes to the chat pipeline without a check.
+ */
+export interface PathHandler {
+  owns(url: string | undefined): boolean;
+  handle(req: IncomingMessage, res: ServerResponse): void;
+}
+
 export interface GatewayServer extends PublicServer {
   activeStreams: ActiveStreams;
   handle(req: IncomingMessage, res: ServerResponse): void;
 }
 
 /** `tls`: the listener's certificate when listen.tls is set (tls-certificates.ts reads it). */
-export function createGatewayServer(deps: GatewayDependencies, tls?: SecureContextOptions): GatewayServer {
+export function createGatewayServer(deps: GatewayDependencies, tls?: SecureContextOptions, paths?: PathHandler): GatewayServer {
   const pipeline = new ChatPipeline(deps);
-  const listener = createPublicServer(deps.runtime.current.config.listen, pipeline.handle, tls);
+  const handler = paths === undefined ? pipeline.handle : (req: IncomingMessage, res: ServerResponse) => (paths.owns(req.url) ? paths.handle(req, res) : pipeline.handle(req, res));
+  const listener = createPublicServer(deps.runtime.current.config.listen, handler, tls);
   const server = listener.server;
   server.on('clientError', answerClientError);
   // Without these listeners Node would close a CONNECT without an answer and send a bare 417.
   server.on('connect', refuseConnect);
   server.on('checkExpectation', refuseExpectation);
-  return { ...listener, activeStreams: pipeline.activeStreams, handle: pipeline.handle };
+  return { ...listener, activeStreams: pipeline.activeStreams, handle: handler };
 }
 
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {

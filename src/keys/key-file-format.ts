@@ -60,7 +60,7 @@ export function firstAfter(ordered: readonly KeyRecord[], position: KeyPosition)
 
 /** Everything that can change whether or how a key authenticates (and what it may do). */
 export function authShape(record: KeyRecord): string {
-  return `${record.keyId}|${record.account}|${record.plan}|${record.agents.join(',')}|${record.expiresAt}|${record.revokedAt}|${JSON.stringify(record.limits)}|${JSON.stringify(record.tools)}`;
+  return `${record.keyId}|${record.account}|${record.plan}|${record.agents.join(',')}|${record.expiresAt}|${record.revokedAt}|${JSON.stringify(record.limits)}|${JSON.stringify(record.tools)}|${JSON.stringify(record.mcp ?? null)}`;
 }
 
 

@@ -1,6 +1,7 @@
 // KeyRecord ↔ the snake_case field names of docs/design.md, "Keys", which the key file, the
 // Redis hashes and the CLI's --json output all use.
-import type { KeyLimits, KeyRecord } from './key-record.js';
+import type { KeyLimits, KeyRecord, McpScope } from './key-record.js';
+import { checkMcpScope } from './mcp-scope.js';
 import { KEY_HASH_PATTERN, KEY_ID_PATTERN } from './key-format.js';
 
 export interface StoredKeyRecord {
@@ -18,6 +19,8 @@ export interface StoredKeyRecord {
   limits: KeyLimits | null;
   /** Absent in records written before tool scopes: read as null (no restriction). */
   tools: string[] | null;
+  /** Absent in records written before MCP scopes: read as null (no MCP server). */
+  mcp: McpScope | null;
   replaces: string | null;
   replaced_by: string | null;
 }
@@ -40,6 +43,7 @@ export function toStoredRecord(record: KeyRecord): StoredKeyRecord {
     metadata: { ...record.metadata },
     limits: record.limits,
     tools: record.tools === null ? null : [...record.tools],
+    mcp: copyScope(record.mcp),
     replaces: record.replaces,
     replaced_by: record.replacedBy,
   };
@@ -90,6 +94,7 @@ export function fromStoredRecord(value: unknown): KeyRecord {
     metadata: metadataOf(raw.metadata, keyId),
     limits: limitsOf(raw.limits, keyId),
     tools: toolsOf(raw.tools, keyId),
+    mcp: mcpOf(raw.mcp, keyId),
     replaces: optionalKeyId(raw.replaces, `replaces of ${keyId}`),
     replacedBy: optionalKeyId(raw.replaced_by, `replaced_by of ${keyId}`),
   };
@@ -113,6 +118,19 @@ function toolsOf(value: unknown, keyId: string): string[] | null {
   if (value === undefined || value === null) return null;
   if (!Array.isArray(value) || !value.every((t) => typeof t === 'string')) throw new Error(`tools of ${keyId} must be an array of strings`);
   return [...(value as string[])];
+}
+
+function mcpOf(value: unknown, keyId: string): McpScope | null {
+  const checked = checkMcpScope(value);
+  if ('error' in checked) throw new Error(`${checked.error} (key ${keyId})`);
+  return checked.scope;
+}
+
+function copyScope(scope: McpScope | null | undefined): McpScope | null {
+  if (scope == null) return null;
+  const copy: Record<string, string[]> = {};
+  for (const server of Object.keys(scope)) copy[server] = [...scope[server]!];
+  return copy;
 }
 
 function optionalKeyId(value: unknown, field: string): string | null {

@@ -1,7 +1,8 @@
 // A stored API key (docs/design.md, "Keys"). Only the SHA-256 of the raw key is ever stored.
 import type { KeyLimits } from '../config/schema.js';
+import type { McpScope } from './mcp-scope.js';
 
-export type { KeyLimits };
+export type { KeyLimits, McpScope };
 export interface KeyRecord {
   /** Public identifier, safe for logs, audit records and the CLI. */
   keyId: string;
@@ -23,6 +24,8 @@ export interface KeyRecord {
   limits: KeyLimits | null;
   /** The key's tool scope: the only tools its requests may name or be given (null: no restriction). */
   tools: string[] | null;
+  /** The key's MCP scope: server → tools ("*": all); null: no MCP server (docs/mcp.md "Scopes"). */
+  mcp: McpScope | null;
   /** Rotation: the key this one replaced, and the key that replaced this one. */
   replaces: string | null;
   replacedBy: string | null;
@@ -41,6 +44,7 @@ export interface NewKeyFields {
   metadata?: Record<string, string>;
   limits?: KeyLimits | null;
   tools?: string[] | null;
+  mcp?: McpScope | null;
 }
 
 /**
@@ -63,6 +67,7 @@ export function newKeyRecord(fields: NewKeyFields): KeyRecord {
     metadata: fields.metadata ?? {},
     limits: fields.limits ?? null,
     tools: fields.tools ?? null,
+    mcp: fields.mcp ?? null,
     replaces: null,
     replacedBy: null,
   };
@@ -77,4 +82,6 @@ export interface AuthenticatedKey {
   limits?: KeyLimits | null;
   /** The key's tool scope: the only tools a request on it may name or be given (null or absent: no restriction). */
   tools?: readonly string[] | null;
+  /** The key's MCP scope (null or absent: no MCP server). */
+  mcp?: McpScope | null;
 }

@@ -12,6 +12,7 @@ import type { KeyEvents } from './key-events.js';
 import { keyStatus, type KeyStatus } from './key-record-codec.js';
 import { nameKey } from './key-pages.js';
 import type { KeyPosition, KeyStore } from './key-store.js';
+import { checkMcpScope } from './mcp-scope.js';
 
 export const ACCOUNT_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
 const MAX_NAME_LENGTH = 200;
@@ -54,6 +55,8 @@ export interface CreateKeyInput {
   limits?: KeyLimits | null | undefined;
   /** The tool scope (null or absent: no restriction). */
   tools?: string[] | null | undefined;
+  /** The MCP scope (null or absent: no MCP server). */
+  mcp?: Record<string, string[]> | null | undefined;
 }
 
 /** A partial update: only the fields present change. */
@@ -67,6 +70,8 @@ export interface UpdateKeyInput {
   limits?: KeyLimits | null | undefined;
   /** null clears the tool scope; a list replaces it whole. */
   tools?: string[] | null | undefined;
+  /** null clears the MCP scope; an object replaces it whole. */
+  mcp?: Record<string, string[]> | null | undefined;
 }
 
 export interface ListKeysInput {
@@ -141,6 +146,7 @@ export class KeyService {
       metadata: this.checkMetadata(input.metadata ?? {}),
       limits: this.checkLimits(input.limits ?? null),
       tools: checkTools(input.tools ?? null),
+      mcp: checkMcp(input.mcp ?? null),
     });
     await this.store.create(record);
     this.options.events?.created(record, nowMs);
@@ -183,6 +189,7 @@ export class KeyService {
     if (input.metadata !== undefined) next.metadata = this.checkMetadata(input.metadata ?? {});
     if (input.limits !== undefined) next.limits = this.checkLimits(input.limits);
     if (input.tools !== undefined) next.tools = checkTools(input.tools);
+    if (input.mcp !== undefined) next.mcp = checkMcp(input.mcp);
     let changed: string[] = [];
     const result = await this.store.update(keyId, (current) => {
       const record = { ...current, ...next };
@@ -331,6 +338,13 @@ export function checkTools(tools: readonly unknown[] | null): string[] | null {
   return [...(tools as string[])];
 }
 
+/** An MCP scope (docs/mcp.md "Scopes"), refused whole naming the field, or kept as given. */
+export function checkMcp(scope: unknown): Record<string, string[]> | null {
+  const checked = checkMcpScope(scope);
+  if ('error' in checked) throw new KeyServiceError(checked.error, checked.param);
+  return checked.scope;
+}
+
 function notFound(keyId: string): KeyServiceError {
   return new KeyServiceError(`no key ${keyId}`, 'key_id', 'not_found');
 }
@@ -351,6 +365,7 @@ const SETTINGS: [string, (r: KeyRecord) => unknown][] = [
   ['metadata', (r) => r.metadata],
   ['limits', (r) => r.limits],
   ['tools', (r) => r.tools],
+  ['mcp', (r) => r.mcp ?? null],
 ];
 
 function changedFields(before: KeyRecord, after: KeyRecord): string[] {

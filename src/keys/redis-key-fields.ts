@@ -3,7 +3,7 @@
 import type { KeyRecord } from './key-record.js';
 
 /** Settings an update may write; the rest belongs to creation, revocation or last use. */
-export const UPDATABLE_FIELDS = ['name', 'plan', 'agents', 'expires_at', 'metadata', 'limits', 'tools', 'replaces', 'replaced_by'] as const;
+export const UPDATABLE_FIELDS = ['name', 'plan', 'agents', 'expires_at', 'metadata', 'limits', 'tools', 'mcp', 'replaces', 'replaced_by'] as const;
 
 export function recordFields(record: KeyRecord): string[] {
   const fields = [
@@ -20,6 +20,7 @@ export function recordFields(record: KeyRecord): string[] {
   if (Object.keys(record.metadata).length > 0) fields.push('metadata', JSON.stringify(record.metadata));
   if (record.limits !== null) fields.push('limits', JSON.stringify(record.limits));
   if (record.tools !== null) fields.push('tools', JSON.stringify(record.tools));
+  if (record.mcp != null) fields.push('mcp', JSON.stringify(record.mcp));
   if (record.replaces !== null) fields.push('replaces', record.replaces);
   if (record.replacedBy !== null) fields.push('replaced_by', record.replacedBy);
   return fields;

@@ -137,6 +137,7 @@ export class RedisKeyStore implements KeyStore {
         metadata: fields.metadata === undefined ? undefined : JSON.parse(fields.metadata),
         limits: fields.limits === undefined ? undefined : JSON.parse(fields.limits),
         tools: fields.tools === undefined ? undefined : JSON.parse(fields.tools),
+        mcp: fields.mcp === undefined ? undefined : JSON.parse(fields.mcp),
       });
     } catch (error) {
       this.options.logger.error({ err: error, keyId: fields.key_id }, 'malformed key record in redis; treating it as absent');

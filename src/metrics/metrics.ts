@@ -74,6 +74,21 @@ export const metrics = {
     labelNames: ['agent', 'tool', 'verdict'] as const,
     registers: [registry],
   }),
+  // The MCP front door (docs/mcp.md "Metrics"): servers from config; methods from MCP's fixed
+  // set, else "other"; tools only those the server listed (bounded), else "other".
+  mcpRequests: new Counter({
+    name: 'agentgw_mcp_requests_total',
+    help: 'Requests to the MCP front door, by server, JSON-RPC method (MCP\'s own, else "other") and outcome.',
+    labelNames: ['server', 'method', 'outcome'] as const,
+    registers: [registry],
+  }),
+  mcpToolCalls: new Counter({
+    name: 'agentgw_mcp_tool_calls_total',
+    help: 'tools/call requests by server, tool (a name the server listed, else "other") and verdict (forwarded, outside_scope, rate_limited, tool_budget_exceeded).',
+    labelNames: ['server', 'tool', 'verdict'] as const,
+    registers: [registry],
+  }),
+  mcpSessions: new Gauge({ name: 'agentgw_mcp_sessions', help: 'MCP sessions this instance opened and has not seen end (DELETE) or expire.', labelNames: ['server'] as const, registers: [registry] }),
   costUsd: new Counter({
     name: 'agentgw_cost_usd_total',
     help: 'What the answers cost in US dollars (tokens_used priced by model, the pricing config), by agent.',

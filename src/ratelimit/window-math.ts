@@ -10,7 +10,7 @@
 // windowMs ever holds more than `limit` admitted requests (no boundary burst). The price:
 // a request keeps counting until its bucket's end + windowMs - 1, i.e. at most
 // bucketMs - 1 ms longer than an exact sliding log would count it.
-import { EVERY_TOOL } from '../config/limit-window.js';
+import { ALL_OF_A_SERVER, EVERY_TOOL } from '../config/limit-window.js';
 import { isBudget, windowStatus, type ChargeUsage, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 
 /** Buckets per window: bounds memory per subject and window to ~61 counters. */
@@ -169,9 +169,16 @@ export function chargeUnits(window: RateWindow, usage: ChargeUsage): number {
       const calls = usage.toolCalls;
       if (calls == null) return 0;
       // "*" counts every tool call (docs/design.md, "Agent runs and nested scopes").
-      if (window.tool === EVERY_TOOL) return calls.length;
+      const tool = window.tool;
+      if (tool === EVERY_TOOL) return calls.length;
       let count = 0;
-      for (const called of calls) if (called === window.tool) count += 1;
+      // "{server}__*" counts every call of an MCP server's tools (docs/mcp.md "Quotas").
+      if (tool.endsWith(ALL_OF_A_SERVER)) {
+        const prefix = tool.slice(0, -1);
+        for (const called of calls) if (called.startsWith(prefix)) count += 1;
+        return count;
+      }
+      for (const called of calls) if (called === tool) count += 1;
       return count;
     }
   }

@@ -1,5 +1,5 @@
 // The documentation's examples run as written against `npm start`. Every shell block marked
-// ```sh runnable in README.md, docs/api.md, docs/admin-api.md and docs/policy.md runs, in order, in one bash
+// ```sh runnable in README.md, docs/api.md, docs/admin-api.md, docs/policy.md and docs/mcp.md runs, in order, in one bash
 // per file — as a user pastes them into a second terminal — in the directory where a gateway
 // runs as `npm start` runs it (serve --demo, config/gateway.yaml, embedded mode, agent
 // `demo`). The docs pages start from the README's first block (it exports AGENTGW_ADMIN_TOKEN
@@ -15,7 +15,7 @@ import { trackChildProcess } from '../helpers/child-processes.js';
 import { freePort } from '../helpers/free-port.js';
 
 const ROOT = process.cwd();
-const DOCUMENTS = ['README.md', 'docs/api.md', 'docs/admin-api.md', 'docs/policy.md'];
+const DOCUMENTS = ['README.md', 'docs/api.md', 'docs/admin-api.md', 'docs/policy.md', 'docs/mcp.md'];
 
 /** The ```sh runnable blocks of a markdown text, in order, with the line each starts on. */
 function runnableBlocks(markdown: string): { line: number; code: string }[] {
@@ -54,7 +54,7 @@ beforeAll(async () => {
   gateway = trackChildProcess(
     spawn(process.execPath, ['dist/cli/main.js', 'serve', '--demo'], {
       cwd: dir,
-      env: { ...process.env, PORT: String(ports.gateway), ADMIN_PORT: String(ports.admin), DEMO_AGENT_URL: `http://127.0.0.1:${ports.demo}/api/v1`, REDIS_URL: '' },
+      env: { ...process.env, PORT: String(ports.gateway), ADMIN_PORT: String(ports.admin), DEMO_AGENT_URL: `http://127.0.0.1:${ports.demo}/api/v1`, DEMO_MCP_URL: `http://127.0.0.1:${ports.demo}/mcp`, REDIS_URL: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
   );

@@ -84,6 +84,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
         expiresInMs: input.expiresInMs,
         ...(input.limits === undefined ? {} : { limits: input.limits }),
         ...(input.tools === undefined ? {} : { tools: input.tools }),
+        ...(input.mcp === undefined ? {} : { mcp: input.mcp }),
       });
       return { rawKey: created.rawKey, keyId: created.record.keyId };
     },

@@ -88,6 +88,7 @@ describe('keys CLI (file store)', () => {
         metadata: {},
         limits: null,
         tools: null,
+        mcp: null,
         replaces: null,
         replaced_by: null,
         status: 'active',
@@ -112,10 +113,25 @@ describe('keys CLI (file store)', () => {
     expect(out.code).toBe(0);
     expect(out.stdout.trim().split('\n')).toHaveLength(1);
     const body = JSON.parse(out.stdout);
-    expect(Object.keys(body).sort()).toEqual(['account', 'agents', 'created_at', 'expires_at', 'key', 'key_id', 'last_used_at', 'limits', 'metadata', 'name', 'plan', 'replaced_by', 'replaces', 'revoked_at', 'status', 'tools']);
+    expect(Object.keys(body).sort()).toEqual(['account', 'agents', 'created_at', 'expires_at', 'key', 'key_id', 'last_used_at', 'limits', 'mcp', 'metadata', 'name', 'plan', 'replaced_by', 'replaces', 'revoked_at', 'status', 'tools']);
     expect(parseApiKey(body.key)).toBe(true);
     expect(out.stdout).not.toContain(hashApiKey(body.key));
     expect(out.stderr).toBe('');
+  });
+
+  it('--mcp sets the MCP scope on create; update --mcp replaces it, --no-mcp-scope removes it; a bad scope is refused', async () => {
+    const created = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--mcp', 'files=read_file,list_directory', '--mcp', 'git=*', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    const body = JSON.parse(created.stdout) as { key_id: string; mcp: unknown };
+    expect(body.mcp).toEqual({ files: ['read_file', 'list_directory'], git: ['*'] });
+    expect((await cli(['keys', 'show', body.key_id, '--config', configPath])).stdout).toMatch(/^mcp\s+files: read_file, list_directory; git: \*$/m);
+    const replaced = await cli(['keys', 'update', body.key_id, '--config', configPath, '--mcp', 'files=read_file', '--json']);
+    expect(JSON.parse(replaced.stdout)).toMatchObject({ mcp: { files: ['read_file'] }, changed: ['mcp'] });
+    const cleared = await cli(['keys', 'update', body.key_id, '--config', configPath, '--no-mcp-scope', '--json']);
+    expect(JSON.parse(cleared.stdout)).toMatchObject({ mcp: null, changed: ['mcp'] });
+    const bad = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--mcp', 'a__b=x']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/not a server name/);
   });
 
   it('--tool sets the tool scope on create; update --tool replaces it, --no-tools removes it; hostile scopes are refused, nothing written', async () => {

@@ -37,6 +37,7 @@ function numberedKey(i: number, overrides: Partial<KeyRecord>): KeyRecord {
     metadata: {},
     limits: null,
     tools: null,
+    mcp: null,
     replaces: null,
     replacedBy: null,
     ...overrides,

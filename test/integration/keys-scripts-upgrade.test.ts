@@ -111,6 +111,7 @@ function key(i: number, overrides: Partial<KeyRecord> = {}): KeyRecord {
     metadata: {},
     limits: null,
     tools: null,
+    mcp: null,
     replaces: null,
     replacedBy: null,
     ...overrides,

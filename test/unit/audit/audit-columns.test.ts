@@ -14,7 +14,11 @@ const RECORD: AuditRecord = {
 
 describe('audit columns', () => {
   it('has one column per field of the record the gateway writes, in its order', () => {
-    expect(AUDIT_COLUMNS.map((c) => c.name)).toEqual(Object.keys(JSON.parse(toAuditLine(RECORD)) as object));
+    const mcpRecord: AuditRecord = { ...RECORD, route: 'mcp', mcp_server: 'files', tool: 'read_file', is_error: false };
+    expect(AUDIT_COLUMNS.map((c) => c.name)).toEqual(Object.keys(JSON.parse(toAuditLine(mcpRecord)) as object));
+    // A chat record has every column but the MCP ones, which it leaves null.
+    const mcpOnly = ['mcp_server', 'tool', 'is_error'];
+    expect(AUDIT_COLUMNS.map((c) => c.name).filter((name) => !mcpOnly.includes(name))).toEqual(Object.keys(JSON.parse(toAuditLine(RECORD)) as object));
   });
 
   it('decodes lines into one array per column, skipping what is not a record with an id', () => {

@@ -57,7 +57,7 @@ describe('KeyAuthenticator', () => {
     const { rawKey, record } = await service.createKey({ account: 'acme', plan: 'pro', agents: ['support'] });
     const hitsBefore = await counterValue(metrics.keyCache, 'hit');
     const result = await auth.authenticate({ authorization: bearer(rawKey), agentId: 'support', clientIp: IP });
-    expect(result).toEqual({ keyId: record.keyId, account: 'acme', plan: 'pro', limits: null, tools: null });
+    expect(result).toEqual({ keyId: record.keyId, account: 'acme', plan: 'pro', limits: null, tools: null, mcp: null });
     expect(store.findByHashCalls).toBe(1);
     for (let i = 0; i < 5; i++) await auth.authenticate({ authorization: `  bearer   ${rawKey} `, agentId: 'support', clientIp: IP });
     expect(store.findByHashCalls).toBe(1);
@@ -260,7 +260,7 @@ describe('KeyAuthenticator', () => {
     // Cached: the key itself (the same object every time), one hit each, last_used noted.
     before = await counts();
     const now = auth.authenticateNow(input);
-    expect(now).toEqual({ keyId: record.keyId, account: 'acme', plan: 'pro', limits: null, tools: null });
+    expect(now).toEqual({ keyId: record.keyId, account: 'acme', plan: 'pro', limits: null, tools: null, mcp: null });
     expect(auth.authenticateNow(input)).toBe(now);
     expect((await counts()).hit - before.hit).toBe(2);
     await tracker.flush();

@@ -17,6 +17,7 @@ function record(n: number, overrides: Partial<KeyRecord> = {}): KeyRecord {
     metadata: {},
     limits: null,
     tools: null,
+    mcp: null,
     replaces: null,
     replacedBy: null,
     ...overrides,
@@ -31,7 +32,7 @@ describe('KeyCache', () => {
     expect(entry.freshUntilMs).toBe(6_000);
     expect(entry.expiresAtMs).toBe(Date.parse('2024-02-01T00:00:00.000Z'));
     expect(entry.revoked).toBe(true);
-    expect(await entry.resolved).toEqual({ keyId: r.keyId, account: 'acme', plan: 'starter', limits: null, tools: null });
+    expect(await entry.resolved).toEqual({ keyId: r.keyId, account: 'acme', plan: 'starter', limits: null, tools: null, mcp: null });
     expect(cache.get(r.hash)).toBe(entry);
     expect(cache.setPositive(record(2), 0).expiresAtMs).toBe(Number.POSITIVE_INFINITY);
   });

@@ -96,6 +96,7 @@ describe('FileKeyStore', () => {
         metadata: {},
         limits: null,
         tools: null,
+        mcp: null,
         replaces: null,
         replaced_by: null,
       },

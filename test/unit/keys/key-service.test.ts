@@ -41,6 +41,7 @@ describe('KeyService', () => {
       metadata: {},
       limits: null,
       tools: null,
+      mcp: null,
       replaces: null,
       replacedBy: null,
     });

@@ -46,6 +46,9 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_end_user_limited_total: { type: 'counter', labels: ['plan'] },
   agentgw_tool_calls_total: { type: 'counter', labels: ['agent', 'tool', 'verdict'] },
   agentgw_cost_usd_total: { type: 'counter', labels: ['agent'] },
+  agentgw_mcp_requests_total: { type: 'counter', labels: ['server', 'method', 'outcome'] },
+  agentgw_mcp_tool_calls_total: { type: 'counter', labels: ['server', 'tool', 'verdict'] },
+  agentgw_mcp_sessions: { type: 'gauge', labels: ['server'] },
   agentgw_stream_slots_held: { type: 'gauge', labels: [] },
   agentgw_telemetry_dropped_total: { type: 'counter', labels: ['reason'] },
 };

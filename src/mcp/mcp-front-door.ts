@@ -1,0 +1,172 @@
+// The MCP front door (docs/mcp.md; docs/design.md "The MCP front door"): `/mcp/{server}` in
+// front of MCP servers, with the chat routes' key authentication (the same Authenticator, the
+// server as one more target of the key's scope), the plan's limits through one adapter
+// (mcp-limits.ts), the one audit log and metrics module. Stages, in order: server → Origin →
+// method → key → protocol revision → session → (POST) body, per-message policy, forward; the
+// POST stages are in mcp-post.ts, the upstream call in mcp-forward.ts.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { GatewayConfig, McpServerConfig } from '../config/schema.js';
+import { GatewayError } from '../errors.js';
+import { clientAddress } from '../http/client-address.js';
+import { sendError } from '../http/errors.js';
+import { requestConnection } from '../http/http2-requests.js';
+import { chooseRequestId } from '../http/request-id.js';
+import type { AuthenticatedKey } from '../keys/key-record.js';
+import { mcpTarget } from '../keys/mcp-scope.js';
+import { metrics } from '../metrics/metrics.js';
+import { jsonRpcRefusal, McpAnswer, writeAnswer } from './mcp-answers.js';
+import { PROTOCOL_REVISIONS, type McpExchange } from './mcp-exchange.js';
+import type { JsonRpcId } from './json-rpc.js';
+import { cancelUpstream, forwardToServer, relayAnswer } from './mcp-forward.js';
+import { ToolLabels } from './mcp-labels.js';
+import { SessionGauge } from './session-gauge.js';
+import { handlePost } from './mcp-post.js';
+import type { McpDoor, McpFrontDoorDependencies } from './mcp-door.js';
+import { isSessionId } from './mcp-session-store.js';
+import { McpUpstreams } from './mcp-upstreams.js';
+
+
+const PREFIX = '/mcp/';
+
+/** Whether a request path is the front door's (`/mcp` and below). */
+export function isMcpPath(url: string | undefined): boolean {
+  return url !== undefined && url.startsWith('/mcp') && (url.length === 4 || url[4] === '/' || url[4] === '?');
+}
+
+export type { McpFrontDoorDependencies };
+
+export class McpFrontDoor implements McpDoor {
+  readonly upstreams: McpUpstreams;
+  readonly toolLabels = new ToolLabels();
+  readonly sessionGauge: SessionGauge;
+
+  constructor(readonly deps: McpFrontDoorDependencies) {
+    this.upstreams = new McpUpstreams(deps.runtime.current.config.mcpServers);
+    this.sessionGauge = new SessionGauge(() => deps.runtime.current.config.mcp.sessionIdleMs);
+  }
+
+  /** node:http's listener for `/mcp` paths. */
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const requestId = chooseRequestId(req.headers['x-request-id']);
+    res.setHeader('X-Request-Id', requestId);
+    this.serve(req, res, requestId).catch((error: unknown) => this.fail(res, requestId, error));
+  };
+
+  reload(config: GatewayConfig): void {
+    this.upstreams.update(config.mcpServers);
+  }
+
+  close(): Promise<void> {
+    return this.upstreams.close();
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+    const { config } = this.deps.runtime.current;
+    const server = serverOf(config, req.url);
+    refuseOrigin(config, req.headers.origin);
+    const method = req.method;
+    if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') throw new GatewayError('method_not_allowed', { message: 'The MCP endpoint accepts POST, GET and DELETE.', headers: { Allow: 'POST, GET, DELETE' } });
+    const clientIp = clientAddress(req, config.listen.trustProxy).clientIp;
+    const key = await this.authenticate(req, server, clientIp);
+    const protocol = protocolOf(req.headers['mcp-protocol-version']);
+    const exchange: McpExchange = { req, res, config, server, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() };
+    if (method === 'POST') return handlePost(this, exchange);
+    await this.session(exchange, req.headers['mcp-session-id']);
+    if (method === 'GET') return this.openStream(exchange);
+    return this.endSession(exchange);
+  }
+
+  /** The key, through the chat routes' Authenticator; a server outside its MCP scope is 403 key_not_allowed. */
+  private async authenticate(req: IncomingMessage, server: McpServerConfig, clientIp: string): Promise<AuthenticatedKey> {
+    const input = { authorization: req.headers.authorization, agentId: mcpTarget(server.name), clientIp, connection: requestConnection(req) };
+    try {
+      return this.deps.authenticator.authenticateNow(input) ?? (await this.deps.authenticator.authenticate(input));
+    } catch (error) {
+      if (error instanceof GatewayError && error.type === 'agent_not_allowed') throw new GatewayError('key_not_allowed');
+      throw error;
+    }
+  }
+
+  /**
+   * The exchange's session from the store: 404 when unknown, expired, of another server or of
+   * another key (a session id alone never lets another caller in).
+   */
+  async session(exchange: McpExchange, header: string | string[] | undefined): Promise<void> {
+    if (header === undefined) throw jsonRpcRefusal(400, null, 'invalid_request', 'Send the Mcp-Session-Id header of your session (initialize first).');
+    const id = typeof header === 'string' ? header : '';
+    const record = isSessionId(id) ? await this.deps.sessions.touch(id) : undefined;
+    if (record === undefined || record.server !== exchange.server.name || record.keyId !== exchange.key.keyId) throw new GatewayError('mcp_session_not_found');
+    exchange.sessionId = id;
+    exchange.session = record;
+    this.sessionGauge.used(id);
+  }
+
+  /** The upstream session is gone (the server answered 404): the gateway's ends too, and the client is told 404. */
+  async sessionLost(exchange: McpExchange): Promise<never> {
+    if (exchange.sessionId !== undefined) {
+      await this.deps.sessions.delete(exchange.sessionId).catch(() => undefined);
+      this.sessionGauge.ended(exchange.sessionId);
+    }
+    throw new GatewayError('mcp_session_not_found');
+  }
+
+  /** GET: the server-to-client stream, relayed as it arrives; Last-Event-ID passes through. */
+  private async openStream(exchange: McpExchange): Promise<void> {
+    const answer = await forwardToServer(this, exchange, { method: 'GET', stream: true });
+    if (answer === undefined) return;
+    const outcome = await relayAnswer(exchange, answer, undefined);
+    metrics.mcpRequests.inc({ server: exchange.server.name, method: 'GET', outcome: outcome.clientClosed ? 'client_closed' : outcome.upstreamFailed ? 'upstream_error' : 'ok' });
+  }
+
+  /** DELETE: the upstream session ends, then the gateway's; 200 whatever the server says (the gateway's session is gone). */
+  private async endSession(exchange: McpExchange): Promise<void> {
+    const answer = await forwardToServer(this, exchange, { method: 'DELETE', stream: false }).catch(() => undefined);
+    await answer?.body.dump().catch(() => undefined);
+    await this.deps.sessions.delete(exchange.sessionId!);
+    this.sessionGauge.ended(exchange.sessionId!);
+    metrics.mcpRequests.inc({ server: exchange.server.name, method: 'DELETE', outcome: 'ok' });
+    exchange.res.statusCode = 200;
+    exchange.res.setHeader('Content-Length', 0);
+    exchange.res.end();
+  }
+
+  /** A client gone mid-call: the server is told to stop (notifications/cancelled), fire and forget. */
+  cancel(exchange: McpExchange, requestId: JsonRpcId): void {
+    cancelUpstream(this, exchange, requestId);
+  }
+
+  private fail(res: ServerResponse, requestId: string, error: unknown): void {
+    if (error instanceof McpAnswer) {
+      writeAnswer(res, error);
+      return;
+    }
+    if (error instanceof GatewayError) {
+      sendError(res, error, requestId);
+      return;
+    }
+    this.deps.logger.error({ request_id: requestId, err: error instanceof Error ? error.message : String(error) }, 'mcp request failed');
+    sendError(res, new GatewayError('internal_error'), requestId);
+  }
+}
+
+function serverOf(config: GatewayConfig, rawUrl: string | undefined): McpServerConfig {
+  const url = rawUrl ?? '/';
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  const name = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
+  const server = name === '' || name.includes('/') ? undefined : config.mcpServers.get(name);
+  if (server === undefined) throw new GatewayError('not_found', { message: 'No such MCP server. MCP endpoints are /mcp/{server} for the servers in mcp_servers.' });
+  return server;
+}
+
+/** DNS rebinding protection: a browser page's Origin must be listed; clients that send none pass. */
+function refuseOrigin(config: GatewayConfig, origin: string | undefined): void {
+  if (origin === undefined || config.mcp.allowedOrigins.has(origin)) return;
+  throw new GatewayError('origin_not_allowed');
+}
+
+function protocolOf(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header === 'string' && PROTOCOL_REVISIONS.has(header)) return header;
+  throw jsonRpcRefusal(400, null, 'invalid_request', `Unsupported MCP-Protocol-Version; this gateway speaks ${[...PROTOCOL_REVISIONS].join(', ')}.`);
+}

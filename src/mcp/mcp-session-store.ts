@@ -1,0 +1,94 @@
+// Where gateway MCP sessions live (docs/mcp.md "Sessions across instances"): Redis when the
+// gateway has one, so any instance serves any session, else this process's memory (embedded
+// mode). Reading a session refreshes its idle expiry in the same round trip (GETEX).
+import { randomBytes } from 'node:crypto';
+import type { RedisClient } from '../redis/redis-client.js';
+import { decodeSessionRecord, encodeSessionRecord, type McpSessionRecord } from './mcp-session-record.js';
+
+export interface McpSessionStore {
+  /** The session, its idle expiry pushed back; undefined when unknown or expired. */
+  touch(id: string): Promise<McpSessionRecord | undefined>;
+  put(id: string, record: McpSessionRecord): Promise<void>;
+  delete(id: string): Promise<void>;
+}
+
+/** 192 random bits in base64url: visible ASCII, as the specification asks of a session id. */
+export function newSessionId(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** A session id the gateway could have issued (anything else is answered 404 without a store call). */
+export function isSessionId(value: string): boolean {
+  return value.length === 32 && /^[A-Za-z0-9_-]+$/.test(value);
+}
+
+export class RedisSessionStore implements McpSessionStore {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly prefix: string,
+    private readonly idleMs: () => number,
+  ) {}
+
+  async touch(id: string): Promise<McpSessionRecord | undefined> {
+    const text = await this.redis.getex(this.keyOf(id), 'PX', this.idleMs());
+    return text === null ? undefined : decodeSessionRecord(text);
+  }
+
+  async put(id: string, record: McpSessionRecord): Promise<void> {
+    await this.redis.set(this.keyOf(id), encodeSessionRecord(record), 'PX', this.idleMs());
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.redis.del(this.keyOf(id));
+  }
+
+  private keyOf(id: string): string {
+    return `${this.prefix}mcp:session:${id}`;
+  }
+}
+
+/** Embedded mode: one process's sessions, bounded (the oldest go first past `maxSessions`). */
+export class MemorySessionStore implements McpSessionStore {
+  private readonly sessions = new Map<string, { text: string; expiresAt: number }>();
+
+  constructor(
+    private readonly idleMs: () => number,
+    private readonly now: () => number = Date.now,
+    private readonly maxSessions = 100_000,
+  ) {}
+
+  touch(id: string): Promise<McpSessionRecord | undefined> {
+    const entry = this.sessions.get(id);
+    const now = this.now();
+    if (entry === undefined) return Promise.resolve(undefined);
+    if (entry.expiresAt <= now) {
+      this.sessions.delete(id);
+      return Promise.resolve(undefined);
+    }
+    entry.expiresAt = now + this.idleMs();
+    return Promise.resolve(decodeSessionRecord(entry.text));
+  }
+
+  put(id: string, record: McpSessionRecord): Promise<void> {
+    if (this.sessions.size >= this.maxSessions) this.evict();
+    this.sessions.set(id, { text: encodeSessionRecord(record), expiresAt: this.now() + this.idleMs() });
+    return Promise.resolve();
+  }
+
+  delete(id: string): Promise<void> {
+    this.sessions.delete(id);
+    return Promise.resolve();
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  private evict(): void {
+    const now = this.now();
+    for (const [id, entry] of this.sessions) if (entry.expiresAt <= now) this.sessions.delete(id);
+    if (this.sessions.size < this.maxSessions) return;
+    const oldest = this.sessions.keys().next();
+    if (oldest.done !== true) this.sessions.delete(oldest.value);
+  }
+}

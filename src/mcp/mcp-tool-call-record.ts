@@ -1,0 +1,56 @@
+// The audit record of one `tools/call` (docs/mcp.md "What is audited"): route `mcp`, the
+// server and tool, outcome, the result's isError, latency, bytes, key, account, end user
+// (`Agentgw-User-Id`) and the gateway session. Never the call's arguments or its result.
+import type { AuditOutcome } from '../audit/audit-record.js';
+import { newRequestId } from '../request/request-ids.js';
+import type { McpExchange } from './mcp-exchange.js';
+import type { McpDoor } from './mcp-door.js';
+
+export interface ToolCallFacts {
+  tool: string;
+  status: number;
+  outcome: AuditOutcome;
+  bytesIn: number;
+  bytesOut: number;
+  isError: boolean | null;
+  upstreamMs: number | null;
+}
+
+const MAX_USER_ID = 256;
+
+/** The call's end user, from `Agentgw-User-Id` (null: none, or not a usable id). */
+export function endUserOf(exchange: McpExchange): string | null {
+  const header = exchange.req.headers['agentgw-user-id'];
+  return typeof header === 'string' && header.length > 0 && header.length <= MAX_USER_ID ? header : null;
+}
+
+export function recordToolCall(door: McpDoor, exchange: McpExchange, facts: ToolCallFacts): void {
+  const { key, server } = exchange;
+  door.deps.auditLog.record({
+    id: newRequestId(door.deps.clock.now()),
+    request_id: exchange.requestId,
+    ts: new Date(exchange.startedAt).toISOString(),
+    key_id: key.keyId,
+    account: key.account,
+    plan: key.plan,
+    agent: `mcp:${server.name}`,
+    route: 'mcp',
+    status: facts.status,
+    outcome: facts.outcome,
+    tokens_used: null,
+    latency_ms: Math.round((performance.now() - exchange.startedPerf) * 1000) / 1000,
+    upstream_latency_ms: facts.upstreamMs === null ? null : Math.round(facts.upstreamMs * 1000) / 1000,
+    bytes_in: facts.bytesIn,
+    bytes_out: facts.bytesOut,
+    client_ip: exchange.clientIp,
+    user_id: endUserOf(exchange),
+    session_id: exchange.sessionId ?? null,
+    model: null,
+    cost_usd: null,
+    tool_calls: null,
+    tools_withheld: null,
+    mcp_server: server.name,
+    tool: facts.tool.slice(0, 128),
+    is_error: facts.isError,
+  });
+}
