@@ -7,7 +7,8 @@ import { AdminAuditLog } from './audit/admin-audit-log.js';
 import { createAdminApi } from './admin/admin-api.js';
 import type { AdminApiDeps } from './admin/admin-context.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createKeyAuthenticator } from './auth/key-authenticator.js';
+import { createAuthenticator, openTokenRevocations } from './auth/create-authenticator.js';
+import type { TokenRevocations } from './auth/jwt/token-revocations.js';
 import type { KeyStore } from './keys/key-store.js';
 import { openKeyStore } from './keys/open-key-store.js';
 import { systemClock, type Clock } from './clock.js';
@@ -83,9 +84,13 @@ export function openControlPlane(
     a2aCards?: AdminApiDeps['a2aCards'];
     notifier?: Notifier;
     events?: EventsView | undefined;
+    /** The revocations the request path reads; opened here (and closed with the control plane) when not given. */
+    revocations?: TokenRevocations | undefined;
   },
 ): ControlPlane {
   const config = currentConfig();
+  const ownRevocations = deps.revocations === undefined && config.auth.jwt.length > 0 ? openTokenRevocations(config, { clock: deps.clock, logger: deps.logger, redisClient: deps.redis }) : undefined;
+  const revocations = deps.revocations ?? ownRevocations;
   const adminAudit = new AdminAuditLog(openAdminAuditBatches(config, { redis: deps.auditRedis ?? deps.redis, logger: deps.logger, clock: deps.clock }), deps.clock);
   const api = createAdminApi({
     config: currentConfig,
@@ -98,8 +103,15 @@ export function openControlPlane(
     a2aCards: deps.a2aCards,
     notifier: deps.notifier,
     events: deps.events,
+    revocations,
   });
-  return { api, close: () => adminAudit.close() };
+  return {
+    api,
+    close: async () => {
+      await ownRevocations?.close();
+      await adminAudit.close();
+    },
+  };
 }
 
 export async function startGateway(config: GatewayConfig, options: StartGatewayOptions): Promise<RunningGateway> {
@@ -121,7 +133,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const notifier = options.notifier ?? notifications.notifier;
 
   const keyStore = await openKeyStore(config, { logger, subscribe: true, redis: redisClients });
-  const authenticator = createKeyAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis });
+  // A token's plan is looked up in the running config (`runtime`, made below, before any request) when it is verified.
+  const { authenticator, revocations } = createAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis, hasPlan: (plan) => runtime.current.config.plans.has(plan) });
 
   const memoryLimiter = new MemoryRateLimiter({ clock });
   const rateLimiter: RateLimiter = redis
@@ -163,6 +176,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         a2aCards: () => runtime.cards.snapshot(),
         notifier,
         events: notifications.events,
+        revocations,
       });
   const admin = options.admin === false
     ? undefined

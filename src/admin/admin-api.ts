@@ -17,6 +17,7 @@ import { AdminTokenAttempts } from './admin-token-attempts.js';
 import { createDashboard, isDashboardPath, SESSION_PATH as DASHBOARD_SESSION_PATH, type Dashboard } from './dashboard-routes.js';
 import { getUsage } from './admin-usage.js';
 import { listEvents, redeliverEvent } from './admin-events.js';
+import { revokeTokens } from './admin-token-revocations.js';
 import { isOpenApiDocumentName, openApiJson } from './openapi-documents.js';
 
 type Handler = (x: AdminExchange, keyId: string) => Promise<void> | void;
@@ -37,6 +38,7 @@ const ROUTES: Route[] = [
   { pattern: '/agents', methods: { GET: listAgents } },
   { pattern: '/events', methods: { GET: listEvents } },
   { pattern: '/events/{key_id}/redeliver', methods: { POST: redeliverEvent } },
+  { pattern: '/tokens/revocations', methods: { POST: revokeTokens } },
 ];
 
 function match(path: string): { route: Route; keyId: string } | undefined {

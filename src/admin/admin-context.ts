@@ -14,6 +14,7 @@ import type { Logger } from '../logger.js';
 import type { AdminActor } from './admin-auth.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { EventsView } from '../notifications/open-notifications.js';
+import type { TokenRevocations } from '../auth/jwt/token-revocations.js';
 
 export interface AdminApiDeps {
   /** The running config (a reload changes plans, agents and admin tokens). */
@@ -34,6 +35,8 @@ export interface AdminApiDeps {
   notifier?: Notifier | undefined;
   /** The webhook events and their delivery state (docs/admin-api.md "Events"); undefined when notifications are off. */
   events?: EventsView | undefined;
+  /** Revoked JWT access tokens (docs/identity.md); undefined when auth.jwt names no issuer. */
+  revocations?: TokenRevocations | undefined;
 }
 
 export interface AdminExchange {

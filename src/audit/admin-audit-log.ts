@@ -1,5 +1,6 @@
 // The admin audit trail (docs/admin-api.md): one JSON line per admin write —
 //   {"id", "ts", "request_id", "actor", "action", "key_id", "changed": [...], "new_key_id"?}
+// or, for a revocation of access tokens, {"id", "ts", "request_id", "actor", "action": "token.revoke", "jti" | "sub", "until"};
 // never a raw key, a hash or a token. The admin API writes it through its own
 // BatchingAuditLog (sinks and spools of their own), the CLI straight to the sinks
 // (DirectAuditWriter); both through the same entries below, so a record has one shape
@@ -24,6 +25,19 @@ export interface AdminAuditEntry {
   new_key_id?: string;
 }
 
+/**
+ * A revocation of JWT access tokens (docs/identity.md "Revocation"): which `jti` or `sub`,
+ * and until when. The identifiers are the provider's, never a token.
+ */
+export interface TokenRevocationEntry {
+  request_id: string;
+  actor: string;
+  action: 'token.revoke';
+  jti?: string;
+  sub?: string;
+  until: string;
+}
+
 /** Who made a write: the request it came with and its actor. */
 export interface AdminWriteOrigin {
   request_id: string;
@@ -44,7 +58,7 @@ export class AdminAuditLog {
   ) {}
 
   /** Queues the entry and waits until every sink has written (or spooled) it. */
-  async record(entry: AdminAuditEntry): Promise<void> {
+  async record(entry: AdminAuditEntry | TokenRevocationEntry): Promise<void> {
     const line = JSON.stringify({ id: randomUUID(), ts: new Date(this.clock.now()).toISOString(), ...entry });
     this.writer.recordLine(line);
     await this.writer.flush();
@@ -65,6 +79,10 @@ export class AdminAuditLog {
 
   keyRotated(origin: AdminWriteOrigin, keyId: string, newKeyId: string): Promise<void> {
     return this.record({ ...origin, action: 'key.rotate', key_id: keyId, changed: ['expires_at', 'replaced_by'], new_key_id: newKeyId });
+  }
+
+  tokensRevoked(origin: AdminWriteOrigin, revoked: { jti?: string; sub?: string; until: string }): Promise<void> {
+    return this.record({ ...origin, action: 'token.revoke', ...revoked });
   }
 
   close(): Promise<void> {

@@ -37,6 +37,10 @@ export const AUDIT_COLUMNS = [
   { name: 'cost_usd', type: 'numeric' },
   { name: 'tool_calls', type: 'jsonb' },
   { name: 'tools_withheld', type: 'jsonb' },
+  { name: 'auth', type: 'text' },
+  { name: 'token_issuer', type: 'text' },
+  { name: 'token_sub', type: 'text' },
+  { name: 'token_jti', type: 'text' },
 ] as const satisfies readonly AuditColumn[];
 
 /** Compiles only while every AuditRecord field has a column above. */

@@ -44,6 +44,13 @@ export interface AuditRecord {
   tool_calls: readonly string[] | null;
   /** Tools left out of the forwarded `tools` because their quota was spent (the Tools-Withheld header); null: none. */
   tools_withheld: readonly string[] | null;
+  // Present only for a JWT access token (docs/identity.md); a key's record has none of them.
+  /** How the caller authenticated: "jwt". */
+  auth?: 'jwt' | undefined;
+  /** The token's `iss`, `sub` and `jti` (null: it had none); never the token. */
+  token_issuer?: string | undefined;
+  token_sub?: string | undefined;
+  token_jti?: string | null | undefined;
 }
 
 /**
@@ -72,8 +79,14 @@ function nullableNames(names: readonly string[] | null): string {
 function answerFields(r: AuditRecord): string {
   return (
     ',"model":' + nullableString(r.model ?? null) + ',"cost_usd":' + nullableNumber(r.cost_usd ?? null) +
-    ',"tool_calls":' + nullableNames(r.tool_calls ?? null) + ',"tools_withheld":' + nullableNames(r.tools_withheld ?? null) + '}'
+    ',"tool_calls":' + nullableNames(r.tool_calls ?? null) + ',"tools_withheld":' + nullableNames(r.tools_withheld ?? null) + tokenFields(r) + '}'
   );
+}
+
+/** A JWT caller's fields (docs/identity.md), after the others; nothing for a key. */
+function tokenFields(r: AuditRecord): string {
+  if (r.auth === undefined) return '';
+  return ',"auth":"jwt","token_issuer":' + jsonStringLiteral(r.token_issuer ?? '') + ',"token_sub":' + jsonStringLiteral(r.token_sub ?? '') + ',"token_jti":' + nullableString(r.token_jti ?? null);
 }
 
 const plainKeyId = new PlainTextMemo();

@@ -15,12 +15,14 @@ import { telemetrySchema } from './telemetry-schema.js';
 import { auditPostgresSchema } from './audit-postgres-schema.js';
 import { notificationsSchema } from './notifications-schema.js';
 import { pricingSchema } from './pricing-schema.js';
+import { authSchema } from './auth-schema.js';
 
 export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
 export { TAGGABLE_KEY } from './redis-schema.js';
 export { EVENT_TYPES, WebhookSecret, type EventType, type NotificationsConfig, type WebhookConfig } from './notifications-schema.js';
 export { MAX_MODEL_CHARS, type Pricing } from './pricing-schema.js';
+export { JWT_ALGORITHMS, type JwtAlgorithm, type JwtClaimNames, type JwtIssuerConfig } from './auth-schema.js';
 
 // TLS on the public listener (docs/operations.md "TLS"): PEM file paths, watched and reloaded
 // without a restart (src/http/tls-certificates.ts). `ca` turns on mutual TLS.
@@ -101,6 +103,8 @@ export const configSchema = z
       })
       .prefault({}),
     redis: redisSchema.optional(),
+    // Credentials besides keys: JWT access tokens from configured issuers (docs/identity.md).
+    auth: authSchema,
     limits: z
       .strictObject({
         max_body_bytes: z.number().int().min(64).default(1_048_576),
@@ -208,6 +212,14 @@ export const configSchema = z
     if (typeof audit?.wait_replicas === 'number' && audit.wait_replicas > 0 && !audit.redis_stream) {
       ctx.addIssue({ code: 'custom', path: ['audit', 'wait_replicas'], message: 'only applies to the Redis stream sink; set audit.redis_stream or remove it' });
     }
+    const plans = asMapping(config.plans) ?? DEFAULT_PLANS;
+    const issuers = asMapping(config.auth)?.jwt;
+    if (Array.isArray(issuers)) {
+      issuers.forEach((issuer: unknown, index) => {
+        const plan = asMapping(issuer)?.default_plan;
+        if (typeof plan === 'string' && !(plan in plans)) ctx.addIssue({ code: 'custom', path: ['auth', 'jwt', index, 'default_plan'], message: `plan "${plan}" is not configured` });
+      });
+    }
     const hosts = new Map<string, string>();
     for (const [id, agent] of Object.entries(asMapping(config.agents) ?? {})) {
       const host = asMapping(agent)?.host;
@@ -231,6 +243,7 @@ export const configSchema = z
     },
     admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age, hosts: c.admin.hosts },
     redis: c.redis,
+    auth: { jwt: c.auth.jwt },
     limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars, maxJsonDepth: c.limits.max_json_depth },
     rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error, lease: c.rate_limits.lease },
     plans: new Map(Object.entries(c.plans)),

@@ -1,6 +1,7 @@
 // The gateway's HTTP server: node:http's options, and answers to what never becomes a request
 // of the pipeline (unparsable HTTP, oversized headers, timeouts, CONNECT, an unmet Expect).
-// Every request goes to the chat pipeline (chat-pipeline.ts).
+// Every request goes to the chat pipeline (chat-pipeline.ts), but for the MCP protected
+// resource metadata when token issuers are configured (protected-resource-route.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { SecureContextOptions } from 'node:tls';
@@ -10,6 +11,7 @@ import { ChatPipeline, type GatewayDependencies } from './chat-pipeline.js';
 import { hasResponseInFlight, sendError, writeRawError } from './errors.js';
 import { createPublicServer, type PublicServer } from './public-server.js';
 import { chooseRequestId } from './request-id.js';
+import { answerProtectedResource, isProtectedResourceRequest } from './protected-resource-route.js';
 
 export type { GatewayDependencies };
 
@@ -21,13 +23,22 @@ export interface GatewayServer extends PublicServer {
 /** `tls`: the listener's certificate when listen.tls is set (tls-certificates.ts reads it). */
 export function createGatewayServer(deps: GatewayDependencies, tls?: SecureContextOptions): GatewayServer {
   const pipeline = new ChatPipeline(deps);
-  const listener = createPublicServer(deps.runtime.current.config.listen, pipeline.handle, tls);
+  const issuers = deps.runtime.current.config.auth.jwt;
+  // With token issuers, their MCP protected resource metadata (RFC 9728) beside the pipeline; without, the pipeline alone.
+  const handle: (req: IncomingMessage, res: ServerResponse) => void =
+    issuers.length === 0
+      ? pipeline.handle
+      : (req, res) => {
+          if (isProtectedResourceRequest(req.url)) answerProtectedResource(req, res, issuers);
+          else pipeline.handle(req, res);
+        };
+  const listener = createPublicServer(deps.runtime.current.config.listen, handle, tls);
   const server = listener.server;
   server.on('clientError', answerClientError);
   // Without these listeners Node would close a CONNECT without an answer and send a bare 417.
   server.on('connect', refuseConnect);
   server.on('checkExpectation', refuseExpectation);
-  return { ...listener, activeStreams: pipeline.activeStreams, handle: pipeline.handle };
+  return { ...listener, activeStreams: pipeline.activeStreams, handle };
 }
 
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
