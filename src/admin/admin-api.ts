@@ -95,8 +95,8 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, reques
     res.end(req.method === 'HEAD' ? undefined : body);
     return;
   }
-  const tokens = deps.config().admin.tokens;
-  if (tokens.length === 0) throw new GatewayError('not_found', { message: 'The admin API is off: no admin token is configured (admin.tokens).' });
+  const { tokens, oidc } = deps.config().admin;
+  if (tokens.length === 0 && oidc === undefined) throw new GatewayError('not_found', { message: 'The admin API is off: no admin token is configured (admin.tokens).' });
   const actor = dashboard.authenticate(req);
   if (!path.startsWith(`${ADMIN_PREFIX}/`)) throw new GatewayError('not_found', { message: 'No such admin route; see /openapi/admin.json.' });
   const found = match(path.slice(ADMIN_PREFIX.length));

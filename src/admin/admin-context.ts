@@ -3,7 +3,7 @@
 import type { AgentUpstreamsSnapshot } from '../proxy/upstream-pools.js';
 import type { A2aCard } from '../proxy/a2a/a2a-card.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AdminAuditLog } from '../audit/admin-audit-log.js';
+import type { AdminAuditLog, AdminWriteOrigin } from '../audit/admin-audit-log.js';
 import type { UsageSource } from '../audit/usage-report.js';
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
@@ -46,6 +46,16 @@ export interface AdminExchange {
   requestId: string;
   actor: AdminActor;
   deps: AdminApiDeps;
+}
+
+/**
+ * The admin trail's request id and actor of this request: the admin token's name, or for a
+ * person signed in through the identity provider `oidc:<email or sub>` with their `sub` and email.
+ */
+export function originOf(x: AdminExchange): AdminWriteOrigin {
+  const { actor } = x;
+  if (actor.sub === undefined) return { request_id: x.requestId, actor: actor.name };
+  return { request_id: x.requestId, actor: actor.name, actor_sub: actor.sub, actor_email: actor.email ?? null };
 }
 
 /** A KeyService over the running config's plans and agents. */

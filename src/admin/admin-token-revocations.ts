@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { RevocationLimitError } from '../auth/jwt/token-revocations.js';
 import { GatewayError } from '../errors.js';
 import type { AdminExchange } from './admin-context.js';
-import { sendJson } from './admin-context.js';
+import { originOf, sendJson } from './admin-context.js';
 import { readJsonBody, validate } from './admin-request-body.js';
 
 /** Without `until`, a revocation lasts this long: past the lifetime of usual access tokens (minutes to hours). */
@@ -35,6 +35,6 @@ export async function revokeTokens(x: AdminExchange): Promise<void> {
     throw new GatewayError('store_unavailable', { retryAfterSeconds: 1 });
   }
   const until = new Date(untilMs).toISOString();
-  await x.deps.adminAudit.tokensRevoked({ request_id: x.requestId, actor: x.actor.name }, { [kind]: value, until });
+  await x.deps.adminAudit.tokensRevoked(originOf(x), { [kind]: value, until });
   sendJson(x.res, 201, { [kind]: value, until });
 }

@@ -13,9 +13,8 @@ import type { AuditSink } from './audit-sink.js';
 
 export type AdminAction = 'key.create' | 'key.update' | 'key.revoke' | 'key.rotate';
 
-export interface AdminAuditEntry {
-  request_id: string;
-  /** The admin token's configured name, or `cli:<os user>` for the CLI. */
+export interface AdminAuditEntry extends AdminWriteOrigin {
+  /** The admin token's configured name, `oidc:<email or sub>` for a person, or `cli:<os user>` for the CLI. */
   actor: string;
   action: AdminAction;
   key_id: string;
@@ -29,19 +28,19 @@ export interface AdminAuditEntry {
  * A revocation of JWT access tokens (docs/identity.md "Revocation"): which `jti` or `sub`,
  * and until when. The identifiers are the provider's, never a token.
  */
-export interface TokenRevocationEntry {
-  request_id: string;
-  actor: string;
+export interface TokenRevocationEntry extends AdminWriteOrigin {
   action: 'token.revoke';
   jti?: string;
   sub?: string;
   until: string;
 }
 
-/** Who made a write: the request it came with and its actor. */
+/** Who made a write: the request it came with and its actor (for a person signed in through the identity provider, also their `sub` and email). */
 export interface AdminWriteOrigin {
   request_id: string;
   actor: string;
+  actor_sub?: string;
+  actor_email?: string | null;
 }
 
 /** Where the lines go: a BatchingAuditLog (the admin API) or a DirectAuditWriter (the CLI). */

@@ -16,12 +16,14 @@ import { auditPostgresSchema } from './audit-postgres-schema.js';
 import { notificationsSchema } from './notifications-schema.js';
 import { pricingSchema } from './pricing-schema.js';
 import { authSchema } from './auth-schema.js';
+import { adminOidcSchema } from './admin-oidc-schema.js';
 
 export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
 export { TAGGABLE_KEY } from './redis-schema.js';
 export { EVENT_TYPES, WebhookSecret, type EventType, type NotificationsConfig, type WebhookConfig } from './notifications-schema.js';
 export { MAX_MODEL_CHARS, type Pricing } from './pricing-schema.js';
+export type { AdminOidcConfig } from './admin-oidc-schema.js';
 export { JWT_ALGORITHMS, type JwtAlgorithm, type JwtClaimNames, type JwtIssuerConfig } from './auth-schema.js';
 
 // TLS on the public listener (docs/operations.md "TLS"): PEM file paths, watched and reloaded
@@ -100,6 +102,8 @@ export const configSchema = z
         // The names the admin listener answers to in `Host` (docs/security.md): set, any other
         // Host is 421, so a DNS-rebound name cannot reach /metrics or /upstreamz from a browser.
         hosts: z.array(z.string().min(1).toLowerCase()).default([]),
+        // Dashboard sign-in through the identity provider (docs/identity.md); admin tokens keep working beside it.
+        oidc: adminOidcSchema.optional(),
       })
       .prefault({}),
     redis: redisSchema.optional(),
@@ -241,7 +245,7 @@ export const configSchema = z
       tls: c.listen.tls,
       reusePort: c.listen.reuse_port,
     },
-    admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age, hosts: c.admin.hosts },
+    admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age, hosts: c.admin.hosts, oidc: c.admin.oidc },
     redis: c.redis,
     auth: { jwt: c.auth.jwt },
     limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars, maxJsonDepth: c.limits.max_json_depth },

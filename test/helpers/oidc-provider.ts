@@ -15,6 +15,15 @@ export interface TestClient {
   claims: Record<string, unknown>;
 }
 
+/** A web client for the dashboard's sign-in (authorization code + PKCE), and the people who may sign in. */
+export interface InteractiveSignIn {
+  clientId: string;
+  clientSecret: string;
+  redirectUri: string;
+  /** Login name → the claims of that person's ID token (email, groups). */
+  people: Record<string, Record<string, unknown>>;
+}
+
 export interface SigningKey {
   kid: string;
   privateJwk: JWK;
@@ -45,7 +54,11 @@ export async function newSigningKey(alg = 'RS256'): Promise<SigningKey> {
   return { kid, privateJwk, privateKey };
 }
 
-export async function startTestProvider(clients: TestClient[]): Promise<TestProvider> {
+/**
+ * `interactive`: also the provider's own (development) login and consent pages, where any
+ * known login name signs in with any password, for the dashboard's sign-in in a browser.
+ */
+export async function startTestProvider(clients: TestClient[], interactive?: InteractiveSignIn): Promise<TestProvider> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
   let jwksRequests = 0;
   let jwksDown = false;
@@ -65,13 +78,26 @@ export async function startTestProvider(clients: TestClient[]): Promise<TestProv
   let keys: SigningKey[] = [await newSigningKey()];
 
   const build = (): void => {
+    const webClients = interactive === undefined ? [] : [{ client_id: interactive.clientId, client_secret: interactive.clientSecret, redirect_uris: [interactive.redirectUri], grant_types: ['authorization_code'], response_types: ['code'] }];
     const provider = new Provider(issuer, {
-      clients: clients.map((client) => ({ client_id: client.id, client_secret: client.secret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] })),
+      clients: [...clients.map((client) => ({ client_id: client.id, client_secret: client.secret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] })), ...webClients],
       jwks: { keys: keys.map((key) => key.privateJwk) },
+      ...(interactive === undefined
+        ? {}
+        : {
+            findAccount: (_ctx: unknown, id: string) => {
+              const claims = interactive.people[id];
+              return claims === undefined ? undefined : { accountId: id, claims: () => ({ sub: id, ...claims }) };
+            },
+            claims: { openid: ['sub'], email: ['email'], groups: ['groups'] },
+            scopes: ['openid', 'email', 'groups'],
+            // The role claim in the ID token itself, as the gateway reads it there.
+            conformIdTokenClaims: false,
+          }),
       features: {
         clientCredentials: { enabled: true },
         introspection: { enabled: false },
-        devInteractions: { enabled: false },
+        devInteractions: { enabled: interactive !== undefined },
         resourceIndicators: {
           enabled: true,
           defaultResource: () => undefined,
