@@ -220,7 +220,9 @@ export const configSchema = z
     const issuers = asMapping(config.auth)?.jwt;
     if (Array.isArray(issuers)) {
       issuers.forEach((issuer: unknown, index) => {
-        const plan = asMapping(issuer)?.default_plan;
+        // Parsed (defaultPlan) when the block was valid, as written (default_plan) when it was not.
+        const entry = asMapping(issuer);
+        const plan = entry?.defaultPlan ?? entry?.default_plan;
         if (typeof plan === 'string' && !(plan in plans)) ctx.addIssue({ code: 'custom', path: ['auth', 'jwt', index, 'default_plan'], message: `plan "${plan}" is not configured` });
       });
     }
