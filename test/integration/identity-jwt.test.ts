@@ -15,6 +15,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { newSigningKey, startTestProvider, type TestProvider } from '../helpers/oidc-provider.js';
 import { readAuditFile } from '../helpers/audit-records.js';
+import { startOtlpReceiver } from '../helpers/otlp-receiver.js';
 import { waitFor } from '../helpers/wait.js';
 
 const AUDIENCE = 'https://gateway.test';
@@ -177,6 +178,10 @@ describe('bad tokens: each 401 invalid_token with Bearer error="invalid_token"',
   it('not a JWT at all, a JWT without sub or exp, and a JWT whose account claim is unusable', async () => {
     expect(await refusal(await postChat(gateway.url, CHAT, 'eyJnot.a.token', { message: 'hi' }))).toEqual(INVALID);
     expect(await refusal(await postChat(gateway.url, CHAT, 'opaque-bearer-value', { message: 'hi' }))).toEqual(INVALID);
+    // Past 8 KiB, refused unparsed; a header that is not JSON; a payload that is not JSON.
+    expect(await refusal(await postChat(gateway.url, CHAT, `eyJ${'a'.repeat(9_000)}.b.c`, { message: 'hi' }))).toEqual(INVALID);
+    expect(await refusal(await postChat(gateway.url, CHAT, `eyJ${Buffer.from('{"alg":').toString('base64url')}.e30.c2ln`, { message: 'hi' }))).toEqual(INVALID);
+    expect(await refusal(await postChat(gateway.url, CHAT, `eyJhbGciOiJSUzI1NiJ9.${Buffer.from('not json').toString('base64url')}.c2ln`, { message: 'hi' }))).toEqual(INVALID);
     const { sub: _sub, ...withoutSub } = claimsOf('svc-acme');
     expect(await refusal(await postChat(gateway.url, CHAT, await sign(withoutSub), { message: 'hi' }))).toEqual(INVALID);
     const { exp: _exp, ...withoutExp } = claimsOf('svc-acme');
@@ -331,6 +336,28 @@ describe('MCP authorization metadata (RFC 9728)', () => {
     });
     expect((await fetch(`${gateway.url}/.well-known/oauth-protected-resource/mcp/..%2Fetc`)).status).toBe(404);
     expect((await fetch(`${gateway.url}/.well-known/oauth-protected-resource/mcp/files`, { method: 'POST' })).status).toBe(405);
+  });
+});
+
+describe('traces', () => {
+  it("a token request's spans carry its account and plan as a key's do, and never the token", async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const traced = await startTestGateway({ agents: { support: upstream.baseUrl }, config: { ...gatewayConfig('1s'), telemetry: { otlp_endpoint: receiver.url, sample_ratio: 1 } } });
+      extraGateways.push(traced);
+      const token = await tokenFor('svc-acme');
+      const response = await postChat(traced.url, CHAT, token, { message: 'hi' });
+      expect(response.status).toBe(200);
+      await response.text();
+      const server = await waitFor('the server span', () => receiver.spans.find((span) => span.kind === 2 && span.attributes['agentgw.account'] !== undefined), 20_000, 100);
+      expect(server.attributes).toMatchObject({ 'agentgw.account': 'acme', 'agentgw.plan': 'pro' });
+      expect(String(server.attributes['agentgw.key_id'])).toMatch(/^jwt_/);
+      const exported = Buffer.concat(receiver.raw).toString('utf8');
+      expect(exported.includes(token)).toBe(false);
+      expect(exported.includes(token.split('.')[2]!)).toBe(false);
+    } finally {
+      await receiver.close();
+    }
   });
 });
 
