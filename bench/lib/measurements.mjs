@@ -12,6 +12,7 @@ export const MEASUREMENTS = {
   'stream-stages': "where a stream's start spends its time inside the gateway or bare undici (preloaded stamps)",
   'idle-floor': "scenario 4's floor: bare node:http + undici processes on one port holding idle streams",
   'audit-overhead': 'what the usage audit sinks cost the request path (redis+file, file, no journal, /dev/null)',
+  'audit-pg': 'the PostgreSQL audit table at volume: sink inserts per second, the per-key 30-day usage query at 10,000,000 rows (day partitions)',
   'usage-report': 'usage reports over 30 days of rollups, both sources, and the rollup script per audit batch',
   'json-guard': "micro benchmark: the JSON guard's ns per call, builds interleaved (or N calls for callgrind)",
   'auth-cached-key': 'micro benchmark: authenticating a key that is already in the in-process cache',

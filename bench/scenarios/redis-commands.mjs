@@ -14,7 +14,7 @@ import { commandStatsDelta } from '../lib/bench-redis.mjs';
 import { median, round } from '../lib/stats.mjs';
 import { renderTable } from '../lib/table.mjs';
 
-const SCRIPT_SOURCES = ['dist/ratelimit/protocol/lua-windows.js', 'dist/ratelimit/protocol/operations.js', 'dist/audit/redis-stream-audit-sink.js', 'dist/keys/redis-key-store.js'];
+const SCRIPT_SOURCES = ['dist/ratelimit/protocol/lua-windows.js', 'dist/ratelimit/protocol/operations.js', 'dist/audit/audit-stream-operations.js', 'dist/keys/redis-key-store.js'];
 
 /** Lower-case names of every command the gateway's Lua scripts run (`redis.call('x'`). */
 export function scriptCommandNames(repoRoot) {

@@ -56,7 +56,7 @@ export async function run(argv) {
   const { FileUsageSource } = await import(dist('audit/file-usage-source.js'));
   const { FileUsageRollup } = await import(dist('audit/file-usage-rollup.js'));
   const { RedisStreamAuditSink } = await import(dist('audit/redis-stream-audit-sink.js'));
-  const { auditAppendWithUsageLua } = await import(dist('audit/usage-rollup.lua.js'));
+  const { AUDIT_APPEND_WITH_USAGE } = await import(dist('audit/audit-stream-operations.js'));
   const { toAuditLine } = await import(dist('audit/audit-record.js'));
   const { MAX_USAGE_LIMIT } = await import(dist('admin/admin-usage.js'));
   const { packFields, USAGE_HASH_MARKER } = await import(dist('audit/usage-buckets.js'));
@@ -232,8 +232,9 @@ export async function run(argv) {
   // The rollup script's cost inside Redis per audit batch of 256 records, by how many keys
   // the batch holds (each key's account distinct, one agent): Redis's own time per call
   // (INFO commandstats), and the commands the script ran per batch.
-  const scripts = [['new', auditAppendWithUsageLua('record')]];
-  if (values.compare) scripts.push(['compared', (await import(new URL(`${values.compare.replace(/\/$/, '')}/audit/usage-rollup.lua.js`, 'file://').href)).auditAppendWithUsageLua('record')]);
+  const scripts = [['new', AUDIT_APPEND_WITH_USAGE.source]];
+  // An older build's function takes the stream field only, and returns the bare count.
+  if (values.compare) scripts.push(['compared', (await import(new URL(`${values.compare.replace(/\/$/, '')}/audit/usage-rollup.lua.js`, 'file://').href)).auditAppendWithUsageLua('record', (added) => added)]);
   redis.defineCommand('appendPlain', { lua: 'for i = 2, #ARGV do redis.call("XADD", KEYS[1], "MAXLEN", "~", ARGV[1], "*", "record", ARGV[i]) end return #ARGV - 1' });
   for (const [name, lua] of scripts) redis.defineCommand(`append_${name}`, { lua });
   const timeKind = async (call) => {

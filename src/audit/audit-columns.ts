@@ -51,6 +51,8 @@ export const EVERY_FIELD_HAS_A_COLUMN: [FieldsWithoutColumn] extends [never] ? t
 export interface AuditColumnValues {
   values: unknown[][];
   rows: number;
+  /** lines[r] is the record line row r was decoded from (a refused row is set aside as its line). */
+  lines: AuditLine[];
   /** Lines that were not a record with a string `id` (never written; see the sink's log). */
   skipped: number;
 }
@@ -62,13 +64,16 @@ const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d
 
 /**
  * Decodes a batch of record lines into column values. Each value is checked against its
- * column's type and stored as null when it does not fit, so no line can make PostgreSQL
- * refuse a batch (which would hold the sink's spool forever): text loses NUL characters
- * (PostgreSQL text cannot hold them; they become U+FFFD), integers must be safe integers in
- * range, a timestamp must be ISO 8601. A line without a string `id` is skipped.
+ * column's type and stored as null when it does not fit, so that a value a runner or client
+ * chose cannot make PostgreSQL refuse a batch: text is made well-formed (NUL, which
+ * PostgreSQL text cannot hold, and lone UTF-16 surrogates, which jsonb refuses as escapes
+ * and UTF-8 cannot carry, each become U+FFFD — in jsonb keys too), integers must be safe
+ * integers in range, a timestamp must be ISO 8601. A line without a string `id` is skipped.
+ * What PostgreSQL still refuses is set aside by the sink (postgres-audit-sink.ts).
  */
 export function decodeAuditColumns(lines: readonly AuditLine[], columns: readonly AuditColumn[] = AUDIT_COLUMNS): AuditColumnValues {
   const values: unknown[][] = columns.map(() => []);
+  const decoded: AuditLine[] = [];
   let rows = 0;
   let skipped = 0;
   for (const line of lines) {
@@ -78,9 +83,10 @@ export function decodeAuditColumns(lines: readonly AuditLine[], columns: readonl
       continue;
     }
     for (let c = 0; c < columns.length; c++) values[c]!.push(columnValue(columns[c]!.type, record[columns[c]!.name]));
+    decoded.push(line);
     rows += 1;
   }
-  return { values, rows, skipped };
+  return { values, rows, lines: decoded, skipped };
 }
 
 function parseRecord(line: AuditLine): Record<string, unknown> | undefined {
@@ -96,7 +102,7 @@ function parseRecord(line: AuditLine): Record<string, unknown> | undefined {
 export function columnValue(type: AuditColumnType, value: unknown): unknown {
   switch (type) {
     case 'text':
-      return typeof value === 'string' ? withoutNul(value) : null;
+      return typeof value === 'string' ? wellFormedText(value) : null;
     case 'timestamptz':
       return typeof value === 'string' && ISO_TIMESTAMP.test(value) && Number.isFinite(Date.parse(value)) ? value : null;
     case 'integer':
@@ -106,11 +112,25 @@ export function columnValue(type: AuditColumnType, value: unknown): unknown {
     case 'numeric':
       return typeof value === 'number' && Number.isFinite(value) ? value : null;
     case 'jsonb':
-      // jsonb refuses the escape \u0000 too: strings lose NUL before they are encoded.
-      return value === undefined || value === null ? null : JSON.stringify(value, (_key, inner: unknown) => (typeof inner === 'string' ? withoutNul(inner) : inner));
+      // jsonb refuses the escapes \u0000 and a lone \ud800 (JSON.stringify writes both): strings and keys are made well-formed first.
+      return value === undefined || value === null ? null : JSON.stringify(value, wellFormedJsonValue);
   }
 }
 
-function withoutNul(text: string): string {
-  return text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text;
+/** NUL, or a UTF-16 surrogate without its pair (a high one not followed by a low one, a low one not preceded by a high one). */
+const NOT_STORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const NOT_STORABLE_TEST = new RegExp(NOT_STORABLE.source);
+
+/** The text with every character PostgreSQL cannot store as text (NUL, a lone surrogate) replaced by U+FFFD. */
+export function wellFormedText(text: string): string {
+  return NOT_STORABLE_TEST.test(text) ? text.replace(NOT_STORABLE, '\ufffd') : text;
+}
+
+/** JSON.stringify's replacer: strings made well-formed, and an object's keys too (rebuilt only when one needs it). */
+function wellFormedJsonValue(_key: string, value: unknown): unknown {
+  if (typeof value === 'string') return wellFormedText(value);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const keys = Object.keys(value);
+  if (!keys.some((key) => NOT_STORABLE_TEST.test(key))) return value;
+  return Object.fromEntries(keys.map((key) => [wellFormedText(key), (value as Record<string, unknown>)[key]]));
 }

@@ -6,6 +6,8 @@
 //                  a probe on a backoff timer replays the spool into the sink, and once
 //                  the spool is empty the channel is back in direct mode.
 // A channel that starts with a non-empty spool (previous run) starts in spooling mode.
+// One file over 300 lines on purpose: the two modes, the loop, the retry timer and the outage
+// reporting read and write the same few fields; split apart, each piece would reach into the others'.
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
@@ -37,6 +39,9 @@ export interface AuditSinkChannelOptions {
 
 type Mode = 'direct' | 'spooling';
 
+/** A sink that keeps refusing its spool is reported at warn at most this often (and whenever the reason changes). */
+const REPLAY_WARN_EVERY_MS = 60_000;
+
 export class AuditSinkChannel {
   readonly name: string;
   private readonly sink: AuditSink;
@@ -63,6 +68,10 @@ export class AuditSinkChannel {
   private spoolFailing = false;
   /** The loop hit an unexpected error: rest until the retry timer rather than spin. */
   private stalled = false;
+  /** Replay failures since the last warning, and that warning's reason and time (reportReplayFailure). */
+  private replayFailures = 0;
+  private lastReplayReason: string | undefined;
+  private lastReplayWarnMs = 0;
 
   constructor(options: AuditSinkChannelOptions) {
     this.options = options;
@@ -244,7 +253,7 @@ export class AuditSinkChannel {
       this.retryDelayMs = 0;
     }
     if (result.error !== undefined) {
-      this.logger.debug({ err: result.error, sink: this.name }, 'audit sink still failing');
+      this.reportReplayFailure(result.error);
       this.scheduleRetry();
       return;
     }
@@ -256,6 +265,26 @@ export class AuditSinkChannel {
       return;
     }
     this.replayDue = true;
+  }
+
+  /**
+   * A replay the sink refused, at warn: the first of an outage, then at most once a minute or
+   * when the reason changes (a retry every few seconds would flood the log), with how many
+   * attempts failed since. Message and code only: a driver's error may carry the values it refused.
+   */
+  private reportReplayFailure(err: unknown): void {
+    this.replayFailures += 1;
+    const { message, code } = (err ?? {}) as { message?: unknown; code?: unknown };
+    const reason = typeof message === 'string' ? message.slice(0, 300) : String(err);
+    const now = this.options.clock.now();
+    if (reason === this.lastReplayReason && now - this.lastReplayWarnMs < REPLAY_WARN_EVERY_MS) return;
+    this.logger.warn(
+      { err: { message: reason, ...(typeof code === 'string' ? { code } : {}) }, sink: this.name, spool: this.spool.path, failedAttempts: this.replayFailures },
+      'audit sink still refuses the spooled records; they stay in the spool and are retried',
+    );
+    this.lastReplayReason = reason;
+    this.lastReplayWarnMs = now;
+    this.replayFailures = 0;
   }
 
   private scheduleRetry(): void {
@@ -284,6 +313,8 @@ export class AuditSinkChannel {
     this.outageSinceMs = undefined;
     this.retryDelayMs = 0;
     const outageMs = since === undefined ? undefined : this.options.clock.now() - since;
+    this.lastReplayReason = undefined;
+    this.replayFailures = 0;
     this.logger.info({ sink: this.name, outageMs }, 'audit sink caught up; spool replayed, writing directly again');
   }
 

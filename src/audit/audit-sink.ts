@@ -12,7 +12,10 @@ export interface AuditSink {
    * Writes the batch (each record as its JSON line) in order. Throws when the batch may not
    * have been written in full; the caller then spools the whole batch, so a partly written
    * batch is written again later (delivery is at-least-once, consumers drop duplicates by
-   * `id`).
+   * `id`). A sink whose destination refuses some records for their data (not for being
+   * down) may set those aside where an operator can read them and resolve, so they never
+   * hold the records behind them (the PostgreSQL sink does: docs/audit.md "Records
+   * PostgreSQL refuses").
    */
   write(lines: readonly AuditLine[]): Promise<void>;
   /** Releases what the sink opened itself (not clients it was handed). */

@@ -9,9 +9,10 @@ import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readTextIfExists, withFileLock, writeFileAtomic } from '../files.js';
 import type { Logger } from '../logger.js';
-import { isTokenCount, type AuditLine } from './audit-record.js';
+import type { AuditLine } from './audit-record.js';
+import { escapeSessionId, parseRollupRecord, usableRecord, type RollupRecord } from './rollup-record.js';
 import type { AuditSink } from './audit-sink.js';
-import { addPacked, addTo, costMicroUsd, groupsOf, hourOf, latencyBucket, packFields, parseRollupRecord, tupleGroup, usableRecord, USAGE_SPANS, type BucketFields, type RollupRecord } from './usage-buckets.js';
+import { addPacked, countRecord, groupsOf, hourOf, packFields, tupleGroup, USAGE_SPANS, type BucketFields } from './usage-buckets.js';
 import { parseUsageFile, serializeUsageFile, USAGE_FILE, usageFileColumns, usageFilePath } from './usage-files.js';
 
 const DAY_MS = 86_400_000;
@@ -25,7 +26,7 @@ export interface FileUsageRollupOptions {
   now?: () => number;
 }
 
-/** One (hour, key, account, agent)'s counts since the last flush: what a record adds to. */
+/** One (hour, key, account, agent, session)'s counts since the last flush: what a record adds to. */
 interface TupleCounts {
   record: RollupRecord;
   fields: BucketFields;
@@ -39,7 +40,7 @@ function addFields(into: BucketFields, from: BucketFields): void {
 }
 
 export class FileUsageRollup {
-  /** By "hour key account agent": each record costs one lookup; families and spans are filled at flush. */
+  /** By "hour key account agent [session]": each record costs one lookup; families and spans are filled at flush. */
   private tuples = new Map<string, TupleCounts>();
   /** By file path. */
   private pending = new Map<string, PendingFile>();
@@ -54,16 +55,13 @@ export class FileUsageRollup {
     for (const line of lines) {
       const record = parseRollupRecord(line);
       if (record === undefined || !usableRecord(record)) continue;
-      const id = `${hourOf(record.ts)} ${tupleGroup(record.key_id, record.account, record.agent)}`;
+      // The session joins the tuple's name (escaped: sessionGroup), so a tuple's counts
+      // belong to one run, and the session family gets its own from the spread.
+      const tuple = tupleGroup(record.key_id, record.account, record.agent);
+      const id = record.session_id ? `${hourOf(record.ts)} ${tuple} ${escapeSessionId(record.session_id)}` : `${hourOf(record.ts)} ${tuple}`;
       let counts = this.tuples.get(id);
       if (counts === undefined) this.tuples.set(id, (counts = { record, fields: new Map() }));
-      const fields = counts.fields;
-      addTo(fields, 'requests', 1);
-      if (isTokenCount(record.tokens_used) && record.tokens_used > 0) addTo(fields, 'tokens', record.tokens_used);
-      const micro = costMicroUsd(record.cost_usd);
-      if (micro !== null && micro > 0) addTo(fields, 'cost_micro', micro);
-      if (record.outcome !== 'ok') addTo(fields, `e:${record.outcome}`, 1);
-      addTo(fields, `l:${latencyBucket(record.latency_ms)}`, 1);
+      countRecord(counts.fields, record);
     }
     if (this.timer === undefined && this.tuples.size > 0) {
       this.timer = setTimeout(() => {
@@ -74,7 +72,7 @@ export class FileUsageRollup {
     }
   }
 
-  /** Spreads the counted tuples over their files: four families, an hour and a day bucket each. */
+  /** Spreads the counted tuples over their files: four or five families, an hour and a day bucket each. */
   private spreadTuples(): void {
     for (const { record, fields } of this.tuples.values()) {
       const hour = hourOf(record.ts);

@@ -68,7 +68,7 @@ export function openAuditLog(config: Pick<GatewayConfig, 'audit' | 'redis'>, dep
     );
   }
   // Beside the file or stream sink, which usage reports and `audit tail` read (decision 0055).
-  if (audit.postgres) sinks.push(new PostgresAuditSink({ ...audit.postgres, logger: deps.logger }));
+  if (audit.postgres) sinks.push(new PostgresAuditSink({ ...audit.postgres, rejectedPath: spoolPathFor(audit.spool, 'postgres.rejected'), clock: deps.clock, logger: deps.logger }));
   const journalPath = journalPathFor(audit);
   const journal = journalPath === undefined ? undefined : new AuditJournal(journalPath, { logger: deps.logger });
   return batchesFor(sinks, audit, deps, journal);

@@ -2,16 +2,17 @@
 // A batch is one script call that runs those XADDs inside Redis: one command for the client
 // to build and one reply to parse, instead of a pipeline of one command per record
 // (docs/performance.md). The whole record is one JSON field so types (numbers, nulls)
-// survive exactly and consumers parse one thing.
+// survive exactly and consumers parse one thing. The scripts are versioned, typed operations
+// (audit-stream-operations.ts).
 import { withDeadline } from '../deadline.js';
 import { metrics } from '../metrics/metrics.js';
 import type { RedisClient } from '../redis/redis-client.js';
 import type { AuditLine } from './audit-record.js';
+import { defineOperation, operationCall, queueOperation, type EncodedCall, type RedisOperation } from '../redis/redis-operation.js';
 import type { AuditSink, AuditSinkName } from './audit-sink.js';
-import { auditAppendWithUsageLua } from './usage-rollup.lua.js';
+import { AUDIT_APPEND, AUDIT_APPEND_WITH_USAGE, AUDIT_REPLICAS, type AppendWithUsageRequest } from './audit-stream-operations.js';
 
-/** The single field of each stream entry; its value is the record as JSON. */
-export const AUDIT_STREAM_FIELD = 'record';
+export { AUDIT_STREAM_FIELD } from './audit-stream-operations.js';
 
 export interface RedisStreamAuditSinkOptions {
   redis: RedisClient;
@@ -37,42 +38,22 @@ export interface RedisStreamAuditSinkOptions {
   waitReplicas?: number;
 }
 
-const APPEND_COMMAND = 'agentgwAuditAppend';
-const APPEND_WITH_USAGE_COMMAND = 'agentgwAuditAppendUsage';
-const REPLICAS_COMMAND = 'agentgwAuditReplicas';
-
-/**
- * KEYS[1] the stream (unused: it routes the call to the stream's node); returns how many
- * replicas that node has connected. A script so it can carry the key: a keyless INFO in a
- * cluster pipeline would answer from any node and stop ioredis from following a MOVED.
- */
-const REPLICAS_LUA = `
-local info = redis.call('INFO', 'replication')
-return tonumber(string.match(info, 'connected_slaves:(%d+)')) or 0
-`;
-
-/** KEYS[1] the stream, ARGV[1] MAXLEN, ARGV[2..] one record each; returns how many it added. */
-export const AUDIT_APPEND_LUA = `
-local maxLen = ARGV[1]
-for i = 2, #ARGV do
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', '${AUDIT_STREAM_FIELD}', ARGV[i])
-end
-return #ARGV - 1
-`;
-
-type AppendCall = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
+type AppendCall = (...args: EncodedCall) => Promise<unknown>;
 
 export class RedisStreamAuditSink implements AuditSink {
   readonly name: AuditSinkName;
-  /** Arguments between MAXLEN and the records: the usage prefix and retention, when rolling up. */
-  private readonly usageArgs: (string | number)[];
   private readonly redis: RedisClient;
   private readonly streamKey: string;
   private readonly maxLen: number;
   private readonly commandTimeoutMs: number;
   private readonly waitReplicas: number;
-  /** The script each batch runs: with usage rollups or without. */
-  private readonly appendCommand: string;
+  /**
+   * The operation each batch runs: with usage rollups or without. Typed by the wider request,
+   * which the plain append takes too (it reads only the stream, cap and lines).
+   */
+  private readonly operation: RedisOperation<AppendWithUsageRequest, number>;
+  /** The usage rollup's arguments (none when off: the plain append never reads them). */
+  private readonly usage: Pick<AppendWithUsageRequest, 'usagePrefix' | 'retentionSeconds'>;
 
   constructor(options: RedisStreamAuditSinkOptions) {
     this.redis = options.redis;
@@ -80,32 +61,26 @@ export class RedisStreamAuditSink implements AuditSink {
     this.maxLen = options.maxLen;
     this.commandTimeoutMs = options.commandTimeoutMs;
     this.name = options.name ?? 'redis';
-    const command = options.usage ? APPEND_WITH_USAGE_COMMAND : APPEND_COMMAND;
-    this.redis.defineCommand(command, { lua: options.usage ? auditAppendWithUsageLua(AUDIT_STREAM_FIELD) : AUDIT_APPEND_LUA });
-    this.usageArgs = options.usage ? [options.usage.keyPrefix, Math.max(1, Math.ceil(options.usage.retentionSeconds))] : [];
-    this.appendCommand = command;
-    this.append = ((this.redis as unknown as Record<string, AppendCall>)[command] as AppendCall).bind(this.redis);
+    this.usage = options.usage ? { usagePrefix: options.usage.keyPrefix, retentionSeconds: options.usage.retentionSeconds } : { usagePrefix: '', retentionSeconds: 0 };
+    this.operation = options.usage ? AUDIT_APPEND_WITH_USAGE : AUDIT_APPEND;
+    defineOperation(this.redis, this.operation);
+    this.append = operationCall(this.redis, this.operation);
     this.waitReplicas = options.waitReplicas ?? 0;
-    if (this.waitReplicas > 0) this.redis.defineCommand(REPLICAS_COMMAND, { numberOfKeys: 1, lua: REPLICAS_LUA });
+    if (this.waitReplicas > 0) defineOperation(this.redis, AUDIT_REPLICAS);
   }
 
   private readonly append: AppendCall;
 
   async write(lines: readonly AuditLine[]): Promise<void> {
     if (lines.length === 0) return;
-    const head = 2 + this.usageArgs.length;
-    const args: Array<string | number> = new Array(lines.length + head);
-    args[0] = this.streamKey;
-    args[1] = this.maxLen;
-    for (let i = 0; i < this.usageArgs.length; i += 1) args[i + 2] = this.usageArgs[i]!;
-    for (let i = 0; i < lines.length; i += 1) args[i + head] = lines[i]!;
+    const request: AppendWithUsageRequest = { streamKey: this.streamKey, maxLen: this.maxLen, lines, usagePrefix: this.usage.usagePrefix, retentionSeconds: this.usage.retentionSeconds };
     // withDeadline, not a bare timer: when a burst (thousands of streams closing at once)
     // keeps the event loop busy past the timeout, the reply may already sit unread in the
     // socket; calling that a failure would spool (and later replay, i.e. duplicate) a batch
     // Redis has written.
     try {
       const added = await withDeadline(
-        this.waitReplicas > 0 ? this.appendReplicated(args) : this.append(1, ...args),
+        this.waitReplicas > 0 ? this.appendReplicated(request) : this.appendOnce(request),
         this.commandTimeoutMs,
         () => new Error(`audit XADD of ${lines.length} records timed out after ${this.commandTimeoutMs} ms`),
       );
@@ -118,6 +93,10 @@ export class RedisStreamAuditSink implements AuditSink {
     }
   }
 
+  private async appendOnce(request: AppendWithUsageRequest): Promise<number> {
+    return this.operation.decode(await this.append(...this.operation.encode(request)), request);
+  }
+
   /**
    * The script, then WAIT for the replicas the master has right now (at most waitReplicas):
    * every replica a failover could promote then holds the batch. The replica count rides
@@ -125,15 +104,17 @@ export class RedisStreamAuditSink implements AuditSink {
    * far, follows on the same connection (on a cluster, a pipeline goes to the node of its
    * keyed command: the stream's master). A master without replicas answers at once.
    */
-  private async appendReplicated(args: Array<string | number>): Promise<unknown> {
+  private async appendReplicated(request: AppendWithUsageRequest): Promise<number> {
     const startedMs = performance.now();
-    const first = this.redis.pipeline() as ReturnType<RedisClient['pipeline']> & Record<string, (...args: Array<string | number>) => unknown>;
-    first[this.appendCommand]!(1, ...args);
-    first[REPLICAS_COMMAND]!(this.streamKey);
-    const [[appendError, added] = [], [replicasError, connected] = []] = (await first.exec()) ?? [];
+    const first = this.redis.pipeline();
+    queueOperation(first, this.operation, request);
+    const replicasRequest = { streamKey: this.streamKey };
+    queueOperation(first, AUDIT_REPLICAS, replicasRequest);
+    const [[appendError, appendReply] = [], [replicasError, replicasReply] = []] = (await first.exec()) ?? [];
     if (appendError) throw appendError;
     if (replicasError) throw replicasError;
-    const wanted = Math.min(this.waitReplicas, Number(connected));
+    const added = this.operation.decode(appendReply, request);
+    const wanted = Math.min(this.waitReplicas, AUDIT_REPLICAS.decode(replicasReply, replicasRequest));
     if (wanted === 0) return added;
     const second = this.redis.pipeline();
     second.exists(this.streamKey);

@@ -1,9 +1,10 @@
 // Usage rollups (docs/admin-api.md "Usage"): every audit record is counted into buckets,
-// one per group it belongs to and per period — its key, its account, its agent, and its
-// tuple (key, account and agent together, for reports that filter across dimensions) —
-// for its hour and for its day. A bucket holds flat integer fields, so buckets merge by adding:
+// one per group it belongs to and per period — its key, its account, its agent, its
+// tuple (key, account and agent together, for reports that filter across dimensions) and,
+// when it names one, its agent run (key, account, agent and session_id: sessionGroup) — for its
+// hour and for its day. A bucket holds flat integer fields, so buckets merge by adding:
 //   requests, tokens, cost_micro (cost_usd in whole micro-dollars, decision 0066),
-//   e:<outcome> (every outcome but ok), l:<i> (latency histogram).
+//   tool_calls, e:<outcome> (every outcome but ok), l:<i> (latency histogram).
 // All groups of one family and period live together (a Redis hash, a file's lines), each
 // group's fields packed into one string, "requests=40 tokens=4997 e:rate_limited=2 l:30=10"
 // (decision 0024: a report reads one value per group and period, not one per field).
@@ -13,9 +14,10 @@
 // 1 ms, within 0.5 ms below. The Redis rollup script computes the same index in Lua.
 
 import { isTokenCount } from './audit-record.js';
+import { sessionGroup, type RollupRecord } from './rollup-record.js';
 
 /** Bucket families, named as in the Redis keys and the rollup files. */
-export const USAGE_FAMILIES = ['key', 'account', 'agent', 'tuple'] as const;
+export const USAGE_FAMILIES = ['key', 'account', 'agent', 'tuple', 'session'] as const;
 export type UsageFamily = (typeof USAGE_FAMILIES)[number];
 
 /** Period lengths a bucket covers: "h" buckets are named "2026-01-31T13", "d" buckets "2026-01-31". */
@@ -55,19 +57,6 @@ export const MAX_RECORD_COST_USD = 1_000_000;
 /** Field → count. */
 export type BucketFields = Map<string, number>;
 
-/** What a rollup needs of an audit record. */
-export interface RollupRecord {
-  ts: string;
-  key_id: string;
-  account: string;
-  agent: string;
-  outcome: string;
-  tokens_used: number | null;
-  latency_ms: number;
-  /** Absent from records written before costs were recorded: read as null. */
-  cost_usd: number | null;
-}
-
 /** "2026-01-31T13" of an ISO timestamp: the hour bucket. */
 export function hourOf(ts: string): string {
   return ts.slice(0, 13);
@@ -79,25 +68,15 @@ export function tupleGroup(keyId: string, account: string, agent: string): strin
 }
 
 export function groupsOf(r: RollupRecord): [UsageFamily, string][] {
-  return [
+  const groups: [UsageFamily, string][] = [
     ['key', r.key_id],
     ['account', r.account],
     ['agent', r.agent],
     ['tuple', tupleGroup(r.key_id, r.account, r.agent)],
   ];
+  if (r.session_id) groups.push(['session', sessionGroup(r.key_id, r.account, r.agent, r.session_id)]);
+  return groups;
 }
-
-/**
- * Whether a record can be rolled up: its group names are non-empty, hold no whitespace or
- * control character (they are joined by spaces and stored as lines) and do not start with
- * "#" (the Redis hashes' marker field). Every record this
- * gateway writes qualifies (key ids, account and agent names are validated where they are
- * made); a foreign line that does not is appended to the audit and not counted.
- */
-export function usableRecord(r: RollupRecord): boolean {
-  return GROUP_NAME.test(r.key_id) && GROUP_NAME.test(r.account) && GROUP_NAME.test(r.agent) && /^\d{4}-\d\d-\d\dT\d\d/.test(r.ts);
-}
-const GROUP_NAME = /^[^#\s\x00-\x1f\x7f][^\s\x00-\x1f\x7f]*$/;
 
 /**
  * Every Redis period hash holds this value in its field "#" (no group starts with "#"): it
@@ -158,83 +137,9 @@ export function countRecord(fields: BucketFields, r: RollupRecord): void {
   if (isTokenCount(r.tokens_used) && r.tokens_used > 0) addTo(fields, 'tokens', r.tokens_used);
   const micro = costMicroUsd(r.cost_usd);
   if (micro !== null && micro > 0) addTo(fields, 'cost_micro', micro);
+  if (r.tool_calls > 0) addTo(fields, 'tool_calls', r.tool_calls);
   if (r.outcome !== 'ok') addTo(fields, `e:${r.outcome}`, 1);
   addTo(fields, `l:${latencyBucket(r.latency_ms)}`, 1);
-}
-
-/**
- * The rollup fields of an audit line, or undefined when the line is not a usage record.
- * Lines written by toAuditLine (every record this gateway writes or spools) hold these
- * fields first, in a fixed order, as plain strings and numbers; they are read where they
- * stand, without parsing the whole object (decision 0016 measured why). Anything else —
- * another order, an escape in a value — goes through JSON.parse.
- */
-export function parseRollupRecord(line: string): RollupRecord | undefined {
-  return readInOrder(line) ?? parseWhole(line);
-}
-
-const MARKERS = ['"ts":"', '"key_id":"', '"account":"', '"agent":"', '"outcome":"'] as const;
-
-function readInOrder(line: string): RollupRecord | undefined {
-  const values: string[] = [];
-  let at = 0;
-  for (const marker of MARKERS) {
-    const start = line.indexOf(marker, at);
-    if (start < 0) return undefined;
-    const from = start + marker.length;
-    const end = line.indexOf('"', from);
-    if (end < 0) return undefined;
-    const value = line.slice(from, end);
-    if (value.includes('\\')) return undefined;
-    values.push(value);
-    at = end + 1;
-  }
-  const tokens = numberAfter(line, '"tokens_used":', at);
-  if (tokens === undefined) return undefined;
-  const latency = numberAfter(line, '"latency_ms":', tokens.end);
-  if (latency === undefined || latency.value === null) return undefined;
-  // After the free-form fields (user_id, session_id, model): a quote inside a string is
-  // escaped, so the marker cannot match inside one. A line without it predates costs.
-  let cost: number | null = null;
-  if (line.includes('"cost_usd":', latency.end)) {
-    const read = numberAfter(line, '"cost_usd":', latency.end);
-    if (read === undefined) return undefined;
-    cost = read.value;
-  }
-  return { ts: values[0]!, key_id: values[1]!, account: values[2]!, agent: values[3]!, outcome: values[4]!, tokens_used: tokens.value, latency_ms: latency.value, cost_usd: cost };
-}
-
-/** A JSON number or null right after `marker` (searched from `at`). */
-function numberAfter(line: string, marker: string, at: number): { value: number | null; end: number } | undefined {
-  const start = line.indexOf(marker, at);
-  if (start < 0) return undefined;
-  const from = start + marker.length;
-  let end = from;
-  while (end < line.length && line[end] !== ',' && line[end] !== '}') end++;
-  const text = line.slice(from, end);
-  if (text === 'null') return { value: null, end };
-  const value = Number(text);
-  return text !== '' && Number.isFinite(value) ? { value, end } : undefined;
-}
-
-function parseWhole(line: string): RollupRecord | undefined {
-  let r: Partial<RollupRecord>;
-  try {
-    r = JSON.parse(line) as Partial<RollupRecord>;
-  } catch {
-    return undefined;
-  }
-  if (!r || typeof r.ts !== 'string' || typeof r.key_id !== 'string' || typeof r.account !== 'string' || typeof r.agent !== 'string') return undefined;
-  return {
-    ts: r.ts,
-    key_id: r.key_id,
-    account: r.account,
-    agent: r.agent,
-    outcome: typeof r.outcome === 'string' ? r.outcome : 'error',
-    tokens_used: typeof r.tokens_used === 'number' ? r.tokens_used : null,
-    latency_ms: typeof r.latency_ms === 'number' ? r.latency_ms : 0,
-    cost_usd: typeof r.cost_usd === 'number' ? r.cost_usd : null,
-  };
 }
 
 /** Totals of merged buckets, as a usage report row shows them. */
@@ -243,6 +148,8 @@ export interface UsageTotals {
   tokens: number;
   /** The records' cost_usd summed (in micro-dollars, exact) and given in dollars; 0 when none had a cost. */
   cost_usd: number;
+  /** Tool calls the answers made (the records' `tool_calls`, counted). */
+  tool_calls: number;
   errors: Record<string, number>;
   latency_ms: { p50: number | null; p99: number | null };
 }
@@ -261,6 +168,7 @@ export function summarize(fields: BucketFields): UsageTotals {
     requests: fields.get('requests') ?? 0,
     tokens: fields.get('tokens') ?? 0,
     cost_usd: (fields.get('cost_micro') ?? 0) / 1_000_000,
+    tool_calls: fields.get('tool_calls') ?? 0,
     errors,
     latency_ms: { p50: percentile(histogram, 0.5), p99: percentile(histogram, 0.99) },
   };

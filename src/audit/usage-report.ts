@@ -8,12 +8,22 @@
 // (e.g. one key's usage per agent), its tuples filtered and relabelled. Which groups exist:
 // the names in the range's day buckets, unless the query names its one group.
 //
+// Sessions (agent runs, `context.session_id`) have a family of their own, (key, account,
+// agent, session): a report by session names the key or the account whose runs it lists.
+//
 // Pages: rows come in group order; a page holds whole groups, at most `limit` of them and
 // at most MAX_PAGE_ROWS rows' worth (groups × periods), so any page reads a bounded number
-// of buckets whatever the range and the number of groups.
+// of buckets whatever the range and the number of groups. A report sorted by a measure
+// (`sort`: the top keys, sessions... by cost, tokens, tool calls or requests over the range)
+// first reads the range's totals of every matching group — at most MAX_SORTED_GROUPS of them —
+// then pages through them in that order.
+import { sessionOfGroupPart } from './rollup-record.js';
 import { addPacked, summarize, type BucketFields, type UsageFamily, type UsageSpan, type UsageTotals } from './usage-buckets.js';
 
-export type UsageGroupBy = 'key' | 'account' | 'agent';
+export type UsageGroupBy = 'key' | 'account' | 'agent' | 'session';
+/** Measures a report may be sorted by, largest first. */
+export const USAGE_SORTS = ['requests', 'tokens', 'cost_usd', 'tool_calls'] as const;
+export type UsageSort = (typeof USAGE_SORTS)[number];
 export type UsageGranularity = 'hour' | 'day';
 
 export interface UsageQuery {
@@ -28,8 +38,10 @@ export interface UsageQuery {
   agent?: string | undefined;
   /** Groups per page (further bounded by MAX_PAGE_ROWS); undefined: every group, one page. */
   limit?: number | undefined;
-  /** The group after which this page starts (a page's last group); undefined: the first. */
+  /** Where this page starts: after this group in name order, or (sorted) after this many groups. */
   after?: string | undefined;
+  /** Groups ordered by this measure over the range, largest first (then by name); undefined: by name. */
+  sort?: UsageSort | undefined;
 }
 
 export interface UsageRow extends UsageTotals {
@@ -40,8 +52,18 @@ export interface UsageRow extends UsageTotals {
 
 export interface UsagePage {
   rows: UsageRow[];
-  /** The last group of this page when more groups follow, else null. */
+  /** Where the next page starts when more groups follow (the last group, or for a sorted report how many groups came before), else null. */
   lastGroup: string | null;
+}
+
+/** A sorted report ranks at most this many groups: past it, the query must name a narrower filter. */
+export const MAX_SORTED_GROUPS = 50_000;
+
+/** A sorted report over more groups than it ranks. */
+export class TooManyGroupsError extends Error {
+  constructor(readonly groups: number) {
+    super(`the report spans ${groups} groups; a sorted report ranks at most ${MAX_SORTED_GROUPS}`);
+  }
 }
 
 /** A page holds at most this many rows' worth of groups (groups × periods of the range). */
@@ -114,22 +136,41 @@ interface Plan {
   family: UsageFamily;
   /** The query's one group, read without looking the range's groups up. */
   direct?: string;
-  /** For the tuple family: whether a tuple matches the filters, and its row label. */
-  match?: (keyId: string, account: string, agent: string) => boolean;
-}
-
-function planOf(q: UsageQuery): Plan {
-  const named = { key: q.keyId, account: q.account, agent: q.agent };
-  const others = (['key', 'account', 'agent'] as const).filter((d) => d !== q.groupBy && named[d] !== undefined);
-  if (others.length === 0) return named[q.groupBy] === undefined ? { family: q.groupBy } : { family: q.groupBy, direct: named[q.groupBy]! };
-  return {
-    family: 'tuple',
-    match: (keyId, account, agent) =>
-      (q.keyId === undefined || keyId === q.keyId) && (q.account === undefined || account === q.account) && (q.agent === undefined || agent === q.agent),
-  };
+  /** For the tuple and session families: the row label of a group the filters keep, else undefined. */
+  labelOf?: (group: string) => string | undefined;
 }
 
 const LABEL_PART = { key: 0, account: 1, agent: 2 } as const;
+
+function planOf(q: UsageQuery): Plan {
+  if (q.groupBy === 'session') {
+    // "key_id account agent session": the filters apply to the first three, the label is the run.
+    return {
+      family: 'session',
+      labelOf: (group) => {
+        const parts = group.split(' ');
+        if (parts.length !== 4) return undefined;
+        const [keyId, account, agent, session] = parts as [string, string, string, string];
+        const kept = (q.keyId === undefined || keyId === q.keyId) && (q.account === undefined || account === q.account) && (q.agent === undefined || agent === q.agent);
+        return kept ? sessionOfGroupPart(session) : undefined;
+      },
+    };
+  }
+  const groupBy = q.groupBy;
+  const named = { key: q.keyId, account: q.account, agent: q.agent };
+  const others = (['key', 'account', 'agent'] as const).filter((d) => d !== groupBy && named[d] !== undefined);
+  if (others.length === 0) return named[groupBy] === undefined ? { family: groupBy } : { family: groupBy, direct: named[groupBy]! };
+  return {
+    family: 'tuple',
+    labelOf: (group) => {
+      const parts = group.split(' ');
+      if (parts.length !== 3) return undefined;
+      const [keyId, account, agent] = parts as [string, string, string];
+      const kept = (q.keyId === undefined || keyId === q.keyId) && (q.account === undefined || account === q.account) && (q.agent === undefined || agent === q.agent);
+      return kept ? parts[LABEL_PART[groupBy]] : undefined;
+    },
+  };
+}
 
 /** Every page of a report, as one list of rows (the CLI's and the library's report). */
 export async function usageReport(source: UsageSource, q: UsageQuery): Promise<UsageRow[]> {
@@ -147,21 +188,24 @@ export async function usageReportPage(source: UsageSource, q: UsageQuery): Promi
   if (plan.direct !== undefined) groupsByLabel.set(plan.direct, [plan.direct]);
   else {
     for (const group of await source.groupNames(plan.family, reads.days)) {
-      let label = group;
-      if (plan.match !== undefined) {
-        const parts = group.split(' ');
-        if (parts.length !== 3 || !plan.match(parts[0]!, parts[1]!, parts[2]!)) continue;
-        label = parts[LABEL_PART[q.groupBy]]!;
-      }
+      const label = plan.labelOf === undefined ? group : plan.labelOf(group);
+      if (label === undefined) continue;
       const list = groupsByLabel.get(label);
       if (list === undefined) groupsByLabel.set(label, [group]);
       else list.push(group);
     }
   }
-  let labels = [...groupsByLabel.keys()].sort();
-  if (q.after !== undefined) labels = labels.filter((label) => label > q.after!);
+  let labels = q.sort === undefined ? [...groupsByLabel.keys()].sort() : await rankedLabels(source, plan.family, reads, groupsByLabel, q.sort);
+  let skipped = 0;
+  if (q.after !== undefined) {
+    if (q.sort === undefined) labels = labels.filter((label) => label > q.after!);
+    else {
+      skipped = Number(q.after);
+      labels = labels.slice(skipped);
+    }
+  }
   const perPage = q.limit === undefined ? labels.length : Math.min(q.limit, Math.max(1, Math.floor(MAX_PAGE_ROWS / reads.rowPeriodCount)));
-  const lastGroup = labels.length > perPage ? labels[perPage - 1]! : null;
+  const lastGroup = labels.length > perPage ? (q.sort === undefined ? labels[perPage - 1]! : String(skipped + perPage)) : null;
   labels = labels.slice(0, perPage);
   if (labels.length === 0) return { rows: [], lastGroup: null };
 
@@ -208,3 +252,41 @@ export async function usageReportPage(source: UsageSource, q: UsageQuery): Promi
   }
   return { rows, lastGroup };
 }
+
+/**
+ * The labels in the order of their totals of `sort` over the range, largest first (ties by
+ * name). Reads the day buckets of whole days and the hour buckets of cut ones, as rows do.
+ */
+async function rankedLabels(source: UsageSource, family: UsageFamily, reads: Reads, groupsByLabel: Map<string, string[]>, sort: UsageSort): Promise<string[]> {
+  if (groupsByLabel.size > MAX_SORTED_GROUPS) throw new TooManyGroupsError(groupsByLabel.size);
+  const groups: string[] = [];
+  const labelOfGroup: string[] = [];
+  for (const [label, list] of groupsByLabel) {
+    for (const group of list) {
+      groups.push(group);
+      labelOfGroup.push(label);
+    }
+  }
+  const totals = new Map<string, BucketFields>();
+  const [hourValues, dayValues] = await Promise.all([
+    reads.h.periods.length > 0 ? source.readGroups(family, 'h', reads.h.periods, groups) : [],
+    reads.d.periods.length > 0 ? source.readGroups(family, 'd', reads.d.periods, groups) : [],
+  ]);
+  for (const values of [hourValues, dayValues]) {
+    for (const perGroup of values) {
+      perGroup.forEach((packed, g) => {
+        if (!packed) return;
+        const label = labelOfGroup[g]!;
+        let fields = totals.get(label);
+        if (fields === undefined) totals.set(label, (fields = new Map()));
+        addPacked(fields, packed);
+      });
+    }
+  }
+  const field = SORT_FIELD[sort];
+  const measure = (label: string): number => totals.get(label)?.get(field) ?? 0;
+  return [...groupsByLabel.keys()].sort((a, b) => measure(b) - measure(a) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** The bucket field each sort measure adds up (cost in whole micro-dollars). */
+const SORT_FIELD: Record<UsageSort, string> = { requests: 'requests', tokens: 'tokens', cost_usd: 'cost_micro', tool_calls: 'tool_calls' };

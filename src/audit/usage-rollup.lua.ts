@@ -1,29 +1,37 @@
 // The audit stream's batch script with usage rollups (docs/admin-api.md "Usage", decision
 // 0024): one call per batch, as without rollups, so the gateway sends nothing more. Inside
 // Redis it XADDs each record, decodes it and counts it per (hour, key, account, agent) in a
-// Lua table; then it spreads those counts over the period hashes — for each family (key,
-// account, agent, tuple) one hash per hour and one per day, a field per group holding its
+// Lua table (a record naming a session_id: per (hour, key, account, agent, session)); then it
+// spreads those counts over the period hashes — for each family (key, account, agent, tuple,
+// and session for records that name one) one hash per hour and one per day, a field per group holding its
 // packed bucket ("requests=40 tokens=4997 l:30=10", usage-buckets.ts) — and writes each
 // hash the batch touched with three commands: HMGET of its groups, HSET of their buckets
 // (and of the marker field "#"), EXPIREAT. Per batch of N records within one hour:
-// N XADD + 8 × 3 commands. A stored bucket is not parsed: the batch's counts are appended
+// N XADD + 8 × 3 commands (10 × 3 when records name sessions). A stored bucket is not parsed: the batch's counts are appended
 // to it after a ";" (a field may then appear twice; readers add them up), and it is
 // rewritten with each field once when the appended part outgrows the first segment.
 // KEYS[1] the stream; ARGV[1] MAXLEN, ARGV[2] the usage key prefix ("{agentgw:audit}:usage:",
 // in the stream's slot), ARGV[3] the retention in seconds, ARGV[4..] one record each.
-// Returns how many records it added.
+// Returns the reply its operation lays out around how many records it added
+// (audit-stream-operations.ts, AUDIT_APPEND_WITH_USAGE).
 import { MAX_TOKENS_USED } from './audit-record.js';
 import { MAX_LATENCY_BUCKET, MAX_RECORD_COST_USD, USAGE_HASH_MARKER } from './usage-buckets.js';
 
-/** `streamField`: the one field of each stream entry (the sink's AUDIT_STREAM_FIELD). */
-export const auditAppendWithUsageLua = (streamField: string): string => `
+/**
+ * `streamField`: the one field of each stream entry (AUDIT_STREAM_FIELD); `reply`: the Lua
+ * return value of the operation's tagged reply around the count (a Lua expression).
+ */
+export const auditAppendWithUsageLua = (streamField: string, reply: (added: string) => string): string => `
 local maxLen = ARGV[1]
 local prefix = ARGV[2]
 local ttl = tonumber(ARGV[3])
 local LN2 = math.log(2)
 local fmt = string.format
--- "hour tuple" -> { hour, key, account, agent, fields }: one table lookup a record.
+-- "hour tuple [session]" -> { hour, key, account, agent, fields, session? }: one table lookup a record.
 local tuples, tupleOrder = {}, {}
+local function escapeByte(c)
+  return fmt('%%%02X', string.byte(c))
+end
 local function usable(s)
   return type(s) == 'string' and string.find(s, '^[^#%s%c][^%s%c]*$') ~= nil
 end
@@ -35,14 +43,21 @@ for i = 4, #ARGV do
       and usable(r.key_id) and usable(r.account) and usable(r.agent) then
     local hour = string.sub(r.ts, 1, 13)
     local id = hour .. ' ' .. r.key_id .. ' ' .. r.account .. ' ' .. r.agent
+    -- The agent run, escaped as sessionGroup escapes it (rollup-record.ts): its tuple is its own.
+    local session = nil
+    if type(r.session_id) == 'string' and r.session_id ~= '' then
+      session = (string.gsub(r.session_id, '[%s%c%%]', escapeByte))
+      id = id .. ' ' .. session
+    end
     local t = tuples[id]
     if not t then
-      t = { hour, r.key_id, r.account, r.agent, {} }
+      t = { hour, r.key_id, r.account, r.agent, {}, session }
       tuples[id] = t
       tupleOrder[#tupleOrder + 1] = id
     end
     local f = t[5]
     f['requests'] = (f['requests'] or 0) + 1
+    if type(r.tool_calls) == 'table' and #r.tool_calls > 0 then f['tool_calls'] = (f['tool_calls'] or 0) + #r.tool_calls end
     if type(r.tokens_used) == 'number' and r.tokens_used > 0 and r.tokens_used <= ${MAX_TOKENS_USED} and r.tokens_used == math.floor(r.tokens_used) then f['tokens'] = (f['tokens'] or 0) + r.tokens_used end
     -- cost_usd in whole micro-dollars, as costMicroUsd rounds it (usage-buckets.ts).
     local cost = r.cost_usd
@@ -126,7 +141,7 @@ local function into(key, expireAt, group, packed, fields)
   end
 end
 
--- Per hour of the batch (usually one): its eight hash keys and their expiry, built once.
+-- Per hour of the batch (usually one): its ten hash keys and their expiry, built once.
 local periodsOf = {}
 local function periods(hour)
   local p = periodsOf[hour]
@@ -137,7 +152,7 @@ local function periods(hour)
   local hourEnds = dayStart + (tonumber(string.sub(hour, 12, 13)) + 1) * 3600 + ttl
   local dayEnds = dayStart + 86400 + ttl
   p = {}
-  for f, family in ipairs({ 'key', 'account', 'agent', 'tuple' }) do
+  for f, family in ipairs({ 'key', 'account', 'agent', 'tuple', 'session' }) do
     p[f] = { prefix .. 'h:' .. family .. ':' .. hour, hourEnds, prefix .. 'd:' .. family .. ':' .. day, dayEnds }
   end
   periodsOf[hour] = p
@@ -147,8 +162,13 @@ for _, id in ipairs(tupleOrder) do
   local t = tuples[id]
   local p = periods(t[1])
   local groups = { t[2], t[3], t[4], t[2] .. ' ' .. t[3] .. ' ' .. t[4] }
+  local families = 4
+  if t[6] then
+    groups[5] = groups[4] .. ' ' .. t[6]
+    families = 5
+  end
   local packed = pack(t[5])
-  for f = 1, 4 do
+  for f = 1, families do
     into(p[f][1], p[f][2], groups[f], packed, t[5])
     into(p[f][3], p[f][4], groups[f], packed, t[5])
   end
@@ -185,5 +205,5 @@ for _, key in ipairs(hashOrder) do
   end
   redis.call('EXPIREAT', key, h[1])
 end
-return #ARGV - 3
+return ${reply('#ARGV - 3')}
 `;

@@ -4,7 +4,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { oneOf, processTextIo } from './command-io.js';
 import { openUsageSource } from '../audit/open-audit-log.js';
-import { usageReport, type UsageGranularity, type UsageGroupBy, type UsageRow } from '../audit/usage-report.js';
+import { usageReport, USAGE_SORTS, type UsageGranularity, type UsageGroupBy, type UsageRow, type UsageSort } from '../audit/usage-report.js';
 import { parseDurationMs } from '../config/duration.js';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { silentLogger } from '../logger.js';
@@ -19,6 +19,7 @@ interface UsageOptions {
   account?: string;
   agent?: string;
   json?: boolean;
+  sort?: UsageSort;
 }
 
 export interface UsageCommandIo {
@@ -39,9 +40,10 @@ function since(value: string): number {
 export function registerUsageCommand(program: Command, io: UsageCommandIo = processIo): Command {
   return program
     .command('usage')
-    .description('usage per key, account or agent from the hourly rollups (requests, tokens, cost in USD, errors, latency)')
+    .description('usage per key, account, agent or agent run (session) from the hourly rollups (requests, tokens, cost in USD, tool calls, errors, latency)')
     .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
-    .option('--by <group>', 'key, account or agent', oneOf(['key', 'account', 'agent'] as const), 'key')
+    .option('--by <group>', 'key, account, agent or session (a session report needs --key or --account)', oneOf(['key', 'account', 'agent', 'session'] as const), 'key')
+    .option('--sort <measure>', 'rank groups by this total, largest first: requests, tokens, cost_usd or tool_calls', oneOf(USAGE_SORTS))
     .addOption(new Option('--since <duration>', 'how far back, e.g. 7d or 24h').argParser(since).default(7 * 86_400_000, '7d'))
     .option('--granularity <period>', 'hour or day', oneOf(['hour', 'day'] as const), 'day')
     .option('--key <keyId>', 'only this key')
@@ -52,6 +54,7 @@ export function registerUsageCommand(program: Command, io: UsageCommandIo = proc
       const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
       let redis: RedisClient | undefined;
       try {
+        if (options.by === 'session' && options.key === undefined && options.account === undefined) throw new Error('--by session needs --key or --account: the runs of which key or account?');
         const config = await loadConfig(configPath);
         if (config.audit.redisStream && config.redis) {
           redis = createRedisClient(config.redis, silentLogger, 'agentgw-cli');
@@ -66,6 +69,7 @@ export function registerUsageCommand(program: Command, io: UsageCommandIo = proc
           keyId: options.key,
           account: options.account,
           agent: options.agent,
+          sort: options.sort,
         });
         io.stdout(options.json ? `${JSON.stringify(rows)}\n` : usageTable(rows, options.by));
       } catch (error) {
@@ -80,20 +84,22 @@ export function registerUsageCommand(program: Command, io: UsageCommandIo = proc
 /** A readable table: one row per group and period, errors as outcome=n. */
 export function usageTable(rows: readonly UsageRow[], by: UsageGroupBy): string {
   if (rows.length === 0) return 'no usage in this period\n';
-  const header = [by.toUpperCase(), 'PERIOD', 'REQUESTS', 'TOKENS', 'COST_USD', 'ERRORS', 'P50_MS', 'P99_MS'];
+  const header = [by.toUpperCase(), 'PERIOD', 'REQUESTS', 'TOKENS', 'COST_USD', 'TOOL_CALLS', 'ERRORS', 'P50_MS', 'P99_MS'];
   const cells = rows.map((r) => [
-    r.group,
+    // A session id is the client's text: one holding a space or a control character is quoted, so a row stays one line.
+    /[\s\x00-\x1f\x7f"]/.test(r.group) ? JSON.stringify(r.group) : r.group,
     r.period,
     String(r.requests),
     String(r.tokens),
     String(r.cost_usd),
+    String(r.tool_calls),
     Object.entries(r.errors).map(([outcome, n]) => `${outcome}=${n}`).join(',') || '-',
     r.latency_ms.p50 === null ? '-' : String(r.latency_ms.p50),
     r.latency_ms.p99 === null ? '-' : String(r.latency_ms.p99),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   // Numbers right-aligned, text left-aligned.
-  const numeric = new Set([2, 3, 4, 6, 7]);
+  const numeric = new Set([2, 3, 4, 5, 7, 8]);
   const line = (row: string[]) => `${row.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`;
   return line(header) + cells.map(line).join('');
 }

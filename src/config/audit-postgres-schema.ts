@@ -1,6 +1,7 @@
 // audit.postgres (docs/audit.md "PostgreSQL"): the usage audit's PostgreSQL sink. The URL
 // carries the credentials and the TLS settings (sslmode, sslrootcert, sslcert, sslkey), as
-// libpq's do; the table is created, and its missing columns added, by the gateway.
+// libpq's do; the table is created, and its missing columns added, by the gateway; its day
+// partitions past `retention` are dropped.
 import { z } from 'zod';
 import { positiveDuration } from './schema-primitives.js';
 
@@ -31,7 +32,9 @@ export const auditPostgresSchema = z
     max_connections: z.number().int().min(1).max(32).default(2),
     // Connecting, and each batch's statement, must finish within this; past it the batch is spooled.
     timeout: positiveDuration.default(10_000),
+    // Whole day partitions older than this are dropped (e.g. 90d); absent: every record is kept.
+    retention: positiveDuration.refine((ms) => ms >= 86_400_000, { message: 'must be at least 1d: whole day partitions are dropped, e.g. 90d' }).optional(),
   })
-  .transform((pg) => ({ url: pg.url, table: pg.table, maxConnections: pg.max_connections, timeoutMs: pg.timeout }));
+  .transform((pg) => ({ url: pg.url, table: pg.table, maxConnections: pg.max_connections, timeoutMs: pg.timeout, retentionMs: pg.retention }));
 
 export type AuditPostgresConfig = z.output<typeof auditPostgresSchema>;

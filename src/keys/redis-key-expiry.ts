@@ -5,7 +5,7 @@
 import type { RedisClient } from '../redis/redis-client.js';
 import type { ExpiryEntry, KeyExpiryIndex } from './key-store.js';
 import type { KeyIndexNames } from './redis-key-index.js';
-import { sweepExpired, type PageCommands } from './redis-key-pages.js';
+import { sweepExpired } from './redis-key-pages.js';
 
 /** Runs one Redis operation under the store's deadline and error counting. */
 export type RunRedis = <T>(op: string, work: () => Promise<T>) => Promise<T>;
@@ -20,7 +20,7 @@ function entries(reply: string[]): ExpiryEntry[] {
   return out;
 }
 
-export function redisExpiryIndex(redis: RedisClient & PageCommands, names: KeyIndexNames, run: RunRedis): KeyExpiryIndex {
+export function redisExpiryIndex(redis: RedisClient, names: KeyIndexNames, run: RunRedis): KeyExpiryIndex {
   return {
     async expiringBetween(afterMs, toMs, limit) {
       return entries(await run('key_expiry', () => redis.zrangebyscore(names.expiry(), `(${afterMs}`, String(toMs), 'WITHSCORES', 'LIMIT', 0, limit)));

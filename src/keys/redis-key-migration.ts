@@ -8,14 +8,13 @@
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis/redis-client.js';
 import type { KeyRecord } from './key-record.js';
+import { queueOperation } from '../redis/redis-operation.js';
 import { indexEntries, indexFields, indexOps, type KeyIndexNames } from './redis-key-index.js';
-
-export interface MigrateCommands {
-  agentgwKeyMigrate(...args: string[]): Promise<string>;
-}
+import { KEY_MIGRATE, type MigrateKeyRequest } from './redis-key-operations.js';
 
 export interface MigrationOptions {
-  redis: RedisClient & MigrateCommands;
+  /** With the store's operations defined (redis-key-operations.ts). */
+  redis: RedisClient;
   indexes: KeyIndexNames;
   logger: Logger;
   closed: () => boolean;
@@ -63,10 +62,10 @@ async function migrateBatch(options: MigrationOptions, legacyAll: string, ids: s
   const hashes = await exec<string | null>(redis, ids.map((id) => ['get', `${indexes.head}keyid:${id}`]));
   const present = ids.flatMap((id, i) => (hashes[i] === null ? [] : [{ id, hash: hashes[i]! }]));
   const records = await exec<Record<string, string>>(redis, present.map(({ hash }) => ['hgetall', `${indexes.head}key:${hash}`]));
-  const writes = redis.pipeline() as ReturnType<RedisClient['pipeline']> & { agentgwKeyMigrate(...args: string[]): unknown };
+  const writes = redis.pipeline();
   // Gone or malformed (decode logged it): nothing to list; take it off the old set.
   for (const [i, id] of ids.entries()) if (hashes[i] === null) writes.srem(legacyAll, id);
-  let done = 0;
+  const migrations: MigrateKeyRequest[] = [];
   present.forEach(({ id, hash }, i) => {
     const fields = records[i]!;
     const record = options.decode(hash, fields);
@@ -74,14 +73,24 @@ async function migrateBatch(options: MigrationOptions, legacyAll: string, ids: s
       writes.srem(legacyAll, id);
       return;
     }
-    const set = indexFields(record);
-    const ops = indexOps(indexEntries(indexes, record));
-    writes.agentgwKeyMigrate(`${indexes.head}key:${hash}`, fields.rev ?? '0', legacyAll, `${indexes.head}account:${record.account}`, id, String(set.length / 2), ...set, ...ops);
-    done++;
+    migrations.push({
+      recordKey: `${indexes.head}key:${hash}`,
+      rev: fields.rev ?? '0',
+      legacyAll,
+      legacyAccount: `${indexes.head}account:${record.account}`,
+      keyId: id,
+      fields: indexFields(record),
+      indexOps: indexOps(indexEntries(indexes, record)),
+    });
   });
-  for (const [error, result] of (await writes.exec()) ?? []) {
+  // The migrations last, so their replies are the pipeline's last ones.
+  for (const migration of migrations) queueOperation(writes, KEY_MIGRATE, migration);
+  const results = (await writes.exec()) ?? [];
+  const firstMigration = results.length - migrations.length;
+  let done = 0;
+  for (const [i, [error, reply]] of results.entries()) {
     if (error) throw error;
-    if (result === 'conflict') done--;
+    if (i >= firstMigration && KEY_MIGRATE.decode(reply, migrations[i - firstMigration]!) !== 'conflict') done++;
   }
   return done;
 }

@@ -5,16 +5,13 @@
 // expiry is due; when more were due, the store drains the rest in the background
 // (RedisKeyStore.drainExpired), so no page waits for a large backlog.
 import type { RedisClient } from '../redis/redis-client.js';
+import { callOperation } from '../redis/redis-operation.js';
 import { PAGE_SCAN_BUDGET } from './key-pages.js';
 import type { KeyPage, KeyPageQuery } from './key-store.js';
 import type { KeyRecord } from './key-record.js';
 import { indexMember, nameBucket, positionOfMember, type KeyIndexNames } from './redis-key-index.js';
 import { pairsToObject } from './redis-key-fields.js';
-
-export interface PageCommands {
-  agentgwKeyPage(...args: string[]): Promise<unknown[]>;
-  agentgwKeySweep(...args: string[]): Promise<number>;
-}
+import { KEY_PAGE, KEY_SWEEP } from './redis-key-operations.js';
 
 /** Keys moved from active to expired per sweep call (a few ms of Redis work). */
 export const SWEEP_BATCH = 1_000;
@@ -23,8 +20,9 @@ export const SWEEP_BATCH = 1_000;
 export const UNANNOUNCED_RETENTION_MS = 86_400_000;
 
 /** One sweep call: moves up to SWEEP_BATCH due keys; true when there may be more. */
-export async function sweepExpired(redis: PageCommands, names: KeyIndexNames, nowMs: number): Promise<boolean> {
-  return (await redis.agentgwKeySweep(names.expiry(), names.head, String(nowMs), String(SWEEP_BATCH), String(nowMs - UNANNOUNCED_RETENTION_MS))) === SWEEP_BATCH;
+export async function sweepExpired(redis: RedisClient, names: KeyIndexNames, nowMs: number): Promise<boolean> {
+  const moved = await callOperation(redis, KEY_SWEEP, { expiryIndex: names.expiry(), keyHead: names.head, nowMs, batch: SWEEP_BATCH, dropBeforeMs: nowMs - UNANNOUNCED_RETENTION_MS });
+  return moved === SWEEP_BATCH;
 }
 
 /** The indexes a key must be in to match `query` (the whole index when there is no filter). */
@@ -40,7 +38,7 @@ function requiredIndexes(names: KeyIndexNames, query: KeyPageQuery): string[] {
 
 /** A page, and whether its sweep left due keys behind (then the caller drains them). */
 export async function readKeyPage(
-  redis: RedisClient & PageCommands,
+  redis: RedisClient,
   names: KeyIndexNames,
   query: KeyPageQuery,
   decode: (hash: string, fields: Record<string, string>) => KeyRecord | undefined,
@@ -50,12 +48,20 @@ export async function readKeyPage(
   const indexes = requiredIndexes(names, query);
   // Until swept, a due key is still in status:active: the script leaves it out there.
   const notDueBy = query.status === 'active' ? String(query.nowMs) : '';
-  const reply = await redis.agentgwKeyPage(names.all(), names.head, start, String(query.limit), String(PAGE_SCAN_BUDGET), query.namePrefix ?? '', notDueBy, String(indexes.length), ...indexes);
+  const page = await callOperation(redis, KEY_PAGE, {
+    allIndex: names.all(),
+    keyHead: names.head,
+    start,
+    limit: query.limit,
+    scanBudget: PAGE_SCAN_BUDGET,
+    namePrefix: query.namePrefix ?? '',
+    notDueBy,
+    indexes,
+  });
   const records: KeyRecord[] = [];
-  for (let i = 2; i + 1 < reply.length; i += 2) {
-    const record = decode(String(reply[i]), pairsToObject(reply[i + 1] as string[]));
+  for (const row of page.rows) {
+    const record = decode(row.hash, pairsToObject(row.fields));
     if (record) records.push(record);
   }
-  const cursor = String(reply[1]);
-  return { records, next: reply[0] === 'more' && cursor !== '' ? positionOfMember(cursor) : null, moreDue };
+  return { records, next: page.state === 'more' && page.cursor !== '' ? positionOfMember(page.cursor) : null, moreDue };
 }

@@ -16,8 +16,12 @@
 // Create, revoke and update are Lua scripts, so uniqueness checks, writes and the
 // invalidation PUBLISH happen atomically; an update is computed from a read and written only
 // if `rev` is still what was read (else read again), so concurrent writers never lose one.
-// Every command is bounded by redis.command_timeout. The scripts (redis-key-scripts.ts),
-// the record's fields (redis-key-fields.ts) and the pages (redis-key-pages.ts) live apart.
+// Every command is bounded by redis.command_timeout. The scripts (redis-key-scripts.ts, as
+// typed, versioned operations in redis-key-operations.ts), the record's fields
+// (redis-key-fields.ts) and the pages (redis-key-pages.ts) live apart. One file over 300
+// lines because what is left is the KeyStore interface over one connection pair: each method
+// is the few commands of one store operation under the store's deadline and error counting
+// (run), and the subscriber, migration and sweep share the store's closed state.
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { DeadlineExceededError, withDeadline } from '../deadline.js';
 import type { Logger } from '../logger.js';
@@ -25,12 +29,12 @@ import type { RedisClient, RedisClientFactory } from '../redis/redis-client.js';
 import { metrics } from '../metrics/metrics.js';
 import type { KeyRecord } from './key-record.js';
 import { fromStoredRecord } from './key-record-codec.js';
-import { CREATE_SCRIPT, MIGRATE_SCRIPT, REVOKE_SCRIPT, TOUCH_SCRIPT, UPDATE_SCRIPT } from './redis-key-scripts.js';
-import { LIST_PAGE_SCRIPT, SWEEP_SCRIPT } from './redis-key-list-scripts.js';
+import { callOperation, defineOperation, queueOperation } from '../redis/redis-operation.js';
+import { KEY_CREATE, KEY_OPERATIONS, KEY_REVOKE, KEY_TOUCH, KEY_UPDATE } from './redis-key-operations.js';
 import { indexEntries, indexFields, indexOps, KeyIndexNames, possibleEntries } from './redis-key-index.js';
 import { pairsToObject, recordFields, updatableFields } from './redis-key-fields.js';
-import { readKeyPage, sweepExpired, type PageCommands } from './redis-key-pages.js';
-import { migrateKeyIndexes, type MigrateCommands } from './redis-key-migration.js';
+import { readKeyPage, sweepExpired } from './redis-key-pages.js';
+import { migrateKeyIndexes } from './redis-key-migration.js';
 import { redisExpiryIndex } from './redis-key-expiry.js';
 import {
   INVALIDATE_ALL,
@@ -70,14 +74,8 @@ function backoff(attempt: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** attempt)));
 }
 
-interface KeyStoreCommands {
-  agentgwKeyCreate(...args: string[]): Promise<string>;
-  agentgwKeyRevoke(...args: string[]): Promise<string[] | null>;
-  agentgwKeyTouch(...args: string[]): Promise<number>;
-  agentgwKeyUpdate(numKeys: number, ...args: string[]): Promise<string>;
-}
-
-type KeyRedis = RedisClient & KeyStoreCommands & PageCommands & MigrateCommands;
+/** The store's data connection, with its operations defined (redis-key-operations.ts). */
+type KeyRedis = RedisClient;
 
 /** CLIENT SETNAME of the store's connections (data and subscriber). */
 const CONNECTION_NAME = 'agentgw-keys';
@@ -166,24 +164,26 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async create(record: KeyRecord): Promise<void> {
-    const result = await this.run('key_create', () =>
-      this.redis.agentgwKeyCreate(this.keyName(record.hash), this.idName(record.keyId), record.hash, record.keyId, this.channel, ...this.createArgs(record)),
+    const outcome = await this.run('key_create', () =>
+      callOperation(this.redis, KEY_CREATE, {
+        recordKey: this.keyName(record.hash),
+        idKey: this.idName(record.keyId),
+        hash: record.hash,
+        keyId: record.keyId,
+        channel: this.channel,
+        fields: [...recordFields(record), ...indexFields(record)],
+        indexOps: indexOps(indexEntries(this.indexes, record)),
+      }),
     );
-    if (result === 'hash_exists') throw new KeyConflictError('a key with this hash already exists');
-    if (result === 'id_exists') throw new KeyConflictError(`key_id ${record.keyId} already exists`);
-  }
-
-  /** The field count, the fields (record and index fields), and the record's index ops. */
-  private createArgs(record: KeyRecord): string[] {
-    const fields = [...recordFields(record), ...indexFields(record)];
-    return [String(fields.length / 2), ...fields, ...indexOps(indexEntries(this.indexes, record))];
+    if (outcome === 'hash_exists') throw new KeyConflictError('a key with this hash already exists');
+    if (outcome === 'id_exists') throw new KeyConflictError(`key_id ${record.keyId} already exists`);
   }
 
   async revoke(keyId: string, atIso: string): Promise<KeyRecord | undefined> {
     const hash = await this.run('key_revoke', () => this.redis.get(this.idName(keyId)));
     if (hash === null) return undefined;
-    const pairs = await this.run('key_revoke', () => this.redis.agentgwKeyRevoke(this.keyName(hash), atIso, this.channel, hash, this.keyHead));
-    return pairs ? this.decode(hash, pairsToObject(pairs)) : undefined;
+    const revoked = await this.run('key_revoke', () => callOperation(this.redis, KEY_REVOKE, { recordKey: this.keyName(hash), atIso, channel: this.channel, hash, keyHead: this.keyHead }));
+    return revoked.outcome === 'revoked' ? this.decode(hash, pairsToObject(revoked.fields)) : undefined;
   }
 
   async update(keyId: string, change: KeyChange): Promise<KeyUpdate | undefined> {
@@ -203,15 +203,18 @@ export class RedisKeyStore implements KeyStore {
       const deletes = [...before.keys()].filter((field) => !after.has(field));
       const adds = indexEntries(this.indexes, { ...update.record, revokedAt: current.revokedAt });
       if (update.create) adds.push(...indexEntries(this.indexes, update.create));
-      const ops = indexOps(adds, possibleEntries(this.indexes, current));
-      const args = [fields.rev ?? '0', this.channel, hash, String(sets.length / 2), ...sets, String(deletes.length), ...deletes, ...ops];
-      const keys = [this.keyName(hash)];
-      if (update.create) {
-        const created = update.create;
-        keys.push(this.keyName(created.hash), this.idName(created.keyId));
-        args.push(created.hash, created.keyId, ...recordFields(created), ...indexFields(created));
-      }
-      const result = await this.run('key_update', () => this.redis.agentgwKeyUpdate(keys.length, ...keys, ...args));
+      const created = update.create;
+      const request = {
+        recordKey: this.keyName(hash),
+        rev: fields.rev ?? '0',
+        channel: this.channel,
+        hash,
+        sets,
+        deletes,
+        indexOps: indexOps(adds, possibleEntries(this.indexes, current)),
+        ...(created && { create: { recordKey: this.keyName(created.hash), idKey: this.idName(created.keyId), hash: created.hash, keyId: created.keyId, fields: [...recordFields(created), ...indexFields(created)] } }),
+      };
+      const result = await this.run('key_update', () => callOperation(this.redis, KEY_UPDATE, request));
       if (result === 'conflict') {
         await backoff(attempt);
         continue;
@@ -228,9 +231,13 @@ export class RedisKeyStore implements KeyStore {
   async touchLastUsed(entries: readonly LastUsedEntry[]): Promise<void> {
     if (entries.length === 0) return;
     await this.run('key_touch', async () => {
-      const pipeline = this.redis.pipeline() as ReturnType<RedisClient['pipeline']> & { agentgwKeyTouch(key: string, atIso: string): unknown };
-      for (const entry of entries) pipeline.agentgwKeyTouch(this.keyName(entry.hash), entry.atIso);
-      for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+      const pipeline = this.redis.pipeline();
+      const requests = entries.map((entry) => ({ recordKey: this.keyName(entry.hash), atIso: entry.atIso }));
+      for (const request of requests) queueOperation(pipeline, KEY_TOUCH, request);
+      for (const [i, [error, reply]] of ((await pipeline.exec()) ?? []).entries()) {
+        if (error) throw error;
+        KEY_TOUCH.decode(reply, requests[i]!);
+      }
     });
   }
 
@@ -331,16 +338,10 @@ export function keyStoreKeyHead(prefix: string): string {
 
 export async function createRedisKeyStore(options: RedisKeyStoreOptions): Promise<RedisKeyStore> {
   const redis = options.redis.connect('key-store', CONNECTION_NAME) as KeyRedis;
-  redis.defineCommand('agentgwKeyCreate', { numberOfKeys: 2, lua: CREATE_SCRIPT });
-  // KEYS[1] of these two only routes the call to the store's slot (a Cluster node runs a
-  // script only where its declared keys live); the keys they touch are built from ARGV.
-  redis.defineCommand('agentgwKeyPage', { numberOfKeys: 1, lua: LIST_PAGE_SCRIPT });
-  redis.defineCommand('agentgwKeySweep', { numberOfKeys: 1, lua: SWEEP_SCRIPT });
-  redis.defineCommand('agentgwKeyMigrate', { numberOfKeys: 1, lua: MIGRATE_SCRIPT });
-  redis.defineCommand('agentgwKeyRevoke', { numberOfKeys: 1, lua: REVOKE_SCRIPT });
-  redis.defineCommand('agentgwKeyTouch', { numberOfKeys: 1, lua: TOUCH_SCRIPT });
-  // The number of keys varies (1, or 3 with a rotation), so it is the first argument.
-  redis.defineCommand('agentgwKeyUpdate', { lua: UPDATE_SCRIPT });
+  // The page and sweep scripts' one declared key only routes the call to the store's slot (a
+  // Cluster node runs a script only where its declared keys live); the keys they touch are
+  // built from ARGV.
+  for (const operation of KEY_OPERATIONS) defineOperation(redis, operation);
   const store = new RedisKeyStore(redis, options);
   if (options.waitForConnectionMs !== undefined) {
     try {

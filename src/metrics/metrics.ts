@@ -118,6 +118,12 @@ export const metrics = {
     labelNames: ['sink', 'result'] as const,
     registers: [registry],
   }),
+  auditSetAside: new Counter({
+    name: 'agentgw_audit_set_aside_total',
+    help: 'Audit records a sink\'s database refused for their data (PostgreSQL SQLSTATE class 22 or 23, 54000; outside_partitions: no day partition may take the record), set aside in the rejected-records file instead of holding the sink, by sink and code.',
+    labelNames: ['sink', 'code'] as const,
+    registers: [registry],
+  }),
   telemetryDropped: new Counter({
     name: 'agentgw_telemetry_dropped_total',
     help: 'Finished trace spans never delivered to the collector, by reason (queue_full: the export queue was full; export_failed: the collector refused or did not answer).',

@@ -25,6 +25,13 @@
 // A request counted for an end user (docs/design.md, "Agent-aware policy") is decided with its
 // end user's windows in one admit call, coalesced and leased per (subject, end user)
 // (lease-key.ts, decision 0074); a plan with tool quotas is never leased (0065, 0076).
+//
+// One file over 300 lines because its parts share one piece of state and one turn: the
+// pending batches, the lease book and the queued charges are flushed together from one
+// setImmediate, and a lease reclaimed by send() is given back, renewed or swept by the same
+// methods. The pieces that stand alone live apart: the Redis operations (protocol/), the
+// lease book (rate-limit-leases.ts), the decisions (redis-decisions.ts), the charge queue
+// (charge-batch.ts), the stream slots (redis-stream-slots.ts).
 import type { Cluster, Redis } from 'ioredis';
 import type { ChargeUsage, EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
@@ -33,7 +40,7 @@ import { leaseGrantOf, toDecisions } from './redis-decisions.js';
 import { leaseKey, leaseOwner } from './lease-key.js';
 import { ChargeBatch, chargeAmounts, type QueuedCharge } from './charge-batch.js';
 import { OperationClient } from './protocol/redis-operation-client.js';
-import { decodeAdmit, decodeCharge, decodeRefund, decodeRenew, encodeAdmit, encodeCharge, encodeRefund, encodeRenew } from './protocol/codec.js';
+import { ADMIT, CHARGE, REFUND, RENEW } from './protocol/limiter-operations.js';
 
 export interface RedisRateLimiterOptions {
   /** Shared client; the limiter never quits it. Create it without `keyPrefix` (prefix below is applied here). */
@@ -223,10 +230,9 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   private sendCharge(charge: QueuedCharge): void {
-    const args = encodeCharge({ keyHead: this.subjectKeyHead(charge.subject), endUser: charge.endUser, windows: charge.windows, amounts: charge.amounts, nowMs: '' });
-    if (args === undefined) return;
-    // Lost only if Redis fails: the budgets then undercount by these units (docs/rate-limits.md).
-    this.operations.call('charge', args).then((reply) => decodeCharge(reply), ignore).catch(ignore);
+    // Queued charges carry an amount (chargeAmounts); lost only if Redis fails: the budgets then
+    // undercount by these units (docs/rate-limits.md).
+    this.operations.call(CHARGE, { keyHead: this.subjectKeyHead(charge.subject), endUser: charge.endUser, windows: charge.windows, amounts: charge.amounts, nowMs: '' }).catch(ignore);
   }
 
   /**
@@ -286,12 +292,11 @@ export class RedisRateLimiter implements RateLimiter {
       }
     }
     this.counters.requestCalls += 1;
-    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: wanted, leaseTokens: tokensWanted, leaseCost: costWanted, refund, slot: undefined });
-    this.operations.call('admit', args).then(
-      (raw) => {
+    const request = { keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: wanted, leaseTokens: tokensWanted, leaseCost: costWanted, refund, slot: undefined };
+    this.operations.call(ADMIT, request).then(
+      (reply) => {
         let decisions: RateLimitDecision[];
         try {
-          const reply = decodeAdmit(raw, windows.length);
           decisions = toDecisions(reply, windows, waiters.length);
           if (leases !== null) {
             const displaced = leases.granted(key, windows, sentAtMs, leaseGrantOf(reply), wanted > 0);
@@ -326,16 +331,9 @@ export class RedisRateLimiter implements RateLimiter {
     this.counters.renewals += 1;
     if (leaseFromMs > 0) this.counters.renewalsAhead += 1;
     const { subject, endUser } = leaseOwner(key);
-    const args = encodeRenew({ keyHead: this.subjectKeyHead(subject), endUser, windows, units: renewal.units, tokens: renewal.tokens, cost: renewal.cost, leaseFromMs });
-    this.operations.call('renew', args).then(
-      (raw) => {
-        let grant: LeaseGrant;
-        try {
-          grant = leaseGrantOf(decodeRenew(raw, windows.length));
-        } catch {
-          this.renewalFailed(key);
-          return;
-        }
+    this.operations.call(RENEW, { keyHead: this.subjectKeyHead(subject), endUser, windows, units: renewal.units, tokens: renewal.tokens, cost: renewal.cost, leaseFromMs }).then(
+      (reply) => {
+        const grant: LeaseGrant = leaseGrantOf(reply);
         // The operation counted the lease at the current lease's end, clamped to [now, now + MAX_LEASE_AHEAD_MS].
         if (grant.units > 0 && leaseFromMs > grant.serverNowMs) grant.aheadMs = Math.min(Math.floor(leaseFromMs) - grant.serverNowMs, MAX_LEASE_AHEAD_MS);
         const displaced = leases.renewed(key, windows, sentAtMs, grant);
@@ -362,12 +360,11 @@ export class RedisRateLimiter implements RateLimiter {
     const head = this.slots.nextMemberHead();
     this.counters.requestCalls += 1;
     const slot = { key, streams: cap.streams, leaseMs: cap.leaseMs, memberHead: head };
-    const args = encodeAdmit({ keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: 0, leaseTokens: 0, leaseCost: 0, refund: undefined, slot });
-    this.operations.call('admit', args).then(
-      (raw) => {
+    this.operations.call(ADMIT, { keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: 0, leaseTokens: 0, leaseCost: 0, refund: undefined, slot }).then(
+      (reply) => {
         let decisions: RateLimitDecision[];
         try {
-          decisions = toDecisions(decodeAdmit(raw, windows.length), windows, waiters.length);
+          decisions = toDecisions(reply, windows, waiters.length);
         } catch (error) {
           for (const waiter of waiters) waiter.reject(error);
           return;
@@ -387,9 +384,8 @@ export class RedisRateLimiter implements RateLimiter {
   /** Returns unused lease units (and tokens) on their own: nothing is admitted or leased. */
   private giveBack(refund: LeaseRefund): Promise<void> {
     const { subject, endUser } = leaseOwner(refund.subject);
-    const args = encodeRefund({ keyHead: this.subjectKeyHead(subject), endUser, windows: refund.windows, nowMs: '', refund });
     // Lost only means those units count until their bucket leaves the window, as used ones would.
-    return this.operations.call('refund', args).then((reply) => void decodeRefund(reply), ignore).catch(ignore);
+    return this.operations.call(REFUND, { keyHead: this.subjectKeyHead(subject), endUser, windows: refund.windows, nowMs: '', refund }).then(ignore, ignore);
   }
 
   private sweepLeases(): void {

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { metrics } from '../metrics/metrics.js';
 import type { StreamSlot } from './rate-limiter.js';
-import { decodeSlotRefresh, encodeSlotRefresh } from './protocol/codec.js';
+import { SLOT_REFRESH } from './protocol/limiter-operations.js';
 import type { OperationClient } from './protocol/redis-operation-client.js';
 
 /** `${prefix}streams:{${subject}}` — the layout docs/operations.md "Key layout" describes. */
@@ -117,7 +117,7 @@ export class RedisStreamSlots {
   refresh(): void {
     for (const [key, entry] of this.held) {
       // Lost only if Redis fails: the slots then expire within their lease, as a dead holder's do.
-      this.operations.call('slotRefresh', encodeSlotRefresh(key, entry.leaseMs, entry.members)).then(decodeSlotRefresh).catch(() => undefined);
+      this.operations.call(SLOT_REFRESH, { key, leaseMs: entry.leaseMs, members: entry.members }).catch(() => undefined);
     }
   }
 

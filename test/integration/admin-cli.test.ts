@@ -177,7 +177,10 @@ function record(i: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
 describe('usage and audit tail --admin', () => {
   it('usage prints a table by default and the rows with --json, from the rollups', async () => {
     const rollup = new FileUsageRollup({ dir: join(dir, 'usage'), retentionMs: 90 * 86_400_000, logger: silentLogger });
-    rollup.add([...Array.from({ length: 6 }, (_, i) => toAuditLine(record(i, { cost_usd: 0.1 }))), toAuditLine(record(6, { outcome: 'rate_limited', status: 429, tokens_used: null }))]);
+    rollup.add([
+      ...Array.from({ length: 6 }, (_, i) => toAuditLine(record(i, { cost_usd: 0.1, session_id: i < 2 ? 'run one' : 'run-2', tool_calls: i === 0 ? ['web_search', 'fetch'] : null }))),
+      toAuditLine(record(6, { outcome: 'rate_limited', status: 429, tokens_used: null })),
+    ]);
     await rollup.close();
     const json = await cli(['usage', '--config', configPath, '--by', 'account', '--since', '2d', '--json']);
     expect(json.code, json.stderr).toBe(0);
@@ -186,9 +189,18 @@ describe('usage and audit tail --admin', () => {
     // Six records of $0.1: exactly 0.6 (summed in micro-dollars, not 0.6000000000000001).
     expect(rows[0]).toMatchObject({ group: 'acme', requests: 7, tokens: 60, cost_usd: 0.6, errors: { rate_limited: 1 } });
     const table = await cli(['usage', '--config', configPath, '--by', 'agent']);
-    expect(table.stdout.split('\n')[0]).toMatch(/^AGENT +PERIOD +REQUESTS +TOKENS +COST_USD +ERRORS +P50_MS +P99_MS$/);
-    expect(table.stdout).toMatch(/sales .* 3 +20 +0\.2 +rate_limited=1 /);
-    expect(table.stdout).toMatch(/support .* 4 +40 +0\.4 +- /);
+    expect(table.stdout.split('\n')[0]).toMatch(/^AGENT +PERIOD +REQUESTS +TOKENS +COST_USD +TOOL_CALLS +ERRORS +P50_MS +P99_MS$/);
+    expect(table.stdout).toMatch(/sales .* 3 +20 +0\.2 +\d +rate_limited=1 /);
+    expect(table.stdout).toMatch(/support .* 4 +40 +0\.4 +\d +- /);
+    // An account's agent runs, ranked by tool calls; a run id holding a space is quoted.
+    const runs = await cli(['usage', '--config', configPath, '--by', 'session', '--account', 'acme', '--sort', 'tool_calls']);
+    expect(runs.code, runs.stderr).toBe(0);
+    const lines = runs.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^SESSION +PERIOD/);
+    expect(lines[1]).toMatch(/^"run one" .* 2 +20 +0\.2 +2 +- /);
+    expect(lines[2]).toMatch(/^run-2 .* 4 +40 +0\.4 +0 +- /);
+    const unnamed = await cli(['usage', '--config', configPath, '--by', 'session']);
+    expect([unnamed.code, unnamed.stderr]).toEqual([1, 'agent-gateway usage: --by session needs --key or --account: the runs of which key or account?\n']);
     const bad = await cli(['usage', '--config', configPath, '--by', 'plan']);
     expect(bad.code).toBe(1);
     const none = await cli(['usage', '--config', configPath, '--agent', 'nobody']);

@@ -28,26 +28,31 @@ interface Record_ {
   outcome: string;
   tokens_used: number | null;
   cost_usd: number | null;
+  session_id: string | null;
+  tool_calls: string[] | null;
 }
 
 interface Totals {
   requests: number;
   tokens: number;
+  toolCalls: number;
   /** The records' cost_usd in whole micro-dollars, as the rollups count it. */
   costMicro: number;
   errors: Record<string, number>;
 }
 
-/** The runner answers with `n` tokens, as the request's forwarded `n` field says. */
+/** The runner answers with `n` tokens and `calls` tool calls, as the request's forwarded fields say. */
 function tokenRunner(req: IncomingMessage, res: ServerResponse, seen: { body: Buffer }): void {
-  const n = Number((JSON.parse(seen.body.toString('utf8')) as { n?: number }).n ?? 1);
+  const asked = JSON.parse(seen.body.toString('utf8')) as { n?: number; calls?: number };
+  const n = Number(asked.n ?? 1);
+  const toolCalls = Array.from({ length: Number(asked.calls ?? 0) }, (_, i) => ({ tool: `tool_${i}`, input: {}, output: {} }));
   if (req.url?.endsWith('/chat/stream')) {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write('event: token\ndata: {"content":"a"}\n\n');
     res.end(`event: done\ndata: {"tokens_used":${n},"latency_ms":2}\n\n`);
     return;
   }
-  const body = JSON.stringify({ response: 'ok', tool_calls: [], metadata: { model: 'm', tokens_used: n, latency_ms: 2 } });
+  const body = JSON.stringify({ response: 'ok', tool_calls: toolCalls, metadata: { model: 'm', tokens_used: n, latency_ms: 2 } });
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }
@@ -69,8 +74,9 @@ function totalsOf(records: readonly Record_[], groupOf: (r: Record_) => string):
   const out = new Map<string, Totals>();
   for (const r of records) {
     const group = groupOf(r);
-    const t = out.get(group) ?? { requests: 0, tokens: 0, costMicro: 0, errors: {} };
+    const t = out.get(group) ?? { requests: 0, tokens: 0, toolCalls: 0, costMicro: 0, errors: {} };
     t.requests++;
+    t.toolCalls += r.tool_calls?.length ?? 0;
     t.tokens += r.tokens_used ?? 0;
     if (r.cost_usd !== null) t.costMicro += Math.floor(r.cost_usd * 1_000_000 + 0.5);
     if (r.outcome !== 'ok') t.errors[r.outcome] = (t.errors[r.outcome] ?? 0) + 1;
@@ -79,8 +85,9 @@ function totalsOf(records: readonly Record_[], groupOf: (r: Record_) => string):
   return out;
 }
 
-interface Row extends Omit<Totals, 'costMicro'> {
+interface Row extends Omit<Totals, 'costMicro' | 'toolCalls'> {
   cost_usd: number;
+  tool_calls: number;
   group: string;
   period: string;
   latency_ms: { p50: number | null; p99: number | null };
@@ -188,8 +195,8 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
     expect(all).toHaveLength(sent);
     // The stream's tokens came from `done`, the JSON chats' from metadata.
     // Cost: each record's tokens / 1000 x 0.0137 in whole micro-dollars (7 tokens: 95.9 -> 96; 1 token: 13.7 -> 14).
-    expect(byKey().get(k1.keyId)).toEqual({ requests: 8, tokens: 10 + 20 + 30 + 40 + 7 + 14 + 21, costMicro: 137 + 274 + 411 + 548 + 96 + 192 + 288, errors: { invalid_request: 1 } });
-    expect(byKey().get(k3.keyId)).toEqual({ requests: 5, tokens: 3, costMicro: 3 * 14, errors: { rate_limited: 2 } });
+    expect(byKey().get(k1.keyId)).toEqual({ requests: 8, tokens: 10 + 20 + 30 + 40 + 7 + 14 + 21, toolCalls: 0, costMicro: 137 + 274 + 411 + 548 + 96 + 192 + 288, errors: { invalid_request: 1 } });
+    expect(byKey().get(k3.keyId)).toEqual({ requests: 5, tokens: 3, toolCalls: 0, costMicro: 3 * 14, errors: { rate_limited: 2 } });
 
     const only = (m: Map<string, Totals>, groups: string[]) => new Map([...m].filter(([g]) => groups.includes(g)));
     const cases: [string, (r: Record_) => string, (r: Record_) => boolean][] = [
@@ -235,6 +242,70 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
     for (const row of await usage('group_by=agent&granularity=day')) expect(row.period).toMatch(/T00:00:00Z$/);
   });
 
+  it("lists a key's and an account's agent runs (sessions), each ranked by cost, tokens, tool calls and turns", async () => {
+    const k1 = await gw.createKey({ account: 'initech', plan: 'roomy', agents: ['support', 'sales'] });
+    const k2 = await gw.createKey({ account: 'initech', plan: 'roomy', agents: ['support'] });
+    // Runs whose ids a group name must escape (a space, a percent sign, a newline) beside plain ones.
+    const turns: [string, string, string | null, number, number][] = [
+      // key, agent, session_id, tokens, tool calls
+      [k1.rawKey, 'support', 'run-a', 100, 0],
+      [k1.rawKey, 'support', 'run-a', 100, 1],
+      [k1.rawKey, 'sales', 'run-a', 50, 0],
+      [k1.rawKey, 'support', 'run b 50%', 10, 4],
+      [k1.rawKey, 'support', 'line\nbreak', 1, 0],
+      [k1.rawKey, 'support', 'line\nbreak', 1, 0],
+      [k1.rawKey, 'support', 'line\nbreak', 1, 0],
+      [k1.rawKey, 'support', null, 999, 9],
+      [k2.rawKey, 'support', 'run-k2', 400, 2],
+    ];
+    for (const [key, agent, session, n, calls] of turns) {
+      const answer = await chatDoc.fetch(`${gw.url}/agents/${agent}/api/v1/chat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'hi', n, calls, ...(session === null ? {} : { context: { session_id: session } }) }),
+      });
+      expect(answer.status, answer.text).toBe(200);
+    }
+    const expectedK1 = { 'run-a': [3, 250, 1], 'run b 50%': [1, 10, 4], 'line\nbreak': [3, 3, 0] };
+    // Rollups arrive within a batch interval (Redis) or a flush (files): poll until they hold every run.
+    const runsOf = (rows: Row[]) => Object.fromEntries([...totalsOfRows(rows)].map(([run, t]) => [run, [t.requests, t.tokens, t.toolCalls]]).sort());
+    const deadline = Date.now() + 15_000;
+    let rows: Row[] = [];
+    do {
+      rows = await usage(`group_by=session&key_id=${k1.keyId}`);
+      if (JSON.stringify(runsOf(rows)) === JSON.stringify(Object.fromEntries(Object.entries(expectedK1).sort()))) break;
+      await sleep(100);
+    } while (Date.now() < deadline);
+    expect(runsOf(rows)).toEqual(expectedK1);
+    // The account's runs span its keys; the agent filter narrows them.
+    const deadline2 = Date.now() + 15_000;
+    let account = new Map<string, { requests: number }>();
+    while (Date.now() < deadline2) {
+      account = totalsOfRows(await usage('group_by=session&account=initech'));
+      if (account.get('run-k2')?.requests === 1) break;
+      await sleep(100);
+    }
+    expect([...account.keys()].sort()).toEqual(['line\nbreak', 'run b 50%', 'run-a', 'run-k2']);
+    expect(totalsOfRows(await usage(`group_by=session&key_id=${k1.keyId}&agent=sales`)).get('run-a')?.requests).toBe(1);
+    // Ranked: the top run by each measure comes first.
+    const top = async (sort: string) => (await usage(`group_by=session&account=initech&granularity=day&sort=${sort}`))[0]!.group;
+    expect(await top('tokens')).toBe('run-k2');
+    expect(await top('cost_usd')).toBe('run-k2');
+    expect(await top('tool_calls')).toBe('run b 50%');
+    expect(await top('requests')).toBe('line\nbreak');
+    // A sorted report pages by rank: one group a page, in the ranked order, the cursor opaque.
+    const ranked = [...new Set((await usage('group_by=session&account=initech&granularity=day&sort=tokens')).map((row) => row.group))];
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await usagePage(`group_by=session&account=initech&granularity=day&sort=tokens&limit=1${cursor === null ? '' : `&cursor=${cursor}`}`);
+      paged.push(...new Set(page.data.map((row) => row.group)));
+      cursor = page.next_cursor;
+    } while (cursor !== null && paged.length < 10);
+    expect(paged).toEqual(ranked);
+    expect(ranked).toEqual(['run-k2', 'run-a', 'run b 50%', 'line\nbreak']);
+  });
+
   it('refuses malformed usage queries with 400 and param', async () => {
     for (const [query, param] of [
       ['group_by=plan', 'group_by'],
@@ -247,6 +318,11 @@ describe.each(['redis', 'embedded'] as const)('usage report (%s mode)', (mode) =
       ['limit=0', 'limit'],
       ['limit=1001', 'limit'],
       ['cursor=%2F%2F', 'cursor'],
+      // Sessions belong to a key or an account: a report of every run of every key is refused.
+      ['group_by=session', 'group_by'],
+      ['group_by=session&key_id=k&sort=latency', 'sort'],
+      // A name-ordered report's cursor (a group) is no cursor for a ranked one.
+      [`group_by=key&sort=tokens&cursor=${Buffer.from('key_x').toString('base64url')}`, 'cursor'],
     ] as const) {
       const answer = await admin.fetch(`${gw.adminUrl}/admin/v1/usage?${query}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       expect([answer.status, (answer.body as { error: { param?: string } }).error.param], query).toEqual([400, param]);

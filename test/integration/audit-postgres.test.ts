@@ -13,6 +13,7 @@ import { auditTableSql } from '../../src/audit/postgres-audit-table.js';
 import { PostgresAuditSink } from '../../src/audit/postgres-audit-sink.js';
 import { toAuditLine, type AuditRecord } from '../../src/audit/audit-record.js';
 import { silentLogger } from '../../src/logger.js';
+import { systemClock } from '../../src/clock.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { refusingPort } from '../helpers/free-port.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -66,6 +67,19 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     });
     cleanups.push(() => gateway.close());
     return { gateway, key: (await gateway.createKey({ account: 'acme', plan: 'pro' })).rawKey };
+  }
+
+  /** A sink of its own on the machine's PostgreSQL, its rejected-records file in a directory removed after the test. */
+  async function sinkFor(table: string): Promise<PostgresAuditSink> {
+    const dir = await mkdtemp(join(tmpdir(), 'agentgw-pg-sink-'));
+    const sink = new PostgresAuditSink({ url: POSTGRES_URL, table, maxConnections: 2, timeoutMs: 5_000, rejectedPath: join(dir, 'rejected.jsonl'), clock: systemClock, logger: silentLogger });
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    cleanups.push(() => sink.close());
+    return sink;
+  }
+
+  async function rejectedIn(sink: PostgresAuditSink): Promise<{ code: string; record: unknown }[]> {
+    return (await readFile(sink.rejectedPath, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as { code: string; record: unknown });
   }
 
   async function send(gateway: TestGateway, key: string, count: number, offset = 0): Promise<void> {
@@ -124,6 +138,8 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     expect(fileIds).toHaveLength(40);
     const rowIds = (await sql<{ id: string }>(`SELECT id FROM "${table}" ORDER BY id`)).map((r) => r.id);
     expect(rowIds).toEqual(fileIds);
+    // The server being away is never a refusal of the data: nothing was set aside.
+    expect(await readFile(join(gateway.dir, 'audit-spool.postgres.rejected.jsonl'), 'utf8').catch(() => '')).toBe('');
   });
 
   it('keeps records spooled while the URL is wrong, and writes each once after a restart with the right one', async () => {
@@ -155,7 +171,7 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
   it('adds the columns an older table lacks (the migration), then writes into it', async () => {
     const table = uniqueTable('migrate');
     tables.push(table);
-    await sql(`CREATE TABLE "${table}" (id text PRIMARY KEY, ts timestamptz, account text)`);
+    await sql(`CREATE TABLE "${table}" (id text, ts timestamptz NOT NULL, account text, PRIMARY KEY (id, ts)) PARTITION BY RANGE (ts)`);
     const { gateway, key } = await gatewayFor(POSTGRES_URL, table);
     await send(gateway, key, 3);
     await waitFor('rows in the migrated table', async () => (await countOf(table)).rows === 3, 30_000);
@@ -167,8 +183,7 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
   it('writes a batch given twice, or a record twice in one batch, once; and stores hostile values without refusing the batch', async () => {
     const table = uniqueTable('idempotent');
     tables.push(table);
-    const sink = new PostgresAuditSink({ url: POSTGRES_URL, table, maxConnections: 2, timeoutMs: 5_000, logger: silentLogger });
-    cleanups.push(() => sink.close());
+    const sink = await sinkFor(table);
     const record = (id: string, extra: Partial<AuditRecord> = {}): string =>
       toAuditLine({
         id, request_id: id, ts: '2026-03-01T10:00:00.000Z', key_id: 'key_a', account: 'acme', plan: 'pro', agent: 'support', route: 'chat', status: 200, outcome: 'ok',
@@ -178,17 +193,45 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     await sink.write(batch);
     await sink.write(batch);
     expect(await countOf(table)).toEqual({ rows: 2, ids: 2 });
-    // NUL in a client's user_id (PostgreSQL text cannot hold it), a status out of range, a bad timestamp, a line that is not a record.
-    await sink.write([record('r3', { user_id: 'a\u0000b', status: 2 ** 40, ts: 'yesterday' }), '{"not":"a record"}']);
-    const [row] = await sql<{ user_id: string; status: number | null; ts: Date | null }>(`SELECT user_id, status, ts FROM "${table}" WHERE id = 'r3'`);
-    expect(row).toEqual({ user_id: 'a\ufffdb', status: null, ts: null });
+    // NUL in a client's user_id (PostgreSQL text cannot hold it), a status out of range, a line that is not a record;
+    // a bad timestamp (no day partition can take it): that record is set aside, the others written.
+    await sink.write([record('r3', { user_id: 'a\u0000b', status: 2 ** 40 }), '{"not":"a record"}', record('r4', { ts: 'yesterday' })]);
+    const [row] = await sql<{ user_id: string; status: number | null }>(`SELECT user_id, status FROM "${table}" WHERE id = 'r3'`);
+    expect(row).toEqual({ user_id: 'a\ufffdb', status: null });
     expect((await countOf(table)).rows).toBe(3);
+    const rejected = await rejectedIn(sink);
+    expect(rejected.map((r) => [r.code, (r.record as AuditRecord).id])).toEqual([['outside_partitions', 'r4']]);
+  });
+
+  it('splits a batch the server refuses for its data until the refused records are alone: the rest written, those set aside with their SQLSTATE', async () => {
+    const table = uniqueTable('bisect');
+    tables.push(table);
+    for (const statement of auditTableSql(table).migration) await sql(statement);
+    await sql(`ALTER TABLE "${table}" ADD CONSTRAINT "${table}_no_blocked" CHECK (account <> 'blocked')`);
+    const sink = await sinkFor(table);
+    const blocked = new Set([0, 13, 14, 50, 77, 98, 99]);
+    const now = new Date().toISOString();
+    const lines = Array.from({ length: 100 }, (_, i) =>
+      toAuditLine({
+        id: `b${i}`, request_id: `b${i}`, ts: now, key_id: 'key_a', account: blocked.has(i) ? 'blocked' : 'acme', plan: 'pro', agent: 'support', route: 'chat', status: 200, outcome: 'ok',
+        tokens_used: 1, latency_ms: 1, upstream_latency_ms: 1, bytes_in: 1, bytes_out: 1, client_ip: '127.0.0.1', user_id: null, session_id: null, model: null, cost_usd: null, tool_calls: null, tools_withheld: null,
+      }),
+    );
+    await sink.write(lines);
+    expect(await countOf(table)).toEqual({ rows: 93, ids: 93 });
+    const rejected = await rejectedIn(sink);
+    expect(rejected.map((r) => [r.code, (r.record as AuditRecord).id])).toEqual([...blocked].map((i) => ['23514', `b${i}`]));
+    // Written again (a replay): nothing added, the refused ones set aside again (the file is the operator's to resolve).
+    await sink.write(lines);
+    expect(await countOf(table)).toEqual({ rows: 93, ids: 93 });
+    expect(await rejectedIn(sink)).toHaveLength(14);
   });
 
   it('adds the answer facts to a table made before them (model, cost_usd numeric, tool_calls and tools_withheld jsonb) and inserts them', async () => {
     const table = uniqueTable('newfields');
     tables.push(table);
-    await sql(`CREATE TABLE "${table}" (id text PRIMARY KEY, ts timestamptz)`);
+    await sql(`CREATE TABLE "${table}" (id text, ts timestamptz NOT NULL, PRIMARY KEY (id, ts)) PARTITION BY RANGE (ts)`);
+    await sql(`CREATE TABLE "${table}_p20260301" PARTITION OF "${table}" FOR VALUES FROM ('2026-03-01T00:00:00Z') TO ('2026-03-02T00:00:00Z')`);
     const statements = auditTableSql(table, AUDIT_COLUMNS);
     for (const statement of statements.migration) await sql(statement);
     // Twice: the migration is safe to run at every start.
@@ -208,8 +251,7 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
   it('runs each usage query of docs/observability.md against a table the sink filled', async () => {
     const table = uniqueTable('docsql');
     tables.push(table);
-    const sink = new PostgresAuditSink({ url: POSTGRES_URL, table, maxConnections: 2, timeoutMs: 5_000, logger: silentLogger });
-    cleanups.push(() => sink.close());
+    const sink = await sinkFor(table);
     const now = new Date().toISOString();
     const lines = ['ok', 'ok', 'upstream_error'].map((outcome, i) =>
       toAuditLine({
@@ -222,11 +264,12 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     await sink.write(lines);
     const doc = await readFile(resolve(import.meta.dirname, '../../docs/observability.md'), 'utf8');
     const queries = [...doc.matchAll(/```sql\n([\s\S]*?)```/g)].map((match) => match[1]!.replaceAll('agentgw_audit', table));
-    expect(queries).toHaveLength(4);
-    const [perMonth, topUsers, errorRate, oneKey] = await Promise.all(queries.map((query) => sql(query)));
+    expect(queries).toHaveLength(5);
+    const [perMonth, topUsers, errorRate, perDay, oneKey] = await Promise.all(queries.map((query) => sql(query)));
     expect(perMonth).toEqual([expect.objectContaining({ account: 'acme', requests: '3', tokens: '60' })]);
     expect(topUsers).toEqual([expect.objectContaining({ user_id: 'u0', tokens: '40' }), expect.objectContaining({ user_id: 'u1', tokens: '20' })]);
     expect(errorRate).toEqual([expect.objectContaining({ agent: 'support', requests: '3', error_rate: '0.3333' })]);
+    expect(perDay).toEqual([expect.objectContaining({ requests: '3', tokens: '60' })]);
     expect(oneKey).toEqual([expect.objectContaining({ request_id: 'march', status: 200, outcome: 'ok' })]);
   });
 });

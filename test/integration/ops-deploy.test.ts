@@ -308,15 +308,16 @@ interface AlertRule {
 describe('deploy/alert-rules.yml', () => {
   const rules = (parseYaml(read('deploy/alert-rules.yml')) as { groups: { name: string; rules: AlertRule[] }[] }).groups.flatMap((g) => g.rules);
 
-  it('alerts on a high 5xx ratio, unavailable upstreams, Redis errors, audit spooling and a growing webhook outbox', () => {
+  it('alerts on a high 5xx ratio, unavailable upstreams, Redis errors, audit spooling, audit records set aside and a growing webhook outbox', () => {
     expect(rules.map((r) => r.alert)).toEqual(
-      expect.arrayContaining(['AgentGatewayHigh5xxRatio', 'AgentGatewayUpstreamUnavailable', 'AgentGatewayRedisErrors', 'AgentGatewayAuditSpooling', 'AgentGatewayWebhookOutboxGrowing']),
+      expect.arrayContaining(['AgentGatewayHigh5xxRatio', 'AgentGatewayUpstreamUnavailable', 'AgentGatewayRedisErrors', 'AgentGatewayAuditSpooling', 'AgentGatewayAuditRecordsSetAside', 'AgentGatewayWebhookOutboxGrowing']),
     );
     const byName = new Map(rules.map((r) => [r.alert, r.expr]));
     expect(byName.get('AgentGatewayHigh5xxRatio')).toMatch(/agentgw_requests_total\{status="5xx"\}/);
     expect(byName.get('AgentGatewayUpstreamUnavailable')).toContain('agentgw_upstream_errors_total');
     expect(byName.get('AgentGatewayRedisErrors')).toContain('agentgw_redis_errors_total');
     expect(byName.get('AgentGatewayAuditSpooling')).toMatch(/agentgw_audit_records_total\{result="spooled"\}/);
+    expect(byName.get('AgentGatewayAuditRecordsSetAside')).toContain('agentgw_audit_set_aside_total');
     expect(byName.get('AgentGatewayWebhookOutboxGrowing')).toContain('agentgw_webhook_outbox_depth');
   });
 

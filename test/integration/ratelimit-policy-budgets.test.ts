@@ -10,7 +10,7 @@ import { policyWindows } from '../../src/http/agent-policy-limit.js';
 import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
 import { endUserHash } from '../../src/ratelimit/end-user-hash.js';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
-import { decodeCharge, encodeCharge } from '../../src/ratelimit/protocol/codec.js';
+import { CHARGE } from '../../src/ratelimit/protocol/limiter-operations.js';
 import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
 import type { ChargeUsage, RateLimitDecision } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
@@ -69,8 +69,8 @@ for (const topology of TOPOLOGIES) {
             toolCalls: ['search', 'browse', 'other'].filter(() => random() < 0.5),
           };
           memory.chargeAt(subject, CHARGED, usage, nowMs);
-          const args = encodeCharge({ keyHead: `${prefix}rl:{${subject}}:`, windows: CHARGED, amounts: chargeAmounts(CHARGED, usage) ?? [], nowMs });
-          if (args !== undefined) decodeCharge(await operations.call('charge', args));
+          const amounts = chargeAmounts(CHARGED, usage);
+          if (amounts !== undefined) await operations.call(CHARGE, { keyHead: `${prefix}rl:{${subject}}:`, windows: CHARGED, amounts, nowMs });
           continue;
         }
         const windows = policyWindows(PLAN, NAMED_SETS[Math.floor(random() * NAMED_SETS.length)]!);

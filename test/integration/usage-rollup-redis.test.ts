@@ -15,7 +15,7 @@ import { FileUsageSource } from '../../src/audit/file-usage-source.js';
 import { RedisStreamAuditSink } from '../../src/audit/redis-stream-audit-sink.js';
 import { RedisUsageSource, usageHashKey } from '../../src/audit/redis-usage-source.js';
 import { addPacked, USAGE_FAMILIES, USAGE_SPANS, type BucketFields } from '../../src/audit/usage-buckets.js';
-import { usageReport, type UsageQuery } from '../../src/audit/usage-report.js';
+import { usageReport, USAGE_SORTS, type UsageQuery } from '../../src/audit/usage-report.js';
 import { silentLogger } from '../../src/logger.js';
 import { createRedisClient, type RedisClient } from '../../src/redis/redis-client.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -81,7 +81,8 @@ describe('usage rollups', () => {
     for (const family of USAGE_FAMILIES) {
       const groups = await redisSource.groupNames(family, WORKLOAD_DAYS);
       expect([...groups].sort(), family).toEqual([...(await fileSource.groupNames(family, WORKLOAD_DAYS))].sort());
-      expect(groups.size, family).toBe({ key: 4, account: 2, agent: 2, tuple: 8 }[family]);
+      const sessionGroups = new Set(records.filter((r) => r.session_id !== null).map((r) => `${r.key_id} ${r.account} ${r.agent} ${r.session_id}`)).size;
+      expect(groups.size, family).toBe({ key: 4, account: 2, agent: 2, tuple: 8, session: sessionGroups }[family]);
       for (const span of USAGE_SPANS) {
         const periods = span === 'h' ? hours : [...WORKLOAD_DAYS];
         const fromRedis = await redisSource.readGroups(family, span, periods, [...groups]);
@@ -99,16 +100,17 @@ describe('usage rollups', () => {
             }
           }
         }
-        expect(requests, `${family} ${span}`).toBe(300);
+        expect(requests, `${family} ${span}`).toBe(family === 'session' ? records.filter((r) => r.session_id !== null).length : 300);
       }
     }
     expect(appended).toBeGreaterThan(0); // some buckets were read in their appended form
 
     const from = { fromMs: Date.parse('2026-03-01T00:00:00Z'), toMs: Date.parse('2026-03-03T00:00:00Z') };
     const filters = [{}, { keyId: 'key_0000000000000001' }, { account: 'globex' }, { agent: 'sales' }, { keyId: 'key_0000000000000002', agent: 'sales' }];
-    for (const groupBy of ['key', 'account', 'agent'] as const) {
+    for (const groupBy of ['key', 'account', 'agent', 'session'] as const) {
       for (const granularity of ['hour', 'day'] as const) {
         for (const filter of filters) {
+          if (groupBy === 'session' && !('keyId' in filter) && !('account' in filter)) continue;
           const q: UsageQuery = { groupBy, granularity, ...from, ...filter };
           const rows = await usageReport(redisSource, q);
           expect(rows, JSON.stringify(q)).toEqual(await usageReport(fileSource, q));
@@ -117,6 +119,18 @@ describe('usage rollups', () => {
           const expected = workloadTotals(records, groupBy, (r) => (f.keyId === undefined || r.key_id === f.keyId) && (f.account === undefined || r.account === f.account) && (f.agent === undefined || r.agent === f.agent));
           expect(totals, JSON.stringify(q)).toEqual(expected);
         }
+      }
+    }
+
+    // Sorted: the same ranking from both sources, each group's measure no larger than the one before.
+    for (const sort of USAGE_SORTS) {
+      for (const q of [{ groupBy: 'session', account: 'globex' }, { groupBy: 'key' }] as const) {
+        const query: UsageQuery = { ...q, granularity: 'day', ...from, sort };
+        const rows = await usageReport(redisSource, query);
+        expect(rows, JSON.stringify(query)).toEqual(await usageReport(fileSource, query));
+        const totals = [...totalsOfRows(rows).values()].map((t) => ({ requests: t.requests, tokens: t.tokens, cost_usd: t.costMicro, tool_calls: t.toolCalls })[sort]);
+        expect(totals.length, JSON.stringify(query)).toBeGreaterThan(1);
+        expect(totals, JSON.stringify(query)).toEqual([...totals].sort((a, b) => b - a));
       }
     }
 

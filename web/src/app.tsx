@@ -20,7 +20,8 @@ const PAGES = {
 type PageName = keyof typeof PAGES;
 
 function pageFromHash(): PageName {
-  const name = location.hash.replace(/^#\/?/, '');
+  // "#/usage?key_id=…": the page's name, then what it opens filtered on (the page reads it).
+  const name = location.hash.replace(/^#\/?/, '').split('?')[0]!;
   return name in PAGES ? (name as PageName) : 'keys';
 }
 

@@ -80,6 +80,8 @@ export interface UsageRow {
   tokens: number;
   /** US dollars (the records' cost_usd, summed in micro-dollars); 0 without pricing. */
   cost_usd: number;
+  /** Tool calls the answers made; absent from an older gateway's rows. */
+  tool_calls?: number;
   errors: Record<string, number>;
   latency_ms: { p50: number | null; p99: number | null };
 }

@@ -1,23 +1,37 @@
-// One encoder and one typed decoder per limiter operation (operations.ts gives each its
-// argument shape). An encoder lays a typed request out as the operation's
-// [numKeys, ...KEYS, ...ARGV]; a decoder refuses any reply that is not exactly the shape of
-// its operation's version (wrong tag, wrong length, a non-integer field) with a
+// One encoder and one typed decoder per limiter operation (requests.ts has their types,
+// layouts.ts the one definition of where each argument and reply field is). An encoder lays a
+// typed request out as the operation's [numKeys, ...KEYS, ...ARGV], by the layout's names; a
+// decoder reads the reply by the same names and refuses any reply that is not exactly the
+// shape of its operation's version (wrong tag, wrong length, a non-integer field) with a
 // RateLimitProtocolError: a RateLimitStoreError, so the failover policy treats it as the store
 // failing, and counted as agentgw_redis_errors_total{op="ratelimit_protocol"}.
 import { metrics } from '../../metrics/metrics.js';
+import { TAG_POSITION } from '../../redis/redis-operation.js';
 import type { EndUserHash, RateWindow } from '../rate-limiter.js';
 import { RateLimitStoreError } from '../rate-limit-store-error.js';
 import { bucketWidthMs } from '../window-math.js';
+import { OPERATION } from './operations.js';
 import {
-  ADMIT_HEAD_ARGS,
-  CHARGE_HEAD_ARGS,
-  DECISION_REPLY_HEAD,
+  ADMIT_AT,
+  ADMIT_HEAD,
+  CHARGE_AT,
+  CHARGE_HEAD,
+  DECISION_REPLY,
+  DONE_REPLY,
+  FIGURE_AT,
   FIGURES_PER_WINDOW,
-  OPERATION,
-  REFUND_HEAD_ARGS,
-  RENEW_HEAD_ARGS,
+  REFUND_AT,
+  REFUND_HEAD,
+  RENEW_AT,
+  RENEW_HEAD,
+  SLOT_REFRESH_AT,
+  SLOT_REFRESH_REPLY,
   WINDOW_ARGS,
-} from './operations.js';
+  WINDOW_AT,
+} from './layouts.js';
+import type { AdmitRequest, ChargeRequest, DecisionReply, DoneReply, KeyHead, RefundRequest, RenewRequest } from './requests.js';
+
+export type { AdmitRequest, ChargeRequest, DecisionReply, DoneReply, KeyHead, RefundArgs, RefundRequest, RenewRequest, SlotArgs } from './requests.js';
 
 /** A reply that is not its operation's, or not of its version. */
 export class RateLimitProtocolError extends RateLimitStoreError {
@@ -28,28 +42,6 @@ export class RateLimitProtocolError extends RateLimitStoreError {
   }
 }
 
-/** Unused lease units (and tokens, micro-dollars) to give back, and the bucket of each window they were counted in. */
-export interface RefundArgs {
-  units: number;
-  tokens?: number;
-  /** Micro-dollars of a cost reserve (decision 0076). */
-  cost?: number;
-  /** Per window, in the windows' order. */
-  buckets: readonly number[];
-}
-
-/** A stream slot to take with the admission (a capped plan's stream). */
-export interface SlotArgs {
-  key: string;
-  streams: number;
-  leaseMs: number;
-  /** Admitted request i takes member `${memberHead}:${i}`. */
-  memberHead: string;
-}
-
-/** Where a subject's window hashes live: `${prefix}rl:{${subject}}:` + the window's name. */
-export type KeyHead = string;
-
 /**
  * An end user's windows (`endUser: true`) live at `${keyHead}u:${hash}:` + the window's name:
  * same hash tag as the subject's, so one call covers both on Redis Cluster. The operations
@@ -59,73 +51,6 @@ export function endUserKeyHead(keyHead: KeyHead, hash: EndUserHash): KeyHead {
   return `${keyHead}u:${hash}:`;
 }
 
-export interface AdmitRequest {
-  keyHead: KeyHead;
-  /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
-  endUser?: EndUserHash | undefined;
-  windows: readonly RateWindow[];
-  /** "" : the server's TIME. */
-  nowMs: number | '';
-  count: number;
-  leaseUnits: number;
-  leaseTokens: number;
-  /** Micro-dollars to reserve beside the units (a plan with cost budgets; decision 0076); none when absent. */
-  leaseCost?: number;
-  refund: RefundArgs | undefined;
-  slot: SlotArgs | undefined;
-}
-
-export interface RenewRequest {
-  keyHead: KeyHead;
-  /** The end user the windows flagged `endUser` count for (a lease of one end user of the subject; decision 0074). */
-  endUser?: EndUserHash | undefined;
-  windows: readonly RateWindow[];
-  units: number;
-  tokens: number;
-  /** Micro-dollars to reserve beside the units; none when absent. */
-  cost?: number;
-  /** Server ms to count the lease at (the end of the one it replaces), or 0: now. */
-  leaseFromMs: number;
-}
-
-export interface ChargeRequest {
-  keyHead: KeyHead;
-  /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
-  endUser?: EndUserHash | undefined;
-  /** Any windows: only those with an amount above 0 are sent. */
-  windows: readonly RateWindow[];
-  /** Per window, in the windows' order: what to charge it (window-math.ts chargeUnits). */
-  amounts: readonly number[];
-  nowMs: number | '';
-}
-
-export interface RefundRequest {
-  keyHead: KeyHead;
-  /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
-  endUser?: EndUserHash | undefined;
-  windows: readonly RateWindow[];
-  nowMs: number | '';
-  refund: RefundArgs;
-}
-
-/** admit's and renew's reply, typed. Figures are per window, in the windows' order, after this call counted. */
-export interface DecisionReply {
-  admitted: number;
-  retryAfterMs: number;
-  nowMs: number;
-  leaseUnits: number;
-  leaseTokens: number;
-  /** Micro-dollars reserved with the lease (cost budgets). */
-  leaseCost: number;
-  leaseValidMs: number;
-  /** How many the windows alone would have admitted (the rest between admitted and this: the cap). */
-  windowAdmitted: number;
-  slotsFree: number;
-  remaining: number[];
-  resetMs: number[];
-  oldestMs: number[];
-}
-
 /** A window's kind, from the window itself: 0 requests, 1 a budget, 2 a report-only budget, 3 a cost budget. */
 function kindOf(window: RateWindow): number {
   if (window.reportOnly === true) return 2;
@@ -133,13 +58,13 @@ function kindOf(window: RateWindow): number {
   return window.tokens === true || window.tool !== undefined ? 1 : 0;
 }
 
-/** One window's ARGV at `at`: limit, windowMs, bucketMs, refundBucket, kind. */
+/** The window wire encoding, the only one: its WINDOW_VALUES in ARGV from `at`. */
 function putWindow(args: Array<string | number>, at: number, window: RateWindow, refundBucket: number): void {
-  args[at] = window.limit;
-  args[at + 1] = window.windowMs;
-  args[at + 2] = bucketWidthMs(window.windowMs);
-  args[at + 3] = refundBucket;
-  args[at + 4] = kindOf(window);
+  args[at + WINDOW_AT.limit] = window.limit;
+  args[at + WINDOW_AT.windowMs] = window.windowMs;
+  args[at + WINDOW_AT.bucketMs] = bucketWidthMs(window.windowMs);
+  args[at + WINDOW_AT.refundBucket] = refundBucket;
+  args[at + WINDOW_AT.kind] = kindOf(window);
 }
 
 /** [numKeys, keys..., head ARGV (left for the caller)..., WINDOW_ARGS per window]; returns the array. */
@@ -163,30 +88,30 @@ function windowsCall(keyHead: KeyHead, windows: readonly RateWindow[], extraKeys
 
 export function encodeAdmit(request: AdmitRequest): Array<string | number> {
   const { refund, slot, windows } = request;
-  const args = windowsCall(request.keyHead, windows, slot === undefined ? 0 : 1, ADMIT_HEAD_ARGS, refund?.buckets, request.endUser);
+  const args = windowsCall(request.keyHead, windows, slot === undefined ? 0 : 1, ADMIT_HEAD.length, refund?.buckets, request.endUser);
   let at = 1 + windows.length;
   if (slot !== undefined) args[at++] = slot.key;
-  args[at] = request.nowMs;
-  args[at + 1] = request.count;
-  args[at + 2] = request.leaseUnits;
-  args[at + 3] = request.leaseTokens;
-  args[at + 4] = request.leaseCost ?? 0;
-  args[at + 5] = refund === undefined ? 0 : refund.units;
-  args[at + 6] = refund?.tokens ?? 0;
-  args[at + 7] = refund?.cost ?? 0;
-  args[at + 8] = slot === undefined ? 0 : slot.streams;
-  args[at + 9] = slot === undefined ? 0 : slot.leaseMs;
-  args[at + 10] = slot === undefined ? '' : slot.memberHead;
+  args[at + ADMIT_AT.nowMs] = request.nowMs;
+  args[at + ADMIT_AT.count] = request.count;
+  args[at + ADMIT_AT.leaseUnits] = request.leaseUnits;
+  args[at + ADMIT_AT.leaseTokens] = request.leaseTokens;
+  args[at + ADMIT_AT.leaseCost] = request.leaseCost ?? 0;
+  args[at + ADMIT_AT.refundUnits] = refund === undefined ? 0 : refund.units;
+  args[at + ADMIT_AT.refundTokens] = refund?.tokens ?? 0;
+  args[at + ADMIT_AT.refundCost] = refund?.cost ?? 0;
+  args[at + ADMIT_AT.slotStreams] = slot === undefined ? 0 : slot.streams;
+  args[at + ADMIT_AT.slotLeaseMs] = slot === undefined ? 0 : slot.leaseMs;
+  args[at + ADMIT_AT.slotHead] = slot === undefined ? '' : slot.memberHead;
   return args;
 }
 
 export function encodeRenew(request: RenewRequest): Array<string | number> {
-  const args = windowsCall(request.keyHead, request.windows, 0, RENEW_HEAD_ARGS, undefined, request.endUser);
+  const args = windowsCall(request.keyHead, request.windows, 0, RENEW_HEAD.length, undefined, request.endUser);
   const at = 1 + request.windows.length;
-  args[at] = request.units;
-  args[at + 1] = request.tokens;
-  args[at + 2] = request.cost ?? 0;
-  args[at + 3] = Math.floor(request.leaseFromMs);
+  args[at + RENEW_AT.units] = request.units;
+  args[at + RENEW_AT.tokens] = request.tokens;
+  args[at + RENEW_AT.cost] = request.cost ?? 0;
+  args[at + RENEW_AT.leaseFromMs] = Math.floor(request.leaseFromMs);
   return args;
 }
 
@@ -202,26 +127,29 @@ export function encodeCharge(request: ChargeRequest): Array<string | number> | u
     units.push(Math.ceil(amount));
   }
   if (charged.length === 0) return undefined;
-  const args = windowsCall(request.keyHead, charged, 0, CHARGE_HEAD_ARGS, undefined, request.endUser);
-  args[1 + charged.length] = request.nowMs;
+  const args = windowsCall(request.keyHead, charged, 0, CHARGE_HEAD.length, undefined, request.endUser);
+  args[1 + charged.length + CHARGE_AT.nowMs] = request.nowMs;
   for (const amount of units) args.push(amount);
   return args;
 }
 
 export function encodeRefund(request: RefundRequest): Array<string | number> {
   const { refund } = request;
-  const args = windowsCall(request.keyHead, request.windows, 0, REFUND_HEAD_ARGS, refund.buckets, request.endUser);
+  const args = windowsCall(request.keyHead, request.windows, 0, REFUND_HEAD.length, refund.buckets, request.endUser);
   const at = 1 + request.windows.length;
-  args[at] = request.nowMs;
-  args[at + 1] = refund.units;
-  args[at + 2] = refund.tokens ?? 0;
-  args[at + 3] = refund.cost ?? 0;
+  args[at + REFUND_AT.nowMs] = request.nowMs;
+  args[at + REFUND_AT.units] = refund.units;
+  args[at + REFUND_AT.tokens] = refund.tokens ?? 0;
+  args[at + REFUND_AT.cost] = refund.cost ?? 0;
   return args;
 }
 
-/** slotRefresh: [1, key, leaseMs, ...members]. */
+/** slotRefresh: [1, key, SLOT_REFRESH_HEAD (leaseMs), ...members]. */
 export function encodeSlotRefresh(key: string, leaseMs: number, members: Iterable<string>): Array<string | number> {
-  return [1, key, leaseMs, ...members];
+  const args: Array<string | number> = [1, key];
+  args[2 + SLOT_REFRESH_AT.leaseMs] = leaseMs;
+  for (const member of members) args.push(member);
+  return args;
 }
 
 function refuse(operation: string, reply: unknown): never {
@@ -234,30 +162,33 @@ function isIntegerFrom(reply: unknown[], from: number): boolean {
   return true;
 }
 
+const FIRST_FIELD = TAG_POSITION + 1;
+
 function decodeDecision(tag: string, reply: unknown, windowCount: number): DecisionReply {
-  if (!Array.isArray(reply) || reply[0] !== tag || reply.length !== DECISION_REPLY_HEAD + FIGURES_PER_WINDOW * windowCount || !isIntegerFrom(reply, 1)) {
+  if (!Array.isArray(reply) || reply[TAG_POSITION] !== tag || reply.length !== DECISION_REPLY.length + FIGURES_PER_WINDOW * windowCount || !isIntegerFrom(reply, FIRST_FIELD)) {
     refuse(tag, reply);
   }
   const values = reply as number[];
+  const at = DECISION_REPLY.at;
   const remaining: number[] = new Array(windowCount);
   const resetMs: number[] = new Array(windowCount);
   const oldestMs: number[] = new Array(windowCount);
   for (let i = 0; i < windowCount; i += 1) {
-    const at = DECISION_REPLY_HEAD + FIGURES_PER_WINDOW * i;
-    remaining[i] = values[at] as number;
-    resetMs[i] = values[at + 1] as number;
-    oldestMs[i] = values[at + 2] as number;
+    const figures = DECISION_REPLY.length + FIGURES_PER_WINDOW * i;
+    remaining[i] = values[figures + FIGURE_AT.remaining] as number;
+    resetMs[i] = values[figures + FIGURE_AT.resetMs] as number;
+    oldestMs[i] = values[figures + FIGURE_AT.oldestMs] as number;
   }
   return {
-    admitted: values[1] as number,
-    retryAfterMs: values[2] as number,
-    nowMs: values[3] as number,
-    leaseUnits: values[4] as number,
-    leaseTokens: values[5] as number,
-    leaseValidMs: values[6] as number,
-    windowAdmitted: values[7] as number,
-    slotsFree: values[8] as number,
-    leaseCost: values[9] as number,
+    admitted: values[at.admitted] as number,
+    retryAfterMs: values[at.retryAfterMs] as number,
+    nowMs: values[at.nowMs] as number,
+    leaseUnits: values[at.leaseUnits] as number,
+    leaseTokens: values[at.leaseTokens] as number,
+    leaseValidMs: values[at.leaseValidMs] as number,
+    windowAdmitted: values[at.windowAdmitted] as number,
+    slotsFree: values[at.slotsFree] as number,
+    leaseCost: values[at.leaseCost] as number,
     remaining,
     resetMs,
     oldestMs,
@@ -273,19 +204,19 @@ export function decodeRenew(reply: unknown, windowCount: number, tag: string = O
 }
 
 /** charge's and refund's reply: the server time they ran at. */
-function decodeDone(tag: string, reply: unknown): { nowMs: number } {
-  if (!Array.isArray(reply) || reply.length !== 2 || reply[0] !== tag || !Number.isInteger(reply[1])) refuse(tag, reply);
-  return { nowMs: reply[1] as number };
+function decodeDone(tag: string, reply: unknown): DoneReply {
+  if (!Array.isArray(reply) || reply.length !== DONE_REPLY.length || reply[TAG_POSITION] !== tag || !isIntegerFrom(reply, FIRST_FIELD)) refuse(tag, reply);
+  return { nowMs: reply[DONE_REPLY.at.nowMs] as number };
 }
 
-export function decodeCharge(reply: unknown, tag: string = OPERATION.charge): { nowMs: number } {
+export function decodeCharge(reply: unknown, tag: string = OPERATION.charge): DoneReply {
   return decodeDone(tag, reply);
 }
 
-export function decodeRefund(reply: unknown, tag: string = OPERATION.refund): { nowMs: number } {
+export function decodeRefund(reply: unknown, tag: string = OPERATION.refund): DoneReply {
   return decodeDone(tag, reply);
 }
 
 export function decodeSlotRefresh(reply: unknown, tag: string = OPERATION.slotRefresh): void {
-  if (!Array.isArray(reply) || reply.length !== 1 || reply[0] !== tag) refuse(tag, reply);
+  if (!Array.isArray(reply) || reply.length !== SLOT_REFRESH_REPLY.length || reply[TAG_POSITION] !== tag) refuse(tag, reply);
 }

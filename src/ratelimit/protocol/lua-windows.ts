@@ -8,6 +8,9 @@
 // A window is a table { key, limit, windowMs, bucketMs, refundBucket, tokens }; loadWindow
 // adds its live buckets (indexes ascending, counts by index, total) and whether its hash was
 // new. A window's hash: field "bw" = bucket width, numeric fields = bucket index -> count.
+import { luaFields, luaIndex } from '../../redis/redis-operation.js';
+import { DECISION_REPLY, WINDOW_AT, WINDOW_FIGURES, luaArg } from './layouts.js';
+
 /**
  * How far ahead of the server's now a renewal may count the next lease (the renew operation
  * clamps leaseFromMs to it; rate-limit-leases.ts sizes renewals by it).
@@ -27,13 +30,15 @@ local function serverNow(arg)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The window at KEYS[k] from ARGV[a..a+4]: limit, windowMs, bucketMs, refundBucket (-1: none), kind
--- (0 requests; 1 a budget; 3 a cost budget, whose lease reserve is the cost one; 2 is admit's own).
--- "tokens" marks every budget (read at admission, charged after); "cost" picks the cost reserve.
+-- The window at KEYS[k] from its WINDOW_VALUES (layouts.ts) at ARGV[a...]: limit, windowMs, bucketMs,
+-- refundBucket (-1: none), kind (0 requests; 1 a budget; 3 a cost budget, whose lease reserve is the
+-- cost one; 2 is admit's own). "tokens" marks every budget (read at admission, charged after); "cost"
+-- picks the cost reserve.
 local function windowAt(k, a)
-  local kind = ARGV[a + 4]
-  return { key = KEYS[k], limit = tonumber(ARGV[a]), windowMs = tonumber(ARGV[a + 1]), bucketMs = tonumber(ARGV[a + 2]),
-    refundBucket = tonumber(ARGV[a + 3]), tokens = kind == '1' or kind == '3', cost = kind == '3' }
+  local kind = ${luaArg(WINDOW_AT.kind, 'a')}
+  return { key = KEYS[k], limit = tonumber(${luaArg(WINDOW_AT.limit, 'a')}), windowMs = tonumber(${luaArg(WINDOW_AT.windowMs, 'a')}),
+    bucketMs = tonumber(${luaArg(WINDOW_AT.bucketMs, 'a')}), refundBucket = tonumber(${luaArg(WINDOW_AT.refundBucket, 'a')}),
+    tokens = kind == '1' or kind == '3', cost = kind == '3' }
 end
 
 -- Reads a window's live buckets at nowMs, first giving back refund units counted in its refundBucket.
@@ -100,7 +105,7 @@ local function touch(win, nowMs)
   redis.call('PEXPIRE', win.key, (win.indexes[#win.indexes] + 1) * win.bucketMs + win.windowMs - nowMs)
 end
 
--- Appends remaining, resetMs, oldestMs of a loaded window to reply; returns resetMs.
+-- Appends a loaded window's WINDOW_FIGURES (layouts.ts: remaining, resetMs, oldestMs) to reply; returns resetMs.
 -- oldestMs: when the oldest counted bucket stops counting (the IETF header's t while quota remains).
 local function figures(win, nowMs, reply)
   local indexes, counts, bucketMs, windowMs = win.indexes, win.counts, win.bucketMs, win.windowMs
@@ -120,9 +125,7 @@ local function figures(win, nowMs, reply)
   if remaining < 0 then remaining = 0 end
   local oldestMs = 0
   if #indexes > 0 then oldestMs = (indexes[1] + 1) * bucketMs + windowMs - 1 - nowMs end
-  reply[#reply + 1] = remaining
-  reply[#reply + 1] = resetMs
-  reply[#reply + 1] = oldestMs
+  ${WINDOW_FIGURES.map((figure) => `reply[#reply + 1] = ${figure}`).join('\n  ')}
   return resetMs
 end
 
@@ -143,8 +146,8 @@ end
 -- The admission of count requests of one subject (coalesced: admitted in order, each only if it fits
 -- every window, as count one-by-one calls at the same instant would), with a lease (and, beside
 -- budgets, its token and cost reserves) and a stream slot. Budgets are read-only here: they admit
--- every request while they have a unit left, none otherwise. Returns the reply head and the figures:
--- { tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted, slotsFree, costLease, figures... }
+-- every request while they have a unit left, none otherwise. Returns the reply: the tag, DECISION_REPLY's
+-- fields (layouts.ts), then the figures per window.
 -- p: nowMs, wins, count, leaseWanted, tokenLeaseWanted, costLeaseWanted, leaseFromMs, refundUnits,
 -- refundTokens, refundCost, slot (slot: false, or { key, streams, leaseMs, head }).
 -- Each reserve is the least of its budgets' shares: a lease beside budgets is granted only with
@@ -213,7 +216,7 @@ local function admitCore(tag, p)
     if w == 1 or left < leaseValidMs then leaseValidMs = left end
   end
 
-  local reply = { tag, admitted, 0, nowMs, lease, tokenLease, leaseValidMs, windowAdmitted, 0, costLease }
+  local reply = { tag, ${luaFields(DECISION_REPLY, { admitted: 'admitted', retryAfterMs: '0', nowMs: 'nowMs', leaseUnits: 'lease', leaseTokens: 'tokenLease', leaseValidMs: 'leaseValidMs', windowAdmitted: 'windowAdmitted', slotsFree: '0', leaseCost: 'costLease' })} }
   local retryAfterMs = 0
   for w = 1, n do
     local win = wins[w]
@@ -231,7 +234,7 @@ local function admitCore(tag, p)
     local resetMs = figures(win, nowMs, reply)
     if admitted < count and resetMs > retryAfterMs then retryAfterMs = resetMs end
   end
-  reply[3] = retryAfterMs
+  reply[${luaIndex(DECISION_REPLY.at.retryAfterMs)}] = retryAfterMs
 
   if slot and admitted > 0 then
     local expiry = nowMs + slot.leaseMs
@@ -249,7 +252,7 @@ local function admitCore(tag, p)
     redis.call('PEXPIRE', slot.key, slot.leaseMs)
     slotsFree = slotsFree - admitted
   end
-  reply[9] = slotsFree
+  reply[${luaIndex(DECISION_REPLY.at.slotsFree)}] = slotsFree
   return reply
 end
 `;

@@ -6,9 +6,13 @@
 // A change of behaviour or shape is a new version, a new name: two gateway versions on one
 // Redis then run side by side, each its own scripts (their SHA1s differ).
 //
-// The Lua sources are built from the shared window math (lua-windows.ts) and the operation's
-// name, so a test can build the same operation under a later version's name.
+// The Lua sources are built from the shared window math (lua-windows.ts), the layouts
+// (layouts.ts: where each argument and reply field is, by name) and the operation's name, so a
+// test can build the same operation under a later version's name. limiter-operations.ts joins
+// each source with its encoder and decoder into one typed operation.
+import { luaIndex, luaReply } from '../../redis/redis-operation.js';
 import { LUA_WINDOWS } from './lua-windows.js';
+import { ADMIT_AT, ADMIT_HEAD, CHARGE_AT, CHARGE_HEAD, DECISION_REPLY, DONE_REPLY, FIGURES_PER_WINDOW, REFUND_AT, REFUND_HEAD, RENEW_AT, RENEW_HEAD, SLOT_REFRESH_AT, SLOT_REFRESH_HEAD, SLOT_REFRESH_REPLY, WINDOW_ARGS, WINDOW_AT, luaArg } from './layouts.js';
 
 /** Operations and their current versioned names (the reply tag each decoder expects). */
 export const OPERATION = {
@@ -26,21 +30,11 @@ export const OPERATION = {
 
 export type OperationKind = keyof typeof OPERATION;
 
-/**
- * ARGV values per window: limit, windowMs, bucketMs, refundBucket (-1: none), kind (0 requests,
- * 1 a budget: tokens or a tool's calls; 2 a report-only budget, admit only; 3 a cost budget,
- * whose lease reserve is the cost one).
- */
-export const WINDOW_ARGS = 5;
-/** ARGV before the windows' values, per operation. */
-export const ADMIT_HEAD_ARGS = 11;
-export const RENEW_HEAD_ARGS = 4;
-export const CHARGE_HEAD_ARGS = 1;
-export const REFUND_HEAD_ARGS = 4;
-/** Reply fields before the windows' figures (admit and renew). */
-export const DECISION_REPLY_HEAD = 10;
-/** Reply figures per window: remaining, resetMs, oldestMs. */
-export const FIGURES_PER_WINDOW = 3;
+const ADMIT_HEAD_ARGS = ADMIT_HEAD.length;
+const RENEW_HEAD_ARGS = RENEW_HEAD.length;
+const CHARGE_HEAD_ARGS = CHARGE_HEAD.length;
+const REFUND_HEAD_ARGS = REFUND_HEAD.length;
+const DECISION_REPLY_HEAD = DECISION_REPLY.length;
 
 function windowsFrom(head: number): string {
   return `
@@ -51,11 +45,9 @@ for k = 1, (#ARGV - ${head}) / ${WINDOW_ARGS} do wins[k] = windowAt(k, ${head + 
 
 /**
  * admit (v3): KEYS = the windows' hashes, then the slot set when slotStreams > 0.
- * ARGV = nowMs ("": server TIME), count, leaseUnits, leaseTokens, leaseCost, refundUnits,
- * refundTokens, refundCost, slotStreams (0: no slot), slotLeaseMs, slotHead, then WINDOW_ARGS
- * per window. Reply: tag, admitted, retryAfterMs, nowMs, lease, tokenLease, leaseValidMs,
- * windowAdmitted, slotsFree, costLease, then remaining, resetMs, oldestMs per window (after
- * the admitted and the lease were counted).
+ * ARGV = ADMIT_HEAD (nowMs "": server TIME; slotStreams 0: no slot), then WINDOW_VALUES per
+ * window. Reply: the tag, DECISION_REPLY's fields, then WINDOW_FIGURES per window (after the
+ * admitted and the lease were counted).
  * A window of kind 2 is left out of the decision (admitCore never sees it) and only read for its
  * figures, which take its place in the reply.
  */
@@ -65,7 +57,7 @@ local all, wins, reports, isReport = {}, {}, {}, {}
 for k = 1, (#ARGV - ${ADMIT_HEAD_ARGS}) / ${WINDOW_ARGS} do
   local a = ${ADMIT_HEAD_ARGS + 1} + (k - 1) * ${WINDOW_ARGS}
   all[k] = windowAt(k, a)
-  if ARGV[a + 4] == '2' then
+  if ${luaArg(WINDOW_AT.kind, 'a')} == '2' then
     isReport[k] = true
     reports[#reports + 1] = all[k]
   else
@@ -73,13 +65,14 @@ for k = 1, (#ARGV - ${ADMIT_HEAD_ARGS}) / ${WINDOW_ARGS} do
   end
 end
 local slot = false
-local streams = tonumber(ARGV[9])
-if streams > 0 then slot = { key = KEYS[#all + 1], streams = streams, leaseMs = tonumber(ARGV[10]), head = ARGV[11] } end
-local core = admitCore('${tag}', { nowMs = serverNow(ARGV[1]), wins = wins, count = tonumber(ARGV[2]),
-  leaseWanted = tonumber(ARGV[3]), tokenLeaseWanted = tonumber(ARGV[4]), costLeaseWanted = tonumber(ARGV[5]), leaseFromMs = 0,
-  refundUnits = tonumber(ARGV[6]), refundTokens = tonumber(ARGV[7]), refundCost = tonumber(ARGV[8]), slot = slot })
+local streams = tonumber(${luaArg(ADMIT_AT.slotStreams)})
+if streams > 0 then slot = { key = KEYS[#all + 1], streams = streams, leaseMs = tonumber(${luaArg(ADMIT_AT.slotLeaseMs)}), head = ${luaArg(ADMIT_AT.slotHead)} } end
+local core = admitCore('${tag}', { nowMs = serverNow(${luaArg(ADMIT_AT.nowMs)}), wins = wins, count = tonumber(${luaArg(ADMIT_AT.count)}),
+  leaseWanted = tonumber(${luaArg(ADMIT_AT.leaseUnits)}), tokenLeaseWanted = tonumber(${luaArg(ADMIT_AT.leaseTokens)}),
+  costLeaseWanted = tonumber(${luaArg(ADMIT_AT.leaseCost)}), leaseFromMs = 0, refundUnits = tonumber(${luaArg(ADMIT_AT.refundUnits)}),
+  refundTokens = tonumber(${luaArg(ADMIT_AT.refundTokens)}), refundCost = tonumber(${luaArg(ADMIT_AT.refundCost)}), slot = slot })
 if #reports == 0 then return core end
-local nowMs = core[4]
+local nowMs = core[${luaIndex(DECISION_REPLY.at.nowMs)}]
 local reply = {}
 for i = 1, ${DECISION_REPLY_HEAD} do reply[i] = core[i] end
 local w, r = 0, 0
@@ -91,9 +84,7 @@ for k = 1, #all do
   else
     local at = ${DECISION_REPLY_HEAD} + w * ${FIGURES_PER_WINDOW}
     w = w + 1
-    reply[#reply + 1] = core[at + 1]
-    reply[#reply + 1] = core[at + 2]
-    reply[#reply + 1] = core[at + 3]
+    for f = 1, ${FIGURES_PER_WINDOW} do reply[#reply + 1] = core[at + f] end
   end
 end
 return reply
@@ -102,27 +93,27 @@ return reply
 
 /**
  * renew (v2): the next lease of a subject, no request admitted (decision 0029). KEYS = the
- * windows. ARGV = units, tokens, cost (micro-dollars), leaseFromMs (0: count it now; else at
- * the end of the lease it replaces), then WINDOW_ARGS per window. Reply: admit's.
+ * windows. ARGV = RENEW_HEAD (cost in micro-dollars; leaseFromMs 0: count it now, else at the
+ * end of the lease it replaces), then WINDOW_VALUES per window. Reply: admit's.
  */
 export function renewLua(tag: string = OPERATION.renew): string {
   return `${LUA_WINDOWS}${windowsFrom(RENEW_HEAD_ARGS)}
 return admitCore('${tag}', { nowMs = serverNow(''), wins = wins, count = 0,
-  leaseWanted = tonumber(ARGV[1]), tokenLeaseWanted = tonumber(ARGV[2]), costLeaseWanted = tonumber(ARGV[3]),
-  leaseFromMs = tonumber(ARGV[4]), refundUnits = 0, refundTokens = 0, refundCost = 0, slot = false })
+  leaseWanted = tonumber(${luaArg(RENEW_AT.units)}), tokenLeaseWanted = tonumber(${luaArg(RENEW_AT.tokens)}), costLeaseWanted = tonumber(${luaArg(RENEW_AT.cost)}),
+  leaseFromMs = tonumber(${luaArg(RENEW_AT.leaseFromMs)}), refundUnits = 0, refundTokens = 0, refundCost = 0, slot = false })
 `;
 }
 
 /**
  * charge (v2): an answer's units, after the answer, each budget its own amount (tokens to a
  * token budget, micro-dollars to a cost budget, calls to a tool's quota). KEYS = the budgets
- * charged. ARGV = nowMs ("": server TIME), then WINDOW_ARGS per budget, then one amount per
- * budget. Reply: tag, nowMs.
+ * charged. ARGV = CHARGE_HEAD (nowMs "": server TIME), then WINDOW_VALUES per budget, then one
+ * amount per budget. Reply: the tag, DONE_REPLY's fields.
  */
 export function chargeLua(tag: string = OPERATION.charge): string {
   return `${LUA_WINDOWS}
 local n = #KEYS
-local nowMs = serverNow(ARGV[1])
+local nowMs = serverNow(${luaArg(CHARGE_AT.nowMs)})
 for w = 1, n do
   local win = windowAt(w, ${CHARGE_HEAD_ARGS + 1} + (w - 1) * ${WINDOW_ARGS})
   local units = tonumber(ARGV[${CHARGE_HEAD_ARGS + 1} + n * ${WINDOW_ARGS} + w - 1])
@@ -132,42 +123,43 @@ for w = 1, n do
     touch(win, nowMs)
   end
 end
-return { '${tag}', nowMs }
+return ${luaReply(tag, DONE_REPLY, { nowMs: 'nowMs' })}
 `;
 }
 
 /**
  * refund (v2): a lease's unused units (tokens, micro-dollars) back to the buckets they were
- * counted in, if those still count. KEYS = the windows. ARGV = nowMs ("": server TIME), units,
- * tokens, cost, then WINDOW_ARGS per window. Reply: tag, nowMs.
+ * counted in, if those still count. KEYS = the windows. ARGV = REFUND_HEAD (nowMs "": server
+ * TIME), then WINDOW_VALUES per window. Reply: the tag, DONE_REPLY's fields.
  */
 export function refundLua(tag: string = OPERATION.refund): string {
   return `${LUA_WINDOWS}${windowsFrom(REFUND_HEAD_ARGS)}
-local nowMs = serverNow(ARGV[1])
-local units, tokens, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local nowMs = serverNow(${luaArg(REFUND_AT.nowMs)})
+local units, tokens, cost = tonumber(${luaArg(REFUND_AT.units)}), tonumber(${luaArg(REFUND_AT.tokens)}), tonumber(${luaArg(REFUND_AT.cost)})
 for w = 1, #wins do
   local win = wins[w]
   if win.cost then loadWindow(win, nowMs, cost)
   elseif win.tokens then loadWindow(win, nowMs, tokens)
   else loadWindow(win, nowMs, units) end
 end
-return { '${tag}', nowMs }
+return ${luaReply(tag, DONE_REPLY, { nowMs: 'nowMs' })}
 `;
 }
 
 /**
  * slotRefresh: keeps this instance's stream slots alive (redis-stream-slots.ts). KEYS[1] =
- * the subject's slot set; ARGV = leaseMs, then the members. XX: a slot already expired (or
+ * the subject's slot set; ARGV = SLOT_REFRESH_HEAD (leaseMs), then the members. XX: a slot already expired (or
  * released) stays gone. Server TIME, as admit uses, so every instance dates slots alike.
- * Reply: tag. (Releasing a slot is one ZREM, atomic on its own: no script.)
+ * Reply: the tag alone (SLOT_REFRESH_REPLY). (Releasing a slot is one ZREM, atomic on its own: no script.)
  */
 export function slotRefreshLua(tag: string = OPERATION.slotRefresh): string {
   return `
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
-local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+local leaseMs = ${luaArg(SLOT_REFRESH_AT.leaseMs)}
+local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(leaseMs)
 local args = { 'XX' }
-for i = 2, #ARGV do
+for i = ${SLOT_REFRESH_HEAD.length + 1}, #ARGV do
   args[#args + 1] = expiry
   args[#args + 1] = ARGV[i]
   if #args >= 1001 or i == #ARGV then
@@ -175,8 +167,8 @@ for i = 2, #ARGV do
     args = { 'XX' }
   end
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return { '${tag}' }
+redis.call('PEXPIRE', KEYS[1], leaseMs)
+return ${luaReply(tag, SLOT_REFRESH_REPLY, {})}
 `;
 }
 

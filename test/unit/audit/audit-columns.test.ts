@@ -54,14 +54,26 @@ describe('audit columns', () => {
     expect(columnValue('jsonb', null)).toBeNull();
   });
 
+  it('makes text well-formed: a lone surrogate (high or low) becomes U+FFFD in text, in jsonb values and in jsonb keys; pairs are kept', () => {
+    expect(columnValue('text', '\ud800')).toBe('\ufffd');
+    expect(columnValue('text', 'a\udc00b\ud800')).toBe('a\ufffdb\ufffd');
+    expect(columnValue('text', 'emoji \ud83d\ude00')).toBe('emoji \ud83d\ude00');
+    // JSON.stringify would write "\ud800" as an escape jsonb refuses (22P02); the column gets well-formed JSON instead.
+    expect(columnValue('jsonb', ['\ud800', 'calculator'])).toBe('["\ufffd","calculator"]');
+    expect(columnValue('jsonb', { '\udfff\u0000': { inner: '\ud800' } })).toBe('{"\ufffd\ufffd":{"inner":"\ufffd"}}');
+    expect(columnValue('jsonb', ['\ud83d\ude00'])).toBe('["\ud83d\ude00"]');
+  });
+
   it('builds the migration and the insert from the columns, quoting the table and casting jsonb back from text', () => {
     const sql = auditTableSql('usage.requests', [...AUDIT_COLUMNS.slice(0, 3), { name: 'tool_calls' as keyof AuditRecord, type: 'jsonb' }]);
     expect(sql.table).toBe('"usage"."requests"');
-    expect(sql.migration[0]).toBe('CREATE TABLE IF NOT EXISTS "usage"."requests" ("id" text PRIMARY KEY, "request_id" text, "ts" timestamptz, "tool_calls" jsonb)');
+    expect(sql.migration[0]).toBe('CREATE TABLE IF NOT EXISTS "usage"."requests" ("id" text, "request_id" text, "ts" timestamptz NOT NULL, "tool_calls" jsonb, PRIMARY KEY ("id", "ts")) PARTITION BY RANGE ("ts")');
     expect(sql.migration).toContain('ALTER TABLE "usage"."requests" ADD COLUMN IF NOT EXISTS "tool_calls" jsonb');
+    expect(sql.schemaPrefix).toBe('"usage".');
+    expect(sql.bareTable).toBe('requests');
     expect(sql.migration).toContain('CREATE INDEX IF NOT EXISTS "requests_account_ts_idx" ON "usage"."requests" ("account", "ts")');
     expect(sql.insert).toBe(
-      'INSERT INTO "usage"."requests" ("id", "request_id", "ts", "tool_calls") SELECT "id", "request_id", "ts", "tool_calls"::jsonb FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) AS batch("id", "request_id", "ts", "tool_calls") ON CONFLICT ("id") DO NOTHING',
+      'INSERT INTO "usage"."requests" ("id", "request_id", "ts", "tool_calls") SELECT "id", "request_id", "ts", "tool_calls"::jsonb FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) AS batch("id", "request_id", "ts", "tool_calls") ON CONFLICT ("id", "ts") DO NOTHING',
     );
   });
 });

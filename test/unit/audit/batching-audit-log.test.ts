@@ -108,6 +108,30 @@ describe('BatchingAuditLog', () => {
     expect(await auditCount('flaky', 'replayed')).toBe(15 - (await auditCount('flaky', 'written')));
   });
 
+  it('reports a sink that keeps refusing its spool at warn (once per reason a minute, with the attempts), never only at debug', async () => {
+    const lines: { level: number; msg: string; failedAttempts?: number; err?: { message: string } }[] = [];
+    const logger = pino({ level: 'debug' }, { write: (text: string) => void lines.push(JSON.parse(text) as (typeof lines)[number]) });
+    const clock = new ManualClock();
+    const sink = new FakeSink('refusing');
+    sink.failing = true;
+    const log = openLog({ sinks: [sink], batchSize: 2, logger, clock });
+    for (const record of makeRecords(0, 4)) log.record(record);
+    await log.flush();
+    const stillRefused = () => lines.filter((l) => l.msg.includes('still refuses'));
+    // The probes replay the spool every 10-40 ms and fail: the first failure is a warning.
+    await vi.waitFor(() => expect(sink.attempts).toBeGreaterThan(5));
+    expect(stillRefused().map((l) => [l.level, l.err?.message])).toEqual([[40, 'refusing sink is down']]);
+    // A minute later (the injected clock), the next failure is reported again, with the attempts since.
+    clock.advance(60_000);
+    await vi.waitFor(() => expect(stillRefused()).toHaveLength(2));
+    expect(stillRefused()[1]!.failedAttempts).toBeGreaterThan(1);
+    sink.failing = false;
+    await vi.waitFor(async () => {
+      await log.flush();
+      expect(dedupe(sink.ids)).toEqual(ids(0, 4));
+    });
+  });
+
   it('keeps order across repeated outages with records arriving all along', async () => {
     const sink = new FakeSink();
     const log = openLog({ sinks: [sink], batchSize: 4, flushIntervalMs: 2 });

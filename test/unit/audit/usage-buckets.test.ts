@@ -2,7 +2,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toAuditLine, type AuditRecord } from '../../../src/audit/audit-record.js';
-import { addPacked, costMicroUsd, countRecord, latencyBucket, latencyBucketValueMs, MAX_LATENCY_BUCKET, MAX_RECORD_COST_USD, mergePacked, packFields, parseRollupRecord, summarize, usableRecord, type BucketFields } from '../../../src/audit/usage-buckets.js';
+import { escapeSessionId, parseRollupRecord, sessionGroup, sessionOfGroupPart, usableRecord } from '../../../src/audit/rollup-record.js';
+import { addPacked, costMicroUsd, countRecord, latencyBucket, latencyBucketValueMs, MAX_LATENCY_BUCKET, MAX_RECORD_COST_USD, mergePacked, packFields, summarize, type BucketFields } from '../../../src/audit/usage-buckets.js';
 import { lcg } from '../../helpers/lcg.js';
 
 describe('usage buckets', () => {
@@ -28,7 +29,7 @@ describe('usage buckets', () => {
       for (let i = 0; i < n; i++) {
         const latency = Math.round(Math.exp(random() * 9) * 100) / 100 + 1.01;
         samples.push(latency);
-        countRecord(fields, { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', outcome: 'ok', tokens_used: 1, latency_ms: latency, cost_usd: null });
+        countRecord(fields, { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', outcome: 'ok', tokens_used: 1, latency_ms: latency, cost_usd: null, session_id: null, tool_calls: 0 });
       }
       samples.sort((a, b) => a - b);
       const totals = summarize(fields);
@@ -45,18 +46,18 @@ describe('usage buckets', () => {
     const fields: BucketFields = new Map();
     const fiveMs = Math.round(latencyBucketValueMs(latencyBucket(5)) * 100) / 100;
     expect(Math.abs(fiveMs - 5) / 5).toBeLessThan(0.091);
-    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, cost_usd: null };
+    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, cost_usd: null, session_id: null, tool_calls: 0 };
     countRecord(fields, { ...base, outcome: 'ok', tokens_used: 7 });
     countRecord(fields, { ...base, outcome: 'rate_limited', tokens_used: null });
     countRecord(fields, { ...base, outcome: 'rate_limited', tokens_used: 0 });
     countRecord(fields, { ...base, outcome: 'upstream_error', tokens_used: 3 });
-    expect(summarize(fields)).toEqual({ requests: 4, tokens: 10, cost_usd: 0, errors: { rate_limited: 2, upstream_error: 1 }, latency_ms: { p50: fiveMs, p99: fiveMs } });
+    expect(summarize(fields)).toEqual({ requests: 4, tokens: 10, cost_usd: 0, tool_calls: 0, errors: { rate_limited: 2, upstream_error: 1 }, latency_ms: { p50: fiveMs, p99: fiveMs } });
     expect(summarize(new Map()).latency_ms).toEqual({ p50: null, p99: null });
   });
 
   it('never counts a token figure no answer can have (1e308 twice stays out; the bucket stays finite)', () => {
     const fields: BucketFields = new Map();
-    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, outcome: 'ok', cost_usd: null };
+    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, outcome: 'ok', cost_usd: null, session_id: null, tool_calls: 0 };
     countRecord(fields, { ...base, tokens_used: 1e308 });
     countRecord(fields, { ...base, tokens_used: 1e308 });
     countRecord(fields, { ...base, tokens_used: 12 });
@@ -65,7 +66,7 @@ describe('usage buckets', () => {
 
   it('sums cost in whole micro-dollars, exactly, and leaves out a cost no answer can have', () => {
     const fields: BucketFields = new Map();
-    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, outcome: 'ok', tokens_used: 1 };
+    const base = { ts: '2026-01-01T00:00:00.000Z', key_id: 'k', account: 'a', agent: 'g', latency_ms: 5, outcome: 'ok', tokens_used: 1, session_id: null, tool_calls: 0 };
     // 0.1 + 0.2 in doubles is 0.30000000000000004; in micro-dollars it is 300000.
     countRecord(fields, { ...base, cost_usd: 0.1 });
     countRecord(fields, { ...base, cost_usd: 0.2 });
@@ -85,7 +86,7 @@ describe('reading an audit line for the rollup', () => {
     id: 'id-1', request_id: 'client-1', ts: '2026-01-31T13:05:00.123Z', key_id: 'key_0000000000000001', account: 'acme:eu', plan: 'pro', agent: 'support', route: 'chat',
     status: 200, outcome: 'ok', tokens_used: 12, latency_ms: 35.25, upstream_latency_ms: 30, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: null, session_id: null, model: null, cost_usd: null, tool_calls: null, tools_withheld: null,
   };
-  const expected = (r: AuditRecord) => ({ ts: r.ts, key_id: r.key_id, account: r.account, agent: r.agent, outcome: r.outcome, tokens_used: r.tokens_used, latency_ms: r.latency_ms, cost_usd: r.cost_usd });
+  const expected = (r: AuditRecord) => ({ ts: r.ts, key_id: r.key_id, account: r.account, agent: r.agent, outcome: r.outcome, tokens_used: r.tokens_used, latency_ms: r.latency_ms, cost_usd: r.cost_usd, session_id: r.session_id, tool_calls: r.tool_calls?.length ?? 0 });
 
   it('reads the fields of any record as JSON.parse does, whatever the free-form fields hold', () => {
     fc.assert(
@@ -121,6 +122,9 @@ describe('reading an audit line for the rollup', () => {
     // A record written before costs were recorded.
     const older = toAuditLine(base).replace(/,"model":.*$/, '}');
     expect(parseRollupRecord(older)).toEqual(expected(base));
+    // Tool names holding a quote or a bracket are counted as JSON.parse counts them.
+    const brackets = { ...base, tool_calls: ['a]b', 'c"d]', ']'], session_id: 'run "7"' };
+    expect(parseRollupRecord(toAuditLine(brackets))).toEqual(expected(brackets));
   });
 });
 
@@ -140,10 +144,28 @@ describe('packed buckets', () => {
   });
 
   it('rolls up only records whose group names can be stored (no whitespace, control character or leading #)', () => {
-    const base = { ts: '2026-01-31T13:05:00.000Z', key_id: 'key_0000000000000001', account: 'acme:eu', agent: 'support', outcome: 'ok', tokens_used: 1, latency_ms: 1, cost_usd: null };
+    const base = { ts: '2026-01-31T13:05:00.000Z', key_id: 'key_0000000000000001', account: 'acme:eu', agent: 'support', outcome: 'ok', tokens_used: 1, latency_ms: 1, cost_usd: null, session_id: 'any run id at all', tool_calls: 0 };
     expect(usableRecord(base)).toBe(true);
     for (const odd of [{ account: 'acme eu' }, { agent: 'a\tb' }, { key_id: '' }, { account: '#acme' }, { agent: 'x\u0001' }, { ts: 'yesterday' }]) {
       expect(usableRecord({ ...base, ...odd }), JSON.stringify(odd)).toBe(false);
     }
+  });
+});
+
+describe('session groups', () => {
+  it('escape exactly what the Redis script escapes, and read back any session id', () => {
+    expect(sessionGroup('key_1', 'acme', 'support', 'run 1\t%x')).toBe('key_1 acme support run%201%09%25x');
+    expect(escapeSessionId('rün-ü#[]')).toBe('rün-ü#[]');
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.string({ maxLength: 40 }), (a, b) => {
+        for (const id of [a, b]) {
+          const part = escapeSessionId(id);
+          // ASCII whitespace and control characters, as Lua's %s and %c know them (other spaces may stay).
+          expect(part).not.toMatch(/[ \x00-\x1f\x7f]/);
+          expect(sessionOfGroupPart(part)).toBe(id);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });

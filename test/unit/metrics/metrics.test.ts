@@ -24,6 +24,7 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_redis_errors_total: { type: 'counter', labels: ['op'] },
   agentgw_redis_command_duration_seconds: { type: 'histogram', labels: ['op'] },
   agentgw_audit_records_total: { type: 'counter', labels: ['sink', 'result'] },
+  agentgw_audit_set_aside_total: { type: 'counter', labels: ['sink', 'code'] },
   agentgw_webhook_deliveries_total: { type: 'counter', labels: ['result'] },
   agentgw_webhook_dropped_total: { type: 'counter', labels: ['reason'] },
   agentgw_webhook_outbox_depth: { type: 'gauge', labels: [] },

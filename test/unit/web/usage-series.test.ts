@@ -83,10 +83,13 @@ describe('groupTotals and topGroups', () => {
 
   it('adds each group’s requests, tokens, cost (exactly: 0.1 + 0.2 is 0.3) and errors by outcome', () => {
     expect(groupTotals(rows)).toEqual([
-      { group: 'k1', requests: 10, tokens: 50, cost_usd: 0.3, errors: 4, errorsByOutcome: { rate_limited: 3, timeout: 1 } },
-      { group: 'k2', requests: 9, tokens: 5, cost_usd: 0, errors: 0, errorsByOutcome: {} },
-      { group: 'k3', requests: 0, tokens: 0, cost_usd: 0, errors: 0, errorsByOutcome: {} },
+      { group: 'k1', requests: 10, tokens: 50, cost_usd: 0.3, tool_calls: 0, errors: 4, errorsByOutcome: { rate_limited: 3, timeout: 1 } },
+      { group: 'k2', requests: 9, tokens: 5, cost_usd: 0, tool_calls: 0, errors: 0, errorsByOutcome: {} },
+      { group: 'k3', requests: 0, tokens: 0, cost_usd: 0, tool_calls: 0, errors: 0, errorsByOutcome: {} },
     ]);
+    // Tool calls add up; a row from a gateway older than them counts none.
+    const withCalls = [{ ...rows[0]!, tool_calls: 3 }, { ...rows[2]!, tool_calls: 4 }, rows[1]!];
+    expect(groupTotals(withCalls).map((t) => [t.group, t.tool_calls])).toEqual([['k1', 7], ['k2', 0]]);
   });
 
   it('ranks by requests or tokens and leaves out groups with none', () => {

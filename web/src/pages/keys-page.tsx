@@ -140,6 +140,11 @@ export function KeysPage(props: { canWrite: boolean }) {
                   <td>
                     <div>{key.name || <span class="muted">unnamed</span>}</div>
                     <code class="key-id">{key.key_id}</code>
+                    <div>
+                      <a class="key-usage-link" href={`#/usage?key_id=${encodeURIComponent(key.key_id)}`}>
+                        Usage and agent runs
+                      </a>
+                    </div>
                   </td>
                   <td>{key.account}</td>
                   <td>{key.plan}</td>

@@ -1,7 +1,8 @@
 // Usage: requests, tokens, cost and errors over time — all traffic, or split by key, account or
 // agent — from GET /admin/v1/usage (the audit pipeline's hourly rollups). The chart shows the
 // values on hover; the table beside it has each group's totals; below, the top keys by
-// requests and by tokens.
+// requests and by tokens, and the top agent runs of the key or account filtered on.
+// `#/usage?key_id=…` (or `account=…`) opens the page filtered, as the API Keys page links it.
 import { useMemo, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
@@ -13,6 +14,7 @@ import { fetchUsage } from '../usage/fetch-usage.js';
 import { SERIES_COLORS, UsageChart } from '../usage/usage-chart.js';
 import { buildSeries, groupTotals, periodStarts, topGroups, type GroupTotals, type Metric } from '../usage/usage-series.js';
 import { USAGE_REFRESH_MS } from '../usage/usage-refresh.js';
+import { SessionsCard } from '../usage/sessions-card.js';
 
 const RANGES = { '24h': { label: 'Last 24 hours', ms: 86_400_000, granularity: 'hour' }, '7d': { label: 'Last 7 days', ms: 7 * 86_400_000, granularity: 'day' }, '30d': { label: 'Last 30 days', ms: 30 * 86_400_000, granularity: 'day' } } as const;
 type Range = keyof typeof RANGES;
@@ -59,8 +61,9 @@ export function UsagePage() {
   const [split, setSplit] = useState<Split>('all');
   const [range, setRange] = useState<Range>('24h');
   const [granularity, setGranularity] = useState<Granularity>('hour');
-  const [keyIdText, setKeyIdText] = useState('');
-  const [accountText, setAccountText] = useState('');
+  const linked = new URLSearchParams(location.hash.split('?')[1] ?? '');
+  const [keyIdText, setKeyIdText] = useState(linked.get('key_id') ?? '');
+  const [accountText, setAccountText] = useState(linked.get('account') ?? '');
   const keyId = useDebounced(keyIdText.trim(), 400);
   const account = useDebounced(accountText.trim(), 400);
   const [agent, setAgent] = useState('');
@@ -77,7 +80,7 @@ export function UsagePage() {
       // Key names for the top lists; the lists fall back to key ids without them.
       api.get<KeyPage>('/admin/v1/keys?limit=500').catch(() => undefined),
     ]);
-    return { main, byKey: byKey ?? main, names: new Map((names?.data ?? []).filter((k) => k.name).map((k) => [k.key_id, k.name])) };
+    return { main, byKey: byKey ?? main, window, names: new Map((names?.data ?? []).filter((k) => k.name).map((k) => [k.key_id, k.name])) };
   }, [split, range, granularity, keyId, account, agent, refreshed]);
 
   const view = useMemo(() => {
@@ -222,6 +225,7 @@ export function UsagePage() {
             <TopList title="Top keys by requests" rows={view.topByRequests} by="requests" names={report.data!.names} />
             <TopList title="Top keys by tokens" rows={view.topByTokens} by="tokens" names={report.data!.names} />
           </div>
+          <SessionsCard keyId={keyId} account={account} agent={agent} fromIso={report.data!.window.from} toIso={report.data!.window.to} refreshed={refreshed} />
           <details class="card data-table">
             <summary>Data table</summary>
             <div class="table-wrap" tabIndex={0} role="region" aria-label={`${unit.label} per ${granularity}`}>

@@ -17,6 +17,7 @@ export interface GroupTotals {
   tokens: number;
   /** In micro-dollars while summing (exact), dollars once summed. */
   cost_usd: number;
+  tool_calls: number;
   errors: number;
   errorsByOutcome: Record<string, number>;
 }
@@ -53,8 +54,10 @@ export function groupTotals(rows: readonly UsageRow[]): GroupTotals[] {
   const byGroup = new Map<string, GroupTotals>();
   for (const row of rows) {
     let totals = byGroup.get(row.group);
-    if (totals === undefined) byGroup.set(row.group, (totals = { group: row.group, requests: 0, tokens: 0, cost_usd: 0, errors: 0, errorsByOutcome: {} }));
+    if (totals === undefined) byGroup.set(row.group, (totals = { group: row.group, requests: 0, tokens: 0, cost_usd: 0, tool_calls: 0, errors: 0, errorsByOutcome: {} }));
     totals.requests += row.requests;
+    // Rows from a gateway older than tool-call counting have none.
+    totals.tool_calls += row.tool_calls ?? 0;
     totals.tokens += row.tokens;
     totals.cost_usd += Math.round((row.cost_usd ?? 0) * 1_000_000);
     for (const [outcome, n] of Object.entries(row.errors)) {
