@@ -15,6 +15,7 @@ import type { JwtIssuerConfig } from '../../config/auth-schema.js';
 import { GatewayError, invalidTokenError } from '../../errors.js';
 import type { AuthenticatedKey } from '../../keys/key-record.js';
 import type { Logger } from '../../logger.js';
+import { boundOnFirstUse } from '../../metrics/hot-path-metrics.js';
 import { metrics } from '../../metrics/metrics.js';
 import type { AuthenticateInput } from '../authenticator.js';
 import type { FailedAuthThrottle } from '../failed-auth-throttle.js';
@@ -60,11 +61,12 @@ export interface JwtAuthenticatorOptions {
 export class JwtAuthenticator {
   private readonly issuers = new Map<string, Issuer>();
   private readonly verified = new Map<string, VerifiedToken>();
+  // Series bound once (on first use): a label lookup would otherwise run per request.
   private readonly counters = {
-    verified: metrics.jwtVerifications.labels('verified'),
-    cached: metrics.jwtVerifications.labels('cached'),
-    invalid: metrics.jwtVerifications.labels('invalid'),
-    revoked: metrics.jwtVerifications.labels('revoked'),
+    verified: boundOnFirstUse(metrics.jwtVerifications, 'verified'),
+    cached: boundOnFirstUse(metrics.jwtVerifications, 'cached'),
+    invalid: boundOnFirstUse(metrics.jwtVerifications, 'invalid'),
+    revoked: boundOnFirstUse(metrics.jwtVerifications, 'revoked'),
   };
 
   constructor(private readonly options: JwtAuthenticatorOptions) {
