@@ -25,7 +25,7 @@ interface ServeOptions {
 }
 
 /** Config sections a reload cannot apply: their listeners, clients and files are already open. */
-const RESTART_ONLY_SECTIONS = ['listen', 'admin', 'redis', 'keys', 'audit', 'telemetry', 'notifications'] as const;
+const RESTART_ONLY_SECTIONS = ['listen', 'admin', 'redis', 'keys', 'audit', 'telemetry', 'notifications', 'auth'] as const;
 
 export function registerServeCommand(program: Command): void {
   program
