@@ -22,6 +22,7 @@ const AUDIENCE = 'https://gateway.test';
 const CHAT = '/agents/support/api/v1/chat';
 const STREAM = '/agents/support/api/v1/chat/stream';
 const ADMIN_TOKEN = 'identity-test-admin-token-0123456789';
+const VIEWER_TOKEN = 'identity-test-viewer-token-012345678';
 
 let provider: TestProvider;
 let upstream: FakeUpstream;
@@ -33,7 +34,7 @@ const issued: string[] = [];
 function gatewayConfig(refetch: string): Record<string, unknown> {
   return {
     auth: { jwt: [{ issuer: provider.issuer, audiences: [AUDIENCE], default_plan: 'starter', jwks_refetch_interval: refetch }] },
-    admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'ops', token: ADMIN_TOKEN, role: 'admin' }] },
+    admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'ops', token: ADMIN_TOKEN, role: 'admin' }, { name: 'watcher', token: VIEWER_TOKEN, role: 'viewer' }] },
     // The bad-token tests fail many times from one address; the throttle is tested elsewhere.
     keys: { failed_auth: { max_attempts: 100_000 } },
   };
@@ -309,6 +310,19 @@ describe('revocation', () => {
     }, 10_000);
     expect(trail.map((entry) => entry.jti ?? entry.sub)).toEqual([jti, 'svc-default']);
     expect(trail[0]).toMatchObject({ actor: 'ops', action: 'token.revoke' });
+  });
+
+  it('a viewer cannot revoke', async () => {
+    const answer = await fetch(`${gateway.adminUrl}/admin/v1/tokens/revocations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${VIEWER_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ sub: 'svc-acme' }),
+    });
+    expect(answer.status).toBe(403);
+    expect(((await answer.json()) as { error: { type: string } }).error.type).toBe('insufficient_role');
+    const response = await postChat(gateway.url, CHAT, await tokenFor('svc-acme'), { message: 'hi' });
+    expect(response.status).toBe(200);
+    await response.text();
   });
 
   it('refuses bad revocations with a clear 400 and changes nothing', async () => {

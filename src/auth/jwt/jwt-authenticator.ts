@@ -95,7 +95,10 @@ export class JwtAuthenticator {
       metrics.authFailures.labels('rate_limit_exceeded').inc();
       return Promise.reject(error);
     }
-    if (entry !== undefined && now < entry.usableUntilMs) return this.refuse(entry, input, now);
+    if (entry !== undefined) {
+      if (now < entry.usableUntilMs) return this.refuse(entry, input, now);
+      this.verified.delete(token);
+    }
     if (!looksLikeJwt(token)) return this.fail(input.clientIp, 'not a JWT');
     return this.verify(token, input);
   }
@@ -172,12 +175,9 @@ export class JwtAuthenticator {
     return this.refuse(entry, input, now);
   }
 
+  /** The oldest entry makes room (O(1) whatever arrives); an expired one is dropped when it is next presented. */
   private remember(token: string, entry: VerifiedToken): void {
-    if (this.verified.size >= MAX_CACHED_TOKENS) {
-      const now = this.options.clock.now();
-      for (const [text, known] of this.verified) if (known.usableUntilMs <= now) this.verified.delete(text);
-      if (this.verified.size >= MAX_CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
-    }
+    if (this.verified.size >= MAX_CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(token, entry);
   }
 
