@@ -12,7 +12,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as client from 'openid-client';
 import type { Clock } from '../clock.js';
-import type { AdminOidcConfig } from '../config/schema.js';
+import type { AdminOidcConfig } from '../config/admin-oidc-schema.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { AdminRole } from './admin-auth.js';

@@ -2,7 +2,7 @@
 // entry per issuer. Read at start; the issuer's keys come from its discovery document at run
 // time (src/auth/jwt/issuer-keys.ts), so a rotated signing key needs no restart.
 import { z } from 'zod';
-import { positiveDuration } from './schema-primitives.js';
+import { asMapping, positiveDuration } from './schema-primitives.js';
 
 /**
  * Asymmetric algorithms only. `none` is never a choice, and HS* would verify with a shared
@@ -79,3 +79,18 @@ export const authSchema = z
 
 export type JwtIssuerConfig = z.output<typeof jwtIssuerSchema>;
 export type JwtClaimNames = JwtIssuerConfig['claims'];
+
+/**
+ * The whole config's check (schema.ts's superRefine): each issuer's default_plan names a
+ * configured plan. `auth` is parsed (defaultPlan) when the block was valid, as written
+ * (default_plan) when it was not.
+ */
+export function checkDefaultPlans(auth: unknown, plans: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const issuers = asMapping(auth)?.jwt;
+  if (!Array.isArray(issuers)) return;
+  issuers.forEach((issuer: unknown, index) => {
+    const entry = asMapping(issuer);
+    const plan = entry?.defaultPlan ?? entry?.default_plan;
+    if (typeof plan === 'string' && !(plan in plans)) ctx.addIssue({ code: 'custom', path: ['auth', 'jwt', index, 'default_plan'], message: `plan "${plan}" is not configured` });
+  });
+}

@@ -15,7 +15,7 @@ import { telemetrySchema } from './telemetry-schema.js';
 import { auditPostgresSchema } from './audit-postgres-schema.js';
 import { notificationsSchema } from './notifications-schema.js';
 import { pricingSchema } from './pricing-schema.js';
-import { authSchema } from './auth-schema.js';
+import { authSchema, checkDefaultPlans } from './auth-schema.js';
 import { adminOidcSchema } from './admin-oidc-schema.js';
 
 export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
@@ -23,7 +23,6 @@ export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
 export { TAGGABLE_KEY } from './redis-schema.js';
 export { EVENT_TYPES, WebhookSecret, type EventType, type NotificationsConfig, type WebhookConfig } from './notifications-schema.js';
 export { MAX_MODEL_CHARS, type Pricing } from './pricing-schema.js';
-export type { AdminOidcConfig } from './admin-oidc-schema.js';
 export { JWT_ALGORITHMS, type JwtAlgorithm, type JwtClaimNames, type JwtIssuerConfig } from './auth-schema.js';
 
 // TLS on the public listener (docs/operations.md "TLS"): PEM file paths, watched and reloaded
@@ -51,7 +50,6 @@ const listenTlsSchema = z
     maxStreamResets: tls.max_stream_resets,
     streamResetsPerMs: tls.stream_resets_per,
   }));
-
 
 export const configSchema = z
   .strictObject({
@@ -216,16 +214,7 @@ export const configSchema = z
     if (typeof audit?.wait_replicas === 'number' && audit.wait_replicas > 0 && !audit.redis_stream) {
       ctx.addIssue({ code: 'custom', path: ['audit', 'wait_replicas'], message: 'only applies to the Redis stream sink; set audit.redis_stream or remove it' });
     }
-    const plans = asMapping(config.plans) ?? DEFAULT_PLANS;
-    const issuers = asMapping(config.auth)?.jwt;
-    if (Array.isArray(issuers)) {
-      issuers.forEach((issuer: unknown, index) => {
-        // Parsed (defaultPlan) when the block was valid, as written (default_plan) when it was not.
-        const entry = asMapping(issuer);
-        const plan = entry?.defaultPlan ?? entry?.default_plan;
-        if (typeof plan === 'string' && !(plan in plans)) ctx.addIssue({ code: 'custom', path: ['auth', 'jwt', index, 'default_plan'], message: `plan "${plan}" is not configured` });
-      });
-    }
+    checkDefaultPlans(config.auth, asMapping(config.plans) ?? DEFAULT_PLANS, ctx);
     const hosts = new Map<string, string>();
     for (const [id, agent] of Object.entries(asMapping(config.agents) ?? {})) {
       const host = asMapping(agent)?.host;
