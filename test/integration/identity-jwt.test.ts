@@ -11,6 +11,12 @@ import { join } from 'node:path';
 import { decodeJwt, SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from '../../src/metrics/metrics.js';
+import { FailedAuthThrottle } from '../../src/auth/failed-auth-throttle.js';
+import { JwtAuthenticator } from '../../src/auth/jwt/jwt-authenticator.js';
+import { mcpResourceUrl } from '../../src/auth/jwt/protected-resource.js';
+import { MemoryTokenRevocations } from '../../src/auth/jwt/token-revocations.js';
+import { systemClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/logger.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { newSigningKey, startTestProvider, type TestProvider } from '../helpers/oidc-provider.js';
@@ -350,6 +356,31 @@ describe('MCP authorization metadata (RFC 9728)', () => {
     });
     expect((await fetch(`${gateway.url}/.well-known/oauth-protected-resource/mcp/..%2Fetc`)).status).toBe(404);
     expect((await fetch(`${gateway.url}/.well-known/oauth-protected-resource/mcp/files`, { method: 'POST' })).status).toBe(405);
+  });
+
+  it("an MCP endpoint's audience (RFC 8707): a token for the server's resource URL only, not a chat token, not another server's", async () => {
+    const issuers = gateway.config.auth.jwt;
+    const authenticator = new JwtAuthenticator({
+      issuers,
+      clock: systemClock,
+      logger: silentLogger,
+      throttle: new FailedAuthThrottle({ maxAttempts: 1_000, perMs: 60_000, blockForMs: 60_000, clock: systemClock, logger: silentLogger }),
+      revocations: new MemoryTokenRevocations(systemClock),
+      hasPlan: (plan) => gateway.config.plans.has(plan),
+    });
+    const files = mcpResourceUrl(issuers, 'files')!;
+    expect(files).toBe(`${AUDIENCE}/mcp/files`);
+    const mcpToken = await tokenFor('svc-acme', files);
+    const chatToken = await tokenFor('svc-acme');
+    const input = (audience: string | undefined) => ({ authorization: undefined, agentId: 'support', clientIp: '192.0.2.1', audience });
+    const outcome = (promise: Promise<unknown>) => promise.then(() => 'ok', (error: { type?: string }) => error.type);
+    expect(await outcome(authenticator.authenticate(mcpToken, input(files)))).toBe('ok');
+    // Remembered now: the same answers from the cache.
+    expect(authenticator.acceptedNow(mcpToken, input(files))?.account).toBe('acme');
+    expect(await outcome(authenticator.authenticate(mcpToken, input(mcpResourceUrl(issuers, 'git'))))).toBe('invalid_token');
+    expect(await outcome(authenticator.authenticate(mcpToken, input(undefined)))).toBe('invalid_token');
+    expect(await outcome(authenticator.authenticate(chatToken, input(files)))).toBe('invalid_token');
+    expect(await outcome(authenticator.authenticate(chatToken, input(undefined)))).toBe('ok');
   });
 });
 
