@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // A webhook receiver for agent-gateway's signed events (docs/notifications.md): verifies each
-// delivery's Webhook-Signature (the docs' Node code), drops repeats by Webhook-Id (delivery is
-// at least once), prints one line per event and answers 204; a bad signature gets 401.
+// delivery's Standard Webhooks signature (the docs' Node code; `format: standard`, the
+// default), drops repeats by webhook-id (delivery is at least once), prints one line per
+// event and answers 204; a bad signature gets 401.
 //
 //   node examples/webhook-receiver.mjs
 //
@@ -11,16 +12,19 @@ import { createServer } from 'node:http';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 const port = Number(process.env.WEBHOOK_PORT ?? 8099);
+// The demo's raw secret; a whsec_<base64> secret works the same way.
 const secret = process.env.WEBHOOK_SECRET ?? 'demo-webhook-secret-change-me';
 const exitAfter = Number(process.env.WEBHOOK_EXIT_AFTER ?? 0);
 
-function verifyWebhook(rawBody, header, secret, nowSeconds = Math.floor(Date.now() / 1000)) {
-  const parts = (header ?? '').split(',').map((p) => p.trim());
-  const t = parts.find((p) => p.startsWith('t='))?.slice(2);
-  if (!t || Math.abs(nowSeconds - Number(t)) > 300) return false;
-  const expected = Buffer.from(createHmac('sha256', secret).update(`${t}.${rawBody}`).digest('hex'));
-  return parts.filter((p) => p.startsWith('v1=')).some((p) => {
-    const given = Buffer.from(p.slice(3));
+// secret as configured: whsec_<base64> (the decoded bytes are the key) or any other text (its bytes are).
+function verifyWebhook(rawBody, headers, secret, nowSeconds = Math.floor(Date.now() / 1000)) {
+  const id = headers['webhook-id'];
+  const timestamp = headers['webhook-timestamp'] ?? '';
+  if (!id || !/^\d{1,12}$/.test(timestamp) || Math.abs(nowSeconds - Number(timestamp)) > 300) return false;
+  const key = secret.startsWith('whsec_') ? Buffer.from(secret.slice(6), 'base64') : Buffer.from(secret);
+  const expected = Buffer.from(`v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${rawBody}`).digest('base64')}`);
+  return (headers['webhook-signature'] ?? '').split(' ').some((signature) => {
+    const given = Buffer.from(signature);
     return given.length === expected.length && timingSafeEqual(given, expected);
   });
 }
@@ -32,7 +36,7 @@ const server = createServer((req, res) => {
   req.on('data', (chunk) => chunks.push(chunk));
   req.on('end', () => {
     const raw = Buffer.concat(chunks).toString('utf8');
-    if (!verifyWebhook(raw, req.headers['webhook-signature'], secret)) {
+    if (!verifyWebhook(raw, req.headers, secret)) {
       process.stdout.write(`REJECTED ${req.headers['webhook-id'] ?? '-'}: bad or stale signature\n`);
       res.writeHead(401).end();
       return;

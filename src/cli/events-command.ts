@@ -7,7 +7,7 @@ import { oneOf, processTextIo } from './command-io.js';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { EVENT_TYPES } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
-import { eventStatesPath, pageOf, readEventStates } from '../notifications/file-webhook-outbox.js';
+import { eventStatesPath, pageOf, readEventStates } from '../notifications/file-event-states.js';
 import type { DeliveryState, EventFilter, EventPage, StoredEvent } from '../notifications/outbox.js';
 import { RedisWebhookOutbox } from '../notifications/redis-webhook-outbox.js';
 import { createRedisClientFactory, type RedisClient } from '../redis/redis-client.js';

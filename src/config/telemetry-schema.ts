@@ -30,6 +30,9 @@ export const telemetrySchema = z
     sample_ratio: z.number().min(0).max(1).default(1),
     // Whether the sampler follows a client's sampled flag (parent-based); only OTEL_TRACES_SAMPLER turns it off.
     parent_based: z.boolean().default(true),
+    // A client's sampled flag is its own to set, before any key is checked: how many requests a
+    // second (per instance) it may have recorded beyond sample_ratio; 0: never (the ratio decides).
+    parent_sampled_per_second: z.number().min(0).max(100_000).default(10),
     service_name: z.string().min(1).max(256).default('agent-gateway'),
     // context.user_id is personal data: exported only when asked for.
     include_user_id: z.boolean().default(false),
@@ -42,6 +45,7 @@ export const telemetrySchema = z
     headers: t.headers,
     sampleRatio: t.sample_ratio,
     parentBased: t.parent_based,
+    parentSampledPerSecond: t.parent_sampled_per_second,
     serviceName: t.service_name,
     includeUserId: t.include_user_id,
     maxQueue: t.max_queue,

@@ -7,11 +7,11 @@
 import { GatewayError } from '../errors.js';
 import type { Limits, RateWindow, ToolQuota } from '../config/schema.js';
 import { metrics } from '../metrics/metrics.js';
-import { endUserHash } from '../ratelimit/end-user-hash.js';
+import { endUserHash, namesEndUser } from '../ratelimit/end-user-hash.js';
 import { hasTokenBudget, type ChargeUsage, type RateLimitDecision, type RateLimiter, type WindowStatus } from '../ratelimit/rate-limiter.js';
 import { retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
 import { microUsdOf } from '../ratelimit/window-math.js';
-import { costUsd } from '../request/cost.js';
+import { estimatedCostUsd } from '../request/cost.js';
 import { tokensToCharge } from '../request/token-charge.js';
 import type { ChatRequest } from './chat-request.js';
 import { applyToolScope } from './tool-scope.js';
@@ -78,8 +78,8 @@ export function limitAfterBody(limiter: RateLimiter, stages: AdmitStages, reques
   const { state } = request;
   const limits = request.afterBodyLimits!;
   const endUserLimits = limits.endUser;
-  if (endUserLimits?.require === true && state.userId === null) {
-    throw new GatewayError('invalid_request', { param: 'context.user_id', message: 'This key\'s plan requires "context.user_id": the end user the request is for.' });
+  if (endUserLimits?.require === true && !namesEndUser(state.userId)) {
+    throw new GatewayError('invalid_request', { param: 'context.user_id', message: 'This key\'s plan requires a non-blank "context.user_id": the end user the request is for.' });
   }
   const subject = request.limitSubject;
   const endUser = endUserLimits === undefined ? undefined : endUserHash(subject, state.userId);
@@ -179,7 +179,7 @@ export function withholdSpentTools(request: ChatRequest, decision: RateLimitDeci
 export function answerUsage(request: ChatRequest): ChargeUsage {
   const { state } = request;
   const tokens = tokensToCharge(state);
-  const cost = state.costUsd ?? (tokens > 0 ? costUsd(tokens, state.model, request.config.pricing) : null);
+  const cost = state.costUsd ?? estimatedCostUsd(tokens, state, request.config.pricing);
   return { tokens, microUsd: microUsdOf(cost), toolCalls: state.toolCalls };
 }
 

@@ -1,27 +1,25 @@
 // The outbox in embedded mode (docs/notifications.md "Embedded mode"): one process, one shard,
 // two append-only JSON Lines files under `notifications.dir` (var/webhooks):
 //   outbox.jsonl   the events in publication order, each batch fdatasync'd before append resolves;
-//   outbox.pos     the byte offset delivery has committed (replaced atomically), so a restarted
-//                  gateway resumes at the first event not yet done;
+//   outbox.pos     each webhook's committed byte offset, `{"positions":{"<webhook id>":n}}`
+//                  (replaced atomically), so a restarted gateway resumes every webhook at its
+//                  first event not yet done (a bare number, the layout before per-webhook
+//                  positions, is where every webhook starts; decision 0085);
 //   events.jsonl   delivery-state changes, replayed at start into the admin API's view (the
 //                  last EVENT_STATE_TTL_MS, at most MAX_EVENTS_KEPT events) and then compacted.
-// Once everything is committed and the outbox file has grown past COMPACT_BYTES it is emptied.
+// Once every webhook has committed everything and the outbox file has grown past COMPACT_BYTES
+// it is emptied. Events other processes (the `keys` CLI) publish arrive through the inbox
+// (file-outbox-inbox.ts), taken in at start and whenever the deliverers read the doorbell.
 import { mkdir, open, stat, truncate, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readTextIfExists, writeFileAtomic } from '../files.js';
+import { MAX_EVENTS_KEPT, eventOf, eventStatesPath, pageOf, parseLine, publicOf, readEventStates, trimToNewest, type KnownEvent, type StateLine } from './file-event-states.js';
+import { readInbox } from './file-outbox-inbox.js';
 import type { NotificationEvent } from './notifier.js';
-import { EVENT_STATE_TTL_MS, appendAttempt, matches, type DeliveryAttempt, type DeliveryState, type EventFilter, type EventPage, type Outbox, type OutboxEntry, type StoredEvent } from './outbox.js';
+import { appendAttempt, stateOf, type DeliveryAttempt, type DeliveryState, type EventFilter, type EventPage, type Outbox, type OutboxEntry, type StoredEvent } from './outbox.js';
 
-const MAX_EVENTS_KEPT = 10_000;
 const COMPACT_BYTES = 1_048_576;
 const READ_CHUNK_BYTES = 256 * 1024;
-
-interface StateLine {
-  id: string;
-  event?: NotificationEvent;
-  state: DeliveryState;
-  attempts?: DeliveryAttempt[];
-}
 
 export class FileWebhookOutbox implements Outbox {
   readonly shardCount = 1;
@@ -30,17 +28,21 @@ export class FileWebhookOutbox implements Outbox {
   private readonly statePath: string;
   private outbox: FileHandle | undefined;
   private states: FileHandle | undefined;
-  private committed = 0;
+  /** Each webhook's committed offset. */
+  private readonly positions = new Map<string, number>();
+  /** Where a webhook with no position yet starts: the lowest position found at start (or the old layout's one offset). */
+  private floor = 0;
   private size = 0;
-  private depth = 0;
-  /** Batches appended by this process: the doorbell of embedded mode, where no other process writes. */
+  /** The end offsets of the entries past the lowest position (the backlog), ascending. */
+  private pendingEnds: number[] = [];
+  /** Batches appended (this process's own, and the inbox's): the doorbell of embedded mode. */
   private appended = 0;
-  private readonly events = new Map<string, StoredEvent>();
+  private readonly events = new Map<string, KnownEvent>();
   private readonly once = new Map<string, number>();
   /** Appends, commits and compaction one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(dir: string) {
+  private constructor(private readonly dir: string) {
     this.outboxPath = join(dir, 'outbox.jsonl');
     this.positionPath = join(dir, 'outbox.pos');
     this.statePath = eventStatesPath(dir);
@@ -55,14 +57,36 @@ export class FileWebhookOutbox implements Outbox {
 
   private async load(nowMs: number): Promise<void> {
     for (const [id, event] of await readEventStates(this.statePath, nowMs)) this.events.set(id, event);
-    await writeFileAtomic(this.statePath, [...this.events.values()].map((e) => `${JSON.stringify({ id: e.id, event: eventOf(e), state: e.state, attempts: e.attempts })}\n`).join(''));
+    await writeFileAtomic(this.statePath, [...this.events.values()].map((e) => `${JSON.stringify({ id: e.id, event: eventOf(e), state: e.state, attempts: e.attempts, outcomes: e.outcomes })}\n`).join(''));
     this.states = await open(this.statePath, 'a', 0o600);
 
     this.outbox = await open(this.outboxPath, 'a+', 0o600);
     this.size = (await stat(this.outboxPath)).size;
-    const position = Number((await readTextIfExists(this.positionPath))?.trim() ?? '0');
-    this.committed = Number.isSafeInteger(position) && position >= 0 && position <= this.size ? position : 0;
-    this.depth = (await this.readFrom(this.committed, Number.MAX_SAFE_INTEGER)).length;
+    this.loadPositions((await readTextIfExists(this.positionPath))?.trim() ?? '');
+    this.pendingEnds = (await this.readFrom(this.lowest(), Number.MAX_SAFE_INTEGER)).map((entry) => Number(entry.position));
+    await this.takeInbox();
+  }
+
+  /** outbox.pos: `{"positions":{...}}`, or a bare offset (the layout before per-webhook positions); anything past the file's end reads as 0. */
+  private loadPositions(text: string): void {
+    const valid = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= this.size;
+    if (/^\d+$/.test(text)) {
+      const offset = Number(text);
+      this.floor = valid(offset) ? offset : 0;
+      return;
+    }
+    const parsed = parseLine<{ positions?: Record<string, unknown> }>(text);
+    for (const [lane, offset] of Object.entries(parsed?.positions ?? {})) this.positions.set(lane, valid(offset) ? offset : 0);
+    this.floor = this.positions.size === 0 ? 0 : Math.min(...this.positions.values());
+  }
+
+  private positionOf(lane: string): number {
+    return this.positions.get(lane) ?? this.floor;
+  }
+
+  /** The lowest committed position: entries before it are done for every webhook (each configured one has a position after its first commit). */
+  private lowest(): number {
+    return this.positions.size === 0 ? this.floor : Math.min(...this.positions.values());
   }
 
   private trimEvents(): void {
@@ -76,17 +100,29 @@ export class FileWebhookOutbox implements Outbox {
   }
 
   append(events: readonly NotificationEvent[]): Promise<void> {
-    return this.serial(async () => {
-      if (events.length === 0) return;
-      const text = events.map((e) => `${JSON.stringify(e)}\n`).join('');
-      await this.outbox!.appendFile(text, 'utf8');
-      await this.outbox!.datasync();
-      this.size += Buffer.byteLength(text);
-      this.depth += events.length;
-      this.appended++;
-      for (const event of events) await this.writeState({ id: event.id, event, state: 'pending' }, { ...event, state: 'pending', attempts: [] });
-      await this.states!.datasync();
-    });
+    return this.serial(() => this.appendNow(events));
+  }
+
+  /** Within serial(): the events to the outbox file (durable before it resolves), then their states. */
+  private async appendNow(events: readonly NotificationEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    let end = this.size;
+    const lines = events.map((e) => `${JSON.stringify(e)}\n`);
+    await this.outbox!.appendFile(lines.join(''), 'utf8');
+    await this.outbox!.datasync();
+    for (const line of lines) this.pendingEnds.push((end += Buffer.byteLength(line)));
+    this.size = end;
+    this.appended++;
+    for (const event of events) await this.writeState({ id: event.id, event, state: 'pending' }, { ...event, state: 'pending', attempts: [] });
+    await this.states!.datasync();
+  }
+
+  /** What other processes dropped in the inbox, into the outbox in their order; each file deleted once its events are durable here. */
+  private async takeInbox(): Promise<void> {
+    for (const batch of await readInbox(this.dir)) {
+      await this.appendNow(batch.events);
+      await batch.remove();
+    }
   }
 
   async requeue(event: NotificationEvent): Promise<void> {
@@ -96,13 +132,13 @@ export class FileWebhookOutbox implements Outbox {
       await this.outbox!.appendFile(text, 'utf8');
       await this.outbox!.datasync();
       this.size += Buffer.byteLength(text);
-      this.depth += 1;
+      this.pendingEnds.push(this.size);
       this.appended++;
-      await this.writeState({ id: event.id, state: 'pending' }, { ...event, state: 'pending', attempts: known?.attempts ?? [] });
+      await this.writeState({ id: event.id, state: 'pending', outcomes: {} }, { ...event, state: 'pending', attempts: known?.attempts ?? [], outcomes: {} });
     });
   }
 
-  private async writeState(line: StateLine, stored: StoredEvent): Promise<void> {
+  private async writeState(line: StateLine, stored: KnownEvent): Promise<void> {
     await this.states!.appendFile(`${JSON.stringify(line)}\n`, 'utf8');
     this.events.delete(stored.id);
     this.events.set(stored.id, stored);
@@ -130,15 +166,16 @@ export class FileWebhookOutbox implements Outbox {
     return Promise.resolve();
   }
 
-  read(_shard: number, count: number): Promise<OutboxEntry[]> {
-    return this.serial(() => this.readFrom(this.committed, count));
+  read(_shard: number, lane: string, count: number): Promise<OutboxEntry[]> {
+    return this.serial(() => this.readFrom(this.positionOf(lane), count));
   }
 
   private async readFrom(offset: number, count: number): Promise<OutboxEntry[]> {
     const entries: OutboxEntry[] = [];
     let at = offset;
+    let chunkBytes = READ_CHUNK_BYTES;
     while (entries.length < count && at < this.size) {
-      const buffer = Buffer.alloc(Math.min(READ_CHUNK_BYTES, this.size - at));
+      const buffer = Buffer.alloc(Math.min(chunkBytes, this.size - at));
       const { bytesRead } = await this.outbox!.read(buffer, 0, buffer.length, at);
       const chunk = buffer.subarray(0, bytesRead);
       let start = 0;
@@ -148,48 +185,70 @@ export class FileWebhookOutbox implements Outbox {
         // A line torn by a crash mid-append is passed over like a delivered one.
         entries.push({ position: String(at + start), event: event ?? { id: '', type: 'key.created', created_at: '', subject: '', data: {} } });
       }
-      if (start === 0) break;
+      if (start === 0) {
+        // No line end in the chunk: an event longer than it (read again, twice as much), or a
+        // last line torn by a crash (nothing more to read).
+        if (at + bytesRead >= this.size) break;
+        chunkBytes *= 2;
+        continue;
+      }
+      chunkBytes = READ_CHUNK_BYTES;
       at += start;
     }
     return entries;
   }
 
-  commit(_shard: number, position: string): Promise<boolean> {
+  commit(_shard: number, lane: string, position: string, lanes: readonly string[]): Promise<boolean> {
     return this.serial(async () => {
       const offset = Number(position);
-      if (!(offset > this.committed && offset <= this.size)) return true;
-      this.committed = offset;
-      this.depth = Math.max(0, this.depth - 1);
-      if (this.committed === this.size && this.size > COMPACT_BYTES) {
+      if (!(offset > this.positionOf(lane) && offset <= this.size)) return true;
+      // Every configured webhook gets a position now (those without start where they would have
+      // read); webhooks no longer configured stop holding entries back.
+      const next = new Map(lanes.map((l) => [l, this.positionOf(l)] as const));
+      next.set(lane, offset);
+      this.positions.clear();
+      for (const [l, at] of next) this.positions.set(l, at);
+      const low = this.lowest();
+      while (this.pendingEnds.length > 0 && this.pendingEnds[0]! <= low) this.pendingEnds.shift();
+      if (low === this.size && this.size > COMPACT_BYTES) {
         await truncate(this.outboxPath, 0);
         this.size = 0;
-        this.committed = 0;
+        this.floor = 0;
+        for (const l of this.positions.keys()) this.positions.set(l, 0);
       }
-      await writeFileAtomic(this.positionPath, String(this.committed));
+      await writeFileAtomic(this.positionPath, JSON.stringify({ positions: Object.fromEntries(this.positions) }));
       return true;
     });
   }
 
   async backlog(): Promise<{ depth: number; oldestMs: number | undefined }> {
-    const head = this.depth === 0 ? [] : await this.read(0, 1);
+    const depth = this.pendingEnds.length;
+    const head = depth === 0 ? [] : await this.serial(() => this.readFrom(this.lowest(), 1));
     const created = head[0] ? Date.parse(head[0].event.created_at) : Number.NaN;
-    return { depth: this.depth, oldestMs: Number.isFinite(created) ? created : undefined };
+    return { depth, oldestMs: Number.isFinite(created) ? created : undefined };
   }
 
+  /** The doorbell: takes in what the CLI dropped in the inbox, then counts the batches appended. */
   changeMark(): Promise<string> {
-    return Promise.resolve(String(this.appended));
+    return this.serial(async () => {
+      await this.takeInbox();
+      return String(this.appended);
+    });
   }
 
   get(id: string): Promise<StoredEvent | undefined> {
-    return Promise.resolve(this.events.get(id));
+    const known = this.events.get(id);
+    return Promise.resolve(known === undefined ? undefined : publicOf(known));
   }
 
-  recordAttempt(id: string, attempt: DeliveryAttempt | undefined, state: DeliveryState): Promise<void> {
+  settle(id: string, lane: string, attempt: DeliveryAttempt | undefined, outcome: DeliveryState, targets: readonly string[]): Promise<void> {
     return this.serial(async () => {
       const known = this.events.get(id);
       if (!known) return;
       const attempts = appendAttempt(known.attempts, attempt);
-      await this.writeState({ id, state, attempts }, { ...known, state, attempts });
+      const outcomes = { ...known.outcomes, [lane]: outcome };
+      const state = stateOf(new Map(Object.entries(outcomes)), targets);
+      await this.writeState({ id, state, attempts, outcomes }, { ...known, state, attempts, outcomes });
     });
   }
 
@@ -207,64 +266,3 @@ export class FileWebhookOutbox implements Outbox {
   }
 }
 
-/**
- * The delivery states recorded in `path` (events.jsonl), replayed: the last EVENT_STATE_TTL_MS,
- * at most MAX_EVENTS_KEPT, in publication order. Read-only, so the CLI can use it beside a
- * running gateway.
- */
-export async function readEventStates(path: string, nowMs: number): Promise<Map<string, StoredEvent>> {
-  const events = new Map<string, StoredEvent>();
-  const text = (await readTextIfExists(path)) ?? '';
-  for (const line of text.split('\n')) {
-    const change = parseLine<StateLine>(line);
-    if (!change || typeof change.id !== 'string') continue;
-    const known = events.get(change.id);
-    const event = change.event ?? known;
-    if (!event) continue;
-    events.delete(change.id);
-    events.set(change.id, { ...event, id: change.id, state: change.state, attempts: change.attempts ?? known?.attempts ?? [] });
-  }
-  const horizon = nowMs - EVENT_STATE_TTL_MS;
-  for (const [id, event] of events) if (Date.parse(event.created_at) < horizon) events.delete(id);
-  trimToNewest(events);
-  return events;
-}
-
-/** One page of `events`, newest first, after `cursor`. */
-export function pageOf(events: Iterable<StoredEvent>, filter: EventFilter, cursor: string | undefined, limit: number): EventPage {
-  const data: StoredEvent[] = [];
-  const newestFirst = [...events].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
-  for (const event of newestFirst) {
-    if (cursor !== undefined && event.id >= cursor) continue;
-    if (!matches(event, filter)) continue;
-    data.push(event);
-    if (data.length === limit) return { data, nextCursor: event.id };
-  }
-  return { data, nextCursor: null };
-}
-
-function trimToNewest(events: Map<string, StoredEvent>): void {
-  // Map order is insertion (publication) order: the oldest go first.
-  for (const id of events.keys()) {
-    if (events.size <= MAX_EVENTS_KEPT) break;
-    events.delete(id);
-  }
-}
-
-/** Where embedded mode keeps the delivery states. */
-export function eventStatesPath(dir: string): string {
-  return join(dir, 'events.jsonl');
-}
-
-function eventOf(stored: StoredEvent): NotificationEvent {
-  return { id: stored.id, type: stored.type, created_at: stored.created_at, subject: stored.subject, data: stored.data };
-}
-
-function parseLine<T>(line: string): T | undefined {
-  if (line.trim() === '') return undefined;
-  try {
-    return JSON.parse(line) as T;
-  } catch {
-    return undefined;
-  }
-}

@@ -3,7 +3,7 @@
 // under notifications.dir otherwise), the notifier that writes to it, and the delivery
 // workers. With no webhook configured nothing is opened and the notifier is NO_NOTIFIER.
 import type { Clock } from '../clock.js';
-import type { NotificationsConfig } from '../config/notifications-schema.js';
+import type { EventType, NotificationsConfig } from '../config/notifications-schema.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis/redis-client.js';
 import { BufferedNotifier } from './buffered-notifier.js';
@@ -56,11 +56,16 @@ export async function openNotifications(config: NotificationsConfig, options: Op
   return notificationsOver(outbox, config, options);
 }
 
+/** Whether any configured webhook wants events of a type: the ones nobody wants are never written. */
+export function wantedByAny(config: NotificationsConfig): (type: EventType) => boolean {
+  const wanted = new Set<string>(config.webhooks.flatMap((w) => (w.events === '*' ? ['*'] : [...w.events])));
+  return (type) => wanted.has('*') || wanted.has(type);
+}
+
 /** The notifier, workers and view over an outbox already open (tests open their own). */
 export function notificationsOver(outbox: Outbox, config: NotificationsConfig, options: OpenNotificationsOptions): Notifications {
-  const wanted = new Set(config.webhooks.flatMap((w) => (w.events === '*' ? ['*'] : [...w.events])));
   const sender = new WebhookSender({ connectionsPerOrigin: config.concurrency });
-  const delivery = options.deliver === false ? undefined : new WebhookDelivery({ outbox, config, send: (url, headers, body) => sender.send(url, headers, body), clock: options.clock, logger: options.logger, pollIntervalMs: options.pollIntervalMs, safetyNetMs: options.safetyNetMs });
+  const delivery = options.deliver === false ? undefined : new WebhookDelivery({ outbox, config, send: (webhook, url, headers, body) => sender.send(webhook, url, headers, body), clock: options.clock, logger: options.logger, pollIntervalMs: options.pollIntervalMs, safetyNetMs: options.safetyNetMs });
   // What this instance writes is delivered at once by its own idle loops; others' events when the doorbell is next read.
   const writer: OutboxWriter = {
     append: async (events) => {
@@ -69,7 +74,7 @@ export function notificationsOver(outbox: Outbox, config: NotificationsConfig, o
     },
     claimOnce: (key, ttlMs) => outbox.claimOnce(key, ttlMs),
   };
-  const notifier = new BufferedNotifier({ outbox: writer, clock: options.clock, logger: options.logger, maxQueue: config.maxQueue, wants: (type) => wanted.has('*') || wanted.has(type) });
+  const notifier = new BufferedNotifier({ outbox: writer, clock: options.clock, logger: options.logger, maxQueue: config.maxQueue, wants: wantedByAny(config) });
   delivery?.start();
   const events: EventsView = {
     list: (filter, cursor, limit) => outbox.list(filter, cursor, limit),
@@ -78,7 +83,7 @@ export function notificationsOver(outbox: Outbox, config: NotificationsConfig, o
       const known = EVENT_ID_PATTERN.test(id) ? await outbox.get(id) : undefined;
       if (!known) return undefined;
       const { state: _state, attempts: _attempts, ...event } = known;
-      await outbox.requeue(event);
+      await outbox.requeue(event, config.webhooks.filter((w) => w.events === '*' || w.events.has(event.type)).map((w) => w.id));
       delivery?.wake();
       return { ...known, state: 'pending' };
     },

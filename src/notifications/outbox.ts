@@ -2,7 +2,9 @@
 // and the delivery state the admin API reads. Two implementations: a Redis stream per shard
 // (redis-webhook-outbox.ts, shared by every instance) and append-only files under var/
 // (file-webhook-outbox.ts, embedded mode). Why shards, leases and committed positions:
-// docs/decisions/0067-webhook-outbox-and-delivery.md.
+// docs/decisions/0067-webhook-outbox-and-delivery.md; why each webhook has a position of its
+// own in every shard (a lane), so one receiver never holds back another's events:
+// docs/decisions/0085-a-position-per-webhook.md.
 import type { NotificationEvent } from './notifier.js';
 
 export type DeliveryState = 'pending' | 'delivered' | 'failed';
@@ -10,6 +12,8 @@ export type DeliveryState = 'pending' | 'delivered' | 'failed';
 /** One delivery attempt as the admin API shows it (the last 10 are kept). */
 export interface DeliveryAttempt {
   at: string;
+  /** The webhook's id (notifications.webhooks[].id) the attempt went to. */
+  webhook?: string;
   status?: number;
   error?: string;
   duration_ms: number;
@@ -57,11 +61,18 @@ export interface OutboxShards {
   /** Extends this instance's lease; false when it was lost (another instance may hold it now). */
   renew(shard: number): Promise<boolean>;
   release(shard: number): Promise<void>;
-  /** Up to `count` entries after the shard's committed position, oldest first. */
-  read(shard: number, count: number): Promise<OutboxEntry[]>;
-  /** Moves the committed position past `position` (only while the lease is held); false when it was not held. */
-  commit(shard: number, position: string): Promise<boolean>;
-  /** Entries not yet committed, and the append time of the oldest (ms), for the metrics. */
+  /**
+   * Up to `count` entries after the position `lane` (a webhook's id) has committed in the shard,
+   * oldest first; a lane with no position yet starts at the oldest entry still kept.
+   */
+  read(shard: number, lane: string, count: number): Promise<OutboxEntry[]>;
+  /**
+   * Moves `lane`'s committed position past `position` (only while the lease is held; false when
+   * it was not held), and lets go of the entries every one of `lanes` (the configured webhooks)
+   * has passed.
+   */
+  commit(shard: number, lane: string, position: string, lanes: readonly string[]): Promise<boolean>;
+  /** Entries some lane has not passed yet, and the append time of the oldest (ms), for the metrics. */
   backlog(shard: number): Promise<{ depth: number; oldestMs: number | undefined }>;
   /**
    * The doorbell: a value that changes after any instance appended events (once their entries
@@ -73,15 +84,19 @@ export interface OutboxShards {
 /** The delivery state any instance can read. */
 export interface EventStates {
   get(id: string): Promise<StoredEvent | undefined>;
-  /** Adds an attempt (keeping the last MAX_ATTEMPTS_KEPT) and sets the state. */
-  recordAttempt(id: string, attempt: DeliveryAttempt | undefined, state: DeliveryState): Promise<void>;
+  /**
+   * Adds an attempt (keeping the last MAX_ATTEMPTS_KEPT), records `lane`'s outcome, and sets the
+   * event's state from the outcomes of `targets` (the webhooks that want it): delivered once
+   * all delivered, failed once all are done and some failed, pending until then.
+   */
+  settle(id: string, lane: string, attempt: DeliveryAttempt | undefined, outcome: DeliveryState, targets: readonly string[]): Promise<void>;
   /** Newest first; `cursor` is the last id of the previous page. */
   list(filter: EventFilter, cursor: string | undefined, limit: number): Promise<EventPage>;
 }
 
 export interface Outbox extends OutboxWriter, OutboxShards, EventStates {
-  /** Queues a known event again (redeliver): state back to pending, attempts kept. */
-  requeue(event: NotificationEvent): Promise<void>;
+  /** Queues a known event again (redeliver) for every one of `lanes`: state back to pending, attempts kept. */
+  requeue(event: NotificationEvent, lanes: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -97,6 +112,17 @@ export function shardOf(subject: string, shardCount: number): number {
     hash = Math.imul(hash, 0x01000193);
   }
   return (hash >>> 0) % shardCount;
+}
+
+/** An event's state from its webhooks' outcomes (missing: not done yet). */
+export function stateOf(outcomes: ReadonlyMap<string, DeliveryState>, targets: readonly string[]): DeliveryState {
+  let failed = false;
+  for (const target of targets) {
+    const outcome = outcomes.get(target);
+    if (outcome === undefined || outcome === 'pending') return 'pending';
+    if (outcome === 'failed') failed = true;
+  }
+  return failed ? 'failed' : 'delivered';
 }
 
 export function appendAttempt(attempts: readonly DeliveryAttempt[], attempt: DeliveryAttempt | undefined): DeliveryAttempt[] {

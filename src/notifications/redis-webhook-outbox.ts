@@ -1,17 +1,20 @@
 // The outbox in Redis mode (docs/decisions/0067-webhook-outbox-and-delivery.md). Events go to
-// one of SHARD_COUNT streams by subject; each shard's stream and lease share a hash tag, so the
-// fenced scripts below touch one Cluster slot. An entry is deleted (XDEL) once its delivery is
-// done, only while the deleting instance still holds the shard's lease: what is left in a
-// stream is exactly what a new owner must deliver, oldest first. Each event's delivery state
-// is a hash of its own with a TTL, and a sorted set of ids (lexical order = time order) pages
-// the events list. A counter, the doorbell, is incremented after each batch's entries are
-// written, so idle deliverers read one key rather than every stream
+// one of SHARD_COUNT streams by subject; each shard's stream, lease and positions share a hash
+// tag, so the fenced scripts (outbox-protocol.ts) touch one Cluster slot. Each webhook (a lane)
+// has its own committed position in every shard, a stream id in the shard's positions hash;
+// an entry is trimmed once every configured webhook has passed it, only while the trimming
+// instance holds the shard's lease (docs/decisions/0085-a-position-per-webhook.md). Each
+// event's delivery state is a hash of its own with a TTL, and a sorted set of ids (lexical
+// order = time order) pages the events list. A counter, the doorbell, is incremented after
+// each batch's entries are written, so idle deliverers read one key rather than every stream
 // (docs/decisions/0075-idle-webhook-delivery.md).
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/redis-client.js';
 import { eventIdTimePrefix } from './event-id.js';
 import type { NotificationEvent } from './notifier.js';
-import { EVENT_STATE_TTL_MS, appendAttempt, matches, shardOf, type DeliveryAttempt, type DeliveryState, type EventFilter, type EventPage, type Outbox, type OutboxEntry, type StoredEvent } from './outbox.js';
+import { EVENT_STATE_TTL_MS, MAX_ATTEMPTS_KEPT, matches, shardOf, type DeliveryAttempt, type DeliveryState, type EventFilter, type EventPage, type Outbox, type OutboxEntry, type StoredEvent } from './outbox.js';
+import { callOperation, defineOperation } from '../redis/redis-operation.js';
+import { OUTBOX_COMMIT, OUTBOX_OPERATIONS, OUTBOX_RELEASE, OUTBOX_RENEW, OUTBOX_SETTLE } from './outbox-protocol.js';
 
 export const SHARD_COUNT = 16;
 /** A stream longer than this drops its oldest entries (a receiver down for days at a high event rate). */
@@ -19,15 +22,6 @@ const MAX_STREAM_LEN = 1_000_000;
 const LIST_SCAN_BATCH = 100;
 const LIST_SCAN_MAX = 2_000;
 
-const RENEW_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
-const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
-const COMMIT_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('XDEL', KEYS[2], ARGV[2]) return 1 else return 0 end`;
-
-type ScriptClient = RedisClient & {
-  agentgwWebhookRenew(lease: string, owner: string, ttlMs: number): Promise<number>;
-  agentgwWebhookRelease(lease: string, owner: string): Promise<number>;
-  agentgwWebhookCommit(lease: string, stream: string, owner: string, position: string): Promise<number>;
-};
 
 export interface RedisWebhookOutboxOptions {
   client: RedisClient;
@@ -39,19 +33,23 @@ export interface RedisWebhookOutboxOptions {
 
 export class RedisWebhookOutbox implements Outbox {
   readonly shardCount = SHARD_COUNT;
-  private readonly redis: ScriptClient;
+  private readonly redis: RedisClient;
   /** This instance's lease value: a takeover by anyone else makes every fenced call fail. */
   private readonly owner = `${process.pid}-${randomBytes(8).toString('hex')}`;
+  /**
+   * Lane positions of the shards this instance holds (a lane absent: none yet), as it committed them:
+   * only the lease holder moves them, so a read needs no round trip for the position. Loaded
+   * after each acquire (another owner may have moved them meanwhile).
+   */
+  private readonly positions = new Map<number, Map<string, string>>();
 
   constructor(private readonly options: RedisWebhookOutboxOptions) {
     const client = options.client;
-    client.defineCommand('agentgwWebhookRenew', { numberOfKeys: 1, lua: RENEW_LUA });
-    client.defineCommand('agentgwWebhookRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
-    client.defineCommand('agentgwWebhookCommit', { numberOfKeys: 2, lua: COMMIT_LUA });
-    this.redis = client as ScriptClient;
+    for (const operation of OUTBOX_OPERATIONS) defineOperation(client, operation);
+    this.redis = client;
   }
 
-  private shardKey(shard: number, part: 'outbox' | 'lease'): string {
+  private shardKey(shard: number, part: 'outbox' | 'lease' | 'positions'): string {
     return `{${this.options.prefix}webhooks:${shard}}:${part}`;
   }
 
@@ -100,8 +98,10 @@ export class RedisWebhookOutbox implements Outbox {
   }
 
   /** Queues the event again (redeliver); its attempts are kept. */
-  async requeue(event: NotificationEvent): Promise<void> {
-    await Promise.all([this.redis.hset(this.eventKey(event.id), 'state', 'pending'), this.redis.pexpire(this.eventKey(event.id), EVENT_STATE_TTL_MS), this.redis.zadd(this.indexKey, 0, event.id)]);
+  async requeue(event: NotificationEvent, lanes: readonly string[]): Promise<void> {
+    const key = this.eventKey(event.id);
+    const outcomes = lanes.map((lane) => `to:${lane}`);
+    await Promise.all([this.redis.hset(key, 'state', 'pending'), ...(outcomes.length > 0 ? [this.redis.hdel(key, ...outcomes)] : []), this.redis.pexpire(key, EVENT_STATE_TTL_MS), this.redis.zadd(this.indexKey, 0, event.id)]);
     await this.enqueue(event);
     await this.ringDoorbell();
   }
@@ -111,30 +111,55 @@ export class RedisWebhookOutbox implements Outbox {
   }
 
   async acquire(shard: number): Promise<boolean> {
-    return (await this.redis.set(this.shardKey(shard, 'lease'), this.owner, 'PX', this.options.leaseMs, 'NX')) === 'OK';
+    const taken = (await this.redis.set(this.shardKey(shard, 'lease'), this.owner, 'PX', this.options.leaseMs, 'NX')) === 'OK';
+    if (taken) this.positions.delete(shard);
+    return taken;
   }
 
   async renew(shard: number): Promise<boolean> {
-    return (await this.redis.agentgwWebhookRenew(this.shardKey(shard, 'lease'), this.owner, this.options.leaseMs)) === 1;
+    return (await callOperation(this.redis, OUTBOX_RENEW, { lease: this.shardKey(shard, 'lease'), owner: this.owner, ttlMs: this.options.leaseMs })).held;
   }
 
   async release(shard: number): Promise<void> {
-    await this.redis.agentgwWebhookRelease(this.shardKey(shard, 'lease'), this.owner);
+    this.positions.delete(shard);
+    await callOperation(this.redis, OUTBOX_RELEASE, { lease: this.shardKey(shard, 'lease'), owner: this.owner });
   }
 
-  async read(shard: number, count: number): Promise<OutboxEntry[]> {
-    const rows = await this.redis.xrange(this.shardKey(shard, 'outbox'), '-', '+', 'COUNT', count);
+  private async lanePositions(shard: number): Promise<Map<string, string>> {
+    let known = this.positions.get(shard);
+    if (known === undefined) {
+      known = new Map(Object.entries(await this.redis.hgetall(this.shardKey(shard, 'positions'))));
+      this.positions.set(shard, known);
+    }
+    return known;
+  }
+
+  async read(shard: number, lane: string, count: number): Promise<OutboxEntry[]> {
+    const position = (await this.lanePositions(shard)).get(lane);
+    // No position yet: from the oldest entry kept (what some webhook still waits for).
+    const rows = await this.redis.xrange(this.shardKey(shard, 'outbox'), position === undefined ? '-' : `(${position}`, '+', 'COUNT', count);
     const entries: OutboxEntry[] = [];
-    for (const [position, fields] of rows) {
+    for (const [id, fields] of rows) {
       const event = parseEvent(fields[fields.indexOf('e') + 1]);
       // An entry that is not an event (written by hand) is committed like a delivered one would be.
-      entries.push({ position, event: event ?? { id: '', type: 'key.created', created_at: '', subject: '', data: {} } });
+      entries.push({ position: id, event: event ?? { id: '', type: 'key.created', created_at: '', subject: '', data: {} } });
     }
     return entries;
   }
 
-  async commit(shard: number, position: string): Promise<boolean> {
-    return (await this.redis.agentgwWebhookCommit(this.shardKey(shard, 'lease'), this.shardKey(shard, 'outbox'), this.owner, position)) === 1;
+  async commit(shard: number, lane: string, position: string, lanes: readonly string[]): Promise<boolean> {
+    const reply = await callOperation(this.redis, OUTBOX_COMMIT, {
+      lease: this.shardKey(shard, 'lease'),
+      positions: this.shardKey(shard, 'positions'),
+      stream: this.shardKey(shard, 'outbox'),
+      owner: this.owner,
+      lane,
+      position,
+      lanes,
+    });
+    if (reply.committed) (await this.lanePositions(shard)).set(lane, position);
+    else this.positions.delete(shard);
+    return reply.committed;
   }
 
   async backlog(shard: number): Promise<{ depth: number; oldestMs: number | undefined }> {
@@ -148,11 +173,9 @@ export class RedisWebhookOutbox implements Outbox {
     return toStored(await this.redis.hgetall(this.eventKey(id)));
   }
 
-  async recordAttempt(id: string, attempt: DeliveryAttempt | undefined, state: DeliveryState): Promise<void> {
-    const key = this.eventKey(id);
-    // One writer per event at a time (the shard's owner), so read-modify-write is safe here.
-    const current = await this.redis.hget(key, 'attempts');
-    await this.redis.hset(key, { attempts: JSON.stringify(appendAttempt(parseAttempts(current), attempt)), state });
+  async settle(id: string, lane: string, attempt: DeliveryAttempt | undefined, outcome: DeliveryState, targets: readonly string[]): Promise<void> {
+    // One script: the lanes of an event settle it concurrently, so no read-modify-write here.
+    await callOperation(this.redis, OUTBOX_SETTLE, { eventKey: this.eventKey(id), lane, outcome, attempt, attemptsKept: MAX_ATTEMPTS_KEPT, targets });
   }
 
   async list(filter: EventFilter, cursor: string | undefined, limit: number): Promise<EventPage> {

@@ -1,14 +1,19 @@
 // The webhook wire format (docs/notifications.md "Verifying a delivery"): the one body encoder,
-// the `Webhook-Signature` header, and the receiver's side (verify + a typed body decoder) that
-// the tests and docs use. The signature is HMAC-SHA256(secret, "<t>.<body>") in hex with t the
-// attempt's Unix seconds; during a secret rotation each configured secret adds a `v1=`
-// (docs/decisions/0068-webhook-secret-rotation.md), so a receiver holding either accepts.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+// the signature headers of each webhook `format`, and the typed body decoder receivers (the
+// tests, the example) use. Decision 0086 (docs/decisions/0086-standard-webhooks-by-default.md):
+//   standard  Standard Webhooks: `webhook-id`, `webhook-timestamp` (unix s), and
+//             `webhook-signature: v1,<base64 HMAC-SHA256(key, "<id>.<ts>.<body>")>`, one
+//             space-separated `v1,` per secret while a secret rotates (decision 0068);
+//   t-v1      the scheme of earlier versions: `webhook-id` and
+//             `webhook-signature: t=<unix s>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>[,v1=…]`.
+// Which key bytes a secret gives: WebhookSecret.signingKey (config/notifications-schema.ts).
+import { createHmac } from 'node:crypto';
+import type { WebhookFormat } from '../config/notifications-schema.js';
 import type { NotificationEvent } from './notifier.js';
 
 export const SIGNATURE_HEADER = 'webhook-signature';
 export const ID_HEADER = 'webhook-id';
-export const DEFAULT_TOLERANCE_SECONDS = 300;
+export const TIMESTAMP_HEADER = 'webhook-timestamp';
 
 /** The body a receiver gets. */
 export interface WebhookBody {
@@ -18,51 +23,40 @@ export interface WebhookBody {
   data: Record<string, unknown>;
 }
 
+/** What one attempt signs: the event's id (the same on every retry), the attempt's time, the body as sent. */
+export interface SignatureInput {
+  id: string;
+  body: string;
+  /** HMAC keys, the first secret's first. */
+  keys: readonly Buffer[];
+  timestampSeconds: number;
+}
+
 /** The one encoder: `{ id, type, created_at, data }`, nothing else of the stored event (no subject, no state). */
 export function encodeWebhookBody(event: NotificationEvent): string {
   return JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at, data: event.data });
 }
 
-function hmacHex(secret: string, timestamp: number, body: string): string {
-  return createHmac('sha256', secret).update(`${timestamp}.${body}`, 'utf8').digest('hex');
+/** The signature headers of `format` (lower-case names, as HTTP/2 and the libraries read them). */
+export function signatureHeaders(format: WebhookFormat, input: SignatureInput): Record<string, string> {
+  return format === 'standard' ? standardHeaders(input) : tv1Headers(input);
 }
 
-/** `t=<unix s>,v1=<hex>[,v1=<hex>]`: one v1 per secret, the first secret's first. */
-export function signWebhook(body: string, secrets: readonly string[], timestampSeconds: number): string {
-  return [`t=${timestampSeconds}`, ...secrets.map((secret) => `v1=${hmacHex(secret, timestampSeconds, body)}`)].join(',');
+function standardHeaders({ id, body, keys, timestampSeconds }: SignatureInput): Record<string, string> {
+  const signed = `${id}.${timestampSeconds}.${body}`;
+  return {
+    [ID_HEADER]: id,
+    [TIMESTAMP_HEADER]: String(timestampSeconds),
+    [SIGNATURE_HEADER]: keys.map((key) => `v1,${createHmac('sha256', key).update(signed, 'utf8').digest('base64')}`).join(' '),
+  };
 }
 
-export type VerifyResult = { ok: true; body: WebhookBody } | { ok: false; reason: 'malformed_header' | 'timestamp_out_of_tolerance' | 'no_matching_signature' | 'malformed_body' };
-
-/**
- * A receiver's check: the header's timestamp within `toleranceSeconds` of `nowSeconds`, and
- * some `v1=` equal (constant-time) to the HMAC under some accepted secret.
- */
-export function verifyWebhook(input: {
-  body: string;
-  header: string | undefined;
-  secrets: readonly string[];
-  nowSeconds: number;
-  toleranceSeconds?: number;
-}): VerifyResult {
-  const parts = (input.header ?? '').split(',').map((part) => part.trim());
-  const timestamps = parts.filter((p) => p.startsWith('t=')).map((p) => p.slice(2));
-  const signatures = parts.filter((p) => p.startsWith('v1=')).map((p) => p.slice(3));
-  if (timestamps.length !== 1 || !/^\d{1,12}$/.test(timestamps[0]!) || signatures.length === 0) return { ok: false, reason: 'malformed_header' };
-  const timestamp = Number(timestamps[0]);
-  if (Math.abs(input.nowSeconds - timestamp) > (input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return { ok: false, reason: 'timestamp_out_of_tolerance' };
-  let matched = false;
-  for (const secret of input.secrets) {
-    const expected = Buffer.from(hmacHex(secret, timestamp, input.body), 'utf8');
-    for (const signature of signatures) {
-      const presented = Buffer.from(signature, 'utf8');
-      // No early exit: every pair is compared.
-      if (presented.length === expected.length && timingSafeEqual(presented, expected)) matched = true;
-    }
-  }
-  if (!matched) return { ok: false, reason: 'no_matching_signature' };
-  const body = decodeWebhookBody(input.body);
-  return body === undefined ? { ok: false, reason: 'malformed_body' } : { ok: true, body };
+function tv1Headers({ id, body, keys, timestampSeconds }: SignatureInput): Record<string, string> {
+  const signed = `${timestampSeconds}.${body}`;
+  return {
+    [ID_HEADER]: id,
+    [SIGNATURE_HEADER]: [`t=${timestampSeconds}`, ...keys.map((key) => `v1=${createHmac('sha256', key).update(signed, 'utf8').digest('hex')}`)].join(','),
+  };
 }
 
 /** The body as its type, or undefined when it is not one. */

@@ -1,6 +1,7 @@
 // Relays a runner's answer as it comes: `/chat`, and any error status on the stream route. A
 // JSON answer is kept by reference as it passes, to read its `metadata.tokens_used`, model and
-// tool calls at the end (tokens-used.ts). A body that stays silent for stream.idle_timeout is cut; the check is the
+// tool calls at the end (tokens-used.ts); one over 1 MiB is read by a bounded streaming scan
+// instead, for its tool calls and model (answer-scans.ts). A body that stays silent for stream.idle_timeout is cut; the check is the
 // server's DeadlineSweeper's, not a timer per request
 // (docs/decisions/0007-upstream-deadlines-swept.md).
 import type { Dispatcher } from 'undici';
@@ -9,6 +10,7 @@ import type { UpstreamFailureKind } from '../request/upstream-failure-kind.js';
 import type { DeadlineEntry } from './deadline-sweeper.js';
 import { UPSTREAM_TIMED_OUT, type RelayedExchange, type ResponseRelay } from './forward-request.js';
 import { appendRelayedHeaders } from './header-hygiene.js';
+import { ChatAnswerScan } from './answer-scans.js';
 import { tokensFromChatResponse } from './tokens-used.js';
 import { traceJsonAnswer } from '../telemetry/answer-facts.js';
 
@@ -18,6 +20,11 @@ const MAX_TOKEN_SCAN_BYTES = 1024 * 1024;
 export class JsonRelay implements ResponseRelay, DeadlineEntry {
   private kept: Buffer[] | null = null;
   private keptBytes = 0;
+  /**
+   * A JSON answer too large to keep: its tool calls and model are read by a bounded
+   * streaming scan as it passes (issue 45, H3-03), so a quota counts them whatever the size.
+   */
+  private scan: ChatAnswerScan | null = null;
   /**
    * The chunk that completes a relayed Content-Length, held until the answer ends: the
    * client holds a whole answer the moment its last byte is out, so that byte must go with
@@ -55,9 +62,15 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
 
   data(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const kept = this.kept;
-    if (kept !== null && this.keptBytes + chunk.length <= MAX_TOKEN_SCAN_BYTES) {
-      kept.push(chunk);
-      this.keptBytes += chunk.length;
+    if (kept !== null) {
+      if (this.keptBytes + chunk.length <= MAX_TOKEN_SCAN_BYTES) {
+        kept.push(chunk);
+        this.keptBytes += chunk.length;
+      } else {
+        this.scanInstead(kept, chunk);
+      }
+    } else if (this.scan !== null) {
+      this.scan.push(chunk);
     }
     const exchange = this.exchange;
     exchange.lastUpstreamMs = performance.now();
@@ -73,6 +86,7 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
 
   end(): void {
     const { res, state } = this.exchange.request;
+    state.answerRead = true;
     const kept = this.kept;
     // Only a body kept whole is read: a longer one's tokens stay unknown.
     if (kept !== null && this.keptBytes === state.bytesOut) {
@@ -81,6 +95,10 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
       state.tokensUsed = tokensFromChatResponse(kept, this.keptBytes, state);
       // A traced request's span takes the model and tool calls the answer names.
       if (state.trace !== undefined) traceJsonAnswer(state.trace, kept, this.keptBytes);
+    } else if (this.scan !== null) {
+      // Too large to keep: its count stays unknown (charged by its bytes), its tool calls and model are read.
+      this.scan.finishInto(state);
+      this.scan = null;
     }
     this.exchange.settle();
     const held = this.held;
@@ -88,6 +106,16 @@ export class JsonRelay implements ResponseRelay, DeadlineEntry {
     // The answer's last bytes (and, for a one-chunk answer, its head too) go with the end.
     if (held === undefined) res.end();
     else res.end(held);
+  }
+
+  /** The answer outgrew what is kept: what was kept and the rest go through the streaming scan instead. */
+  private scanInstead(kept: Buffer[], chunk: Buffer): void {
+    const scan = new ChatAnswerScan();
+    for (const part of kept) scan.push(part);
+    scan.push(chunk);
+    this.scan = scan;
+    this.kept = null;
+    this.keptBytes = 0;
   }
 
   /** The answer broke off: its headers are out, so the only honest signal left is to cut the connection. */

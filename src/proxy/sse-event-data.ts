@@ -2,12 +2,20 @@
 // `event:` may follow `data:`, every event's data is kept until the event ends, but only a
 // `done` event's is decoded. It runs on every relayed event, so it is allocation-lean: a data
 // line is kept as (chunk, from, to) segments, in arrays reused from event to event, not sliced
-// or copied; bounds on the segments and the chunks they hold fall back to decoded strings.
+// or copied; bounds on the segments and the chunks they hold fall back to decoded strings,
+// and past the data cap to a streaming scan that holds none of it.
+import { ToolCallEventScan } from './answer-scans.js';
 
-/** Data kept per event is capped: a hostile upstream cannot grow the parser without bound. */
+/**
+ * Data kept per event is capped: a hostile upstream cannot grow the parser without bound. An
+ * event's data past the cap (or a data line past MAX_LINE_BYTES) is not kept but read by a
+ * bounded streaming scan for the one thing the gateway takes from a large event, a
+ * `tool_call`'s tool name (answer-scans.ts; issue 45, H3-03).
+ */
 const MAX_EVENT_DATA_BYTES = 64 * 1024;
-/** The longest line read; the parser ignores a longer one, so no data line is longer. */
+/** The longest line the parser reads (other fields), and the longest data line kept. */
 export const MAX_LINE_BYTES = 128 * 1024;
+const NEWLINE = Buffer.from('\n');
 /**
  * An event's data lines are held as references to the chunks they arrived in. Past these
  * bounds (many data lines, or data spread over many large chunks) the lines are decoded into
@@ -39,10 +47,19 @@ export class SseEventData {
   /** Once the event outgrew the segments: its data lines decoded, with their total length. */
   private decoded: string[] | null = null;
   private decodedLength = 0;
+  /** Once the event outgrew the cap: its data is scanned as it comes, not kept. */
+  private scan: ToolCallEventScan | null = null;
+  /** A data line ended since the scan last read: a "\n" joins it to the next. */
+  private scanLineEnded = false;
 
   /** Bytes from..to of chunk continue the value of the data line being read. */
   append(chunk: Buffer, from: number, to: number): void {
     const length = to - from;
+    if (this.scan === null && this.lineValueBytes + length > MAX_LINE_BYTES) this.startScan();
+    if (this.scan !== null) {
+      this.scanBytes(chunk.subarray(from, to));
+      return;
+    }
     this.lineValueBytes += length;
     const spill = this.spill;
     if (spill !== null) {
@@ -68,13 +85,6 @@ export class SseEventData {
     if (this.segCount - this.lineSegStart > MAX_LINE_SEGMENTS) this.startSpill();
   }
 
-  /** The line being read is too long to be read: let go of what it kept. */
-  dropLine(): void {
-    this.releaseSegments(this.lineSegStart);
-    this.spill = null;
-    this.lineValueBytes = 0;
-  }
-
   /**
    * The data line just read joins the event's. A line is kept only while the event's decoded
    * data (in UTF-16 units, lines not counting their "\n") stays within MAX_EVENT_DATA_BYTES. A
@@ -82,6 +92,12 @@ export class SseEventData {
    * the cap every line is kept, undecoded.
    */
   endLine(): void {
+    if (this.scan !== null) {
+      // An empty data line still adds its "\n".
+      if (this.scanLineEnded) this.scan.push(NEWLINE);
+      this.scanLineEnded = true;
+      return;
+    }
     const first = this.lineSegStart;
     for (let i = first; i < this.segCount; i++) {
       const buf = this.segBufs[i]!;
@@ -106,6 +122,13 @@ export class SseEventData {
       if (this.decodedLength + value.length <= MAX_EVENT_DATA_BYTES) {
         this.decoded.push(value);
         this.decodedLength += value.length;
+      } else {
+        // Past the cap: what was kept and this line go to the scan, and nothing more is kept.
+        this.lineSegStart = 0;
+        this.startScan();
+        this.scanBytes(Buffer.from(value));
+        this.scanLineEnded = true;
+        return;
       }
     }
     this.spill = null;
@@ -116,7 +139,14 @@ export class SseEventData {
   /** The event ended: its data lines joined with "\n" when `decode`, else null; either way they are let go of. */
   take(decode: boolean): string | null {
     let data: string | null = null;
-    if (decode) {
+    if (this.scan !== null) {
+      // What the gateway reads of a large event: a `tool_call`'s tool (a `done` this large reads as no count).
+      const tool = this.scan.finish();
+      if (decode) data = tool === null ? '{}' : JSON.stringify({ tool });
+      this.scan = null;
+      this.scanLineEnded = false;
+      this.lineValueBytes = 0;
+    } else if (decode) {
       if (this.decoded !== null) {
         data = this.decoded.join('\n');
       } else if (this.dataLineCount === 1) {
@@ -136,6 +166,45 @@ export class SseEventData {
     this.decoded = null;
     this.decodedLength = 0;
     return data;
+  }
+
+  /**
+   * The event's data outgrew what is kept: its whole lines so far (held or decoded) and the
+   * part of the line being read go to a streaming scan, in order, and are let go of.
+   */
+  private startScan(): void {
+    const scan = new ToolCallEventScan();
+    this.scan = scan;
+    let lines = 0;
+    if (this.decoded !== null) {
+      for (const line of this.decoded) scan.push(Buffer.from(lines++ === 0 ? line : `\n${line}`));
+    } else {
+      for (let line = 0; line < this.dataLineCount; line++) {
+        if (lines++ > 0) scan.push(NEWLINE);
+        for (let i = this.dataLineStarts[line]!; i < this.lineEnd(line); i++) scan.push(this.segBufs[i]!.subarray(this.segFrom[i], this.segTo[i]));
+      }
+    }
+    // The line being read continues after the lines before it.
+    this.scanLineEnded = lines > 0;
+    for (let i = this.lineSegStart; i < this.segCount; i++) this.scanBytes(this.segBufs[i]!.subarray(this.segFrom[i], this.segTo[i]));
+    this.releaseSegments(0);
+    this.spill = null;
+    this.lineSegStart = 0;
+    this.dataLineCount = 0;
+    this.keptBytes = 0;
+    this.retainedBytes = 0;
+    this.lastRetained = null;
+    this.decoded = null;
+    this.decodedLength = 0;
+  }
+
+  /** Bytes of a data line's value, to the scan: after the "\n" that joins it to the line before. */
+  private scanBytes(bytes: Buffer): void {
+    if (this.scanLineEnded) {
+      this.scan!.push(NEWLINE);
+      this.scanLineEnded = false;
+    }
+    this.scan!.push(bytes);
   }
 
   /** Copies the segments of the line being read into one buffer, so a line split into tiny chunks holds one. */

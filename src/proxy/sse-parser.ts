@@ -109,15 +109,10 @@ export class SseSideParser {
   /** Reads bytes from..to of the current line (a line may arrive in any number of parts). */
   private readLinePart(chunk: Buffer, from: number, to: number): void {
     if (to <= from) return;
+    // Nothing of a line is held here but a data line's value, and SseEventData bounds that
+    // itself (a data line of any length is read, scanned past its bound); a line of another
+    // field longer than MAX_LINE_BYTES is ignored when it ends.
     this.lineBytes += to - from;
-    if (this.lineBytes > MAX_LINE_BYTES) {
-      // A line too long to be ours to read: it is ignored when it ends. Let go of its data now.
-      if (this.phase !== P_SKIP) {
-        this.data.dropLine();
-        this.phase = P_SKIP;
-      }
-      return;
-    }
     let at = from;
     if (this.phase === P_NAME) {
       at = this.readName(chunk, from, to);
@@ -201,8 +196,8 @@ export class SseSideParser {
       return;
     }
     this.atEventBoundary = false;
-    // A line too long to be ours to read counts as nothing (its data was already let go of).
-    if (length <= MAX_LINE_BYTES) {
+    // A line too long to be ours to read counts as nothing, unless it is a data line (read whatever its length).
+    if (length <= MAX_LINE_BYTES || field === F_DATA) {
       if (field === F_EVENT) {
         this.eventName = valueName;
         this.hasFields = true;

@@ -93,6 +93,7 @@ export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
     } else {
       this.sawDone = true;
       const state = this.exchange.request.state;
+      state.answerRead = true;
       state.tokensUsed = tokensFromDoneData(doneData, state);
       if (state.trace !== undefined) traceDoneEvent(state.trace, doneData);
     }

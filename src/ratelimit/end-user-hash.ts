@@ -21,6 +21,15 @@ export const END_USER_HASHES_KEPT = 10_000;
 
 const remembered = new Map<string, EndUserHash>();
 
+/**
+ * Whether a `context.user_id` names an end user: present and not blank. `""` and an id of
+ * whitespace only name nobody (`""` hashes as the anonymous end user), so a plan that
+ * requires the field refuses them like a missing one (docs/policy.md).
+ */
+export function namesEndUser(userId: string | null): userId is string {
+  return userId !== null && userId.trim() !== '';
+}
+
 /** 128 bits of SHA-256 over subject and user id, base64url (22 characters). */
 export function endUserHash(subject: string, userId: string | null): EndUserHash {
   const input = `${subject}\0${userId ?? ''}`;

@@ -4,6 +4,9 @@
 // streams only: exact in embedded mode, per instance during a Redis outage).
 // An end user's windows (docs/design.md, "Agent-aware policy") are held under (subject, end user) and decided
 // together with the subject's in one consumeWindows call, as the admit operation does.
+// End users are many and named by clients, so their states are bounded in number
+// (MAX_END_USER_STATES, least recently used evicted first), not only by idleness: a client
+// sending a new user_id per request must not grow the heap for a day.
 import { systemClock, type Clock } from '../clock.js';
 import { metrics } from '../metrics/metrics.js';
 import { CONCURRENCY_RETRY_AFTER_MS, type ChargeUsage, type EndUserHash, type RateLimitDecision, type RateLimiter, type RateWindow, type StreamCap, type StreamSlot } from './rate-limiter.js';
@@ -13,7 +16,17 @@ export interface MemoryRateLimiterOptions {
   clock?: Clock;
   /** How often (at most) idle subjects are swept out, piggybacked on consume(). Default 10 s. */
   sweepIntervalMs?: number;
+  /** End users' states held at most; default MAX_END_USER_STATES. */
+  maxEndUsers?: number;
 }
+
+/**
+ * End users whose counts are held in memory at most (embedded mode, and each instance during a
+ * Redis outage): about 1.5 KB each, so about 30 MB. Past it the least recently used end user's
+ * state is let go of: that end user starts over (never fewer requests than its limit, only
+ * more), and every state still held counts exactly. docs/policy.md states the ceiling.
+ */
+export const MAX_END_USER_STATES = 20_000;
 
 interface SubjectState {
   /** Window names in the order of `counters`, to notice a config reload. */
@@ -47,6 +60,9 @@ export class MemoryRateLimiter implements RateLimiter {
   private readonly clock: Clock;
   private readonly sweepIntervalMs: number;
   private readonly subjects = new Map<string, SubjectState>();
+  /** End users' states, least recently used first (an entry used is moved to the end). */
+  private readonly endUsers = new Map<string, SubjectState>();
+  private readonly maxEndUsers: number;
   /** Stream slots held per subject; an entry leaves when its last slot is released. */
   private readonly slots = new Map<string, number>();
   private nextSweepMs: number;
@@ -54,12 +70,13 @@ export class MemoryRateLimiter implements RateLimiter {
   constructor(options: MemoryRateLimiterOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
+    this.maxEndUsers = options.maxEndUsers ?? MAX_END_USER_STATES;
     this.nextSweepMs = this.clock.now() + this.sweepIntervalMs;
   }
 
-  /** Subjects currently held in memory (for tests and diagnostics). */
+  /** Subjects and end users currently held in memory (for tests and diagnostics). */
   get subjectCount(): number {
-    return this.subjects.size;
+    return this.subjects.size + this.endUsers.size;
   }
 
   async consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): Promise<RateLimitDecision> {
@@ -130,18 +147,35 @@ export class MemoryRateLimiter implements RateLimiter {
     const own = windows.filter((w) => w.endUser !== true);
     const theirs = windows.filter((w) => w.endUser === true);
     const state = this.stateFor(subject, own);
-    const user = this.stateFor(`${subject}\nu${endUser}`, theirs);
+    const user = this.endUserStateFor(`${subject}\nu${endUser}`, theirs);
     return { counters: [...state.counters, ...user.counters], held: [state, user] };
   }
 
   async close(): Promise<void> {
     this.subjects.clear();
+    this.endUsers.clear();
+  }
+
+  /** An end user's state, moved to the most recently used end; a new one evicts the least recently used past the ceiling. */
+  private endUserStateFor(key: string, windows: readonly RateWindow[]): SubjectState {
+    const users = this.endUsers;
+    let state = users.get(key);
+    if (state !== undefined) {
+      users.delete(key);
+      users.set(key, state);
+      if (!sameNames(state.names, windows)) realign(state, windows);
+      return state;
+    }
+    if (users.size >= this.maxEndUsers) users.delete(users.keys().next().value!);
+    state = newState(windows);
+    users.set(key, state);
+    return state;
   }
 
   private stateFor(subject: string, windows: readonly RateWindow[]): SubjectState {
     let state = this.subjects.get(subject);
     if (state === undefined) {
-      state = { names: windows.map((w) => w.name), counters: windows.map((w) => newBucketCounter(bucketWidthMs(w.windowMs))), idleAtMs: 0 };
+      state = newState(windows);
       this.subjects.set(subject, state);
     } else if (!sameNames(state.names, windows)) {
       realign(state, windows);
@@ -151,10 +185,14 @@ export class MemoryRateLimiter implements RateLimiter {
 
   private sweep(nowMs: number): void {
     this.nextSweepMs = nowMs + this.sweepIntervalMs;
-    for (const [subject, state] of this.subjects) {
-      if (state.idleAtMs <= nowMs) this.subjects.delete(subject);
+    for (const states of [this.subjects, this.endUsers]) {
+      for (const [subject, state] of states) if (state.idleAtMs <= nowMs) states.delete(subject);
     }
   }
+}
+
+function newState(windows: readonly RateWindow[]): SubjectState {
+  return { names: windows.map((w) => w.name), counters: windows.map((w) => newBucketCounter(bucketWidthMs(w.windowMs))), idleAtMs: 0 };
 }
 
 /** Whether an answer charges any of the windows (a subject is not brought back for nothing). */

@@ -25,12 +25,20 @@ export class RequestState {
   model: string | null = null;
   /** Tool names the runner called, in order (at most MAX_TOOL_CALLS_RECORDED); null: none seen. */
   toolCalls: string[] | null = null;
+  /** The relay read the answer to its end (a `/chat` body, a stream's `done`): its model is known (src/request/cost.ts). */
+  answerRead = false;
   /** tokens_used / 1000 x the model's price (src/request/cost.ts); null: no count, or no price for the model. */
   costUsd: number | null = null;
   /** Tools left out of the forwarded list because their quota is spent (Tools-Withheld); null: none. */
   toolsWithheld: readonly string[] | null = null;
   /** Events of a stream relayed to the client, `done` excepted: what a stream without a count is charged (token-charge.ts). */
   eventsRelayed = 0;
+  /**
+   * Bytes of the answer's own events the client was sent, when a stream without a count is
+   * estimated from its bytes, as a JSON answer is, instead of from its events: the A2A relay's
+   * streams, whose events may each carry any amount of text. -1: estimated from its events.
+   */
+  streamBytesCharged = -1;
   /** performance.now() marks; -1 until the upstream is called. */
   upstreamStartMs = -1;
   upstreamEndMs = -1;

@@ -5,7 +5,9 @@
 // cannot take an answer for free:
 // - a stream: one token per event relayed before it ended (the runner's events are its
 //   token chunks: the demo agent sends one token per event);
-// - a JSON answer: one token per BYTES_PER_TOKEN bytes relayed, rounded up.
+// - a JSON answer, and an A2A agent's stream (whose events may each carry any amount of
+//   text: `streamBytesCharged`, its token and done events): one token per BYTES_PER_TOKEN
+//   bytes relayed, rounded up.
 // Only an answer the runner started with a 2xx is estimated: a refusal or an error answer
 // the gateway wrote itself costs nothing.
 import type { RequestState } from './request-state.js';
@@ -21,6 +23,9 @@ export function tokensToCharge(state: RequestState): number {
   // The gateway answered its own error instead of the runner's 2xx (an A2A agent's answer
   // refused as too large or malformed): the client was sent none of the runner's answer.
   if (state.errorStatus !== 0) return 0;
-  if (state.route === 'chat/stream') return state.eventsRelayed;
+  if (state.route === 'chat/stream') {
+    const bytes = state.streamBytesCharged;
+    return bytes < 0 ? state.eventsRelayed : Math.ceil(bytes / BYTES_PER_TOKEN);
+  }
   return Math.ceil(state.bytesOut / BYTES_PER_TOKEN);
 }

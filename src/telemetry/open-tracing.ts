@@ -4,13 +4,14 @@
 // itself. A collector that is down, slow or failing never holds a request: finished spans
 // wait in a bounded queue, exports run off the request path, and what cannot be delivered
 // is dropped and counted (agentgw_telemetry_dropped_total).
-import { ParentBasedSampler, TraceIdRatioBasedSampler, BasicTracerProvider, BatchSpanProcessor, type BufferConfig } from '@opentelemetry/sdk-trace-base';
+import { TraceIdRatioBasedSampler, BasicTracerProvider, BatchSpanProcessor, type BufferConfig } from '@opentelemetry/sdk-trace-base';
 import type { MeterProvider } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { TelemetryConfig } from '../config/telemetry-schema.js';
 import type { Logger } from '../logger.js';
+import { BoundedParentSampler } from './bounded-parent-sampler.js';
 import { droppedSpansMeterProvider, LoggingSpanExporter } from './span-export-health.js';
 import { RequestTracing } from './request-tracing.js';
 
@@ -36,7 +37,6 @@ export interface OpenTracing {
 /** Undefined when telemetry is off (no collector named). */
 export function openTracing(config: TelemetryConfig, logger: Logger): OpenTracing | undefined {
   if (config.endpoint === undefined) return undefined;
-  const ratio = new TraceIdRatioBasedSampler(config.sampleRatio);
   const exporter = new OTLPTraceExporter({ url: `${config.endpoint}/v1/traces`, headers: { ...config.headers }, timeoutMillis: EXPORT_TIMEOUT_MS });
   const processorOptions: BufferConfig & { selfObsMeterProvider: MeterProvider } = {
     maxQueueSize: config.maxQueue,
@@ -48,12 +48,13 @@ export function openTracing(config: TelemetryConfig, logger: Logger): OpenTracin
   };
   const provider = new BasicTracerProvider({
     resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName })),
-    sampler: config.parentBased ? new ParentBasedSampler({ root: ratio }) : ratio,
+    // Parent-based, with a client's sampled flag trusted only up to parent_sampled_per_second.
+    sampler: config.parentBased ? new BoundedParentSampler(config.sampleRatio, config.parentSampledPerSecond) : new TraceIdRatioBasedSampler(config.sampleRatio),
     spanLimits: { attributeValueLengthLimit: MAX_ATTRIBUTE_CHARS, eventCountLimit: MAX_EVENTS },
     spanProcessors: [new BatchSpanProcessor(new LoggingSpanExporter(exporter, logger, config.endpoint), processorOptions)],
   });
   const tracer = provider.getTracer('agent-gateway');
-  logger.info({ otlp_endpoint: config.endpoint, sample_ratio: config.sampleRatio, parent_based: config.parentBased, service_name: config.serviceName }, 'tracing on');
+  logger.info({ otlp_endpoint: config.endpoint, sample_ratio: config.sampleRatio, parent_based: config.parentBased, parent_sampled_per_second: config.parentSampledPerSecond, service_name: config.serviceName }, 'tracing on');
   return {
     tracing: new RequestTracing(tracer, config.includeUserId),
     shutdown: () => boundedShutdown(provider, logger),

@@ -42,8 +42,9 @@ function events(): NotificationEvent[] {
 
 async function seed(outbox: Outbox, list: NotificationEvent[]): Promise<void> {
   await outbox.append(list);
-  await outbox.recordAttempt(list[0]!.id, { at: new Date().toISOString(), status: 200, duration_ms: 5 }, 'delivered');
-  await outbox.recordAttempt(list[1]!.id, { at: new Date().toISOString(), error: 'ECONNREFUSED', duration_ms: 1 }, 'failed');
+  await outbox.settle(list[0]!.id, 'hook', { at: new Date().toISOString(), status: 200, duration_ms: 5 }, 'delivered', ['hook']);
+  await outbox.settle(list[1]!.id, 'hook', { at: new Date().toISOString(), error: 'ECONNREFUSED', duration_ms: 1 }, 'pending', ['hook']);
+  await outbox.settle(list[1]!.id, 'hook', undefined, 'failed', ['hook']);
 }
 
 describe.each([['embedded'], ['redis']] as const)('events list, %s mode', (mode) => {

@@ -126,6 +126,22 @@ describe.each([
     expect((await send(gateway, rawKey, 'carol')).status).toBe(200);
   });
 
+  it('with require, a blank user_id ("", whitespace only) is refused like a missing one, and counts nothing', async () => {
+    const gateway = gatewayOf();
+    const { rawKey } = await gateway.createKey({ account: `blank-${mode.length}`, plan: 'strict', agents: ['support'] });
+    const calls = runnerCalls;
+    for (const blank of ['', '   ', '\t\n ']) {
+      const refused = await send(gateway, rawKey, blank);
+      expect(refused.status).toBe(400);
+      expect(refused.error).toMatchObject({ type: 'invalid_request', param: 'context.user_id' });
+    }
+    expect(runnerCalls).toBe(calls);
+    // A real id still has its whole allowance: the refused requests counted nothing.
+    const answers = [];
+    for (let i = 0; i < 3; i += 1) answers.push((await send(gateway, rawKey, ' dave ')).status);
+    expect(answers).toEqual([200, 200, 200]);
+  });
+
   it('a user_id over 256 characters is 400 on any plan, and counts nothing', async () => {
     const gateway = gatewayOf();
     const { rawKey } = await gateway.createKey({ account: `long-${mode.length}`, plan: 'widget', agents: ['support'] });

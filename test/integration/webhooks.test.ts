@@ -92,7 +92,9 @@ describe.each([['embedded'], ['redis']] as const)('webhooks, %s mode', (mode) =>
     const [got] = await waitFor('a delivery', () => (r.received.length > 0 ? r.received : undefined), 15_000);
     expect(got!.verified).toBe(true);
     expect(got!.contentType).toBe('application/json');
-    expect(got!.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    // Standard Webhooks by default, verified by the standardwebhooks library (the receiver's check).
+    expect(got!.signature).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    expect(got!.timestamp).toMatch(/^\d{10}$/);
     expect(Object.keys(JSON.parse(got!.raw) as object)).toEqual(['id', 'type', 'created_at', 'data']);
     expect(got!.body).toMatchObject({ type: 'key.created', data: { key_id: 'key_abc', account: 'acme', plan: 'scale' } });
     expect(got!.id).toBe(got!.body!.id);
@@ -199,6 +201,33 @@ describe.each([['embedded'], ['redis']] as const)('webhooks, %s mode', (mode) =>
     for (const query of ['type=key.nope', 'state=lost', 'limit=0', 'cursor=abc', 'bogus=1']) {
       const answer = await adminGet(g, `/admin/v1/events?${query}`);
       expect(answer.status, query).toBe(400);
+    }
+    await stop(g);
+  });
+});
+
+describe('webhooks, each signature format end to end with the real verifiers', () => {
+  const WHSEC_NEW = `whsec_${Buffer.from(randomUUID()).toString('base64')}`;
+  const WHSEC_OLD = `whsec_${Buffer.from(randomUUID()).toString('base64')}`;
+
+  it.each([
+    ['standard', 'the standardwebhooks library'],
+    ['t-v1', "Stripe's library"],
+  ] as const)('format %s during a secret rotation: %s verifies with either secret', async (format, _verifier) => {
+    const withNew = await startWebhookReceiver([WHSEC_NEW], { format });
+    const withOld = await startWebhookReceiver([WHSEC_OLD], { format });
+    receivers.push(withNew, withOld);
+    const g = await startTestGateway({
+      agents: { demo: UPSTREAM },
+      config: { notifications: { webhooks: [withNew, withOld].map((r) => ({ url: r.url, secret: [WHSEC_NEW, WHSEC_OLD], format })), retry: { initial: '20ms', max: '100ms' }, dir: join(scratch, randomUUID()) } },
+    });
+    gateways.push(g);
+    g.running.notifier.publish('key.revoked', 'key:key_rot', { key_id: 'key_rot' });
+    for (const r of [withNew, withOld]) {
+      const [got] = await waitFor('a delivery', () => (r.received.length > 0 ? r.received : undefined), 15_000);
+      expect(got!.verified).toBe(true);
+      expect(got!.status).toBe(200);
+      expect(format === 'standard' ? got!.signature!.split(' ') : got!.signature!.split(',v1=').slice(1)).toHaveLength(2);
     }
     await stop(g);
   });

@@ -5,6 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { answerByJsonParse, scanAnswer, tokensFromChatResponse, tokensFromDoneData, readToolCallData } from '../../src/proxy/tokens-used.js';
+import { ChatAnswerScan, ToolCallEventScan } from '../../src/proxy/answer-scans.js';
+import { MAX_SCAN_DEPTH } from '../../src/proxy/json-stream-scan.js';
 import { MAX_TOOL_CALLS_RECORDED, type AnswerFacts } from '../../src/request/answer-facts.js';
 import { splitAt } from '../helpers/split-at.js';
 
@@ -136,5 +138,71 @@ describe('stream facts', () => {
     expect(facts.toolCalls).toEqual(['a', 'b']);
     for (let k = 0; k < 200; k++) readToolCallData('{"tool":"c"}', facts);
     expect(facts.toolCalls).toHaveLength(MAX_TOOL_CALLS_RECORDED);
+  });
+});
+
+/** The bounded streaming scan (answers too large to hold, issue 45 H3-03) must read what JSON.parse reads. */
+function streamAgrees(body: Buffer, cuts: number[] = []): void {
+  const expected = fresh();
+  answerByJsonParse(body, expected);
+  const got = fresh();
+  const scan = new ChatAnswerScan();
+  for (const chunk of splitAt(body, cuts.map((cut) => cut % (body.length + 1)))) scan.push(chunk);
+  scan.finishInto(got);
+  expect(got).toEqual(expected);
+  // A tool_call event's data: its top-level `tool`, as readToolCallData reads it.
+  const event = fresh();
+  readToolCallData(body.toString('utf8'), event);
+  const eventScan = new ToolCallEventScan();
+  eventScan.push(body);
+  const tool = eventScan.finish();
+  expect(tool === null ? null : [tool]).toEqual(event.toolCalls);
+}
+
+describe('answer facts by the streaming scan', () => {
+  it('agree with JSON.parse on hand-built answers, however chunked', () => {
+    fc.assert(fc.property(body, fc.array(fc.nat(), { maxLength: 4 }), (text, cuts) => streamAgrees(Buffer.from(text), cuts)), { numRuns: 4000 });
+  });
+
+  it('agree with JSON.parse on broken answers', () => {
+    fc.assert(fc.property(body, breakage, fc.array(fc.nat(), { maxLength: 2 }), (text, how, cuts) => streamAgrees(broken(Buffer.from(text), how), cuts)), { numRuns: 3000 });
+  });
+
+  it('agree with JSON.parse on arbitrary JSON and on tool_call event data', () => {
+    fc.assert(fc.property(fc.json(), fc.array(fc.nat(), { maxLength: 2 }), (text, cuts) => streamAgrees(Buffer.from(text), cuts)), { numRuns: 1000 });
+    fc.assert(fc.property(objectText(fc.tuple(callKey, value)), (text) => streamAgrees(Buffer.from(text))), { numRuns: 2000 });
+  });
+
+  it('agree when names hold any bytes, invalid UTF-8 included', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 70 }), (bytes) => {
+        streamAgrees(Buffer.concat([Buffer.from('{"tool_calls":[{"tool":"'), bytes, Buffer.from('"}],"metadata":{"model":"'), bytes, Buffer.from('","tokens_used":3}}')]));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('reads the tool calls of a 3 MB answer in small chunks as in one, and of an answer nested past its bound', () => {
+    const filler = JSON.stringify({ page: 'p'.repeat(1_000_000), nested: [[[{ tool: 'not-a-call' }]]] });
+    const text = `{"response":"r","tool_calls":[{"tool":"fetch","output":${filler}},{"tool":"search","output":${filler}},{"output":${filler},"tool":"fetch"}],"metadata":{"model":"m-9"}}`;
+    const whole = new ChatAnswerScan();
+    whole.push(Buffer.from(text));
+    const facts = fresh();
+    whole.finishInto(facts);
+    expect(facts).toEqual({ model: 'm-9', toolCalls: ['fetch', 'search', 'fetch'] });
+    const small = new ChatAnswerScan();
+    const bytes = Buffer.from(text);
+    for (let at = 0; at < bytes.length; at += 4096) small.push(bytes.subarray(at, at + 4096));
+    const chunked = fresh();
+    small.finishInto(chunked);
+    expect(chunked).toEqual(facts);
+    // Nesting past the kept levels is skimmed: the calls around it still count, as JSON.parse reads them.
+    const levels = MAX_SCAN_DEPTH * 50;
+    streamAgrees(Buffer.from(`{"tool_calls":[{"tool":"x","input":${'[{"a":"]}\\"",'.repeat(levels)}1${']'.repeat(levels)}},{"tool":"y"}]}`), [levels, levels * 7]);
+    const deep = fresh();
+    const scan = new ChatAnswerScan();
+    scan.push(Buffer.from(`{"tool_calls":[{"tool":"x","input":${'['.repeat(levels)}${']'.repeat(levels)}},{"tool":"y"}]}`));
+    scan.finishInto(deep);
+    expect(deep.toolCalls).toEqual(['x', 'y']);
   });
 });

@@ -112,7 +112,7 @@ export interface WebhookEvent {
   created_at: string;
   data: Record<string, unknown>;
   state: DeliveryState;
-  attempts: Array<{ at: string; status?: number; error?: string; duration_ms: number }>;
+  attempts: Array<{ at: string; webhook?: string; status?: number; error?: string; duration_ms: number }>;
 }
 
 export interface EventPage {

@@ -11,6 +11,8 @@ export interface A2aExchange {
   version: A2aVersion;
   /** The call is a streaming send (the stream route on an agent whose card says it streams). */
   streaming: boolean;
+  /** The JSON-RPC id the call was sent with: every answer and event must carry it back. */
+  rpcId: string;
 }
 
 /** A task id is the agent's own; this bounds what a client may send back as one. */
@@ -42,10 +44,11 @@ export function a2aChatInput(body: Json): A2aChatInput {
  */
 export function a2aCall(body: Json, card: A2aCard, route: ChatRoute, headers: string[]): { exchange: A2aExchange; body: Buffer; headers: string[] } {
   const streaming = route === 'chat/stream' && card.streaming;
-  const encoded = encodeSendRequest(card.version, streaming, a2aChatInput(body), randomUUID(), randomUUID());
+  const rpcId = randomUUID();
+  const encoded = encodeSendRequest(card.version, streaming, a2aChatInput(body), randomUUID(), rpcId);
   const out: string[] = [];
   // The client's Accept was for the gateway's answer, not the agent's.
   for (let i = 0; i < headers.length - 2; i += 2) if (headers[i] !== 'accept') out.push(headers[i]!, headers[i + 1]!);
   out.push('accept', streaming ? 'text/event-stream' : 'application/json', A2A_VERSION_HEADER, card.version, headers[headers.length - 2]!, headers[headers.length - 1]!);
-  return { exchange: { version: card.version, streaming }, body: encoded, headers: out };
+  return { exchange: { version: card.version, streaming, rpcId }, body: encoded, headers: out };
 }

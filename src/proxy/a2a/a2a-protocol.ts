@@ -4,6 +4,7 @@
 // A2A 1.0 (`SendMessage`, proto-JSON shapes: `{task: …}`, `TASK_STATE_COMPLETED`, `{text}`
 // parts) and 0.3 (`message/send`, `kind`-tagged shapes: `completed`, `{kind: 'text', text}`).
 // The decoders take anything: an agent's answer is untrusted input.
+import { isTokenCount } from '../../audit/audit-record.js';
 
 export type A2aVersion = '1.0' | '0.3';
 
@@ -33,7 +34,7 @@ export interface A2aUpdate {
   /** The text parts it carries, joined (a task: its artifacts', else its status message's). */
   text: string;
   model: string | null;
-  /** `tokens_used` from its metadata: a safe non-negative integer, else null. */
+  /** `tokens_used` from its metadata: an integer from 0 to 10,000,000 (isTokenCount), else null. */
   tokensUsed: number | null;
 }
 
@@ -87,8 +88,13 @@ function string(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
-/** Parses one JSON-RPC answer (a whole body, or one event's data). */
-export function decodeAnswer(version: A2aVersion, text: string): A2aAnswer {
+/**
+ * Parses one JSON-RPC answer (a whole body, or one event's data) to the request whose id is
+ * `rpcId`. An answer to another id is not an answer to this request: malformed (a bad
+ * upstream answer). Only an error may carry a null id, as JSON-RPC 2.0 has a server answer
+ * a request whose id it could not read.
+ */
+export function decodeAnswer(version: A2aVersion, text: string, rpcId: string): A2aAnswer {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -98,6 +104,7 @@ export function decodeAnswer(version: A2aVersion, text: string): A2aAnswer {
   const envelope = object(parsed);
   if (envelope === null || envelope.jsonrpc !== '2.0') return { ok: false, problem: 'malformed', code: null };
   const error = object(envelope.error);
+  if (envelope.id !== rpcId && !(error !== null && envelope.id === null)) return { ok: false, problem: 'malformed', code: null };
   if (error !== null) return { ok: false, problem: 'rpc_error', code: typeof error.code === 'number' && Number.isInteger(error.code) ? error.code : null };
   const update = decodeResult(version, object(envelope.result));
   return update === null ? { ok: false, problem: 'malformed', code: null } : { ok: true, update };
@@ -185,10 +192,11 @@ function stateOf(version: A2aVersion, state: unknown): A2aTaskState {
 }
 
 /**
- * The one check of an agent's token count: a non-negative safe integer, else unknown. A
- * count past 2^53 could not be charged exactly, so it is not charged at all.
+ * An agent's token count by the one rule every answer's count follows (isTokenCount: an
+ * integer from 0 to 10,000,000), else unknown: what the client is shown is what the audit
+ * record keeps and what is charged (an unknown count is estimated from the bytes relayed).
  */
 function tokensOf(metadata: Json | null): number | null {
   const tokens = metadata?.tokens_used;
-  return typeof tokens === 'number' && Number.isSafeInteger(tokens) && tokens >= 0 ? tokens : null;
+  return isTokenCount(tokens) ? tokens : null;
 }

@@ -42,6 +42,8 @@ export class A2aRelay implements ResponseRelay, DeadlineEntry {
   private controller: Dispatcher.DispatchController | null = null;
   /** A `token` event was written: a final Task's text would repeat it. */
   private wroteText = false;
+  /** stream.max_duration from the answer's head: a JSON-RPC answer dripped a byte at a time is cut there, as a runner's is. */
+  private endByMs = 0;
   sweepPrev: DeadlineEntry | null = null;
   sweepNext: DeadlineEntry | null = null;
   sweeping = false;
@@ -56,14 +58,19 @@ export class A2aRelay implements ResponseRelay, DeadlineEntry {
     this.statusCode = statusCode;
     state.upstreamStatus = statusCode;
     this.target = this.exchange.attemptTarget;
-    this.exchange.lastUpstreamMs = performance.now();
+    const now = performance.now();
+    this.exchange.lastUpstreamMs = now;
+    // An agent's event count says nothing of its size: without a count, a stream's usage is
+    // estimated from the bytes of the events written for it, as a JSON answer's is (token-charge.ts).
+    state.streamBytesCharged = 0;
     if (statusCode < 300 && route === 'chat/stream' && isEventStream(headers['content-type'])) {
       this.reader = new A2aSseReader();
       const inner = new SseRelay(this.exchange);
       this.inner = inner;
       inner.start(200, STREAM_HEADERS);
     } else {
-      // The body's idle deadline, until it is whole.
+      // The body's idle and overall deadlines, until it is whole.
+      this.endByMs = now + this.exchange.request.stream.maxDurationMs;
       deadlines.add(this);
     }
   }
@@ -89,7 +96,7 @@ export class A2aRelay implements ResponseRelay, DeadlineEntry {
   end(): void {
     if (this.reader !== null) {
       const last = this.reader.flush();
-      if (last !== null) this.onEvent(this.controller!, decodeAnswer(this.a2a.version, last));
+      if (last !== null) this.onEvent(this.controller!, decodeAnswer(this.a2a.version, last, this.a2a.rpcId));
       if (this.exchange.settled) return;
       if (this.outcome.answered) this.write(this.controller!, this.outcome.doneEvent(this.latencyMs()));
       // Without a whole answer the SSE relay ends the stream with `upstream_error`.
@@ -111,9 +118,12 @@ export class A2aRelay implements ResponseRelay, DeadlineEntry {
     this.inner?.drained(nowMs);
   }
 
+  /** DeadlineEntry: while a JSON-RPC answer is collected, its idle deadline and its overall one (stream.max_duration). */
   checkDeadlines(nowMs: number): void {
-    if (this.exchange.settled || nowMs < this.exchange.idleDeadlineMs()) return;
-    this.refuse('idle_timeout', new GatewayError('agent_unavailable', { retryAfterSeconds: AGENT_RETRY_AFTER_SECONDS }));
+    if (this.exchange.settled) return;
+    const overall = nowMs >= this.endByMs;
+    if (!overall && nowMs < this.exchange.idleDeadlineMs()) return;
+    this.refuse(overall ? 'max_duration' : 'idle_timeout', new GatewayError('agent_unavailable', { retryAfterSeconds: AGENT_RETRY_AFTER_SECONDS }));
     this.exchange.abort(UPSTREAM_TIMED_OUT);
   }
 
@@ -135,7 +145,7 @@ export class A2aRelay implements ResponseRelay, DeadlineEntry {
     }
     const before = this.exchange.request.state.bytesOut;
     for (const data of events) {
-      this.onEvent(controller, decodeAnswer(this.a2a.version, data));
+      this.onEvent(controller, decodeAnswer(this.a2a.version, data, this.a2a.rpcId));
       if (this.exchange.settled) return;
     }
     // Nothing to write (a status without text): the agent's silence still ended now.
@@ -164,7 +174,9 @@ export class A2aRelay implements ResponseRelay, DeadlineEntry {
 
   private write(controller: Dispatcher.DispatchController, text: string): void {
     const bytes = Buffer.from(text);
-    this.exchange.request.state.bytesOut += bytes.length;
+    const state = this.exchange.request.state;
+    state.bytesOut += bytes.length;
+    state.streamBytesCharged += bytes.length;
     this.inner!.data(controller, bytes);
   }
 
@@ -182,7 +194,7 @@ export class A2aRelay implements ResponseRelay, DeadlineEntry {
       this.refuse(undefined, new GatewayError('agent_unavailable', { retryAfterSeconds: AGENT_RETRY_AFTER_SECONDS }));
       return;
     }
-    const answer = decodeAnswer(this.a2a.version, body.toString('utf8'));
+    const answer = decodeAnswer(this.a2a.version, body.toString('utf8'), this.a2a.rpcId);
     if (!answer.ok && answer.problem === 'rpc_error') {
       const code = answer.code === null ? '' : ` (JSON-RPC code ${answer.code})`;
       this.refuse(undefined, new GatewayError('agent_error', { message: `The agent answered the request with an A2A error${code}.` }));

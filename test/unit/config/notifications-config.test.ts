@@ -4,6 +4,7 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../../src/config/load-config.js';
+import { defaultWebhookId } from '../../../src/config/notifications-schema.js';
 import { configProblems as problems, MINIMAL_CONFIG as MINIMAL } from '../../helpers/config-problems.js';
 
 const SECRET = 'whsec-0123456789abcdef0123';
@@ -60,5 +61,39 @@ describe('notifications config', () => {
     expect(problems(`${MINIMAL}notifications: { webhook: [] }\n`)[0]).toMatch(/^notifications: unknown key "webhook"/);
     // The problem names the variable, never a value.
     expect(() => parseConfigText(hook('url: "https://x.example/", secret: "${UNSET_WEBHOOK_SECRET}"'), 'test.yaml', {})).toThrow(/UNSET_WEBHOOK_SECRET/);
+  });
+
+  it('signs with format standard unless told t-v1, and names each webhook in the outbox by its id (from the URL unless given)', () => {
+    const text = `${MINIMAL}notifications:\n  webhooks:\n    - { url: "https://a.example/hook", secret: "${SECRET}" }\n    - { url: "https://b.example/hook", secret: "${SECRET}", format: t-v1, id: oncall }\n`;
+    const [a, b] = notificationsOf(text).webhooks;
+    expect(a).toMatchObject({ format: 'standard', id: defaultWebhookId('https://a.example/hook') });
+    expect(a!.id).toMatch(/^h[0-9a-f]{12}$/);
+    expect(b).toMatchObject({ format: 't-v1', id: 'oncall' });
+    // The same URL gives the same id on every start: the webhook keeps its outbox position.
+    expect(notificationsOf(text).webhooks[0]!.id).toBe(a!.id);
+  });
+
+  it('reads a whsec_ secret as its base64-decoded key under standard, and as written under t-v1', () => {
+    const key = Buffer.from('0123456789abcdef0123456789abcdef');
+    const whsec = `whsec_${key.toString('base64')}`;
+    const [standard, tv1] = notificationsOf(`${MINIMAL}notifications:\n  webhooks:\n    - { url: "https://a.example/", secret: "${whsec}" }\n    - { url: "https://b.example/", secret: "${whsec}", format: t-v1 }\n`).webhooks;
+    expect(standard!.secrets[0]!.signingKey('standard')).toEqual(key);
+    expect(tv1!.secrets[0]!.signingKey('t-v1')).toEqual(Buffer.from(whsec));
+    // A raw secret is its own bytes under either format.
+    expect(notificationsOf(`${MINIMAL}notifications:\n  webhooks:\n    - { url: "https://a.example/", secret: "${SECRET}" }\n`).webhooks[0]!.secrets[0]!.signingKey('standard')).toEqual(Buffer.from(SECRET));
+  });
+
+  it('refuses an unknown format, a whsec_ secret that is not base64 or too short, a raw secret that is not ASCII under standard, and two webhooks with one id', () => {
+    const hook = (fields: string) => `${MINIMAL}notifications:\n  webhooks:\n    - { url: "https://x.example/", ${fields} }\n`;
+    expect(problems(hook(`secret: "${SECRET}", format: stripe`))).toEqual([expect.stringMatching(/^notifications\.webhooks\.0\.format: must be one of standard, t-v1/)]);
+    expect(problems(hook('secret: "whsec_not*base64*at*all!!"'))).toEqual([expect.stringMatching(/^notifications\.webhooks\.0\.secret: a whsec_ secret is base64 after the prefix/)]);
+    expect(problems(hook(`secret: "whsec_${Buffer.from('0123456789').toString('base64')}"`))).toEqual([expect.stringMatching(/^notifications\.webhooks\.0\.secret: a whsec_ secret's key is at least 16 bytes/)]);
+    expect(problems(hook('secret: ["whsec-0123456789abcdef0123", "has spaces in it 0123456789"]'))).toEqual([expect.stringMatching(/^notifications\.webhooks\.0\.secret\.1: a secret without the whsec_ prefix is used as raw bytes and must be printable ASCII/)]);
+    // Under t-v1 the same secret is bytes to HMAC with as it is: accepted.
+    expect(notificationsOf(hook('secret: "has spaces in it 0123456789", format: t-v1')).webhooks[0]!.format).toBe('t-v1');
+    expect(problems(hook(`secret: "${SECRET}", id: "On Call"`))).toEqual([expect.stringMatching(/^notifications\.webhooks\.0\.id: lowercase letters, digits/)]);
+    const twice = `${MINIMAL}notifications:\n  webhooks:\n    - { url: "https://x.example/", secret: "${SECRET}", events: ["key.created"] }\n    - { url: "https://x.example/", secret: "${SECRET}", events: ["upstream.down"] }\n`;
+    expect(problems(twice)).toEqual([expect.stringMatching(/^notifications\.webhooks\.1\.id: "h[0-9a-f]{12}" names two webhooks: give each its own id/)]);
+    expect(notificationsOf(twice.replace('events: ["upstream.down"]', 'events: ["upstream.down"], id: oncall')).webhooks.map((w) => w.id)).toEqual([defaultWebhookId('https://x.example/'), 'oncall']);
   });
 });

@@ -9,12 +9,12 @@ const telemetryOf = (text: string, env: NodeJS.ProcessEnv = {}) => parseConfigTe
 
 describe('telemetry config', () => {
   it('is off by default, with documented defaults', () => {
-    expect(telemetryOf(MINIMAL)).toEqual({ endpoint: undefined, headers: {}, sampleRatio: 1, parentBased: true, serviceName: 'agent-gateway', includeUserId: false, maxQueue: 2048 });
+    expect(telemetryOf(MINIMAL)).toEqual({ endpoint: undefined, headers: {}, sampleRatio: 1, parentBased: true, parentSampledPerSecond: 10, serviceName: 'agent-gateway', includeUserId: false, maxQueue: 2048 });
   });
 
   it('takes the collector, its headers, the ratio and the service name from the file', () => {
     const text = `${MINIMAL}telemetry:\n  otlp_endpoint: http://collector:4318/\n  headers: { x-api-key: abc }\n  sample_ratio: 0.25\n  service_name: edge\n  include_user_id: true\n  max_queue: 100\n`;
-    expect(telemetryOf(text)).toEqual({ endpoint: 'http://collector:4318', headers: { 'x-api-key': 'abc' }, sampleRatio: 0.25, parentBased: true, serviceName: 'edge', includeUserId: true, maxQueue: 100 });
+    expect(telemetryOf(text)).toEqual({ endpoint: 'http://collector:4318', headers: { 'x-api-key': 'abc' }, sampleRatio: 0.25, parentBased: true, parentSampledPerSecond: 10, serviceName: 'edge', includeUserId: true, maxQueue: 100 });
   });
 
   it('refuses a collector URL with credentials or a query, a ratio outside 0..1, a header that could split lines', () => {

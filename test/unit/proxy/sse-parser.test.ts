@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SseSideParser } from '../../../src/proxy/sse-parser.js';
+import { readToolCallData } from '../../../src/proxy/tokens-used.js';
+import type { AnswerFacts } from '../../../src/request/answer-facts.js';
 import { splitAt } from '../../helpers/split-at.js';
 
 /** Each dispatched event as the sink sees it: a `done` event's data, or null for any other event. */
@@ -154,28 +156,52 @@ describe('SseSideParser', () => {
     expect(parser.atEventBoundary).toBe(true);
   });
 
-  it('caps the data of a done event as before: by decoded length, dropping the lines that do not fit', () => {
+  it('caps the data kept of an event by decoded length; past the cap it is scanned, not kept, and a done reads as no count', () => {
     const a = 'a'.repeat(40_000);
     const b = 'b'.repeat(30_000);
-    // 40 000 + 30 000 > 64 KiB: the second line is dropped, a later one that fits is kept.
+    // 40 000 + 30 000 > 64 KiB: the data is scanned instead of kept; a `done` this large has no readable count.
     const capped = `event: done\ndata: ${a}\ndata: ${b}\ndata: c\n\n`;
-    expect(parse(capped)).toEqual([`${a}\nc`]);
+    expect(parse(capped)).toEqual(['{}']);
     // The cap counts decoded UTF-16 units, not bytes: 60 000 bytes of "é" are 30 000 units.
     const accents = 'é'.repeat(30_000);
     expect(parse(`data: ${accents}\ndata: ${b}\nevent: done\n\n`)).toEqual([`${accents}\n${b}`]);
-    // A line over MAX_LINE_BYTES is ignored altogether: it is not even a field.
-    expect(parse(`data: ${'z'.repeat(140_000)}\n\n`)).toEqual([]);
-    expect(parse(`event: done\ndata: ${'z'.repeat(140_000)}\ndata: ok\n\n`)).toEqual(['ok']);
+    // A data line over MAX_LINE_BYTES is still a field (its event is dispatched), never held.
+    expect(parse(`data: ${'z'.repeat(140_000)}\n\n`)).toEqual([null]);
+    expect(parse(`event: done\ndata: ${'z'.repeat(140_000)}\ndata: ok\n\n`)).toEqual(['{}']);
     // The same, however the stream is chunked (small chunks split each line into many parts).
     const bytes = Buffer.from(capped);
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 5_000 }), (size) => {
         const chunks: Buffer[] = [];
         for (let at = 0; at < bytes.length; at += size) chunks.push(bytes.subarray(at, at + size));
-        expect(parseAll(chunks).events).toEqual([`${a}\nc`]);
+        expect(parseAll(chunks).events).toEqual(['{}']);
       }),
       { numRuns: 30 },
     );
+  });
+
+  it('reads the tool of a tool_call event of any size, however chunked, holding none of its data (H3-03)', () => {
+    const filler = 'x'.repeat(200_000);
+    const streams = [
+      // One data line of 200 KB (over MAX_LINE_BYTES).
+      `event: tool_call\ndata: {"input":{"q":"${filler}"},"tool":"web_search"}\n\n`,
+      // Many lines past the 64 KiB cap, the tool on the last one, `event:` after the data.
+      `data: {"output":"${'y'.repeat(50_000)}",\ndata: "more":"${'y'.repeat(50_000)}",\ndata:\ndata: "tool":"fetch"}\nevent: tool_call\n\n`,
+      // A duplicate `tool`: the last is the one JSON.parse keeps; a tool deeper down is not the event's.
+      `event: tool_call\ndata: {"tool":"first","input":{"tool":"deep","q":"${filler}"},"tool":"last"}\n\n`,
+      // Not JSON once whole: no tool.
+      `event: tool_call\ndata: {"tool":"broken","q":"${filler}"\n\n`,
+    ];
+    const expected = [['web_search'], ['fetch'], ['last'], []];
+    streams.forEach((stream, index) => {
+      const bytes = Buffer.from(stream);
+      for (const size of [bytes.length, 65_536, 16_384, 1_000, 97]) {
+        const facts: AnswerFacts = { model: null, toolCalls: null };
+        const parser = new SseSideParser({ onEvent: () => undefined, onToolCall: (data) => readToolCallData(data, facts) }, true);
+        for (let at = 0; at < bytes.length; at += size) parser.push(bytes.subarray(at, at + size));
+        expect(facts.toolCalls ?? []).toEqual(expected[index]);
+      }
+    });
   });
 
   it('keeps every line of a done event with many data lines', () => {

@@ -29,6 +29,16 @@ describe('tokensToCharge', () => {
     expect(tokensToCharge(chat)).toBe(5);
   });
 
+  it("without a count, an A2A agent's stream is charged by the bytes of its events, not one token per event (H3-08)", () => {
+    const stream = answered('chat/stream', 200);
+    stream.eventsRelayed = 5;
+    stream.streamBytesCharged = 5 * 96 * 1024;
+    stream.bytesOut = stream.streamBytesCharged + 150;
+    expect(tokensToCharge(stream)).toBe((5 * 96 * 1024) / BYTES_PER_TOKEN);
+    stream.tokensUsed = 7;
+    expect(tokensToCharge(stream)).toBe(7);
+  });
+
   it("charges nothing when the runner's answer was not a 2xx, or the gateway answered its own error instead", () => {
     const refusedByRunner = answered('chat', 503);
     refusedByRunner.bytesOut = 400;

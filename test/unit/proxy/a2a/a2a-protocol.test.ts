@@ -31,24 +31,41 @@ describe('A2A requests', () => {
 
 describe('A2A answers', () => {
   it('decodes a 1.0 task: artifacts joined, state, model and tokens', () => {
-    const answer = decodeAnswer('1.0', JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_INPUT_REQUIRED' }, artifacts: [{ parts: [{ text: 'a' }, { data: {} }, { text: 'b' }] }], metadata: { model: 'm', tokens_used: 3 } } } }));
+    const answer = decodeAnswer('1.0', JSON.stringify({ jsonrpc: '2.0', id: 'r-1', result: { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_INPUT_REQUIRED' }, artifacts: [{ parts: [{ text: 'a' }, { data: {} }, { text: 'b' }] }], metadata: { model: 'm', tokens_used: 3 } } } }), 'r-1');
     expect(answer).toEqual({ ok: true, update: { kind: 'task', taskId: 't', contextId: 'c', state: 'input-required', text: 'ab', model: 'm', tokensUsed: 3 } });
   });
 
   it("decodes a 0.3 status update's message text, and skips parts that are not text", () => {
-    const answer = decodeAnswer('0.3', JSON.stringify({ jsonrpc: '2.0', id: 1, result: { kind: 'status-update', taskId: 't', status: { state: 'failed', message: { parts: [{ kind: 'text', text: 'no' }, { kind: 'file', text: 'x' }] } } } }));
+    const answer = decodeAnswer('0.3', JSON.stringify({ jsonrpc: '2.0', id: 'r-1', result: { kind: 'status-update', taskId: 't', status: { state: 'failed', message: { parts: [{ kind: 'text', text: 'no' }, { kind: 'file', text: 'x' }] } } } }), 'r-1');
     expect(answer.ok && answer.update).toMatchObject({ kind: 'status', state: 'failed', text: 'no' });
   });
 
   it('tells a JSON-RPC error from garbage, and takes no unsafe token count', () => {
-    expect(decodeAnswer('1.0', '{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"x"}}')).toEqual({ ok: false, problem: 'rpc_error', code: -32001 });
+    expect(decodeAnswer('1.0', '{"jsonrpc":"2.0","id":"r-1","error":{"code":-32001,"message":"x"}}', 'r-1')).toEqual({ ok: false, problem: 'rpc_error', code: -32001 });
     for (const bad of ['nope', '[]', '{"jsonrpc":"1.0"}', '{"jsonrpc":"2.0","result":{"kind":"task"}}', '{"jsonrpc":"2.0","result":{"other":{}}}']) {
-      expect(decodeAnswer('1.0', bad).ok).toBe(false);
+      expect(decodeAnswer('1.0', bad, 'r-1').ok).toBe(false);
     }
-    for (const tokens of [1e300, -1, 1.5, '7', 2 ** 53]) {
-      const answer = decodeAnswer('1.0', JSON.stringify({ jsonrpc: '2.0', result: { message: { parts: [], metadata: { tokens_used: tokens } } } }));
+    for (const tokens of [1e300, -1, 1.5, '7', 2 ** 53, 10_000_001]) {
+      const answer = decodeAnswer('1.0', JSON.stringify({ jsonrpc: '2.0', id: 'r-1', result: { message: { parts: [], metadata: { tokens_used: tokens } } } }), 'r-1');
       expect(answer.ok && answer.update.tokensUsed).toBeNull();
     }
+  });
+
+  it('takes a token count by the audit record\'s rule: up to 10,000,000 is shown, recorded and charged, more is unknown', () => {
+    for (const [tokens, taken] of [[10_000_000, 10_000_000], [20_000_000, null]] as const) {
+      const answer = decodeAnswer('1.0', JSON.stringify({ jsonrpc: '2.0', id: 'r-1', result: { message: { parts: [], metadata: { tokens_used: tokens } } } }), 'r-1');
+      expect(answer.ok && answer.update.tokensUsed).toBe(taken);
+    }
+  });
+
+  it("refuses an answer to another request's JSON-RPC id as malformed; an error may carry a null id", () => {
+    const result = { message: { messageId: 'm', role: 'ROLE_AGENT', parts: [{ text: 'hi' }] } };
+    expect(decodeAnswer('1.0', JSON.stringify({ jsonrpc: '2.0', id: 'r-1', result }), 'r-1').ok).toBe(true);
+    for (const id of ['r-2', 1, null, undefined]) {
+      expect(decodeAnswer('1.0', JSON.stringify({ jsonrpc: '2.0', id, result }), 'r-1')).toEqual({ ok: false, problem: 'malformed', code: null });
+    }
+    expect(decodeAnswer('1.0', JSON.stringify({ jsonrpc: '2.0', id: 'r-2', error: { code: -1, message: 'x' } }), 'r-1')).toEqual({ ok: false, problem: 'malformed', code: null });
+    expect(decodeAnswer('1.0', JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'x' } }), 'r-1')).toEqual({ ok: false, problem: 'rpc_error', code: -32700 });
   });
 });
 
@@ -80,6 +97,43 @@ describe('A2aSseReader', () => {
       const events = [...reader.push(bytes.subarray(0, cut))!, ...reader.push(bytes.subarray(cut))!];
       expect(events).toEqual(['{"a":"é"}', '1\n2']);
     }
+  });
+
+  it('reads an event in time linear in its bytes: each byte is searched for a line end once (H3-07)', () => {
+    // The work is counted, not timed: every indexOf on a string or a buffer is wrapped and the
+    // characters it examined are summed. Rejoining the pending line to each chunk and searching
+    // it again from its start examined each byte once per later chunk.
+    const event = Buffer.from(`data: ${'x'.repeat(256 * 1024)}\n\n`);
+    const pieces: Buffer[] = [];
+    for (let at = 0; at < event.length; at += 256) pieces.push(event.subarray(at, at + 256));
+    const reader = new A2aSseReader();
+    let examined = 0;
+    const count = (length: number, from: unknown, found: number): void => {
+      const start = typeof from === 'number' && from > 0 ? from : 0;
+      examined += (found === -1 ? length : found + 1) - start;
+    };
+    const stringIndexOf = String.prototype.indexOf;
+    const bufferIndexOf = Buffer.prototype.indexOf;
+    String.prototype.indexOf = function (this: string, search: string, from?: number): number {
+      const found = stringIndexOf.call(this, search, from);
+      count(this.length, from, found);
+      return found;
+    };
+    Buffer.prototype.indexOf = function (this: Buffer, value: string | number | Uint8Array, from?: number, encoding?: BufferEncoding): number {
+      const found = bufferIndexOf.call(this, value, from, encoding);
+      count(this.length, from, found);
+      return found;
+    };
+    const events: string[] = [];
+    try {
+      for (const piece of pieces) events.push(...reader.push(piece)!);
+    } finally {
+      String.prototype.indexOf = stringIndexOf;
+      Buffer.prototype.indexOf = bufferIndexOf;
+    }
+    expect(events).toEqual([`x`.repeat(256 * 1024)]);
+    // Linear: at most each byte once, plus one step per piece.
+    expect(examined).toBeLessThanOrEqual(event.length + pieces.length);
   });
 
   it('refuses an event that grows past the bound', () => {
