@@ -34,6 +34,9 @@ const LAYERS = [
   { name: 'telemetry', path: '^src/telemetry/' },
   // proxy/: the upstream exchange and the SSE relay.
   { name: 'proxy', path: '^src/proxy/' },
+  // policy/: the admission policy of a (plan, key limits) pair, compiled once, and the one
+  // limit stage's per-request admission over the limiter (docs/policy.md "The policy room").
+  { name: 'policy', path: '^src/policy/' },
   // http/: the public listener: routing, validation, error responses.
   { name: 'http', path: '^src/http/' },
   // admin/: the admin listener (metrics, readiness), beside the public one.
@@ -45,7 +48,7 @@ const LAYERS = [
 ];
 
 // Peers share a rank: keys/, ratelimit/ and audit/ sit at the same height.
-const RANKS = [['base'], ['config'], ['metrics'], ['redis'], ['notifications'], ['keys', 'ratelimit', 'audit'], ['auth'], ['request'], ['telemetry'], ['proxy'], ['http'], ['admin'], ['gateway'], ['cli']];
+const RANKS = [['base'], ['config'], ['metrics'], ['redis'], ['notifications'], ['keys', 'ratelimit', 'audit'], ['auth'], ['request'], ['telemetry'], ['proxy'], ['policy'], ['http'], ['admin'], ['gateway'], ['cli']];
 
 // demo-agent/ is a standalone program outside the order: it imports only base files,
 // and only cli/ (which starts it) imports it.

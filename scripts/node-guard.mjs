@@ -45,15 +45,27 @@ export function describeEngineRange(range) {
   return names.length === 1 ? names[0] : names.slice(0, -1).join(', ') + ' or ' + names[names.length - 1];
 }
 
+/**
+ * The line a refusal tells people to install: the one the Docker image, CI and the bench run
+ * (test/e2e/node-guard.test.ts holds the Dockerfile's `FROM node:N` to it), not merely the
+ * newest the range allows.
+ */
+export var RECOMMENDED_NODE_LINE = 24;
+
 /** The one-line refusal for `version`, or null when it is supported. */
 export function unsupportedNodeMessage(version, range) {
   if (nodeVersionSatisfies(version, range)) return null;
-  var newest = parseEngineRange(range).reduce(function (a, b) {
-    return compare(a, b) >= 0 ? a : b;
-  });
+  var lines = parseEngineRange(range);
+  var recommended = lines.some(function (alt) {
+    return alt.major === RECOMMENDED_NODE_LINE || (alt.op === '>=' && alt.major < RECOMMENDED_NODE_LINE);
+  })
+    ? RECOMMENDED_NODE_LINE
+    : lines.reduce(function (a, b) {
+        return compare(a, b) >= 0 ? a : b;
+      }).major;
   return (
     'agent-gateway: Node.js ' + String(version).replace(/^v?/, 'v') + ' is not supported; it runs on Node.js ' + describeEngineRange(range) +
-    ' (package.json "engines"). Get one with `nvm install ' + newest.major + '` or from https://nodejs.org/en/download, then run this again.'
+    ' (package.json "engines"). Get one with `nvm install ' + recommended + '` or from https://nodejs.org/en/download, then run this again.'
   );
 }
 

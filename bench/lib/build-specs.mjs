@@ -38,6 +38,18 @@ export const CONFIG_VARIATIONS = {
   'end-users-cost': (yaml) =>
     `${yaml.replace(/(windows: \[.*\]) \}/, '$1, cost: [ { usd: 1000000000, per: 30d } ], end_user: { windows: [ { requests: 100000000, per: 1m } ] } }')}pricing: { default: 0.002 }\n`,
   'tool-quota': (yaml) => yaml.replace(/(windows: \[.*\]) \}/, '$1, tool_calls: { web_search: [ { calls: 1000000000, per: 1d } ] } }'),
+  // Issue 44's cost check (decision 0079): the bench plan with all four scopes — the key (scope
+  // key), its account, an end user and a run (the bench body names user u-1 and session s-1) —
+  // each with a request window no run reaches: one admit call decides them all.
+  'all-scopes': (yaml) =>
+    yaml
+      .replace('rate_limits: { scope: account,', 'rate_limits: { scope: key,')
+      .replace(
+        /(windows: \[.*\]) \}/,
+        '$1, account: { windows: [ { requests: 100000000, per: 1m } ] }, end_user: { windows: [ { requests: 100000000, per: 1m } ] }, session: { windows: [ { requests: 100000000, per: 1m } ] } }',
+      ),
+  // The same plain plan counted per key (scope key): the all-scopes build's own baseline.
+  'scope-key': (yaml) => yaml.replace('rate_limits: { scope: account,', 'rate_limits: { scope: key,'),
   'no-lease': (yaml) => yaml.replace('rate_limits: { scope: account, on_store_error: allow }', 'rate_limits: { scope: account, on_store_error: allow, lease: false }'),
   // TLS on the listener (decision 0021): node:https, or node:http2 with HTTP/1.1 allowed. The
   // bench's clients still speak HTTP/1.1: what either server costs that path.

@@ -1,7 +1,10 @@
 // The key store at scale (issue 34, docs/design.md, "Scale of the control plane"): a throwaway redis-server filled to
 // each size in turn (10k, 100k, 1,000,000 keys by default) directly in the store's layout —
-// written with the built gateway's own record and index encoders (dist/keys/), pipelined —
-// and one built gateway process in front of it the whole time. At each size: admin list
+// each record made by the product's own constructor (newKeyRecord) and written with its own
+// record and index encoders (dist/keys/), pipelined — and one built gateway process in front
+// of it the whole time. A page that returns fewer rows than asked while more keys match its
+// filter (by the product's own matchesPage) stops the run: a figure timed over empty pages
+// cannot be reported. At each size: admin list
 // pages per filter (p50/p99 over cursor walks), a timed run of creates and revokes through
 // the admin API, the gateway's RSS after listing, Redis memory per key.
 import { randomBytes } from 'node:crypto';
@@ -39,16 +42,43 @@ const TOKEN = `bench-admin-${randomBytes(8).toString('hex')}`;
 const ACCOUNTS = 100_000;
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
+/** Label, admin query, and the same filter as the store's page query (matchesPage's shape). */
 const FILTERS = [
-  ['none', ''],
-  ['account', '&account=acct42'],
-  ['agent', '&agent=sales'],
-  ['status=active', '&status=active'],
-  ['status=revoked', '&status=revoked'],
-  ['status=expired', '&status=expired'],
-  ['name_prefix', '&name_prefix=bill'],
-  ['agent+status+name', '&agent=sales&status=active&name_prefix=bill'],
+  ['none', '', {}],
+  ['account', '&account=acct42', { account: 'acct42' }],
+  ['agent', '&agent=sales', { agent: 'sales' }],
+  ['status=active', '&status=active', { status: 'active' }],
+  ['status=revoked', '&status=revoked', { status: 'revoked' }],
+  ['status=expired', '&status=expired', { status: 'expired' }],
+  ['name_prefix', '&name_prefix=bill', { namePrefix: 'bill' }],
+  ['agent+status+name', '&agent=sales&status=active&name_prefix=bill', { agent: 'sales', status: 'active', namePrefix: 'bill' }],
 ];
+const PAGE_LIMIT = 50;
+
+/** How many keys in the store each filter matches, kept as the bench writes them (never asked of the store it checks). */
+class FilterTally {
+  constructor(matchesPage) {
+    this.matchesPage = matchesPage;
+    this.counts = new Map(FILTERS.map(([label]) => [label, 0]));
+  }
+
+  add(record, nowMs) {
+    for (const [label, , query] of FILTERS) if (this.matchesPage(record, { ...query, nowMs })) this.counts.set(label, this.counts.get(label) + 1);
+  }
+}
+
+/**
+ * Checks one page of a walk: fewer rows than asked while more match is a broken listing (or
+ * a broken fill), and the bench refuses to report times over it. Returns the walk's rows so far.
+ */
+export function checkPage(label, pageNumber, rows, nextCursor, seenBefore, matching) {
+  const left = matching - seenBefore;
+  const asked = Math.min(PAGE_LIMIT, left);
+  if (rows < asked) throw new Error(`keys: refusing the run: filter ${label}, page ${pageNumber + 1} returned ${rows} rows of the ${asked} asked while ${left} matching keys are not listed yet`);
+  const seen = seenBefore + rows;
+  if (nextCursor === null && seen < matching) throw new Error(`keys: refusing the run: filter ${label} ended after ${seen} rows while ${matching} keys match`);
+  return seen;
+}
 
 function keyId() {
   const bytes = randomBytes(16);
@@ -79,10 +109,11 @@ log: { level: info, file: ${JSON.stringify(join(tmpDir, 'gateway.log'))} }
   return path;
 }
 
-/** Writes keys [from, to) in the store's layout with the build's own encoders, 1,000 a pipeline. */
-async function fill(redis, dist, from, to, nowMs) {
+/** Writes keys [from, to) in the store's layout with the build's own constructor and encoders, 1,000 a pipeline. */
+async function fill(redis, dist, tally, from, to, nowMs) {
   const { recordFields } = dist.fields;
   const { indexEntries, indexFields, KeyIndexNames } = dist.index;
+  const { newKeyRecord } = dist.record;
   const head = `{${PREFIX}keys}:`;
   const names = new KeyIndexNames(head);
   for (let start = from; start < to; start += 1_000) {
@@ -91,22 +122,20 @@ async function fill(redis, dist, from, to, nowMs) {
       // Creation times one millisecond apart, in the past, oldest first.
       const createdMs = nowMs - 10 * 86_400_000 + i;
       const record = {
-        keyId: keyId(),
-        hash: randomBytes(32).toString('hex'),
-        account: `acct${i % ACCOUNTS}`,
-        plan: 'starter',
-        agents: i % 10 === 0 ? ['support', 'sales'] : ['support'],
-        name: i % 100 === 10 ? `Billing export ${i}` : `svc-${i}`,
-        createdAt: new Date(createdMs).toISOString(),
-        // 1 in 20 expires: half of those already in the past.
-        expiresAt: i % 20 === 3 ? new Date(nowMs + (i % 40 === 3 ? -1 : 1) * 86_400_000).toISOString() : null,
+        ...newKeyRecord({
+          keyId: keyId(),
+          hash: randomBytes(32).toString('hex'),
+          account: `acct${i % ACCOUNTS}`,
+          plan: 'starter',
+          agents: i % 10 === 0 ? ['support', 'sales'] : ['support'],
+          name: i % 100 === 10 ? `Billing export ${i}` : `svc-${i}`,
+          createdAt: new Date(createdMs).toISOString(),
+          // 1 in 20 expires: half of those already in the past.
+          expiresAt: i % 20 === 3 ? new Date(nowMs + (i % 40 === 3 ? -1 : 1) * 86_400_000).toISOString() : null,
+        }),
         revokedAt: i % 50 === 11 ? new Date(createdMs + 1_000).toISOString() : null,
-        lastUsedAt: null,
-        metadata: {},
-        limits: null,
-        replaces: null,
-        replacedBy: null,
       };
+      tally.add(record, nowMs);
       pipeline.hset(`${head}key:${record.hash}`, ...recordFields(record), ...indexFields(record));
       pipeline.set(`${head}keyid:${record.keyId}`, record.hash);
       for (const [key, score, member] of indexEntries(names, record)) pipeline.zadd(key, score, member);
@@ -145,6 +174,8 @@ async function runFileStore(sizes) {
   const { FileKeyStore } = await dist('keys/file-key-store.js');
   const { KeyService } = await dist('keys/key-service.js');
   const { generateApiKey } = await dist('keys/key-format.js');
+  const { newKeyRecord } = await dist('keys/key-record.js');
+  const { toStoredRecord } = await dist('keys/key-record-codec.js');
   const { silentLogger } = await dist('logger.js');
   const config = { plans: new Map([['starter', { windows: [] }]]), agents: new Map([['support', {}]]) };
   const rows = [];
@@ -154,7 +185,7 @@ async function runFileStore(sizes) {
       const path = join(dir, 'keys.json');
       const keys = Array.from({ length: size }, (_, i) => {
         const { keyId, hash } = generateApiKey();
-        return { key_id: keyId, hash, account: `acct${i % 100}`, plan: 'starter', agents: ['support'], name: `svc-${i}`, created_at: new Date(Date.now() - 86_400_000 + i).toISOString(), expires_at: null, revoked_at: null, last_used_at: null, metadata: {}, limits: null, replaces: null, replaced_by: null };
+        return toStoredRecord(newKeyRecord({ keyId, hash, account: `acct${i % 100}`, plan: 'starter', agents: ['support'], name: `svc-${i}`, createdAt: new Date(Date.now() - 86_400_000 + i).toISOString() }));
       });
       writeFileSync(path, JSON.stringify({ version: 1, keys }, null, 2));
       const store = await FileKeyStore.open({ path, logger: silentLogger, watch: false });
@@ -199,7 +230,10 @@ export async function run(argv) {
   const dist = {
     fields: await import(pathToFileURL(join(repoRoot, 'dist/keys/redis-key-fields.js')).href),
     index: await import(pathToFileURL(join(repoRoot, 'dist/keys/redis-key-index.js')).href),
+    record: await import(pathToFileURL(join(repoRoot, 'dist/keys/key-record.js')).href),
   };
+  const { matchesPage, nameKey } = await import(pathToFileURL(join(repoRoot, 'dist/keys/key-pages.js')).href);
+  const tally = new FilterTally((record, query) => matchesPage(record, query.namePrefix === undefined ? query : { ...query, namePrefix: nameKey(query.namePrefix) }));
   const tmpDir = mkdtempSync(join(tmpdir(), 'agentgw-bench-keys-'));
   // Always a throwaway server: the bench fills it with a million keys.
   delete process.env.REDIS_URL;
@@ -216,7 +250,7 @@ export async function run(argv) {
     let created = 0;
     for (const size of sizes) {
       const fillStarted = performance.now();
-      await fill(redis, dist, filled, size - created, Date.now());
+      await fill(redis, dist, tally, filled, size - created, Date.now());
       const fillSeconds = (performance.now() - fillStarted) / 1000;
       filled = size - created;
       process.stdout.write(`keys: ${size} in the store (filled in ${round(fillSeconds, 1)} s)\n`);
@@ -225,26 +259,34 @@ export async function run(argv) {
         const times = [];
         let cursor = '';
         let returned = 0;
+        let seen = 0;
         for (let n = 0; n < PAGES; n++) {
           const started = performance.now();
-          const page = await admin(dispatcher, gateway.adminUrl, 'GET', `/admin/v1/keys?limit=50${query}${cursor}`);
+          const page = await admin(dispatcher, gateway.adminUrl, 'GET', `/admin/v1/keys?limit=${PAGE_LIMIT}${query}${cursor}`);
           times.push(performance.now() - started);
           returned += page.data.length;
+          seen = checkPage(label, n, page.data.length, page.next_cursor, seen, tally.counts.get(label));
+          // At the end of the list the walk starts again from its first page.
+          if (page.next_cursor === null) seen = 0;
           cursor = page.next_cursor === null ? '' : `&cursor=${page.next_cursor}`;
         }
         const p = percentiles(times, [50, 99]);
         row.pages[label] = { p50: round(p.p50, 2), p99: round(p.p99, 2), rowsPerPage: round(returned / PAGES, 1) };
       }
-      const createdIds = [];
+      const createdKeys = [];
       row.createsPerSecond = round(
-        await rate(CREATES, 32, async () => {
-          const key = await admin(dispatcher, gateway.adminUrl, 'POST', '/admin/v1/keys', { account: `acct${createdIds.length % ACCOUNTS}`, plan: 'starter', agents: ['support'], name: 'bench create' });
-          createdIds.push(key.key_id);
+        await rate(CREATES, 32, async (i) => {
+          const key = await admin(dispatcher, gateway.adminUrl, 'POST', '/admin/v1/keys', { account: `acct${i % ACCOUNTS}`, plan: 'starter', agents: ['support'], name: 'bench create' });
+          createdKeys.push(key);
         }),
         0,
       );
       created += CREATES;
-      row.revokesPerSecond = round(await rate(Math.min(REVOKES, createdIds.length), 32, (i) => admin(dispatcher, gateway.adminUrl, 'POST', `/admin/v1/keys/${createdIds[i]}/revoke`)), 0);
+      const revokes = Math.min(REVOKES, createdKeys.length);
+      row.revokesPerSecond = round(await rate(revokes, 32, (i) => admin(dispatcher, gateway.adminUrl, 'POST', `/admin/v1/keys/${createdKeys[i].key_id}/revoke`)), 0);
+      // The keys made through the API count in the filters' tallies as the listing shows them.
+      const tallyNow = Date.now();
+      for (const [i, key] of createdKeys.entries()) tally.add({ account: key.account, agents: key.agents, name: key.name, expiresAt: null, revokedAt: i < revokes ? 'revoked' : null }, tallyNow);
       const usedMemory = Number(/used_memory:(\d+)/.exec(await redis.info('memory'))[1]);
       row.redisBytesPerKey = round((usedMemory - baseMemory) / size, 0);
       row.gatewayRssMb = round(memoryKb(gateway.pid).rssKb / 1024, 1);

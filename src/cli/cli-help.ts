@@ -17,9 +17,9 @@ export function markRequiredOptions(program: Command): Command {
 export const TOP_LEVEL_EXAMPLES = `
 Examples (from a checkout, as npm start runs it; config/gateway.yaml unless --config):
   $ npm start                                          the gateway, the demo agent and a demo key
-  $ node dist/cli/main.js keys create --account acme --plan pro --agent demo --name "acme prod"
-  $ node dist/cli/main.js config check --config config/gateway.yaml
-  $ node dist/cli/main.js usage --by account --since 7d
-  $ node dist/cli/main.js events list --state failed
-Each command has its own help: node dist/cli/main.js keys create --help. Docs: README.md and docs/.
+  $ node bin/agent-gateway.mjs keys create --account acme --plan pro --agent demo --name "acme prod"
+  $ node bin/agent-gateway.mjs config check --config config/gateway.yaml
+  $ node bin/agent-gateway.mjs usage --by account --since 7d
+  $ node bin/agent-gateway.mjs events list --state failed
+Each command has its own help: node bin/agent-gateway.mjs keys create --help. Docs: README.md and docs/.
 `;

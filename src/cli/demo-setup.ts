@@ -75,7 +75,7 @@ export function dashboardBanner(options: { config: GatewayConfig; configPath: st
     `Dashboard: http://${host}:${adminPort}/dashboard/`,
     ...signIn,
     '  Make another key from a terminal:',
-    `    node dist/cli/main.js keys create${configFlag} --account demo --plan ${plan} --agent ${DEMO_AGENT_ID} --name "my key"`,
+    `    node bin/agent-gateway.mjs keys create${configFlag} --account demo --plan ${plan} --agent ${DEMO_AGENT_ID} --name "my key"`,
     '',
   ].join('\n');
 }

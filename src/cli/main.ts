@@ -12,6 +12,7 @@ import { registerEventsCommand } from './events-command.js';
 import { registerKeysCommand } from './keys.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerUsageCommand } from './usage-command.js';
+import { unknownOptionsFirst } from './unknown-options-first.js';
 
 /** src/cli/ and dist/cli/ both sit two levels below the package root. */
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -25,6 +26,7 @@ registerAuditCommand(program);
 registerUsageCommand(program);
 registerEventsCommand(program);
 registerDemoAgentCommand(program);
+unknownOptionsFirst(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`agent-gateway: ${error instanceof Error ? error.message : String(error)}\n`);

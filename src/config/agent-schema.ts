@@ -81,6 +81,9 @@ export const agentSchema = z
     tools: z.array(z.string().min(1)).optional(),
     // The model the runner uses, priced when an answer names none (docs/configuration.md "pricing").
     model: z.string().min(1).max(MAX_MODEL_CHARS).optional(),
+    // Who serves the model, as traces name it (`gen_ai.provider.name`, docs/observability.md):
+    // `openai`, `anthropic`, … or the operator's own name; absent, traces say `agent-gateway`.
+    provider: z.string().min(1).max(MAX_MODEL_CHARS).optional(),
     max_tokens: z.number().int().min(1).default(4096),
     // Each open stream holds one upstream connection for its whole life, so the default is
     // no cap; set one to protect a runner that cannot take more. Per target.
@@ -127,6 +130,7 @@ export const agentSchema = z
       headersTimeoutMs: agent.timeout,
       tools: agent.tools ? new Set(agent.tools) : undefined,
       ...(agent.model === undefined ? {} : { model: agent.model }),
+      ...(agent.provider === undefined ? {} : { provider: agent.provider }),
       maxTokens: agent.max_tokens,
       ...(agent.max_connections === undefined ? {} : { maxConnections: agent.max_connections }),
       ...(agent.queue === undefined ? {} : { queue: agent.queue }),

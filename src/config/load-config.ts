@@ -16,6 +16,15 @@ export class ConfigError extends Error {
   }
 }
 
+/** The config file is not there: one line naming it and what to do, not a list of problems or an errno. */
+export class ConfigFileMissingError extends ConfigError {
+  constructor(source: string) {
+    super(source, ['no such file']);
+    this.message = `no config file at ${source}: pass --config PATH, or run from the checkout's root, where ${DEFAULT_CONFIG_PATH} is (docs/configuration.md)`;
+    this.name = 'ConfigFileMissingError';
+  }
+}
+
 const pathText = (path: readonly PropertyKey[]) => (path.length > 0 ? path.map(String).join('.') : '(top level)');
 
 function describeIssue(issue: z.core.$ZodIssue): string {
@@ -114,6 +123,7 @@ export async function readConfigText(path: string): Promise<string> {
   try {
     return await readFile(path, 'utf8');
   } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ConfigFileMissingError(path);
     throw new ConfigError(path, [`cannot read the file: ${(error as NodeJS.ErrnoException).code ?? String(error)}`]);
   }
 }

@@ -1,123 +1,52 @@
-// Plans and a key's own limits (docs/rate-limits.md): request windows, token and cost budgets,
-// tool-call quotas and the stream concurrency cap, read into the shape the limiter takes.
+// Plans and a key's own limits (docs/rate-limits.md, docs/policy.md): the scopes (the subject, an end
+// user, an agent run, the account) and the stream concurrency cap, assembled from the windows of
+// window-schema.ts into the shape src/policy/ compiles.
 import { z } from 'zod';
-import { formatDurationMs } from './duration.js';
-import { duration, positiveDuration } from './schema-primitives.js';
+import type { LimitScope, RateWindow } from './limit-window.js';
+import { duration } from './schema-primitives.js';
+import {
+  costWindows,
+  costWindowSchema,
+  requestWindows,
+  tokenWindows,
+  tokenWindowSchema,
+  toolCallsSchema,
+  toolQuotas,
+  windowSchema,
+  type CostWindowInput,
+  type TokenWindowInput,
+  type ToolCallsInput,
+  type ToolQuota,
+} from './window-schema.js';
+
+export { MAX_BUDGET_WINDOW_MS, MAX_QUOTA_TOOLS, MICRO_USD_PER_USD, TOOL_NAME, type ToolQuota } from './window-schema.js';
+
+export type { RateWindow };
 
 export const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
-const windowSchema = z.strictObject({
-  requests: z.number().int().min(1),
-  per: positiveDuration,
-  name: z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"').optional(),
-});
-
-const WINDOW_NAMES: Record<number, string> = { 1_000: 'second', 60_000: 'minute', 3_600_000: 'hour', 86_400_000: 'day' };
-
-/** The longest budget window (tokens, cost, tool calls): 90 days, in buckets of 36 h (docs/rate-limits.md "Accuracy bound"). */
-export const MAX_BUDGET_WINDOW_MS = 90 * 86_400_000;
-const budgetDuration = positiveDuration.refine((ms) => ms <= MAX_BUDGET_WINDOW_MS, { message: 'must be at most 90d' });
-const windowName = z.string().regex(/^[a-z0-9_-]{1,32}$/, 'lowercase letters, digits, "_" or "-"');
-
-const tokenWindowSchema = z.strictObject({
-  tokens: z.number().int().min(1),
-  per: budgetDuration,
-  name: windowName.optional(),
-});
-
-/** Cost budgets are counted in micro-dollars (integers in Redis): 1 USD = 1,000,000. */
-export const MICRO_USD_PER_USD = 1_000_000;
-
-const costWindowSchema = z.strictObject({
-  // At least one micro-dollar; at most a billion dollars, so every count stays an exact integer in Lua's doubles.
-  usd: z
-    .number()
-    .finite()
-    .gt(0)
-    .max(1_000_000_000)
-    .refine((usd) => Math.round(usd * MICRO_USD_PER_USD) >= 1, { message: 'must be at least 0.000001' }),
-  per: budgetDuration,
-  name: windowName.optional(),
-});
-
-const toolWindowSchema = z.strictObject({
-  calls: z.number().int().min(1).max(1_000_000_000),
-  per: budgetDuration,
-  name: windowName.optional(),
-});
-
-/** A tool named in `tool_calls`: what an agent's allow-list may hold, bounded so it fits a window (and Redis key) name. */
-export const TOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
-export const MAX_QUOTA_TOOLS = 64;
-
-const toolCallsSchema = z
-  .record(z.string(), z.array(toolWindowSchema).min(1).max(16))
-  .superRefine((tools, ctx) => {
-    const names = Object.keys(tools);
-    // Checked before the names so 10,000 tools answer one problem, not 10,000.
-    if (names.length > MAX_QUOTA_TOOLS) {
-      ctx.addIssue({ code: 'custom', message: `at most ${MAX_QUOTA_TOOLS} tools may have quotas, got ${names.length}` });
-      return;
-    }
-    for (const name of names) {
-      if (!TOOL_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'a tool name: letters, digits, "_", ".", ":" or "-", at most 64 characters' });
-    }
-  });
-
-type WindowInput = z.output<typeof windowSchema>;
-type TokenWindowInput = z.output<typeof tokenWindowSchema>;
-type CostWindowInput = z.output<typeof costWindowSchema>;
-type ToolCallsInput = z.output<typeof toolCallsSchema>;
-
 /**
- * One window as the limiter takes it; `tokens: true` on a token budget (its figures count tokens),
- * `cost: true` on a cost budget (micro-dollars), `tool` on a tool-call quota (calls of that tool).
- * The three are budgets: read at admission, charged after the answer (window-math.ts chargeUnits).
+ * The limits of one nested scope (docs/design.md, "Agent-aware policy", "Agent runs and nested
+ * scopes"): windows and budgets for EACH end user (`user-` names), EACH agent run
+ * (`session-`), or the whole account (`account-`), each window marked with its scope.
  */
-export interface RateWindow {
-  name: string;
-  limit: number;
-  windowMs: number;
-  tokens?: true;
-  cost?: true;
-  tool?: string;
-  /**
-   * Read and reported, never refusing: a tool quota of a tool the request does not name (its
-   * remaining tells which tools to withhold; docs/rate-limits.md "Tool-call quotas").
-   */
-  reportOnly?: true;
-  /** Set on an end user's window: counted per (subject, end user), refusing with `param: "context.user_id"`. */
-  endUser?: true;
-}
-
-/**
- * One tool's quota windows (docs/design.md, "Agent-aware policy"), in two forms with the same
- * names (so the same counters): `windows` refuse (the request names the tool), `reports` only report.
- */
-export interface ToolQuota {
-  tool: string;
+export interface ScopeLimits {
+  /** Request windows, token budgets, then cost budgets of the scope. */
   windows: readonly RateWindow[];
-  reports: readonly RateWindow[];
-}
-
-/**
- * A plan's end-user policy (docs/design.md, "Agent-aware policy"): windows and budgets for EACH end user of
- * the subject, named with a `user-` prefix (the IETF headers' `"user-minute"`).
- */
-export interface EndUserLimits {
-  requests: readonly RateWindow[];
-  tokens: readonly RateWindow[];
-  /** true: a request without `context.user_id` is 400 `invalid_request`. */
+  /** The scope's tool-call quotas (`"*"`: every tool); undefined: none. */
+  toolCalls?: readonly ToolQuota[] | undefined;
+  /** true: a request that does not name the scope's id (`context.user_id`, `context.session_id`) is 400. */
   require: boolean;
-  /** The subject's `windows` then the end user's: the one list a request is counted in, in this order. */
-  windows: readonly RateWindow[];
 }
+
+/** The end-user scope's limits (kept under its earlier name). */
+export type EndUserLimits = ScopeLimits;
 
 /**
  * A plan's (or a key's) resolved limits, built once here: the limiter and the rest of the
- * gateway read each dimension by its field, never by its place in a list. The dimensions of
- * docs/design.md, "Agent-aware policy" come as fields of their own (`endUser`, `toolCalls`,
- * `cost`; docs/rate-limits.md, "End-user windows").
+ * gateway read each dimension by its field, never by its place in a list. The scopes beside
+ * the subject come as fields of their own (`endUser`, `session`, `account`); src/policy/
+ * compiles them into the admission policy.
  */
 export interface Limits {
   /** Request windows. */
@@ -126,47 +55,18 @@ export interface Limits {
   tokens: readonly RateWindow[];
   /** Cost budgets in micro-dollars: like token budgets, charged the answer's `cost_usd` (docs/rate-limits.md "Cost budgets"). */
   cost?: readonly RateWindow[] | undefined;
-  /** `requests`, `tokens` then `cost`: the one list the limiter counts and reports statuses in, in this order. */
+  /** `requests`, `tokens` then `cost`: the subject's windows, in this order. */
   windows: readonly RateWindow[];
-  /**
-   * Tool-call quotas (undefined: none): checked after the body, where the request's `tools`
-   * are known (src/http/agent-policy-limit.ts), never in `windows`.
-   */
+  /** The subject's tool-call quotas (undefined: none). */
   toolCalls?: readonly ToolQuota[] | undefined;
   /** The stream concurrency cap (undefined: none). */
   concurrency?: StreamCap | undefined;
-  /** Per end user of the subject (undefined: no end-user policy; the request path is as without it). */
-  endUser?: EndUserLimits | undefined;
-}
-
-function requestWindows(inputs: readonly WindowInput[]): RateWindow[] {
-  return inputs.map((w) => ({ name: w.name ?? WINDOW_NAMES[w.per] ?? `${w.per / 1000}s`, limit: w.requests, windowMs: w.per }));
-}
-
-/** Token windows are named `tokens-<period>` unless named. */
-function tokenWindows(inputs: readonly TokenWindowInput[]): RateWindow[] {
-  return inputs.map((t) => ({ name: t.name ?? `tokens-${WINDOW_NAMES[t.per] ?? `${t.per / 1000}s`}`, limit: t.tokens, windowMs: t.per, tokens: true }));
-}
-
-/** A policy window's period in its name: `minute`, `day`, else the duration as written short (`30d`, `90m`). */
-function periodName(ms: number): string {
-  return WINDOW_NAMES[ms] ?? formatDurationMs(ms);
-}
-
-/** Cost budgets are named `cost-<period>` unless named; their limit is in micro-dollars. */
-function costWindows(inputs: readonly CostWindowInput[]): RateWindow[] {
-  return inputs.map((c) => ({ name: c.name ?? `cost-${periodName(c.per)}`, limit: Math.round(c.usd * MICRO_USD_PER_USD), windowMs: c.per, cost: true }));
-}
-
-/** Tool windows are named `tool-<tool>-<period>` unless named; in the order the config lists the tools. */
-function toolQuotas(input: ToolCallsInput | undefined): ToolQuota[] | undefined {
-  if (input === undefined) return undefined;
-  const quotas: ToolQuota[] = [];
-  for (const [tool, inputs] of Object.entries(input)) {
-    const windows: RateWindow[] = inputs.map((t) => ({ name: t.name ?? `tool-${tool}-${periodName(t.per)}`, limit: t.calls, windowMs: t.per, tool }));
-    quotas.push({ tool, windows, reports: windows.map((w) => ({ ...w, reportOnly: true })) });
-  }
-  return quotas.length === 0 ? undefined : quotas;
+  /** Per end user of the subject (undefined: no end-user policy). */
+  endUser?: ScopeLimits | undefined;
+  /** Per agent run (`context.session_id`) of the subject (undefined: none). */
+  session?: ScopeLimits | undefined;
+  /** The whole account, across its keys (undefined: none). */
+  account?: ScopeLimits | undefined;
 }
 
 const endUserSchema = z.strictObject({
@@ -175,16 +75,38 @@ const endUserSchema = z.strictObject({
   require: z.boolean().default(false),
 });
 
-type EndUserInput = z.output<typeof endUserSchema>;
+const sessionSchema = z.strictObject({
+  windows: z.array(windowSchema).max(16).default([]),
+  tokens: z.array(tokenWindowSchema).max(16).default([]),
+  cost: z.array(costWindowSchema).max(16).default([]),
+  tool_calls: toolCallsSchema.optional(),
+  require: z.boolean().default(false),
+});
 
-/** An end user's windows, named `user-<name>`, flagged as theirs. */
-function endUserWindows(windows: readonly RateWindow[]): RateWindow[] {
-  return windows.map((w) => ({ ...w, name: `user-${w.name}`, endUser: true }));
+const accountSchema = z.strictObject({
+  windows: z.array(windowSchema).max(16).default([]),
+  tokens: z.array(tokenWindowSchema).max(16).default([]),
+  cost: z.array(costWindowSchema).max(16).default([]),
+  tool_calls: toolCallsSchema.optional(),
+});
+
+interface ScopeInput {
+  windows: z.output<typeof windowSchema>[];
+  tokens: TokenWindowInput[];
+  cost?: CostWindowInput[];
+  tool_calls?: ToolCallsInput | undefined;
+  require?: boolean;
 }
 
-/** The end-user part as the limiter takes it; its combined list is built with the subject's. */
-function endUserParts(input: EndUserInput): Omit<EndUserLimits, 'windows'> {
-  return { requests: endUserWindows(requestWindows(input.windows)), tokens: endUserWindows(tokenWindows(input.tokens)), require: input.require };
+/** A nested scope's part as the limiter takes it, its windows named with the scope's prefix. */
+function scopeParts(input: ScopeInput, scope: LimitScope): ScopeLimits {
+  const limits: ScopeLimits = {
+    windows: [...requestWindows(input.windows, scope), ...tokenWindows(input.tokens, scope), ...costWindows(input.cost ?? [], scope)],
+    require: input.require ?? false,
+  };
+  const tools = toolQuotas(input.tool_calls, scope);
+  if (tools !== undefined) limits.toolCalls = tools;
+  return limits;
 }
 
 /** A Limits' parts, each by its name. */
@@ -194,23 +116,32 @@ interface LimitParts {
   cost: readonly RateWindow[];
   toolCalls: readonly ToolQuota[] | undefined;
   concurrency: StreamCap | undefined;
-  endUser: Omit<EndUserLimits, 'windows'> | undefined;
+  endUser: ScopeLimits | undefined;
+  session: ScopeLimits | undefined;
+  account: ScopeLimits | undefined;
 }
 
 /** The one place that puts a Limits together. */
 function limitsOf(parts: LimitParts): Limits {
-  const { requests, tokens, cost, toolCalls, concurrency, endUser } = parts;
+  const { requests, tokens, cost, toolCalls, concurrency, endUser, session, account } = parts;
   const windows = [...requests, ...tokens, ...cost];
   const limits: Limits = { requests, tokens, cost, windows, concurrency };
   if (toolCalls !== undefined) limits.toolCalls = toolCalls;
-  if (endUser !== undefined) limits.endUser = { ...endUser, windows: [...windows, ...endUser.requests, ...endUser.tokens] };
+  if (endUser !== undefined) limits.endUser = endUser;
+  if (session !== undefined) limits.session = session;
+  if (account !== undefined) limits.account = account;
   return limits;
 }
 
-/** Every window name of a Limits (tool windows included), for the duplicate check. */
+/** Every window of a scope's limits (tool windows included). */
+function scopeWindows(limits: ScopeLimits | undefined): RateWindow[] {
+  if (limits === undefined) return [];
+  return [...limits.windows, ...(limits.toolCalls ?? []).flatMap((quota) => quota.windows)];
+}
+
+/** Every window name of a Limits (tool windows and every scope's included), for the duplicate check. */
 function allWindows(limits: Limits): RateWindow[] {
-  const tools = (limits.toolCalls ?? []).flatMap((quota) => quota.windows);
-  return [...(limits.endUser?.windows ?? limits.windows), ...tools];
+  return [...scopeWindows({ windows: limits.windows, toolCalls: limits.toolCalls, require: false }), ...scopeWindows(limits.endUser), ...scopeWindows(limits.session), ...scopeWindows(limits.account)];
 }
 
 function duplicateName(windows: ReadonlyArray<{ name: string }>): string | undefined {
@@ -249,6 +180,8 @@ export const planSchema = z
     tool_calls: toolCallsSchema.optional(),
     concurrency: concurrencySchema.optional(),
     end_user: endUserSchema.optional(),
+    session: sessionSchema.optional(),
+    account: accountSchema.optional(),
   })
   // `concurrency` is optional in the type (plans built in code need not name it) but always
   // set here, undefined without a cap, so every parsed plan object has one shape.
@@ -259,7 +192,9 @@ export const planSchema = z
       cost: costWindows(plan.cost),
       toolCalls: toolQuotas(plan.tool_calls),
       concurrency: streamCap(plan.concurrency),
-      endUser: plan.end_user && endUserParts(plan.end_user),
+      endUser: plan.end_user && scopeParts(plan.end_user, 'user'),
+      session: plan.session && scopeParts(plan.session, 'session'),
+      account: plan.account && scopeParts(plan.account, 'account'),
     });
     const duplicate = duplicateName(allWindows(limits));
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
@@ -278,17 +213,18 @@ export const keyLimitsSchema = z
     tool_calls: toolCallsSchema.optional(),
     concurrency: concurrencySchema.optional(),
     end_user: endUserSchema.optional(),
+    session: sessionSchema.optional(),
+    account: accountSchema.optional(),
   })
   .superRefine((limits, ctx) => {
-    const endUser = limits.end_user && endUserParts(limits.end_user);
-    const tools = (toolQuotas(limits.tool_calls) ?? []).flatMap((quota) => quota.windows);
     const duplicate = duplicateName([
       ...requestWindows(limits.windows ?? []),
       ...tokenWindows(limits.tokens ?? []),
       ...costWindows(limits.cost ?? []),
-      ...tools,
-      ...(endUser?.requests ?? []),
-      ...(endUser?.tokens ?? []),
+      ...(toolQuotas(limits.tool_calls) ?? []).flatMap((quota) => quota.windows),
+      ...scopeWindows(limits.end_user && scopeParts(limits.end_user, 'user')),
+      ...scopeWindows(limits.session && scopeParts(limits.session, 'session')),
+      ...scopeWindows(limits.account && scopeParts(limits.account, 'account')),
     ]);
     if (duplicate) ctx.addIssue({ code: 'custom', message: `two windows are named "${duplicate}"; give one a distinct "name"` });
   });
@@ -304,8 +240,8 @@ export type PlanConfig = Limits;
 export type KeyLimits = z.input<typeof keyLimitsSchema>;
 
 /**
- * A key's own limits over its plan: `windows`, `tokens`, `cost`, `tool_calls`, `concurrency` and
- * `end_user`, each where given, replace the plan's (an empty list or mapping removes them); what
+ * A key's own limits over its plan: `windows`, `tokens`, `cost`, `tool_calls`, `concurrency`,
+ * `end_user`, `session` and `account`, each where given, replace the plan's (an empty list or mapping removes them); what
  * is not given is the plan's.
  */
 export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConfig {
@@ -317,6 +253,8 @@ export function planWithKeyLimits(plan: PlanConfig, stored: KeyLimits): PlanConf
     cost: limits.cost === undefined ? (plan.cost ?? []) : costWindows(limits.cost),
     toolCalls: limits.tool_calls === undefined ? plan.toolCalls : toolQuotas(limits.tool_calls),
     concurrency: limits.concurrency === undefined ? plan.concurrency : streamCap(limits.concurrency),
-    endUser: limits.end_user === undefined ? plan.endUser : endUserParts(limits.end_user),
+    endUser: limits.end_user === undefined ? plan.endUser : scopeParts(limits.end_user, 'user'),
+    session: limits.session === undefined ? plan.session : scopeParts(limits.session, 'session'),
+    account: limits.account === undefined ? plan.account : scopeParts(limits.account, 'account'),
   });
 }

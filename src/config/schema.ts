@@ -18,7 +18,7 @@ import { pricingSchema } from './pricing-schema.js';
 import { authSchema, checkDefaultPlans } from './auth-schema.js';
 import { adminOidcSchema } from './admin-oidc-schema.js';
 
-export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
+export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type ScopeLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
 export { TAGGABLE_KEY } from './redis-schema.js';
 export { EVENT_TYPES, WebhookSecret, type EventType, type NotificationsConfig, type WebhookConfig } from './notifications-schema.js';
@@ -129,7 +129,10 @@ export const configSchema = z
     // USD per 1,000 tokens_used by model (docs/configuration.md "pricing"); absent: no cost is computed.
     pricing: pricingSchema.optional(),
     agents: z
-      .record(z.string().regex(AGENT_ID, 'agent ids are lowercase letters, digits, "_" or "-", starting with a letter or digit'), agentSchema)
+      .record(z.string().regex(AGENT_ID, 'agent ids are lowercase letters, digits, "_" or "-", starting with a letter or digit'), agentSchema, {
+        // A file without `agents:` at all: say what is missing and what it looks like, not zod's type words.
+        error: (issue) => (issue.input === undefined ? 'missing: name the agents this gateway serves, e.g. "agents: { demo: { upstream: http://127.0.0.1:8081/api/v1 } }" (docs/configuration.md)' : undefined),
+      })
       .refine((agents) => Object.keys(agents).length > 0, { message: 'configure at least one agent' }),
     stream: z
       .strictObject({

@@ -28,11 +28,13 @@ import { traceContextFor } from '../proxy/traceparent.js';
 import { forwardToUpstream } from '../proxy/upstream-dispatch.js';
 import { a2aCall } from '../proxy/a2a/a2a-exchange.js';
 import { sendMethod } from '../proxy/a2a/a2a-protocol.js';
-import { appendRateLimitHeaders, retryAfterSeconds } from '../ratelimit/rate-limit-headers.js';
-import { refusedByEndUser, type RateLimitDecision, type RateLimiter } from '../ratelimit/rate-limiter.js';
+import { appendRateLimitHeaders } from '../ratelimit/rate-limit-headers.js';
+import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter.js';
 import type { BudgetThresholds } from '../ratelimit/budget-thresholds.js';
 import { RequestState } from '../request/request-state.js';
-import { chargeAnswer, limitAfterBody, limitedAfterBody, refuseByPolicyBudget, refusingBudget, withholdSpentTools } from './agent-policy-limit.js';
+import { Admission } from '../policy/admission.js';
+import { admissionPolicyOf } from '../policy/policy-cache.js';
+import { applyToolScope } from '../policy/tool-scope.js';
 import { settleAnswerCost } from '../request/cost.js';
 import { countAnswerFacts } from './answer-metrics.js';
 import type { RequestTracing } from '../telemetry/request-tracing.js';
@@ -41,7 +43,6 @@ import { answerError } from './answer-error.js';
 import { finishRequest, recordAtEnd } from './finish-request.js';
 import { requestConnection, requestHost } from './http2-requests.js';
 import { isJournaled } from './journaled-response.js';
-import { keyPlanLimits } from './key-limits.js';
 import type { GatewayRuntime } from './gateway-runtime.js';
 import { isJsonContentType, readBody } from './read-body.js';
 import { ChatRequest } from './chat-request.js';
@@ -49,7 +50,6 @@ import { requestLogWriter, type RequestLogWriter } from './request-log-line.js';
 import { refuseContentEncoding, refuseRepeatedHost } from './request-header-checks.js';
 import { matchRoute, type RouteTable } from './routing.js';
 import { parseJsonBody, validateChatRequest } from './validate-chat-request.js';
-import { applyToolScope } from './tool-scope.js';
 
 export interface GatewayDependencies {
   runtime: GatewayRuntime;
@@ -133,6 +133,7 @@ export class ChatPipeline {
     request.agent = agent;
     state.agentId = agent.id;
     state.route = route;
+    if (state.trace !== undefined) state.trace.agentMatched(agent);
     this.key(request);
   }
 
@@ -151,7 +152,10 @@ export class ChatPipeline {
     );
   }
 
-  /** The caller's plan and its windows: counted at once when the limiter can, else after it answers. */
+  /**
+   * The one limit stage: the key's compiled policy (src/policy/) makes the request's admission;
+   * decided now, or after the body when the policy needs its fields.
+   */
   limit(request: ChatRequest, key: AuthenticatedKey): void {
     const { state, config } = request;
     // Gone while its key was looked up (an HTTP/2 reset, a hang-up): nothing more to decide.
@@ -163,47 +167,40 @@ export class ChatPipeline {
         this.logger.error({ request_id: state.requestId, key_id: key.keyId, plan: key.plan }, 'key refers to a plan that is not configured');
         throw new GatewayError('internal_error', { message: 'The API key refers to a plan the gateway does not know.' });
       }
-      // Keys without limits of their own (the common case) pay for this one check.
-      const limits = key.limits == null ? plan : keyPlanLimits(key.limits, plan);
-      const windows = limits.windows;
-      // Only a stream holds a slot; a plan without a cap pays for this one property read.
-      const cap = limits.concurrency !== undefined && state.route === 'chat/stream' ? limits.concurrency : undefined;
-      if (windows.length === 0 && cap === undefined && !limitedAfterBody(limits)) {
+      const byAccount = config.rateLimits.scope === 'account';
+      const policy = admissionPolicyOf(plan, key.limits, !byAccount);
+      if (policy.free) {
         this.body(request);
         return;
       }
-      const subject = config.rateLimits.scope === 'account' ? `account:${key.account}` : `key:${key.keyId}`;
-      request.limitSubject = subject;
-      if (limitedAfterBody(limits)) {
-        request.afterBodyLimits = limits;
-        request.endUserLimits = limits.endUser;
-        request.limitCap = cap;
-        this.body(request);
-        return;
-      }
-      if (limits.tokens.length > 0 || limits.cost?.length) {
-        request.tokenWindows = windows;
-        request.tokenSubject = subject;
-      }
-      const decision = this.rateLimiter.consumeNow(subject, windows, cap);
-      if (decision !== undefined) {
-        this.admit(request, decision);
-        return;
-      }
-      void this.rateLimiter.consume(subject, windows, cap).then(
-        (decided) => this.admit(request, decided),
-        (error: unknown) => this.fail(request, error),
-      );
+      const admission = new Admission(policy, key, byAccount, state.route === 'chat/stream');
+      request.admission = admission;
+      if (admission.afterBody) this.body(request);
+      else this.decide(request, admission);
     } catch (error) {
       this.fail(request, error);
     }
   }
 
-  /** The limiter's decision: its headers go on the answer, and a full window refuses (429). */
+  /** Every scope of the request in one limiter call: at once when the limiter can, else after it answers. */
+  private decide(request: ChatRequest, admission: Admission): void {
+    const decision = admission.decideNow(this.rateLimiter);
+    if (decision !== undefined) {
+      this.admit(request, decision);
+      return;
+    }
+    void admission.decide(this.rateLimiter).then(
+      (decided) => this.admit(request, decided),
+      (error: unknown) => this.fail(request, error),
+    );
+  }
+
+  /** The limiter's decision: its headers go on the answer, and a refusal is the policy's error (429). */
   admit(request: ChatRequest, decision: RateLimitDecision): void {
     const { state } = request;
+    const admission = request.admission!;
     try {
-      if (this.thresholds !== undefined) this.thresholds.observe(request.limitSubject, decision.windows);
+      if (this.thresholds !== undefined) this.thresholds.observe(admission.owner, decision.windows, admission.sessionId, admission.account);
       // The client left while the limiter decided: nothing will release the slot later, and
       // nothing is read or forwarded for it.
       if (request.finished) {
@@ -212,29 +209,10 @@ export class ChatPipeline {
       }
       if (decision.slot !== undefined) request.slot = decision.slot;
       state.hasRateLimitHeaders = appendRateLimitHeaders(decision, state.responseHeaders);
-      if (!decision.allowed) {
-        if (decision.concurrencyLimited === true) {
-          metrics.concurrencyLimited.inc({ plan: state.key!.plan });
-          state.refusal = 'concurrency_limit_exceeded';
-          throw new GatewayError('concurrency_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision) });
-        }
-        // An end user's own window refused while the subject had room: the same errors, naming the field.
-        const param = request.endUserLimits !== undefined && refusedByEndUser(decision) ? 'context.user_id' : undefined;
-        if (param !== undefined) metrics.endUserLimited.inc({ plan: state.key!.plan });
-        const budget = refusingBudget(decision);
-        if (budget !== undefined && budget.tokens !== true) refuseByPolicyBudget(request, decision, budget);
-        if (budget?.tokens === true) {
-          metrics.tokenBudgetExceeded.inc({ plan: state.key!.plan });
-          state.refusal = 'token_budget_exceeded';
-          throw new GatewayError('token_budget_exceeded', { retryAfterSeconds: retryAfterSeconds(decision), param });
-        }
-        metrics.rateLimited.inc({ plan: state.key!.plan });
-        state.refusal = 'rate_limited';
-        throw new GatewayError('rate_limit_exceeded', { retryAfterSeconds: retryAfterSeconds(decision), param });
-      }
-      if (request.afterBodyLimits?.toolCalls !== undefined) withholdSpentTools(request, decision);
-      if (request.body !== undefined) this.send(request, request.body, request.parsed);
-      else this.body(request);
+      if (!decision.allowed) throw admission.refuse(decision, state);
+      const body = request.body;
+      if (body === undefined) this.body(request);
+      else this.send(request, admission.admittedBody(decision, state, request.parsed, body, request.agent!.tools), request.parsed);
     } catch (error) {
       this.fail(request, error);
     }
@@ -265,10 +243,17 @@ export class ChatPipeline {
       // A key without a tool scope pays for this one check (tool-scope.ts). On a plan with tool
       // quotas a request naming no tools gets its list after the limit, less the spent tools.
       const scope = state.key!.tools;
-      const later = scope == null || (summary.tools === null && request.afterBodyLimits?.toolCalls !== undefined);
+      const admission = request.admission;
+      const later = scope == null || (summary.tools === null && admission?.policy.hasToolQuotas === true);
       const sent = later ? body : applyToolScope(state, parsed as Record<string, unknown>, body, scope, request.agent!.tools, undefined).body;
-      if (request.afterBodyLimits !== undefined) limitAfterBody(this.rateLimiter, this, request, sent, parsed);
-      else this.send(request, sent, parsed);
+      if (admission === undefined || !admission.afterBody) {
+        this.send(request, sent, parsed);
+        return;
+      }
+      admission.bodyRead(state);
+      request.body = sent;
+      request.parsed = parsed;
+      this.decide(request, admission);
     } catch (error) {
       this.fail(request, error);
     }
@@ -342,7 +327,7 @@ export class ChatPipeline {
     if (!request.state.audited) settleAnswerCost(request.state, request.agent?.model, request.config.pricing);
     countAnswerFacts(request.state, request.agent);
     // The answer's tokens (or, without a valid count, what was relayed), cost and tool calls; batched by the limiter.
-    if (request.tokenWindows !== undefined) chargeAnswer(this.rateLimiter, request);
+    if (request.admission !== undefined) request.admission.charge(this.rateLimiter, request.state, request.config.pricing);
     const { req, res, state } = request;
     // An HTTP/2 stream reset before anything was answered or forwarded (rapid reset, decision
     // 0045) costs a counter, not an audit record and a log line each.

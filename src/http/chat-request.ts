@@ -2,9 +2,10 @@
 // stages share, and the body's receiver. The pipeline is seen through the two stages the body
 // hands back to, so this file does not import the pipeline.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AgentConfig, EndUserLimits, GatewayConfig, Limits } from '../config/schema.js';
+import type { AgentConfig, GatewayConfig } from '../config/schema.js';
+import type { Admission } from '../policy/admission.js';
 import type { TraceContext } from '../proxy/traceparent.js';
-import type { EndUserHash, RateWindow, StreamCap, StreamSlot } from '../ratelimit/rate-limiter.js';
+import type { StreamSlot } from '../ratelimit/rate-limiter.js';
 import type { RequestState } from '../request/request-state.js';
 import type { ClientAddress } from './client-address.js';
 import type { BodyReceiver } from './read-body.js';
@@ -19,21 +20,13 @@ export interface BodyStages {
 export class ChatRequest implements BodyReceiver {
   /** Known from the route stage on. */
   agent: AgentConfig | undefined = undefined;
-  /** Set by the limit stage only for a plan with budgets (tokens, cost, tool quotas): what finish() charges the answer to. */
-  tokenWindows: readonly RateWindow[] | undefined = undefined;
-  tokenSubject = '';
-  /** The end user the answer's tokens are charged to as well (a plan with end-user budgets). */
-  tokenEndUser: EndUserHash | undefined = undefined;
   /**
-   * A plan with an end-user policy is limited after the body is read (`context.user_id` is in
-   * it): what the limit stage left for then. Undefined on every other plan.
+   * The request's admission under its key's compiled policy (src/policy/), set by the limit
+   * stage unless the plan limits nothing: the one object the limit, the after-body decision
+   * and finish()'s charge ask.
    */
-  endUserLimits: EndUserLimits | undefined = undefined;
-  /** The limits of a plan limited after the body (an end-user policy, tool-call quotas; agent-policy-limit.ts). */
-  afterBodyLimits: Limits | undefined = undefined;
-  limitSubject = '';
-  limitCap: StreamCap | undefined = undefined;
-  /** Set while a body waits for the end-user limit's decision, with its parsed value (an A2A call is built from it). */
+  admission: Admission | undefined = undefined;
+  /** Set while a body waits for the after-body limit's decision, with its parsed value (an A2A call is built from it). */
   body: Buffer | undefined = undefined;
   parsed: unknown = undefined;
   /** The concurrency-cap slot this stream holds, released by finish() whatever ended it. */

@@ -94,6 +94,8 @@ export function validateChatRequest(body: unknown, agent: AgentConfig, limits: V
     }
     if (context.session_id !== undefined) {
       if (typeof context.session_id !== 'string') throw invalid('context.session_id', '"context.session_id" must be a string.');
+      // It may be counted per agent run (docs/design.md, "Agent runs and nested scopes"): bounded like user_id.
+      if (exceedsCodePoints(context.session_id, MAX_USER_ID_CHARS)) throw invalid('context.session_id', `"context.session_id" must be at most ${MAX_USER_ID_CHARS} characters.`);
       if (containsApiKey(context.session_id)) throw invalid('context.session_id', '"context.session_id" must not contain an API key.');
       sessionId = context.session_id;
     }

@@ -1,6 +1,8 @@
 // The embedded key store: a JSON file `{"version": 1, "keys": [...]}` (snake_case records)
 // written only by key operations (the CLI), atomically, under a lock file; a running
-// gateway holds an in-memory index and reloads it when the file changes.
+// gateway holds an in-memory index and reloads it when the file changes (fs.watch and a stat
+// poll), and on a key it does not know it looks at the file first: a key the CLI has just
+// written works at once, however late the watch event comes on a busy machine.
 //
 // last_used_at lives in a sidecar file (`keys.last-used.json` beside `keys.json`), written
 // only by gateways: the CLI and a gateway then never rewrite the same file, so neither can
@@ -8,7 +10,9 @@
 //
 // Sized for what one operator edits by hand or with the CLI (docs/keys.md, "Which store"):
 // every write rewrites the whole file. The file format and index live apart
-// (key-file-format.ts), the atomic-write and lock helpers too (src/files.ts).
+// (key-file-format.ts), the atomic-write and lock helpers too (src/files.ts). Over 300
+// lines as one file: the reads, the writes and the three reload triggers share the file's
+// signature and write generation that keep the index from going back in time.
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { watch, type FSWatcher } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
@@ -53,6 +57,9 @@ export class FileKeyStore implements KeyStore {
   private writeGeneration = 0;
   private polling = false;
   private closed = false;
+  /** The file check unknown keys wait for, and the one queued behind it (at most one stat in flight). */
+  private fileCheck: Promise<void> | undefined;
+  private nextFileCheck: Promise<void> | undefined;
 
   private constructor(private readonly options: FileKeyStoreOptions) {
     this.sidecarPath = sidecarPathFor(options.path);
@@ -78,7 +85,12 @@ export class FileKeyStore implements KeyStore {
   }
 
   async findByHash(hash: string): Promise<KeyRecord | undefined> {
-    const record = this.index.byHash.get(hash);
+    let record = this.index.byHash.get(hash);
+    if (record === undefined && this.options.watch && !this.closed) {
+      // Unknown here: the file may have a key the watch has not told us about yet.
+      await this.checkFileOnMiss();
+      record = this.index.byHash.get(hash);
+    }
     return record && this.withLastUsed(record);
   }
 
@@ -320,12 +332,37 @@ export class FileKeyStore implements KeyStore {
     }
   }
 
+  /**
+   * A stat of the file that started after the caller's miss (a reload when it changed). Misses
+   * while a check runs share the one queued behind it: a flood of unknown keys costs at most
+   * one stat in flight, back to back, and a reload only when the file really changed.
+   */
+  private checkFileOnMiss(): Promise<void> {
+    if (this.fileCheck === undefined) {
+      this.fileCheck = this.reloadIfChanged()
+        .catch(() => undefined) // the poll logs a file it cannot stat; a request just misses
+        .finally(() => {
+          this.fileCheck = undefined;
+        });
+      return this.fileCheck;
+    }
+    this.nextFileCheck ??= this.fileCheck.then(() => {
+      this.nextFileCheck = undefined;
+      return this.checkFileOnMiss();
+    });
+    return this.nextFileCheck;
+  }
+
+  private async reloadIfChanged(): Promise<void> {
+    const signature = await this.statSignature();
+    if (signature !== this.signature) await this.reload();
+  }
+
   private async poll(): Promise<void> {
     if (this.polling || this.closed) return;
     this.polling = true;
     try {
-      const signature = await this.statSignature();
-      if (signature !== this.signature) await this.reload();
+      await this.reloadIfChanged();
     } catch (error) {
       this.options.logger.warn({ err: error, file: this.options.path }, 'cannot stat the key file');
     } finally {

@@ -28,6 +28,46 @@ export interface KeyRecord {
   replacedBy: string | null;
 }
 
+/** What a new key is made of; the rest starts empty: never used, not revoked, not rotated. */
+export interface NewKeyFields {
+  keyId: string;
+  hash: string;
+  account: string;
+  plan: string;
+  agents: string[];
+  name: string;
+  createdAt: string;
+  expiresAt?: string | null;
+  metadata?: Record<string, string>;
+  limits?: KeyLimits | null;
+  tools?: string[] | null;
+}
+
+/**
+ * The one constructor of a new KeyRecord (KeyService.createKey, and the key-store bench that
+ * fills a store in its layout): every field present, so no encoder meets a missing one.
+ * Checks nothing: the service validates before it calls this.
+ */
+export function newKeyRecord(fields: NewKeyFields): KeyRecord {
+  return {
+    keyId: fields.keyId,
+    hash: fields.hash,
+    account: fields.account,
+    plan: fields.plan,
+    agents: fields.agents,
+    name: fields.name,
+    createdAt: fields.createdAt,
+    expiresAt: fields.expiresAt ?? null,
+    revokedAt: null,
+    lastUsedAt: null,
+    metadata: fields.metadata ?? {},
+    limits: fields.limits ?? null,
+    tools: fields.tools ?? null,
+    replaces: null,
+    replacedBy: null,
+  };
+}
+
 /** What the request pipeline learns about the caller once the key is accepted. */
 export interface AuthenticatedKey {
   keyId: string;

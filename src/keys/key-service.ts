@@ -6,8 +6,8 @@
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { keyLimitsSchema, type GatewayConfig, type KeyLimits } from '../config/schema.js';
-import { generateApiKey, isKeyId } from './key-format.js';
-import type { KeyRecord } from './key-record.js';
+import { API_KEY_PREFIX, generateApiKey, isKeyId } from './key-format.js';
+import { newKeyRecord, type KeyRecord } from './key-record.js';
 import type { KeyEvents } from './key-events.js';
 import { keyStatus, type KeyStatus } from './key-record-codec.js';
 import { nameKey } from './key-pages.js';
@@ -129,7 +129,7 @@ export class KeyService {
       if (Date.parse(expiresAt) <= nowMs) throw new KeyServiceError('expires_at must be in the future', 'expires_at');
     }
     const { rawKey, keyId, hash } = generateApiKey();
-    const record: KeyRecord = {
+    const record = newKeyRecord({
       keyId,
       hash,
       account,
@@ -138,14 +138,10 @@ export class KeyService {
       name,
       createdAt: new Date(nowMs).toISOString(),
       expiresAt,
-      revokedAt: null,
-      lastUsedAt: null,
       metadata: this.checkMetadata(input.metadata ?? {}),
       limits: this.checkLimits(input.limits ?? null),
       tools: checkTools(input.tools ?? null),
-      replaces: null,
-      replacedBy: null,
-    };
+    });
     await this.store.create(record);
     this.options.events?.created(record, nowMs);
     return { rawKey, record };
@@ -305,7 +301,11 @@ export class KeyService {
   }
 
   private checkKeyId(keyId: string): void {
-    if (!isKeyId(keyId)) throw new KeyServiceError(`${JSON.stringify(keyId)} is not a key id (they look like key_ followed by 16 letters and digits)`, 'key_id');
+    if (isKeyId(keyId)) return;
+    // A raw key pasted where its id belongs: say so, and never write the key back anywhere
+    // (an error message ends up in terminals, logs and admin answers).
+    if (keyId.startsWith(API_KEY_PREFIX)) throw new KeyServiceError(`that is an API key (${API_KEY_PREFIX}…), not a key id: pass its key_id (key_ followed by 16 letters and digits; \`keys list\` shows them). The key itself was not printed`, 'key_id');
+    throw new KeyServiceError(`${JSON.stringify(keyId.length > 40 ? `${keyId.slice(0, 40)}…` : keyId)} is not a key id (they look like key_ followed by 16 letters and digits)`, 'key_id');
   }
 }
 

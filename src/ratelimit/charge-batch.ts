@@ -1,13 +1,13 @@
-// The answers' charges of one event-loop turn, summed per (subject, end user) and per budget,
+// The answers' charges of one event-loop turn, summed per (subject, scope instances) and per budget,
 // so a turn sends one charge call per subject however many answers finished in it
 // (docs/rate-limits.md "Token budgets", "In Redis: no extra round trip"). Each budget keeps its
 // own amount (tokens, micro-dollars, a tool's calls): the charge operation takes one per window.
-import type { ChargeUsage, EndUserHash, RateWindow } from './rate-limiter.js';
+import type { ChargeUsage, RateWindow, ScopeKeys } from './rate-limiter.js';
 import { chargeUnits } from './window-math.js';
 
 export interface QueuedCharge {
   subject: string;
-  endUser: EndUserHash | undefined;
+  scopes: ScopeKeys | undefined;
   windows: readonly RateWindow[];
   /** Per window of `windows`: the units to charge it. */
   amounts: number[];
@@ -36,14 +36,14 @@ export class ChargeBatch {
    * Adds an answer's amounts to its subject's queued charge; returns a charge displaced by a
    * window change within the turn (a reload), which the caller sends on its own.
    */
-  add(subject: string, endUser: EndUserHash | undefined, windows: readonly RateWindow[], amounts: number[]): QueuedCharge | undefined {
-    const key = endUser === undefined ? subject : `${subject}\nu${endUser}`;
+  add(subject: string, scopes: ScopeKeys | undefined, windows: readonly RateWindow[], amounts: number[]): QueuedCharge | undefined {
+    const key = scopes === undefined ? subject : `${subject}\n${scopes.id}`;
     const queued = this.queued.get(key);
     if (queued !== undefined && queued.windows === windows) {
       for (let i = 0; i < amounts.length; i += 1) queued.amounts[i] = (queued.amounts[i] as number) + (amounts[i] as number);
       return undefined;
     }
-    this.queued.set(key, { subject, endUser, windows, amounts });
+    this.queued.set(key, { subject, scopes, windows, amounts });
     return queued;
   }
 

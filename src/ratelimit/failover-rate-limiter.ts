@@ -7,7 +7,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics/metrics.js';
-import type { ChargeUsage, EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
+import type { ChargeUsage, RateLimitDecision, ScopeKeys, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
 import { RateLimitStoreError } from './rate-limit-store-error.js';
 
 export type StoreErrorMode = 'allow' | 'deny';
@@ -55,18 +55,18 @@ export class FailoverRateLimiter implements RateLimiter {
   // in another (one promise and three microtask hops fewer per request).
   // A stream's slot comes from whichever limiter decided: its release() goes back to that one
   // (a slot taken in memory during an outage is released in memory after it).
-  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): Promise<RateLimitDecision> {
-    if (this.outageSinceMs === undefined) return this.tryPrimary(subject, windows, false, cap, endUser);
+  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, scopes?: ScopeKeys): Promise<RateLimitDecision> {
+    if (this.outageSinceMs === undefined) return this.tryPrimary(subject, windows, false, cap, scopes);
     // During an outage: skip Redis while the breaker is open, and let only one request probe.
-    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.withoutPrimary(subject, windows, cap, endUser);
+    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.withoutPrimary(subject, windows, cap, scopes);
     this.probing = true;
-    return this.tryPrimary(subject, windows, true, cap, endUser);
+    return this.tryPrimary(subject, windows, true, cap, scopes);
   }
 
   /** As consume() would decide, where that needs no wait: the primary's own answer, or the fallback's while the breaker is open in `allow` mode. */
-  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision | undefined {
-    if (this.outageSinceMs === undefined) return this.primary.consumeNow(subject, windows, cap, endUser);
-    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.mode === 'allow' ? this.fallback.consumeNow(subject, windows, cap, endUser) : undefined;
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, scopes?: ScopeKeys): RateLimitDecision | undefined {
+    if (this.outageSinceMs === undefined) return this.primary.consumeNow(subject, windows, cap, scopes);
+    if (this.probing || this.clock.now() < this.skipPrimaryUntilMs) return this.mode === 'allow' ? this.fallback.consumeNow(subject, windows, cap, scopes) : undefined;
     // The probe that may end the outage has to ask Redis.
     return undefined;
   }
@@ -76,24 +76,24 @@ export class FailoverRateLimiter implements RateLimiter {
    * from those local counts; in `deny` mode nothing is admitted, so they only keep count).
    * A charge lost with Redis going down is not replayed (docs/rate-limits.md "Token budgets").
    */
-  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, endUser?: EndUserHash): void {
-    if (this.outageSinceMs === undefined) this.primary.charge(subject, windows, usage, endUser);
-    else this.fallback.charge(subject, windows, usage, endUser);
+  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, scopes?: ScopeKeys): void {
+    if (this.outageSinceMs === undefined) this.primary.charge(subject, windows, usage, scopes);
+    else this.fallback.charge(subject, windows, usage, scopes);
   }
 
   async close(): Promise<void> {
     await Promise.all([this.primary.close(), this.fallback.close()]);
   }
 
-  private async tryPrimary(subject: string, windows: readonly RateWindow[], probe: boolean, cap: StreamCap | undefined, endUser?: EndUserHash): Promise<RateLimitDecision> {
+  private async tryPrimary(subject: string, windows: readonly RateWindow[], probe: boolean, cap: StreamCap | undefined, scopes?: ScopeKeys): Promise<RateLimitDecision> {
     let decision: RateLimitDecision;
     try {
-      decision = await this.primary.consume(subject, windows, cap, endUser);
+      decision = await this.primary.consume(subject, windows, cap, scopes);
     } catch (error) {
       if (probe) this.probing = false;
       if (!(error instanceof RateLimitStoreError)) throw error;
       this.recordFailure(error);
-      return this.withoutPrimary(subject, windows, cap, endUser);
+      return this.withoutPrimary(subject, windows, cap, scopes);
     }
     if (probe) this.probing = false;
     if (this.outageSinceMs !== undefined) {
@@ -117,8 +117,8 @@ export class FailoverRateLimiter implements RateLimiter {
     );
   }
 
-  private withoutPrimary(subject: string, windows: readonly RateWindow[], cap: StreamCap | undefined, endUser?: EndUserHash): Promise<RateLimitDecision> {
+  private withoutPrimary(subject: string, windows: readonly RateWindow[], cap: StreamCap | undefined, scopes?: ScopeKeys): Promise<RateLimitDecision> {
     if (this.mode === 'deny') return Promise.reject(new GatewayError('store_unavailable', { retryAfterSeconds: 1 }));
-    return this.fallback.consume(subject, windows, cap, endUser);
+    return this.fallback.consume(subject, windows, cap, scopes);
   }
 }

@@ -93,7 +93,7 @@ export function leaseStatuses(lease: Lease, nowMs: number): WindowStatus[] {
   for (let i = 0; i < lease.windows.length; i += 1) {
     const window = lease.windows[i] as RateWindow;
     // A budget's reply figure counted the whole reserve: what is not spent yet still remains.
-    const remaining = (lease.remaining[i] as number) + (window.tokens === true ? lease.tokensLeft : window.cost === true ? lease.costLeft : lease.units);
+    const remaining = (lease.remaining[i] as number) + (window.kind === 'tokens' ? lease.tokensLeft : window.kind === 'cost' ? lease.costLeft : lease.units);
     // Never 0 while nothing remains: the bucket that frees a slot is still ahead.
     const resetMs = remaining > 0 ? 0 : Math.max(1, (lease.resetMs[i] as number) - elapsedMs);
     const oldestMs = lease.oldestMs[i] as number;

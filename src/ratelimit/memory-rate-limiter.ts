@@ -2,14 +2,17 @@
 // Same window math as the Redis script; memory is bounded by evicting idle subjects.
 // Concurrency caps: an in-process count of held stream slots per subject (this instance's
 // streams only: exact in embedded mode, per instance during a Redis outage).
-// An end user's windows (docs/design.md, "Agent-aware policy") are held under (subject, end user) and decided
-// together with the subject's in one consumeWindows call, as the admit operation does.
-// End users are many and named by clients, so their states are bounded in number
-// (MAX_END_USER_STATES, least recently used evicted first), not only by idleness: a client
-// sending a new user_id per request must not grow the heap for a day.
+// The windows of nested scopes (an end user, a session, the account; docs/design.md, "Agent runs
+// and nested scopes") are held per scope instance and decided together with the subject's in one
+// consumeWindows call, as the admit operation does. End users and sessions are many and named by
+// clients, so their states are bounded in number (MAX_END_USER_STATES, least recently used
+// evicted first), not only by idleness: a client sending a new user_id or session_id per
+// request must not grow the heap for a day. Subjects and accounts are the operator's own.
 import { systemClock, type Clock } from '../clock.js';
 import { metrics } from '../metrics/metrics.js';
-import { CONCURRENCY_RETRY_AFTER_MS, type ChargeUsage, type EndUserHash, type RateLimitDecision, type RateLimiter, type RateWindow, type StreamCap, type StreamSlot } from './rate-limiter.js';
+import { CONCURRENCY_RETRY_AFTER_MS, type ChargeUsage, type RateLimitDecision, type RateLimiter, type RateWindow, type ScopeKeys, type StreamCap, type StreamSlot } from './rate-limiter.js';
+import type { LimitScope } from '../config/limit-window.js';
+import { scopeKeyPart } from './rate-limiter.js';
 import { bucketWidthMs, chargeUnits, chargeWindows, consumeWindows, idleAfterMs, newBucketCounter, type BucketCounter } from './window-math.js';
 
 export interface MemoryRateLimiterOptions {
@@ -79,13 +82,13 @@ export class MemoryRateLimiter implements RateLimiter {
     return this.subjects.size + this.endUsers.size;
   }
 
-  async consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): Promise<RateLimitDecision> {
-    return this.consumeAt(subject, windows, this.clock.now(), cap, endUser);
+  async consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, scopes?: ScopeKeys): Promise<RateLimitDecision> {
+    return this.consumeAt(subject, windows, this.clock.now(), cap, scopes);
   }
 
   /** Always decides: the counts are in memory. */
-  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision {
-    return this.consumeAt(subject, windows, this.clock.now(), cap, endUser);
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, scopes?: ScopeKeys): RateLimitDecision {
+    return this.consumeAt(subject, windows, this.clock.now(), cap, scopes);
   }
 
   /** Slots held for a subject now (tests, diagnostics). */
@@ -97,17 +100,17 @@ export class MemoryRateLimiter implements RateLimiter {
    * Synchronous core of consume(), at an explicit time. With a cap, a full cap refuses
    * without counting; a full window outranks it, as in the Redis script.
    */
-  consumeAt(subject: string, windows: readonly RateWindow[], nowMs: number, cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision {
+  consumeAt(subject: string, windows: readonly RateWindow[], nowMs: number, cap?: StreamCap, scopes?: ScopeKeys): RateLimitDecision {
     if (nowMs >= this.nextSweepMs) this.sweep(nowMs);
-    if (cap !== undefined) return this.consumeWithSlot(subject, windows, nowMs, cap, endUser);
+    if (cap !== undefined) return this.consumeWithSlot(subject, windows, nowMs, cap, scopes);
     if (windows.length === 0) return NO_WINDOWS;
-    return this.consumeWindowsAt(subject, windows, nowMs, true, endUser);
+    return this.consumeWindowsAt(subject, windows, nowMs, true, scopes);
   }
 
-  private consumeWithSlot(subject: string, windows: readonly RateWindow[], nowMs: number, cap: StreamCap, endUser: EndUserHash | undefined): RateLimitDecision {
+  private consumeWithSlot(subject: string, windows: readonly RateWindow[], nowMs: number, cap: StreamCap, scopes: ScopeKeys | undefined): RateLimitDecision {
     const held = this.slots.get(subject) ?? 0;
     const full = held >= cap.streams;
-    const decision = windows.length === 0 ? { allowed: true, windows: [], retryAfterMs: 0 } : this.consumeWindowsAt(subject, windows, nowMs, !full, endUser);
+    const decision = windows.length === 0 ? { allowed: true, windows: [], retryAfterMs: 0 } : this.consumeWindowsAt(subject, windows, nowMs, !full, scopes);
     if (!decision.allowed) return decision;
     if (full) return { allowed: false, windows: decision.windows, retryAfterMs: CONCURRENCY_RETRY_AFTER_MS, concurrencyLimited: true };
     this.slots.set(subject, held + 1);
@@ -116,39 +119,44 @@ export class MemoryRateLimiter implements RateLimiter {
     return decision;
   }
 
-  private consumeWindowsAt(subject: string, windows: readonly RateWindow[], nowMs: number, count: boolean, endUser: EndUserHash | undefined): RateLimitDecision {
-    const states = this.statesFor(subject, windows, endUser);
+  private consumeWindowsAt(subject: string, windows: readonly RateWindow[], nowMs: number, count: boolean, scopes: ScopeKeys | undefined): RateLimitDecision {
+    const states = this.statesFor(subject, windows, scopes);
     const decision = consumeWindows(states.counters, windows, nowMs, count);
     if (decision.allowed && count) keepUntilIdle(states.held, windows, nowMs);
     return decision;
   }
 
-  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, endUser?: EndUserHash): void {
-    this.chargeAt(subject, windows, usage, this.clock.now(), endUser);
+  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, scopes?: ScopeKeys): void {
+    this.chargeAt(subject, windows, usage, this.clock.now(), scopes);
   }
 
   /** charge() at an explicit time. A subject swept out meanwhile starts over with this charge. */
-  chargeAt(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, nowMs: number, endUser?: EndUserHash): void {
+  chargeAt(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, nowMs: number, scopes?: ScopeKeys): void {
     if (windows.length === 0 || !chargesAnything(windows, usage)) return;
-    const states = this.statesFor(subject, windows, endUser);
+    const states = this.statesFor(subject, windows, scopes);
     chargeWindows(states.counters, windows, nowMs, usage);
     keepUntilIdle(states.held, windows, nowMs);
   }
 
   /**
-   * The counters a decision uses, aligned with `windows`: the subject's own state, and for an
-   * end user (whose windows follow the subject's, flagged `endUser`) the end user's state too.
+   * The counters a decision uses, aligned with `windows`: the subject's own state, and one
+   * state per nested scope instance the windows count in (an end user, a session; with an
+   * account scope the key's own windows under the account), keyed as the Redis keys are.
    */
-  private statesFor(subject: string, windows: readonly RateWindow[], endUser: EndUserHash | undefined): { counters: BucketCounter[]; held: SubjectState[] } {
-    if (endUser === undefined) {
+  private statesFor(subject: string, windows: readonly RateWindow[], scopes: ScopeKeys | undefined): { counters: BucketCounter[]; held: SubjectState[] } {
+    if (scopes === undefined) {
       const state = this.stateFor(subject, windows);
       return { counters: state.counters, held: [state] };
     }
-    const own = windows.filter((w) => w.endUser !== true);
-    const theirs = windows.filter((w) => w.endUser === true);
-    const state = this.stateFor(subject, own);
-    const user = this.endUserStateFor(`${subject}\nu${endUser}`, theirs);
-    return { counters: [...state.counters, ...user.counters], held: [state, user] };
+    const counters: BucketCounter[] = new Array(windows.length);
+    const held: SubjectState[] = [];
+    for (const group of scopeGroupsOf(windows)) {
+      const key = subject + memoryScopePart(group.scope, scopes);
+      const state = group.scope === 'user' || group.scope === 'session' ? this.endUserStateFor(key, group.windows) : this.stateFor(key, group.windows);
+      for (let j = 0; j < group.at.length; j += 1) counters[group.at[j]!] = state.counters[j]!;
+      held.push(state);
+    }
+    return { counters, held };
   }
 
   async close(): Promise<void> {
@@ -193,6 +201,37 @@ export class MemoryRateLimiter implements RateLimiter {
 
 function newState(windows: readonly RateWindow[]): SubjectState {
   return { names: windows.map((w) => w.name), counters: windows.map((w) => newBucketCounter(bucketWidthMs(w.windowMs))), idleAtMs: 0 };
+}
+
+/** A list's windows of one scope, with their places in the list. */
+interface ScopeGroup {
+  scope: LimitScope;
+  windows: RateWindow[];
+  at: number[];
+}
+
+// Built once per window list (the policy's lists are built once per plan): no filtering per request.
+const scopeGroups = new WeakMap<readonly RateWindow[], ScopeGroup[]>();
+
+function scopeGroupsOf(windows: readonly RateWindow[]): ScopeGroup[] {
+  let groups = scopeGroups.get(windows);
+  if (groups !== undefined) return groups;
+  groups = [];
+  for (let i = 0; i < windows.length; i += 1) {
+    const window = windows[i]!;
+    let group = groups.find((g) => g.scope === window.scope);
+    if (group === undefined) groups.push((group = { scope: window.scope, windows: [], at: [] }));
+    group.windows.push(window);
+    group.at.push(i);
+  }
+  scopeGroups.set(windows, groups);
+  return groups;
+}
+
+/** The memory state's name part of a scope instance, as scopeKeyPart names the Redis keys (the end user's as before). */
+function memoryScopePart(scope: LimitScope, scopes: ScopeKeys): string {
+  const part = scopeKeyPart(scope, scopes);
+  return part === '' ? '' : `\n${part}`;
 }
 
 /** Whether an answer charges any of the windows (a subject is not brought back for nothing). */

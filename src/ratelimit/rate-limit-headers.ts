@@ -14,14 +14,14 @@ export const RATE_LIMIT_HEADER_NAMES: ReadonlySet<string> = new Set(['x-ratelimi
  * describe what a client paces its requests by, and neither is a count of requests or tokens.
  */
 function inHeaders(window: WindowStatus): boolean {
-  return window.cost !== true && window.tool === undefined;
+  return window.kind !== 'cost' && window.kind !== 'tool_calls';
 }
 
 /** Among request windows (budgets are not): lowest remaining; ties → longest reset; further ties → the first in config order. */
 export function closestToExhaustion(windows: readonly WindowStatus[]): WindowStatus | undefined {
   let closest: WindowStatus | undefined;
   for (const window of windows) {
-    if (window.tokens === true || !inHeaders(window)) continue;
+    if (window.kind === 'tokens' || !inHeaders(window)) continue;
     if (closest === undefined || window.remaining < closest.remaining || (window.remaining === closest.remaining && window.resetMs > closest.resetMs)) {
       closest = window;
     }
@@ -110,14 +110,14 @@ export function appendRateLimitHeaders(decision: RateLimitDecision, out: Array<s
 function tokenItems(windows: readonly WindowStatus[]): string {
   let items = '';
   for (const window of windows) {
-    if (window.tokens === true) items += `, "${window.name}";r=${window.remaining};t=${windowSeconds(window.recoverMs, window.windowMs)}`;
+    if (window.kind === 'tokens') items += `, "${window.name}";r=${window.remaining};t=${windowSeconds(window.recoverMs, window.windowMs)}`;
   }
   return items;
 }
 
 /** A plan with token budgets only: the policies and their items, no X-RateLimit-* trio (that describes request windows). */
 function appendTokenOnlyHeaders(decision: RateLimitDecision, out: Array<string | string[]>): boolean {
-  if (!decision.windows.some((window) => window.tokens === true)) return false;
+  if (!decision.windows.some((window) => window.kind === 'tokens')) return false;
   out.push('RateLimit-Policy', rateLimitPolicy(decision.windows), 'RateLimit', tokenItems(decision.windows).slice(2));
   return true;
 }

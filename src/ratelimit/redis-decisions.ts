@@ -38,7 +38,7 @@ function windowStatuses(reply: DecisionReply, windows: readonly RateWindow[], ex
     const window = windows[i] as RateWindow;
     // A budget is not counted per request: its remaining is the same for the whole group (plus
     // the reserve of a lease counted with it, not spent yet). Tool quotas are never leased.
-    const remaining = (reply.remaining[i] as number) + (!isBudget(window) ? extraRemaining : reserves === undefined ? 0 : window.tokens === true ? reserves.leaseTokens : window.cost === true ? reserves.leaseCost : 0);
+    const remaining = (reply.remaining[i] as number) + (!isBudget(window) ? extraRemaining : reserves === undefined ? 0 : window.kind === 'tokens' ? reserves.leaseTokens : window.kind === 'cost' ? reserves.leaseCost : 0);
     const resetMs = remaining > 0 ? 0 : (reply.resetMs[i] as number);
     statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? (reply.oldestMs[i] as number) : resetMs);
   }

@@ -22,9 +22,10 @@
 // (redis-stream-slots.ts keeps it alive and gives it back); such requests are coalesced
 // apart from the subject's other requests, and never admitted from a lease.
 //
-// A request counted for an end user (docs/design.md, "Agent-aware policy") is decided with its
-// end user's windows in one admit call, coalesced and leased per (subject, end user)
-// (lease-key.ts, decision 0074); a plan with tool quotas is never leased (0065, 0076).
+// A request counted in nested scopes (an end user, a session, the account; docs/design.md,
+// "Agent runs and nested scopes") is decided with their windows in one admit call, coalesced
+// and leased per (subject, scope instances) (lease-key.ts, decisions 0074, 0079); tool quotas
+// are never leased (0065, 0076).
 //
 // One file over 300 lines because its parts share one piece of state and one turn: the
 // pending batches, the lease book and the queued charges are flushed together from one
@@ -33,7 +34,7 @@
 // lease book (rate-limit-leases.ts), the decisions (redis-decisions.ts), the charge queue
 // (charge-batch.ts), the stream slots (redis-stream-slots.ts).
 import type { Cluster, Redis } from 'ioredis';
-import type { ChargeUsage, EndUserHash, RateLimitDecision, RateLimiter, RateWindow, StreamCap } from './rate-limiter.js';
+import type { ChargeUsage, RateLimitDecision, RateLimiter, RateWindow, ScopeKeys, StreamCap } from './rate-limiter.js';
 import { LeaseBook, MAX_LEASE_AHEAD_MS, MAX_LEASE_MS, type LeaseGrant, type LeaseRefund, type LeaseState } from './rate-limit-leases.js';
 import { RedisStreamSlots, streamSlotsKey } from './redis-stream-slots.js';
 import { leaseGrantOf, toDecisions } from './redis-decisions.js';
@@ -93,7 +94,7 @@ interface Batch {
   windows: readonly RateWindow[];
   cap: StreamCap | undefined;
   nowArg: number | '';
-  endUser: EndUserHash | undefined;
+  scopes: ScopeKeys | undefined;
   waiters: Waiter[];
 }
 
@@ -104,9 +105,13 @@ function isUsableSubject(subject: string): boolean {
 
 const ignore = (): undefined => undefined;
 
-/** A tool quota among the windows: their subject's requests bypass leases (decision 0076). */
-function hasToolQuota(windows: readonly RateWindow[]): boolean {
-  for (const window of windows) if (window.tool !== undefined) return true;
+/**
+ * Windows whose requests bypass leases: a tool quota (decisions 0065, 0076). A session's and
+ * the account's windows are leased like an end user's, per (subject, scope instances)
+ * (decision 0079): the lease's units are counted in every window of every scope at once.
+ */
+function bypassesLeases(windows: readonly RateWindow[]): boolean {
+  for (const window of windows) if (window.kind === 'tool_calls') return true;
   return false;
 }
 
@@ -154,11 +159,11 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** Decides without Redis only for a plan without windows, or from this subject's lease; never for a slot. */
-  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash): RateLimitDecision | undefined {
+  consumeNow(subject: string, windows: readonly RateWindow[], cap?: StreamCap, scopes?: ScopeKeys): RateLimitDecision | undefined {
     if (cap !== undefined) return undefined;
     if (windows.length === 0) return NO_WINDOWS;
     // An unusable subject is left to consume(), which rejects it.
-    return isUsableSubject(subject) ? this.takeLeased(leaseKey(subject, endUser), windows) : undefined;
+    return isUsableSubject(subject) ? this.takeLeased(leaseKey(subject, scopes), windows) : undefined;
   }
 
   /** A decision from the lease of a subject (or of one of its end users); a lease it left running low gets its renewal flushed. */
@@ -173,7 +178,7 @@ export class RedisRateLimiter implements RateLimiter {
     return decision;
   }
 
-  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, endUser?: EndUserHash, options?: RedisConsumeOptions): Promise<RateLimitDecision> {
+  consume(subject: string, windows: readonly RateWindow[], cap?: StreamCap, scopes?: ScopeKeys, options?: RedisConsumeOptions): Promise<RateLimitDecision> {
     if (windows.length === 0 && cap === undefined) return Promise.resolve(NO_WINDOWS);
     // An empty tag ("{}" or "{}...") would hash the whole key and split a subject across slots.
     if (!isUsableSubject(subject)) {
@@ -181,13 +186,13 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const nowArg = options?.nowMs === undefined ? '' : Math.floor(options.nowMs);
     if (nowArg === '' && cap === undefined) {
-      const leased = this.takeLeased(leaseKey(subject, endUser), windows);
+      const leased = this.takeLeased(leaseKey(subject, scopes), windows);
       if (leased !== undefined) return Promise.resolve(leased);
     }
     // Slot requests go in a batch of their own: the subject's other requests keep their leases.
     let batchKey = nowArg === '' ? subject : `${subject}\n${nowArg}`;
     if (cap !== undefined) batchKey += '\ns';
-    if (endUser !== undefined) batchKey = leaseKey(batchKey, endUser);
+    if (scopes !== undefined) batchKey = leaseKey(batchKey, scopes);
     return new Promise<RateLimitDecision>((resolve, reject) => {
       let batch = this.pending.get(batchKey);
       // A config reload between two requests of one turn may change the windows: the
@@ -197,7 +202,7 @@ export class RedisRateLimiter implements RateLimiter {
         batch = undefined;
       }
       if (batch === undefined) {
-        batch = { subject, windows, cap, nowArg, endUser, waiters: [] };
+        batch = { subject, windows, cap, nowArg, scopes, waiters: [] };
         this.pending.set(batchKey, batch);
       }
       batch.waiters.push({ resolve, reject });
@@ -209,19 +214,19 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** The subject's lease as this instance holds it (tests and diagnostics); undefined without one. */
-  leaseOf(subject: string, endUser?: EndUserHash): LeaseState | undefined {
-    return this.leases?.stateOf(leaseKey(subject, endUser));
+  leaseOf(subject: string, scopes?: ScopeKeys): LeaseState | undefined {
+    return this.leases?.stateOf(leaseKey(subject, scopes));
   }
 
   /** Queued, and sent with the turn's other calls: never a round trip of its own on a request's path. */
-  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, endUser?: EndUserHash): void {
+  charge(subject: string, windows: readonly RateWindow[], usage: ChargeUsage, scopes?: ScopeKeys): void {
     if (windows.length === 0 || !isUsableSubject(subject)) return;
     // Tokens and micro-dollars a live lease reserved pay first: they are counted in Redis already.
-    if (this.leases !== null && (usage.tokens > 0 || usage.microUsd !== undefined)) usage = this.leases.charge(leaseKey(subject, endUser), windows, usage, this.now());
+    if (this.leases !== null && (usage.tokens > 0 || usage.microUsd !== undefined)) usage = this.leases.charge(leaseKey(subject, scopes), windows, usage, this.now());
     const amounts = chargeAmounts(windows, usage);
     if (amounts === undefined) return;
     // A reload that changed the windows within the turn: the earlier charge goes on its own.
-    const displaced = this.pendingCharges.add(subject, endUser, windows, amounts);
+    const displaced = this.pendingCharges.add(subject, scopes, windows, amounts);
     if (displaced !== undefined) this.sendCharge(displaced);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -232,7 +237,7 @@ export class RedisRateLimiter implements RateLimiter {
   private sendCharge(charge: QueuedCharge): void {
     // Queued charges carry an amount (chargeAmounts); lost only if Redis fails: the budgets then
     // undercount by these units (docs/rate-limits.md).
-    this.operations.call(CHARGE, { keyHead: this.subjectKeyHead(charge.subject), endUser: charge.endUser, windows: charge.windows, amounts: charge.amounts, nowMs: '' }).catch(ignore);
+    this.operations.call(CHARGE, { keyHead: this.subjectKeyHead(charge.subject), scopes: charge.scopes, windows: charge.windows, amounts: charge.amounts, nowMs: '' }).catch(ignore);
   }
 
   /**
@@ -259,8 +264,8 @@ export class RedisRateLimiter implements RateLimiter {
     const { subject, windows } = batch;
     let { waiters } = batch;
     // Tool quotas are never leased (decisions 0065, 0076).
-    const leases = batch.nowArg === '' && !hasToolQuota(windows) ? this.leases : null;
-    const key = leaseKey(subject, batch.endUser);
+    const leases = batch.nowArg === '' && !bypassesLeases(windows) ? this.leases : null;
+    const key = leaseKey(subject, batch.scopes);
     let wanted = 0;
     let tokensWanted = 0;
     let costWanted = 0;
@@ -292,7 +297,7 @@ export class RedisRateLimiter implements RateLimiter {
       }
     }
     this.counters.requestCalls += 1;
-    const request = { keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: wanted, leaseTokens: tokensWanted, leaseCost: costWanted, refund, slot: undefined };
+    const request = { keyHead: this.subjectKeyHead(subject), scopes: batch.scopes, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: wanted, leaseTokens: tokensWanted, leaseCost: costWanted, refund, slot: undefined };
     this.operations.call(ADMIT, request).then(
       (reply) => {
         let decisions: RateLimitDecision[];
@@ -330,8 +335,8 @@ export class RedisRateLimiter implements RateLimiter {
     const { windows, leaseFromMs } = renewal;
     this.counters.renewals += 1;
     if (leaseFromMs > 0) this.counters.renewalsAhead += 1;
-    const { subject, endUser } = leaseOwner(key);
-    this.operations.call(RENEW, { keyHead: this.subjectKeyHead(subject), endUser, windows, units: renewal.units, tokens: renewal.tokens, cost: renewal.cost, leaseFromMs }).then(
+    const { subject, scopes } = leaseOwner(key);
+    this.operations.call(RENEW, { keyHead: this.subjectKeyHead(subject), scopes, windows, units: renewal.units, tokens: renewal.tokens, cost: renewal.cost, leaseFromMs }).then(
       (reply) => {
         const grant: LeaseGrant = leaseGrantOf(reply);
         // The operation counted the lease at the current lease's end, clamped to [now, now + MAX_LEASE_AHEAD_MS].
@@ -360,7 +365,7 @@ export class RedisRateLimiter implements RateLimiter {
     const head = this.slots.nextMemberHead();
     this.counters.requestCalls += 1;
     const slot = { key, streams: cap.streams, leaseMs: cap.leaseMs, memberHead: head };
-    this.operations.call(ADMIT, { keyHead: this.subjectKeyHead(subject), endUser: batch.endUser, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: 0, leaseTokens: 0, leaseCost: 0, refund: undefined, slot }).then(
+    this.operations.call(ADMIT, { keyHead: this.subjectKeyHead(subject), scopes: batch.scopes, windows, nowMs: batch.nowArg, count: waiters.length, leaseUnits: 0, leaseTokens: 0, leaseCost: 0, refund: undefined, slot }).then(
       (reply) => {
         let decisions: RateLimitDecision[];
         try {
@@ -383,9 +388,9 @@ export class RedisRateLimiter implements RateLimiter {
 
   /** Returns unused lease units (and tokens) on their own: nothing is admitted or leased. */
   private giveBack(refund: LeaseRefund): Promise<void> {
-    const { subject, endUser } = leaseOwner(refund.subject);
+    const { subject, scopes } = leaseOwner(refund.subject);
     // Lost only means those units count until their bucket leaves the window, as used ones would.
-    return this.operations.call(REFUND, { keyHead: this.subjectKeyHead(subject), endUser, windows: refund.windows, nowMs: '', refund }).then(ignore, ignore);
+    return this.operations.call(REFUND, { keyHead: this.subjectKeyHead(subject), scopes, windows: refund.windows, nowMs: '', refund }).then(ignore, ignore);
   }
 
   private sweepLeases(): void {

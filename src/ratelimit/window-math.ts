@@ -10,6 +10,7 @@
 // windowMs ever holds more than `limit` admitted requests (no boundary burst). The price:
 // a request keeps counting until its bucket's end + windowMs - 1, i.e. at most
 // bucketMs - 1 ms longer than an exact sliding log would count it.
+import { EVERY_TOOL } from '../config/limit-window.js';
 import { isBudget, windowStatus, type ChargeUsage, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 
 /** Buckets per window: bounds memory per subject and window to ~61 counters. */
@@ -117,7 +118,7 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
     dropBucketsBefore(counter, firstCountedBucket(nowMs, window.windowMs, bucketMs));
     // A budget admits while it has a unit left, as a request window does while it has a request
     // left; a report-only window (a quota of a tool the request does not name) never refuses.
-    if (counter.total >= window.limit && window.reportOnly !== true) allowed = false;
+    if (counter.total >= window.limit && !reportsOnly(window)) allowed = false;
   }
   const statuses: WindowStatus[] = new Array(windows.length);
   let retryAfterMs = 0;
@@ -129,11 +130,16 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
     const resetMs = msUntilBelowLimit(counter, window.limit, nowMs, window.windowMs);
     // Nothing is consumed on a rejection, so counts only fall until then: the slowest
     // window to free a slot decides when every window admits.
-    if (!allowed && resetMs > retryAfterMs && window.reportOnly !== true) retryAfterMs = resetMs;
+    if (!allowed && resetMs > retryAfterMs && !reportsOnly(window)) retryAfterMs = resetMs;
     const remaining = Math.max(0, window.limit - counter.total);
     statuses[i] = windowStatus(window, remaining, resetMs, remaining === 0 ? resetMs : msUntilOldestExpires(counter, window.windowMs, nowMs));
   }
   return { allowed, windows: statuses, retryAfterMs };
+}
+
+/** A tool quota of a tool the request does not name: read and reported, never refusing. */
+function reportsOnly(window: RateWindow): boolean {
+  return window.kind === 'tool_calls' && window.reportOnly;
 }
 
 /** The first millisecond at which a request admitted at nowMs stops counting in every window. */
@@ -152,13 +158,23 @@ export function idleAfterMs(windows: readonly RateWindow[], nowMs: number): numb
  * budget, its calls of the window's tool to a tool quota; 0 to a request window.
  */
 export function chargeUnits(window: RateWindow, usage: ChargeUsage): number {
-  if (window.tokens === true) return usage.tokens;
-  if (window.cost === true) return usage.microUsd ?? 0;
-  const tool = window.tool;
-  if (tool === undefined || usage.toolCalls == null) return 0;
-  let calls = 0;
-  for (const called of usage.toolCalls) if (called === tool) calls += 1;
-  return calls;
+  switch (window.kind) {
+    case 'requests':
+      return 0;
+    case 'tokens':
+      return usage.tokens;
+    case 'cost':
+      return usage.microUsd ?? 0;
+    case 'tool_calls': {
+      const calls = usage.toolCalls;
+      if (calls == null) return 0;
+      // "*" counts every tool call (docs/design.md, "Agent runs and nested scopes").
+      if (window.tool === EVERY_TOOL) return calls.length;
+      let count = 0;
+      for (const called of calls) if (called === window.tool) count += 1;
+      return count;
+    }
+  }
 }
 
 /**

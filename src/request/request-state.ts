@@ -47,7 +47,7 @@ export class RequestState {
   userId: string | null = null;
   /**
    * The tools the runner was given: the request's own `tools`, or the list the gateway
-   * forwarded in place of an absent one (a key's scope, src/http/tool-scope.ts); null when
+   * forwarded in place of an absent one (a key's scope, src/policy/tool-scope.ts); null when
    * unknown (the request named none and none was forwarded: the agent's own default).
    */
   toolsGiven: readonly string[] | null = null;

@@ -8,7 +8,15 @@ import type { UpstreamFailureKind } from './upstream-failure-kind.js';
 /** How one attempt at the runner ended without an answer: a failure kind, or a guard that made it go again. */
 export type AttemptFailure = UpstreamFailureKind | 'reconnect_refused';
 
+/** What a trace says of the agent a request was routed to: its config's `provider` and `model`. */
+export interface TracedAgent {
+  readonly provider?: string;
+  readonly model?: string;
+}
+
 export interface RequestTrace {
+  /** The request was routed to this agent: the server span names its provider and model. */
+  agentMatched(agent: TracedAgent): void;
   /**
    * A new attempt at the runner (`origin`, `path`) starts: a client span, the previous
    * attempt's span ended first. Returns the `traceparent` the attempt carries, naming that

@@ -4,9 +4,9 @@
 // mark the stream's first byte and each tool call. The spans are held here and ended
 // explicitly: no context manager, no AsyncLocalStorage, nothing patched.
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import type { AttemptFailure, RequestTrace } from '../request/request-trace.js';
+import type { AttemptFailure, RequestTrace, TracedAgent } from '../request/request-trace.js';
 import type { RequestState } from '../request/request-state.js';
-import { ATTR, EVENT, SPAN_NAME } from './span-attributes.js';
+import { ATTR, EVENT, PROVIDER_DEFAULT, SPAN_NAME } from './span-attributes.js';
 
 export class RequestSpans implements RequestTrace {
   /** The server span as the attempts' parent. */
@@ -17,6 +17,9 @@ export class RequestSpans implements RequestTrace {
   /** An A2A agent's JSON-RPC method; undefined for an Agent Chat runner. */
   private method: string | undefined = undefined;
   private model: string | undefined = undefined;
+  /** The routed agent's `provider` (gen_ai.provider.name, required by the conventions) and configured `model`. */
+  private provider = PROVIDER_DEFAULT;
+  private requestModel: string | undefined = undefined;
   private inputTokens: number | null = null;
   private outputTokens: number | null = null;
 
@@ -42,7 +45,7 @@ export class RequestSpans implements RequestTrace {
     const agent = this.state.agentId;
     if (agent !== undefined) attributes[ATTR.agentName] = agent;
     if (this.method !== undefined) {
-      attributes[ATTR.rpcSystem] = 'jsonrpc';
+      attributes[ATTR.rpcSystemName] = 'jsonrpc';
       attributes[ATTR.rpcMethod] = this.method;
     }
     // Every attempt after the first is a resend (HTTP semantic conventions): retries are visible.
@@ -53,6 +56,11 @@ export class RequestSpans implements RequestTrace {
     this.attempt = span;
     const context = span.spanContext();
     return `00-${context.traceId}-${context.spanId}-01`;
+  }
+
+  agentMatched(agent: TracedAgent): void {
+    if (agent.provider !== undefined) this.provider = agent.provider;
+    this.requestModel = agent.model;
   }
 
   rpcMethod(method: string): void {
@@ -105,6 +113,7 @@ export class RequestSpans implements RequestTrace {
     if (agent !== undefined) server.updateName(`${SPAN_NAME} ${agent}`);
     const attributes: Attributes = {
       [ATTR.operationName]: SPAN_NAME,
+      [ATTR.providerName]: this.provider,
       [ATTR.httpStatus]: status,
       [ATTR.outcome]: outcome,
       [ATTR.requestId]: state.requestId,
@@ -122,6 +131,7 @@ export class RequestSpans implements RequestTrace {
     if (state.tokensUsed !== null) attributes[ATTR.tokensUsed] = state.tokensUsed;
     if (this.inputTokens !== null) attributes[ATTR.usageInputTokens] = this.inputTokens;
     if (this.outputTokens !== null) attributes[ATTR.usageOutputTokens] = this.outputTokens;
+    if (this.requestModel !== undefined) attributes[ATTR.requestModel] = this.requestModel;
     if (this.model !== undefined) attributes[ATTR.responseModel] = this.model;
     const errorType = requestErrorType(state, status);
     if (errorType !== undefined) attributes[ATTR.errorType] = errorType;

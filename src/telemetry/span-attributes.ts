@@ -2,6 +2,10 @@
 // OpenTelemetry GenAI and HTTP semantic conventions where they have a name, `agentgw.*` for
 // the gateway's own. One table, so the docs' table and the tests read the same names.
 // Never message text, never a raw key; `user.id` only with telemetry.include_user_id.
+// The incubating names are written out rather than imported from
+// `@opentelemetry/semantic-conventions/incubating` (the package's own advice: that entry point
+// may change in a minor release); test/unit/telemetry/span-names.test.ts checks every name
+// here against the package's registry, stable and incubating, and refuses deprecated ones.
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
@@ -17,6 +21,10 @@ export const SPAN_NAME = 'invoke_agent';
 export const ATTR = {
   // GenAI semantic conventions (gen_ai.*): names fixed by the incubating conventions.
   operationName: 'gen_ai.operation.name',
+  // Required by the GenAI span conventions: the agent's `provider`, else PROVIDER_DEFAULT.
+  providerName: 'gen_ai.provider.name',
+  // The agent's configured `model` (the model the request is for); the answer's own is responseModel.
+  requestModel: 'gen_ai.request.model',
   agentName: 'gen_ai.agent.name',
   conversationId: 'gen_ai.conversation.id',
   requestMaxTokens: 'gen_ai.request.max_tokens',
@@ -35,7 +43,8 @@ export const ATTR = {
   urlFull: ATTR_URL_FULL,
   userId: 'user.id',
   // RPC conventions, on an A2A agent's attempts: the JSON-RPC method called (decision 0059).
-  rpcSystem: 'rpc.system',
+  // `rpc.system.name`, not the deprecated `rpc.system` (decision 0096).
+  rpcSystemName: 'rpc.system.name',
   rpcMethod: 'rpc.method',
   // The gateway's own: what the audit record knows, by the same names.
   keyId: 'agentgw.key_id',
@@ -47,8 +56,15 @@ export const ATTR = {
   tokensUsed: 'agentgw.tokens_used',
 } as const;
 
-/** The span events: the stream's first byte, and each tool call (with ATTR.toolName). */
+/** `gen_ai.provider.name` of an agent whose config names no `provider`: the gateway serves it. */
+export const PROVIDER_DEFAULT = 'agent-gateway';
+
+/**
+ * The span events: the stream's first byte, and each tool call (with ATTR.toolName). The
+ * conventions register no event for either (their `gen_ai.*` events carry message content),
+ * so they are the gateway's own (decision 0096).
+ */
 export const EVENT = {
-  firstToken: 'gen_ai.first_token',
-  toolCall: 'gen_ai.tool_call',
+  firstToken: 'agentgw.first_token',
+  toolCall: 'agentgw.tool_call',
 } as const;

@@ -13,7 +13,7 @@ describe('agent-gateway --help', () => {
   it('ends the top-level help with examples that use the demo config', async () => {
     const text = await help();
     expect(text).toMatch(/\nExamples[^\n]*:\n/);
-    expect(text).toContain('node dist/cli/main.js keys create --account acme --plan pro --agent demo');
+    expect(text).toContain('node bin/agent-gateway.mjs keys create --account acme --plan pro --agent demo');
   });
 
   it('names every keys subcommand in the keys summary, update and rotate included', async () => {

@@ -120,3 +120,97 @@ describe('dashboard Events page', () => {
     await page.close();
   });
 });
+
+/** What a width does to the page: sideways scroll, each table frame, the search box, the dates. */
+interface Fit {
+  clientWidth: number;
+  scrollWidth: number;
+  tables: { overflowing: boolean; marked: boolean; hint: string; buttons: number; buttonsCut: string[] }[];
+  placeholderCut: string[];
+}
+
+function measureFit(page: Page): Promise<Fit> {
+  return page.evaluate(() => {
+    const tables = [...document.querySelectorAll<HTMLElement>('.table-wrap')].map((wrap) => {
+      const frame = wrap.getBoundingClientRect();
+      const buttons = [...wrap.querySelectorAll<HTMLElement>('button')];
+      const buttonsCut = buttons
+        .filter((button) => {
+          const box = button.getBoundingClientRect();
+          return box.left < frame.left - 1 || box.right > frame.right + 1 || box.right > document.documentElement.clientWidth + 1;
+        })
+        .map((button) => button.getAttribute('aria-label') ?? button.textContent ?? '');
+      return { overflowing: wrap.scrollWidth > wrap.clientWidth + 1, marked: wrap.dataset.overflowing === 'true', hint: getComputedStyle(wrap, '::before').content, buttons: buttons.length, buttonsCut };
+    });
+    const context = document.createElement('canvas').getContext('2d')!;
+    const placeholderCut = [...document.querySelectorAll<HTMLInputElement>('input[placeholder]')]
+      .filter((input) => input.offsetParent !== null)
+      .filter((input) => {
+        const style = getComputedStyle(input);
+        context.font = style.font;
+        const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+        return context.measureText(input.placeholder).width > room + 1;
+      })
+      .map((input) => `${input.name}: ${input.placeholder}`);
+    return { clientWidth: document.documentElement.clientWidth, scrollWidth: document.documentElement.scrollWidth, tables, placeholderCut };
+  });
+}
+
+const PAGES = [
+  { name: 'API Keys', ready: '[data-testid="keys-table"] tbody tr' },
+  { name: 'Usage', ready: '[data-testid="usage-totals"], .state-empty' },
+  { name: 'Agents', ready: '[data-testid="agents-table"] tbody tr' },
+  { name: 'Events', ready: '[data-testid="events-table"] tbody tr' },
+] as const;
+
+describe('every page at 390, 768 and 1280 px', () => {
+  it('scrolls no page sideways; a table wider than its frame says so and keeps its buttons whole; the search placeholders fit; dates are written one way', async () => {
+    // A key whose name and account widen the keys table, created as an admin would.
+    const created = await fetch(`${gateway.adminUrl}/admin/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ account: 'acme-corporation-international-holdings', plan: 'starter', agents: ['support'], name: 'the production key of the billing export service' }),
+    });
+    expect(created.status).toBe(201);
+    const page = await newPage();
+    await openEvents(page, ADMIN_TOKEN);
+    for (const width of [390, 768, 1280]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const { name, ready } of PAGES) {
+        const where = `${name} at ${width} px`;
+        await page.getByRole('link', { name, exact: true }).click();
+        await page.getByRole('heading', { name, level: 1 }).waitFor();
+        await page.locator(ready).first().waitFor();
+        // The overflow mark follows the layout a frame later.
+        await expect.poll(async () => (await measureFit(page)).tables.every((table) => table.overflowing === table.marked), { timeout: 10_000 }).toBe(true);
+        const fit = await measureFit(page);
+        await page.screenshot({ path: join(ARTIFACTS, `width-${width}-${name.replace(' ', '-').toLowerCase()}.png`), fullPage: true });
+        expect(fit.scrollWidth, where).toBe(fit.clientWidth);
+        expect(fit.placeholderCut, where).toEqual([]);
+        for (const table of fit.tables) {
+          expect(table.buttonsCut, where).toEqual([]);
+          expect(table.hint, where).toBe(table.overflowing ? '"Scroll sideways for more columns →"' : 'none');
+        }
+        if (name === 'Events') {
+          // The Redeliver buttons are there, and whole, at every width (1280 px cut them before).
+          // (The key created above added a key.created event: one button per row.)
+          expect(fit.tables[0]!.buttons, where).toBe(await page.locator('[data-testid="events-table"] tbody tr').count());
+          expect(fit.tables[0]!.buttons, where).toBeGreaterThanOrEqual(2);
+          const dates = await page.locator('[data-testid="events-table"] tbody tr td:nth-child(7)').allTextContents();
+          for (const date of dates) expect(date, where).toMatch(/^[A-Z][a-z]{2} \d{1,2}, \d{1,2}:\d{2}\s?[AP]M$/);
+        }
+        if (name === 'API Keys') {
+          const dates = await page.locator('[data-testid="keys-table"] tbody tr td[title$="Z"]').first().textContent();
+          expect(dates, where).toMatch(/^[A-Z][a-z]{2} \d{1,2}$/);
+        }
+      }
+      if (width === 1280) {
+        // Nothing to scroll at desktop width: the Events table fits its frame.
+        await page.getByRole('link', { name: 'Events', exact: true }).click();
+        await page.locator('[data-testid="events-table"] tbody tr').first().waitFor();
+        expect((await measureFit(page)).tables[0]!.overflowing, 'Events at 1280 px').toBe(false);
+      }
+    }
+    await page.close();
+  }, 240_000);
+});

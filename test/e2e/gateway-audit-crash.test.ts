@@ -167,5 +167,5 @@ describe('gateway process killed while Redis is down', () => {
       for (const secret of [rawKey, SECRET_MESSAGE]) expect(text).not.toContain(secret);
     }
     expect(spoolAfterB).toContain(keyId);
-  });
+  }, 180_000); // two gateway processes, a kill and a replay: generous for a loaded machine
 });

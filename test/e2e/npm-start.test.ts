@@ -32,7 +32,7 @@ async function startDemo(workDir: string, env: NodeJS.ProcessEnv): Promise<{ pro
 function dashboardBlock(output: string): { url: string; token: string; createLine: string } {
   const url = /Dashboard: (http:\/\/\S+\/dashboard\/)/.exec(output)?.[1];
   const token = /Sign in with the demo admin token \(kept in var\/demo-admin-token\):\n\s+([0-9a-f]{64})\n/.exec(output)?.[1];
-  const createLine = /\n\s+(node dist\/cli\/main\.js keys create [^\n]+)\n/.exec(output)?.[1];
+  const createLine = /\n\s+(node bin\/agent-gateway\.mjs keys create [^\n]+)\n/.exec(output)?.[1];
   if (!url || !token || !createLine) throw new Error(`no dashboard block in:\n${output}`);
   return { url, token, createLine };
 }
@@ -62,8 +62,8 @@ describe('npm start (serve --demo)', () => {
     const tokenFile = await stat(join(dir, 'var/demo-admin-token'));
     expect(tokenFile.mode & 0o777).toBe(0o600);
     expect((await readFile(join(dir, 'var/demo-admin-token'), 'utf8')).trim()).toBe(dashboard.token);
-    // The printed keys create line works as printed (from the checkout: dist/cli/main.js).
-    const args = dashboard.createLine.replace(/^node dist\/cli\/main\.js /, '').match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ''));
+    // The printed keys create line works as printed (from the checkout: bin/agent-gateway.mjs, the shim before dist/cli/main.js).
+    const args = dashboard.createLine.replace(/^node bin\/agent-gateway\.mjs /, '').match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ''));
     const made = await builtCliOutput(args, { cwd: dir, env });
     expect(made.split('\n')[0]).toMatch(/^ha_[0-9A-Za-z]{38}$/);
     // The same token opens the admin API.

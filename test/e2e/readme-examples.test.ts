@@ -41,8 +41,10 @@ let readmeSetup: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'agentgw-readme-'));
   // The checkout as the user has it: the built dist/ (node_modules resolve from its real
-  // path) and config/gateway.yaml; var/ is made by the gateway, as npm start makes it.
+  // path), the bin the docs run (bin/agent-gateway.mjs) and config/gateway.yaml; var/ is made
+  // by the gateway, as npm start makes it.
   await symlink(join(ROOT, 'dist'), join(dir, 'dist'));
+  await symlink(join(ROOT, 'bin'), join(dir, 'bin'));
   await mkdir(join(dir, 'config'));
   await copyFile(join(ROOT, 'config/gateway.yaml'), join(dir, 'config/gateway.yaml'));
   ports = { gateway: await freePort(), admin: await freePort(), demo: await freePort() };

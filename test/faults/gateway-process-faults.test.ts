@@ -116,7 +116,7 @@ describe('SIGKILL under traffic while the audit stream is spooling, then a resta
     // The spool is emptied once replayed.
     await waitFor('an empty spool', async () => (await readFile(spoolPathFor(spool, 'redis'), 'utf8').catch(() => '')) === '', 10_000);
     expect(await second.stop('SIGTERM')).toEqual({ code: 0, signal: null });
-  });
+  }, 180_000); // processes killed and restarted under traffic: generous for a loaded machine
 });
 
 describe('SIGHUP with a broken config under traffic', () => {

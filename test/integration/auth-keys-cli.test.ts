@@ -153,7 +153,7 @@ describe('keys CLI (file store)', () => {
       [['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support', '--expires-in', '30'], /--expires-in "30"/],
       [['keys', 'show', 'key_0000000000000000', '--config', configPath], /no key key_0000000000000000/],
       [['keys', 'revoke', 'key_0000000000000000', '--config', configPath], /no key key_0000000000000000/],
-      [['keys', 'list', '--config', join(dir, 'missing.yaml')], /cannot read the file/],
+      [['keys', 'list', '--config', join(dir, 'missing.yaml')], /no config file at/],
     ];
     for (const [args, message] of cases) {
       const out = await cli(args);
@@ -179,7 +179,7 @@ describe('keys CLI (file store)', () => {
     expect(out).toEqual({ code: 0, stdout: 'no keys\n', stderr: '' });
   });
 
-  it('a revoke by the CLI reaches a running gateway (file watch) within 1 s', async () => {
+  it('a revoke by the CLI reaches a running gateway (file watch); a key the CLI creates works on the first try', async () => {
     const created = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support']);
     const rawKey = created.stdout.split('\n')[0]!;
     const keyId = /key_[0-9A-Za-z]{16}/.exec(created.stdout)![0];
@@ -189,14 +189,15 @@ describe('keys CLI (file store)', () => {
     try {
       const req = { authorization: `Bearer ${rawKey}`, agentId: 'support', clientIp: '127.0.0.1' };
       await expect(auth.authenticate(req)).resolves.toMatchObject({ keyId });
-      const started = Date.now();
       expect((await cli(['keys', 'revoke', keyId, '--config', configPath])).code).toBe(0);
-      await waitFor('the revocation to reach the authenticator', async () => (await auth.authenticate(req).then(() => '', (e: GatewayError) => e.type)) === 'revoked_api_key', 1_000, 10);
-      expect(Date.now() - started).toBeLessThan(1_000);
-      // and a key created by the CLI after a failed lookup is usable at once (negative entry invalidated)
+      // The watch or the poll, however late a loaded machine runs them (a revoked key's cache entry lives until then).
+      await waitFor('the revocation to reach the authenticator', async () => (await auth.authenticate(req).then(() => '', (e: GatewayError) => e.type)) === 'revoked_api_key', 30_000, 10);
+      // A key the CLI has just written works on the very first request, with no wait: the
+      // store looks at the file on an unknown key (docs/keys.md).
       const second = await cli(['keys', 'create', '--config', configPath, '--account', 'acme', '--plan', 'pro', '--agent', 'support']);
       const secondKey = second.stdout.split('\n')[0]!;
-      await waitFor('the new key to authenticate', async () => (await auth.authenticate({ ...req, authorization: `Bearer ${secondKey}` }).then(() => true, () => false)), 1_000, 10);
+      const secondId = /key_[0-9A-Za-z]{16}/.exec(second.stdout)![0];
+      await expect(auth.authenticate({ ...req, authorization: `Bearer ${secondKey}` })).resolves.toMatchObject({ keyId: secondId });
     } finally {
       await auth.close();
       await store.close();

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startA2aServer, type TestA2aServer } from '../helpers/a2a-servers.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import { conventionProblems, loadSemconvRegistry } from '../helpers/semconv-registry.js';
 import { waitFor } from '../helpers/wait.js';
 
 const MESSAGE = 'a2a message text that is never exported 3c1e';
@@ -101,17 +102,18 @@ describe('traces on an A2A agent', { timeout: 120_000 }, () => {
       'server.address': '127.0.0.1',
       'url.full': servers.streaming.url,
       'gen_ai.agent.name': 'travel',
-      'rpc.system': 'jsonrpc',
+      'rpc.system.name': 'jsonrpc',
       'rpc.method': 'SendMessage',
       'http.response.status_code': 200,
     });
+    expect(client.attributes).not.toHaveProperty('rpc.system');
     expect(servers.streaming.traceparents.at(-1)).toBe(`00-${server.traceId}-${client.spanId}-01`);
   });
 
   it('/chat/stream: the first token event, the model and tokens from the done event, and SendStreamingMessage', async () => {
     const { status, server, clients } = await traced('travel', 'chat/stream', { message: MESSAGE });
     expect(status).toBe(200);
-    expect(server.events.map((event) => event.name)).toContain('gen_ai.first_token');
+    expect(server.events.map((event) => event.name)).toContain('agentgw.first_token');
     expect(server.attributes).toMatchObject({ 'agentgw.route': 'chat/stream', 'agentgw.outcome': 'ok', 'agentgw.tokens_used': TOKENS, 'gen_ai.response.model': 'sdk-model', 'http.response.status_code': 200 });
     expect(clients[0]!.attributes).toMatchObject({ 'rpc.method': 'SendStreamingMessage' });
   });
@@ -133,6 +135,14 @@ describe('traces on an A2A agent', { timeout: 120_000 }, () => {
     expect(server.attributes).toMatchObject({ 'error.type': 'agent_task_failed', 'agentgw.outcome': 'error', 'http.response.status_code': 502 });
     expect(server.statusCode).toBe(ERROR);
     expect(clients[0]!.attributes).toMatchObject({ 'rpc.method': 'SendMessage', 'http.response.status_code': 200 });
+  });
+
+  it('exports only names the semantic conventions registry knows, or the gateway\'s own agentgw.*', async () => {
+    const attributes = new Set(receiver.spans.flatMap((span) => [...Object.keys(span.attributes), ...span.events.flatMap((event) => Object.keys(event.attributes))]));
+    const events = new Set(receiver.spans.flatMap((span) => span.events.map((event) => event.name)));
+    for (const name of ['rpc.system.name', 'rpc.method', 'gen_ai.provider.name']) expect(attributes).toContain(name);
+    expect(events).toContain('agentgw.first_token');
+    expect(conventionProblems(loadSemconvRegistry(), { attributes, events })).toEqual([]);
   });
 
   it('exports no message text and no key', async () => {

@@ -33,9 +33,14 @@ function npmStartPorts(): number[] {
   return [config.listen.port, config.admin.port, Number(new URL(config.agents.get('demo')!.upstream).port)];
 }
 
-/** `[host address or '', host port, container port]` of a short-syntax `ports` entry. */
-function published(entry: string): [string, number, number] {
-  const parts = entry.split(':');
+/** `${NAME:-default}` and `${NAME}` as compose reads them from .env (`:-`: unset or empty takes the default). */
+function interpolate(text: string, env: Record<string, string>): string {
+  return text.replace(/\$\{(\w+)(?::-([^}]*))?\}/g, (_whole, name: string, fallback: string | undefined) => (env[name] !== undefined && env[name] !== '' ? env[name] : (fallback ?? '')));
+}
+
+/** `[host address or '', host port, container port]` of a short-syntax `ports` entry, with .env's values. */
+function published(entry: string, env: Record<string, string> = {}): [string, number, number] {
+  const parts = interpolate(entry, env).split(':');
   return parts.length === 3 ? [parts[0]!, Number(parts[1]), Number(parts[2])] : ['', Number(parts[0]), Number(parts[1])];
 }
 
@@ -59,7 +64,7 @@ describe.each(FILES)('$file', ({ file, config: configFile }) => {
   it("publishes each gateway's admin listener (the dashboard) on the host's loopback, with the admin token from .env", () => {
     expect(gateways.length).toBe(2);
     for (const [name, service] of gateways) {
-      const admin = (service.ports ?? []).map(published).filter(([, , container]) => container === config.admin.port);
+      const admin = (service.ports ?? []).map((entry) => published(entry)).filter(([, , container]) => container === config.admin.port);
       expect(admin, name).toHaveLength(1);
       expect(admin[0]![0], name).toBe('127.0.0.1');
       // Compose reads .env for ${…}; `:?` stops `up` with a message naming the file when it is unset.
@@ -74,6 +79,33 @@ describe.each(FILES)('$file', ({ file, config: configFile }) => {
     expect(example).toContain('openssl rand -hex 32');
     expect(read('.gitignore').split('\n')).toContain('.env');
     expect(read('.dockerignore').split('\n')).toContain('.env');
+  });
+
+  it('publishes every port on 127.0.0.1 unless .env sets AGENTGW_PUBLISH_ADDRESS; the admin listeners stay there whatever it says', () => {
+    const entries = services.flatMap(([name, s]) => (s.ports ?? []).map((entry) => ({ name, entry })));
+    expect(entries.length).toBeGreaterThan(0);
+    for (const env of [{}, { AGENTGW_PUBLISH_ADDRESS: '' }] as Record<string, string>[]) {
+      for (const { name, entry } of entries) expect(published(entry, env)[0], `${name} ${entry}`).toBe('127.0.0.1');
+    }
+    const everywhere = { AGENTGW_PUBLISH_ADDRESS: '0.0.0.0' };
+    for (const { name, entry } of entries) {
+      const [address, , container] = published(entry, everywhere);
+      const isAdmin = gateways.some(([gateway]) => gateway === name) && container === config.admin.port;
+      expect(address, `${name} ${entry}`).toBe(isAdmin ? '127.0.0.1' : '0.0.0.0');
+    }
+    // Prometheus and Grafana (anonymous viewers) follow the same variable in the file that has them.
+    for (const [name, service] of services.filter(([, s]) => /prometheus|grafana/.test(s.image ?? ''))) {
+      expect(service.ports, name).toEqual([expect.stringMatching(/^\$\{AGENTGW_PUBLISH_ADDRESS:-127\.0\.0\.1\}:/)]);
+    }
+    expect(read('.env.example')).toMatch(/^AGENTGW_PUBLISH_ADDRESS=$/m);
+  });
+
+  it('builds the gateway image once: one service builds agent-gateway:local, the others run it without pulling', () => {
+    const users = services.filter(([, s]) => s.image === 'agent-gateway:local');
+    expect(users.length).toBeGreaterThanOrEqual(3);
+    const builders = users.filter(([, s]) => s.build !== undefined);
+    expect(builders.map(([name]) => name)).toEqual(['gateway-1']);
+    for (const [name, service] of users.filter(([, s]) => s.build === undefined)) expect((service as { pull_policy?: string }).pull_policy, name).toBe('never');
   });
 
   it('starts without the network: every image declared or built here, no container installing packages', () => {

@@ -5,6 +5,7 @@
 // objects agree with each other and with the gateway: probes on /readyz and /healthz, a
 // termination grace above shutdown_grace, non-root, read-only root with var/ writable, a
 // config the gateway accepts.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
@@ -12,6 +13,7 @@ import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load-config.js';
 import type { GatewayConfig } from '../../src/config/schema.js';
@@ -213,5 +215,29 @@ describe('the JS renderer', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('docs/kubernetes.md', () => {
+  const docs = readFileSync(join(process.cwd(), 'docs/kubernetes.md'), 'utf8');
+
+  it('uses what kubectl carries, never a standalone kustomize binary', () => {
+    const commands = [...docs.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((block) => block[1]!.split('\n'));
+    expect(commands.join('\n')).not.toMatch(/(^|[;&|]\s*|\bcd [^&]+&&\s*)kustomize /m);
+    expect(docs).not.toMatch(/`kustomize (edit|build)/);
+    expect(docs).toContain('kubectl apply -k my-overlay');
+    expect(docs).toContain('kubectl kustomize my-overlay');
+  });
+
+  it("sets the image in the overlay's images: by the name the base's Deployment uses", () => {
+    // The example sits in a list item: its lines are indented like its fence.
+    const block = /^( *)```yaml\n( *# my-overlay\/kustomization\.yaml[\s\S]*?)\n *```/m.exec(docs);
+    expect(block, 'the overlay example').not.toBeNull();
+    const text = block![2]!.split('\n').map((line) => line.slice(block![1]!.length)).join('\n');
+    const overlay = parseYaml(text) as { images: { name: string; newName: string; newTag: string }[] };
+    const deployment = parseYaml(readFileSync(join(ROOT, 'base/deployment.yaml'), 'utf8')) as { spec: { template: { spec: { containers: { image: string }[] } } } };
+    const baseImage = deployment.spec.template.spec.containers[0]!.image;
+    expect(baseImage.split(':')[0]).toBe(overlay.images[0]!.name);
+    expect(overlay.images[0]).toMatchObject({ newName: expect.stringContaining('/agent-gateway'), newTag: expect.any(String) });
   });
 });

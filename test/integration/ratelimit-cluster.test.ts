@@ -11,8 +11,8 @@ import { waitFor } from '../helpers/redis-process.js';
 
 const PREFIX = 'agentgw:';
 const WINDOWS: RateWindow[] = [
-  { name: 'minute', limit: 3, windowMs: 60_000 },
-  { name: 'day', limit: 10, windowMs: 86_400_000 },
+  { name: 'minute', limit: 3, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const },
+  { name: 'day', limit: 10, windowMs: 86_400_000, kind: 'requests' as const, scope: 'subject' as const },
 ];
 
 let redisCluster: TestRedisCluster;
@@ -81,8 +81,8 @@ describe('RedisRateLimiter on Redis Cluster', () => {
   it('leases, token reserves, charges and give-backs (admit, charge, refund) on every master leave Redis holding exactly what was admitted and charged', async () => {
     const limiter = new RedisRateLimiter({ client: cluster, prefix: PREFIX, commandTimeoutMs: 2_000, leases: true });
     const budgeted: RateWindow[] = [
-      { name: 'minute', limit: 100_000, windowMs: 60_000 },
-      { name: 'tokens-hour', limit: 10_000_000, windowMs: 3_600_000, tokens: true },
+      { name: 'minute', limit: 100_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const },
+      { name: 'tokens-hour', limit: 10_000_000, windowMs: 3_600_000, kind: 'tokens' as const, scope: 'subject' as const },
     ];
     const subjects = Array.from({ length: 9 }, (_, i) => `account:leased-${i}`);
     for (let i = 0; i < 60; i += 1) {

@@ -15,8 +15,8 @@ import { sleep } from '../helpers/wait.js';
 
 const PREFIX = 'cc:';
 const WINDOWS: RateWindow[] = [
-  { name: 'minute', limit: 100, windowMs: 60_000 },
-  { name: 'day', limit: 1000, windowMs: 86_400_000 },
+  { name: 'minute', limit: 100, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const },
+  { name: 'day', limit: 1000, windowMs: 86_400_000, kind: 'requests' as const, scope: 'subject' as const },
 ];
 const CAP: StreamCap = { streams: 3, leaseMs: 30_000 };
 
@@ -106,7 +106,7 @@ describe('RedisRateLimiter with a concurrency cap', () => {
     const memory = new MemoryRateLimiter();
     const random = lcg(7);
     const cap: StreamCap = { streams: 4, leaseMs: 30_000 };
-    const windows: RateWindow[] = [{ name: 'minute', limit: 25, windowMs: 60_000 }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 25, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
     const t0 = Date.now();
     const heldRedis: StreamSlot[] = [];
     const heldMemory: StreamSlot[] = [];

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { planSchema } from '../../src/config/plan-schema.js';
 import { endUserHash } from '../../src/ratelimit/end-user-hash.js';
+import { compilePolicy } from '../../src/policy/admission-policy.js';
+import { userScope } from '../../src/ratelimit/rate-limiter.js';
 import { MAX_LEASE_MS } from '../../src/ratelimit/rate-limit-leases.js';
 import { lcg } from '../helpers/lcg.js';
 import { leasesOver, useLeaseLimiterRedis } from '../helpers/rate-limit-leases.js';
@@ -19,9 +21,9 @@ const userWindow = (subject: string, user: string | null, name: string): string 
 describe('RedisRateLimiter leases for end users', () => {
   it('serves a busy end user with far fewer script calls than requests, both windows counting down by one', async () => {
     const limiter = instance();
-    const windows = planSchema.parse({ windows: [{ requests: 100_000, per: '1m' }], end_user: { windows: [{ requests: 50_000, per: '1m' }] } }).endUser!.windows;
+    const windows = compilePolicy(planSchema.parse({ windows: [{ requests: 100_000, per: '1m' }], end_user: { windows: [{ requests: 50_000, per: '1m' }] } }), false).windowsFor(null, false);
     const subject = 'account:busy';
-    const user = endUserHash(subject, 'u-1');
+    const user = userScope(endUserHash(subject, 'u-1'));
     const before = await scriptCalls();
     const subjectLeft: number[] = [];
     const userLeft: number[] = [];
@@ -44,10 +46,10 @@ describe('RedisRateLimiter leases for end users', () => {
 
   it("never admits one end user's request from another's lease", async () => {
     const limiter = instance();
-    const windows = planSchema.parse({ windows: [{ requests: 100_000, per: '1m' }], end_user: { windows: [{ requests: 30, per: '1m' }] } }).endUser!.windows;
+    const windows = compilePolicy(planSchema.parse({ windows: [{ requests: 100_000, per: '1m' }], end_user: { windows: [{ requests: 30, per: '1m' }] } }), false).windowsFor(null, false);
     const subject = 'account:two';
-    const busy = endUserHash(subject, 'busy');
-    const other = endUserHash(subject, 'other');
+    const busy = userScope(endUserHash(subject, 'busy'));
+    const other = userScope(endUserHash(subject, 'other'));
     for (let i = 0; i < 30; i += 1) expect((await limiter.consume(subject, windows, undefined, busy)).allowed).toBe(true);
     expect((await limiter.consume(subject, windows, undefined, busy)).allowed).toBe(false);
     // The other end user has a whole window of its own, and nothing leased for "busy" serves it.
@@ -64,7 +66,7 @@ describe('RedisRateLimiter leases for end users', () => {
   for (const seed of [7, 4242]) {
     it(`three instances, five end users in random bursts: no limit exceeded, every unused unit back (seed ${seed})`, async () => {
       const limiters = [instance(), instance(), instance()];
-      const windows = planSchema.parse({ windows: [{ requests: 2_500, per: '1m' }], end_user: { windows: [{ requests: 700, per: '1m' }] } }).endUser!.windows;
+      const windows = compilePolicy(planSchema.parse({ windows: [{ requests: 2_500, per: '1m' }], end_user: { windows: [{ requests: 700, per: '1m' }] } }), false).windowsFor(null, false);
       const subject = `account:race${seed}`;
       const users = ['a', 'b', 'c', 'd', null];
       const random = lcg(seed);
@@ -76,7 +78,7 @@ describe('RedisRateLimiter leases for end users', () => {
         const user = users[Math.floor(random() * users.length)]!;
         const size = Math.min(4_000 - sent, 1 + Math.floor(random() * 40));
         sent += size;
-        const hash = endUserHash(subject, user);
+        const hash = userScope(endUserHash(subject, user));
         bursts.push(
           Promise.all(Array.from({ length: size }, () => limiter.consumeNow(subject, windows, undefined, hash) ?? limiter.consume(subject, windows, undefined, hash))).then((decisions) => {
             for (const decision of decisions) if (decision.allowed) admitted.set(user, admitted.get(user)! + 1);

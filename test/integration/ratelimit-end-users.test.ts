@@ -6,8 +6,9 @@ import { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { planSchema } from '../../src/config/plan-schema.js';
 import { endUserHash } from '../../src/ratelimit/end-user-hash.js';
+import { compilePolicy } from '../../src/policy/admission-policy.js';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
-import { refusedByEndUser, type RateLimiter } from '../../src/ratelimit/rate-limiter.js';
+import { refusedByEndUser, userScope, type RateLimiter } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
 import { lcg } from '../helpers/lcg.js';
 import { waitFor } from '../helpers/redis-process.js';
@@ -20,9 +21,9 @@ const PLAN = planSchema.parse({
   tokens: [{ tokens: 10_000, per: '1h' }],
   end_user: { windows: [{ requests: 5, per: '1m' }, { requests: 3, per: '2s', name: 'burst' }], tokens: [{ tokens: 400, per: '1h' }] },
 });
-const WINDOWS = PLAN.endUser!.windows;
+const WINDOWS = compilePolicy(PLAN, false).windowsFor(null, false);
 /** The same with a subject window that fills before its end users' do. */
-const TIGHT = planSchema.parse({ windows: [{ requests: 12, per: '1m' }], end_user: { windows: [{ requests: 5, per: '1m' }, { requests: 3, per: '2s', name: 'burst' }] } }).endUser!.windows;
+const TIGHT = compilePolicy(planSchema.parse({ windows: [{ requests: 12, per: '1m' }], end_user: { windows: [{ requests: 5, per: '1m' }, { requests: 3, per: '2s', name: 'burst' }] } }), false).windowsFor(null, false);
 
 const topologies = useSingleAndClusterRedis();
 const allKeys = (client: Redis | Cluster): Promise<string[]> => topologies.allKeys(client, PREFIX);
@@ -31,10 +32,10 @@ const allKeys = (client: Redis | Cluster): Promise<string[]> => topologies.allKe
 type Consume = (subject: string, user: string | null, nowMs: number) => ReturnType<RateLimiter['consume']>;
 
 function onRedis(limiter: RedisRateLimiter, windows = WINDOWS): Consume {
-  return (subject, user, nowMs) => limiter.consume(subject, windows, undefined, endUserHash(subject, user), { nowMs });
+  return (subject, user, nowMs) => limiter.consume(subject, windows, undefined, userScope(endUserHash(subject, user)), { nowMs });
 }
 function inMemory(limiter: MemoryRateLimiter, windows = WINDOWS): Consume {
-  return async (subject, user, nowMs) => limiter.consumeAt(subject, windows, nowMs, undefined, endUserHash(subject, user));
+  return async (subject, user, nowMs) => limiter.consumeAt(subject, windows, nowMs, undefined, userScope(endUserHash(subject, user)));
 }
 
 for (const topology of TOPOLOGIES) {
@@ -97,14 +98,14 @@ for (const topology of TOPOLOGIES) {
     it("charges an answer's tokens to the subject's budget and the end user's, and refuses the spent end user only", async () => {
       const limiter = new RedisRateLimiter({ client: client(), prefix: `${PREFIX}tok:`, commandTimeoutMs: 2_000 });
       const alice = endUserHash('account:t', 'alice');
-      expect((await limiter.consume('account:t', WINDOWS, undefined, alice)).allowed).toBe(true);
-      limiter.charge('account:t', WINDOWS, { tokens: 400 }, alice);
+      expect((await limiter.consume('account:t', WINDOWS, undefined, userScope(alice))).allowed).toBe(true);
+      limiter.charge('account:t', WINDOWS, { tokens: 400 }, userScope(alice));
       await waitFor('the charge', async () => Number(await client().hget(`${PREFIX}tok:rl:{account:t}:u:${alice}:user-tokens-hour`, 'bw')) > 0);
-      const refused = await limiter.consume('account:t', WINDOWS, undefined, alice);
+      const refused = await limiter.consume('account:t', WINDOWS, undefined, userScope(alice));
       expect(refused.allowed).toBe(false);
       expect(refusedByEndUser(refused)).toBe(true);
       expect(refused.windows.find((w) => w.name === 'tokens-hour')!.remaining).toBe(9_600);
-      expect((await limiter.consume('account:t', WINDOWS, undefined, endUserHash('account:t', 'bob'))).allowed).toBe(true);
+      expect((await limiter.consume('account:t', WINDOWS, undefined, userScope(endUserHash('account:t', 'bob')))).allowed).toBe(true);
       await limiter.close();
     });
   });

@@ -22,7 +22,7 @@ async function redisNowMs(): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
-const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 1_000_000, windowMs: 60_000 }];
+const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 1_000_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
 const nextTimer = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
 /** A clock the test moves by hand. */
@@ -108,7 +108,7 @@ describe('RedisRateLimiter lease renewal', () => {
 
   it('two instances with renewal on never admit more than the limit, and every unused unit comes back', async () => {
     const limiters = [instance(), instance()];
-    const windows: RateWindow[] = [{ name: 'minute', limit: 3_000, windowMs: 60_000 }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 3_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
     const subject = 'account:two';
     const random = lcg(29);
     let admitted = 0;

@@ -17,7 +17,7 @@ const { instance, scriptCalls, counted, earlyInBucket } = leases;
 describe('RedisRateLimiter with leases', () => {
   it('serves a busy subject with far fewer script calls than requests, remaining counting down by one each time', async () => {
     const limiter = instance();
-    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: 60_000 }, { name: 'day', limit: 1_000_000, windowMs: 86_400_000 }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }, { name: 'day', limit: 1_000_000, windowMs: 86_400_000, kind: 'requests' as const, scope: 'subject' as const }];
     const before = await scriptCalls();
     const remaining: number[] = [];
     for (let i = 0; i < 3_000; i += 1) {
@@ -37,7 +37,7 @@ describe('RedisRateLimiter with leases', () => {
 
   it('consumeNow decides from a lease without waiting; mixed with consume, the count stays exact', async () => {
     const limiter = instance();
-    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: 60_000 }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
     // Without a lease there is nothing to decide from, and nothing is counted.
     expect(limiter.consumeNow('account:mixed', windows)).toBeUndefined();
     expect(await counted('account:mixed', 'minute')).toBe(0);
@@ -64,7 +64,7 @@ describe('RedisRateLimiter with leases', () => {
 
   it('asks for no lease while what is left is small: every request is then its own call', async () => {
     const limiter = instance();
-    const windows: RateWindow[] = [{ name: 'minute', limit: 15, windowMs: 60_000 }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 15, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
     const before = await scriptCalls();
     const decisions: RateLimitDecision[] = [];
     for (let i = 0; i < 20; i += 1) decisions.push(await limiter.consume('account:small', windows));
@@ -77,7 +77,7 @@ describe('RedisRateLimiter with leases', () => {
   for (const [seed, total] of [[11, 4_000], [2027, 2_050]] as const) {
     it(`three instances in random bursts never admit more than the limit, and every unused unit comes back (seed ${seed}, ${total} requests)`, async () => {
       const limiters = [instance(), instance(), instance()];
-      const windows: RateWindow[] = [{ name: 'minute', limit: 2_000, windowMs: 60_000 }];
+      const windows: RateWindow[] = [{ name: 'minute', limit: 2_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
       const random = lcg(seed);
       const subject = `account:race${seed}`;
       let admitted = 0;
@@ -121,12 +121,12 @@ describe('RedisRateLimiter with leases', () => {
 
   it('gives a lease back when the windows change (config reload) and when the limiter closes', async () => {
     const limiter = instance();
-    const before: RateWindow[] = [{ name: 'minute', limit: 10_000, windowMs: 60_000 }];
+    const before: RateWindow[] = [{ name: 'minute', limit: 10_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
     await earlyInBucket();
     for (let i = 0; i < 50; i += 1) await limiter.consume('account:reload', before);
     // Busy enough for a lease: Redis counts more than was admitted.
     expect(await counted('account:reload', 'minute')).toBeGreaterThan(50);
-    const after: RateWindow[] = [{ name: 'minute', limit: 20_000, windowMs: 60_000 }];
+    const after: RateWindow[] = [{ name: 'minute', limit: 20_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
     for (let i = 0; i < 50; i += 1) await limiter.consume('account:reload', after);
     expect(await counted('account:reload', 'minute')).toBeGreaterThan(100);
     await limiter.close();
@@ -137,7 +137,7 @@ describe('RedisRateLimiter with leases', () => {
     // Without renewal: a renewal sent while Redis hangs would be a second call (its own test is
     // in ratelimit-lease-renewal.test.ts).
     const limiter = instance(150, { renewLeases: false });
-    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: 60_000 }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
     // Two calls: the first dates the subject, the second asks for a lease (twice the last, plus itself).
     await earlyInBucket();
     await limiter.consume('account:outage', windows);

@@ -6,13 +6,13 @@
 import { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { planSchema } from '../../src/config/plan-schema.js';
-import { policyWindows } from '../../src/http/agent-policy-limit.js';
+import { compilePolicy } from '../../src/policy/admission-policy.js';
 import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
 import { endUserHash } from '../../src/ratelimit/end-user-hash.js';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
 import { CHARGE } from '../../src/ratelimit/protocol/limiter-operations.js';
 import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
-import type { ChargeUsage, RateLimitDecision } from '../../src/ratelimit/rate-limiter.js';
+import { userScope, type ChargeUsage, type RateLimitDecision } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
 import { lcg } from '../helpers/lcg.js';
 import { waitFor } from '../helpers/redis-process.js';
@@ -32,6 +32,7 @@ const WITH_END_USERS = planSchema.parse({
   tool_calls: { search: [{ calls: 4, per: '1m' }] },
   end_user: { windows: [{ requests: 6, per: '1m' }] },
 });
+const policyWindows = (plan: typeof PLAN, named: ReadonlySet<string> | null) => compilePolicy(plan, false).windowsFor(named, false);
 const CHARGED = policyWindows(PLAN, new Set(['search', 'browse']));
 const NAMED_SETS = [null, new Set(['search']), new Set(['browse']), new Set(['search', 'browse'])];
 
@@ -40,9 +41,9 @@ const allKeys = (client: Redis | Cluster, prefix: string): Promise<string[]> => 
 
 function kindOfRefusal(decision: RateLimitDecision): string {
   const full = decision.windows.filter((w) => w.remaining === 0 && w.reportOnly !== true);
-  if (full.some((w) => w.tokens !== true && w.cost !== true && w.tool === undefined)) return 'requests';
-  if (full.some((w) => w.tokens === true)) return 'tokens';
-  if (full.some((w) => w.cost === true)) return 'cost';
+  if (full.some((w) => w.kind === undefined)) return 'requests';
+  if (full.some((w) => w.kind === 'tokens')) return 'tokens';
+  if (full.some((w) => w.kind === 'cost')) return 'cost';
   return 'tool';
 }
 
@@ -88,7 +89,7 @@ for (const topology of TOPOLOGIES) {
     it('charges cost and tool calls after the answer, one admit call per request (no lease), all keys in one slot', async () => {
       const prefix = `${PREFIX}one:`;
       const limiter = new RedisRateLimiter({ client: client(), prefix, commandTimeoutMs: 2_000, leases: true });
-      const alice = endUserHash('account:p', 'alice');
+      const alice = userScope(endUserHash('account:p', 'alice'));
       const named = policyWindows(WITH_END_USERS, new Set(['search']));
       const unnamed = policyWindows(WITH_END_USERS, null);
       const charged = policyWindows(WITH_END_USERS, new Set(['search']));
@@ -107,7 +108,7 @@ for (const topology of TOPOLOGIES) {
       const admitted = await limiter.consume('account:p', unnamed, undefined, alice);
       expect(admitted.allowed).toBe(true);
       expect(admitted.windows.find((w) => w.tool === 'search')).toMatchObject({ remaining: 0, reportOnly: true });
-      expect(admitted.windows.find((w) => w.cost === true)).toMatchObject({ remaining: 400 - 200 });
+      expect(admitted.windows.find((w) => w.kind === 'cost')).toMatchObject({ remaining: 400 - 200 });
       // One admit call per request: the plan's requests never ride a lease.
       expect(limiter.counters.requestCalls).toBe(6);
       expect(limiter.leaseOf('account:p')).toBeUndefined();

@@ -36,8 +36,8 @@ const T0 = 1_700_000_000_037;
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 const WINDOWS: RateWindow[] = [
-  { name: 'minute', limit: 100, windowMs: MINUTE_MS },
-  { name: 'tokens-hour', limit: 1_000, windowMs: HOUR_MS, tokens: true },
+  { name: 'minute', limit: 100, windowMs: MINUTE_MS, kind: 'requests' as const, scope: 'subject' as const },
+  { name: 'tokens-hour', limit: 1_000, windowMs: HOUR_MS, kind: 'tokens' as const, scope: 'subject' as const },
 ];
 const keyHead = (subject: string): string => `${PREFIX}rl:{${subject}}:`;
 const bucketOf = (nowMs: number, windowMs: number): number => Math.floor(nowMs / bucketWidthMs(windowMs));
@@ -85,9 +85,9 @@ describe('each operation through its codec, on a real Redis', () => {
   it('charge v2: each budget its own amount (tokens, micro-dollars, one tool\'s calls), request windows never', async () => {
     const budgets: RateWindow[] = [
       ...WINDOWS,
-      { name: 'cost-hour', limit: 1_000_000, windowMs: HOUR_MS, cost: true },
-      { name: 'tool-search-hour', limit: 10, windowMs: HOUR_MS, tool: 'search' },
-      { name: 'tool-browse-hour', limit: 10, windowMs: HOUR_MS, tool: 'browse' },
+      { name: 'cost-hour', limit: 1_000_000, windowMs: HOUR_MS, kind: 'cost' as const, scope: 'subject' as const },
+      { name: 'tool-search-hour', limit: 10, windowMs: HOUR_MS, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', reportOnly: false },
+      { name: 'tool-browse-hour', limit: 10, windowMs: HOUR_MS, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'browse', reportOnly: false },
     ];
     const amounts = chargeAmounts(budgets, { tokens: 70, microUsd: 1_234, toolCalls: ['search', 'search', 'other'] })!;
     expect(amounts).toEqual([0, 70, 1_234, 2, 0]);
@@ -103,7 +103,7 @@ describe('each operation through its codec, on a real Redis', () => {
   });
 
   it('admit v2: a report-only window (kind 2) reports its figures in its place and never refuses', async () => {
-    const spent: RateWindow = { name: 'tool-search-hour', limit: 2, windowMs: HOUR_MS, tool: 'search' };
+    const spent: RateWindow = { name: 'tool-search-hour', limit: 2, windowMs: HOUR_MS, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', reportOnly: false };
     await operations.call(CHARGE, { keyHead: keyHead('r'), windows: [spent], amounts: [2], nowMs: T0 });
     const windows: RateWindow[] = [WINDOWS[0]!, { ...spent, reportOnly: true }, WINDOWS[1]!];
     const args = encodeAdmit({ keyHead: keyHead('r'), windows, nowMs: T0 + 1, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
@@ -152,7 +152,7 @@ describe('each operation through its codec, on a real Redis', () => {
 
   it('admit v3 with a cost budget (kind 3): micro-dollars reserved apart from tokens, each the least 1/16 share, given back apart', async () => {
     const s = 'cost-lease';
-    const windows: RateWindow[] = [WINDOWS[0]!, WINDOWS[1]!, { name: 'usd-hour', limit: 16_000, windowMs: HOUR_MS, cost: true }];
+    const windows: RateWindow[] = [WINDOWS[0]!, WINDOWS[1]!, { name: 'usd-hour', limit: 16_000, windowMs: HOUR_MS, kind: 'cost' as const, scope: 'subject' as const }];
     const args = encodeAdmit({ keyHead: keyHead(s), windows, nowMs: T0, count: 1, leaseUnits: 4, leaseTokens: 30, leaseCost: 5_000, refund: undefined, slot: undefined });
     expect(args.filter((_, i) => i > 1 + 3 + 11 - 1 && (i - (1 + 3 + 11)) % 5 === 4)).toEqual([0, 1, 3]);
     const first = decodeAdmit(await raw(ADMIT, args), 3);
@@ -175,7 +175,7 @@ describe('each operation through its codec, on a real Redis', () => {
   });
 
   it('admit refused by a full window: retryAfterMs until the oldest counted bucket leaves', async () => {
-    const tight: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: MINUTE_MS }];
+    const tight: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: MINUTE_MS, kind: 'requests' as const, scope: 'subject' as const }];
     const call = (nowMs: number, count: number): Promise<DecisionReply> => operations.call(ADMIT, { keyHead: keyHead('full'), windows: tight, nowMs, count, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
     await call(T0, 2);
     const reply = await call(T0 + 1_500, 1);
@@ -187,7 +187,7 @@ describe('each operation through its codec, on a real Redis', () => {
   it('renew: a lease counted ahead at the end of the one it replaces, on the server clock', async () => {
     const s = 'renew';
     // Minute windows only: a lease ahead lands in a later minute bucket (100 ms wide buckets would not show it).
-    const windows: RateWindow[] = [{ name: 'minute', limit: 10_000, windowMs: MINUTE_MS }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 10_000, windowMs: MINUTE_MS, kind: 'requests' as const, scope: 'subject' as const }];
     const serverMs = Number((await client.time())[0]) * 1_000;
     const leaseFromMs = serverMs + 60_000;
     const reply = await operations.call(RENEW, { keyHead: keyHead(s), windows, units: 6, tokens: 0, leaseFromMs });
@@ -290,7 +290,7 @@ describe('the upgrade of decision 0076: agw_admit_v2 gateways beside agw_admit_v
     const old = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     old.defineCommand('agw_admit_v2', { lua: ADMIT_V2 });
     const admitV2 = (old as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v2']!.bind(old);
-    const windows: RateWindow[] = [{ name: 'minute', limit: 100, windowMs: MINUTE_MS }, { name: 'usd', limit: 1_000, windowMs: 86_400_000, cost: true }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100, windowMs: MINUTE_MS, kind: 'requests' as const, scope: 'subject' as const }, { name: 'usd', limit: 1_000, windowMs: 86_400_000, kind: 'cost' as const, scope: 'subject' as const }];
     const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:up'), windows, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
     try {
       const remaining: number[] = [];
@@ -317,7 +317,7 @@ describe('a rolling upgrade: two protocol versions on one Redis', () => {
     const next = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     next.defineCommand('agw_admit_v4', { lua: admitLua('agw_admit_v4') });
     const admitV2 = (next as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)['agw_admit_v4']!.bind(next);
-    const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: MINUTE_MS }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: MINUTE_MS, kind: 'requests' as const, scope: 'subject' as const }];
     const request = (nowMs: number): ReturnType<typeof encodeAdmit> => encodeAdmit({ keyHead: keyHead('account:both'), windows, nowMs, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
     try {
       const remaining: number[] = [];

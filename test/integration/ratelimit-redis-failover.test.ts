@@ -10,7 +10,7 @@ import { captureLogLines } from '../helpers/log-capture.js';
 import { redisErrorCount } from '../helpers/metric-counts.js';
 
 const PREFIX = 'failover:';
-const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 3, windowMs: 60_000 }];
+const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 3, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
 
 let redis: TestRedis;
 let client: Redis;

@@ -45,8 +45,8 @@ describe('the admit and charge operations beside a budget (protocol/operations.t
    */
   async function run(s: string, nowMs: number, call: Call): Promise<number[]> {
     const windows: RateWindow[] = [
-      { name: 'minute', limit: 100_000, windowMs: MINUTE_MS },
-      { name: 'tokens-hour', limit: BUDGET, windowMs: HOUR_MS, tokens: true },
+      { name: 'minute', limit: 100_000, windowMs: MINUTE_MS, kind: 'requests' as const, scope: 'subject' as const },
+      { name: 'tokens-hour', limit: BUDGET, windowMs: HOUR_MS, kind: 'tokens' as const, scope: 'subject' as const },
     ];
     const keyHead = `${PREFIX}rl:{${s}}:`;
     if (call.charge !== undefined) {
@@ -116,8 +116,8 @@ describe('the admit and charge operations beside a budget (protocol/operations.t
 describe('RedisRateLimiter with leases beside a budget', () => {
   it('sends each operation in its fixed shape, the same for a plan with budgets as without; a charge names the budgets only', async () => {
     const limiter = instance();
-    const plain: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: MINUTE_MS }];
-    const budgeted: RateWindow[] = [...plain, { name: 'tokens-hour', limit: 1_000_000, windowMs: HOUR_MS, tokens: true }];
+    const plain: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: MINUTE_MS, kind: 'requests' as const, scope: 'subject' as const }];
+    const budgeted: RateWindow[] = [...plain, { name: 'tokens-hour', limit: 1_000_000, windowMs: HOUR_MS, kind: 'tokens' as const, scope: 'subject' as const }];
     const operationOf = new Map<string, OperationKind>();
     const kindOf = new Map<string, OperationKind>();
     for (const [kind, source] of Object.entries(OPERATION_SOURCES)) {
@@ -169,7 +169,7 @@ describe('RedisRateLimiter with leases beside a budget', () => {
   it('serves a busy budgeted subject with few script calls, charges from the reserve first, and Redis then holds exactly the charged tokens', async () => {
     const limiter = instance();
     const limit = 10_000_000;
-    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: MINUTE_MS }, { name: 'tokens-hour', limit, windowMs: HOUR_MS, tokens: true }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 100_000, windowMs: MINUTE_MS, kind: 'requests' as const, scope: 'subject' as const }, { name: 'tokens-hour', limit, windowMs: HOUR_MS, kind: 'tokens' as const, scope: 'subject' as const }];
     const before = await scriptCalls();
     let withoutWaiting = 0;
     for (let i = 0; i < 2_000; i += 1) {
@@ -195,7 +195,7 @@ describe('RedisRateLimiter with leases beside a budget', () => {
 
   it('pays a charge from a live reserve without a script call; the part beyond it rides the batched charge', async () => {
     const limiter = instance();
-    const windows: RateWindow[] = [{ name: 'tokens-minute', limit: 1_000_000, windowMs: MINUTE_MS, tokens: true }];
+    const windows: RateWindow[] = [{ name: 'tokens-minute', limit: 1_000_000, windowMs: MINUTE_MS, kind: 'tokens' as const, scope: 'subject' as const }];
     await earlyInBucket();
     // First sight, then one charged answer (the reserve's size), then a call that asks for a lease.
     await limiter.consume('account:pay', windows);
@@ -224,7 +224,7 @@ describe('RedisRateLimiter with leases beside a budget', () => {
     const budget = 16_000;
     const perAnswer = 10;
     const workersPerInstance = 4;
-    const windows: RateWindow[] = [{ name: 'minute', limit: 1_000_000, windowMs: MINUTE_MS }, { name: 'tokens-hour', limit: budget, windowMs: HOUR_MS, tokens: true }];
+    const windows: RateWindow[] = [{ name: 'minute', limit: 1_000_000, windowMs: MINUTE_MS, kind: 'requests' as const, scope: 'subject' as const }, { name: 'tokens-hour', limit: budget, windowMs: HOUR_MS, kind: 'tokens' as const, scope: 'subject' as const }];
     const subject = 'account:shared';
     let admitted = 0;
     const decide = async (limiter: RedisRateLimiter): Promise<RateLimitDecision> => limiter.consumeNow(subject, windows) ?? (await limiter.consume(subject, windows));

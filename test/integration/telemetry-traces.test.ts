@@ -8,6 +8,7 @@ import { refusingPort } from '../helpers/free-port.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { postChat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import { conventionProblems, loadSemconvRegistry } from '../helpers/semconv-registry.js';
 import { waitFor } from '../helpers/wait.js';
 
 const MESSAGE = 'please never export this message text 7f3a9c';
@@ -76,7 +77,8 @@ describe('traces over OTLP/HTTP', { timeout: 180_000 }, () => {
     receiver = await startOtlpReceiver();
     runner = await startFakeUpstream(agentRunner);
     gateway = await startTestGateway({
-      agents: { support: runner.baseUrl },
+      // `provider` and `model` from the agent's config: gen_ai.provider.name and gen_ai.request.model.
+      agents: { support: { upstream: runner.baseUrl, provider: 'openai', model: 'configured-model-3' }, plain: runner.baseUrl },
       config: {
         admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'ops', token: ADMIN_TOKEN, role: 'admin' }] },
         telemetry: { otlp_endpoint: receiver.url, service_name: 'gateway-under-test', headers: { 'x-collector-tenant': 'tenant-a' } },
@@ -112,8 +114,10 @@ describe('traces over OTLP/HTTP', { timeout: 180_000 }, () => {
 
     expect(server.attributes).toMatchObject({
       'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.provider.name': 'openai',
       'gen_ai.agent.name': 'support',
       'gen_ai.conversation.id': SESSION_ID,
+      'gen_ai.request.model': 'configured-model-3',
       'gen_ai.request.max_tokens': 64,
       'gen_ai.request.temperature': 0.5,
       'gen_ai.response.model': 'json-model-1',
@@ -130,7 +134,7 @@ describe('traces over OTLP/HTTP', { timeout: 180_000 }, () => {
     expect(server.attributes).not.toHaveProperty('user.id');
     expect(server.attributes).not.toHaveProperty('error.type');
     expect(server.statusCode).toBe(0);
-    expect(server.events.filter((event) => event.name === 'gen_ai.tool_call').map((event) => event.attributes['gen_ai.tool.name'])).toEqual(['search', 'calculator']);
+    expect(server.events.filter((event) => event.name === 'agentgw.tool_call').map((event) => event.attributes['gen_ai.tool.name'])).toEqual(['search', 'calculator']);
     expect(client.attributes).toMatchObject({ 'http.request.method': 'POST', 'server.address': '127.0.0.1', 'server.port': runner.port, 'http.response.status_code': 200 });
     expect(client.attributes).not.toHaveProperty('http.request.resend_count');
     expect(server.resource['service.name']).toBe('gateway-under-test');
@@ -147,7 +151,7 @@ describe('traces over OTLP/HTTP', { timeout: 180_000 }, () => {
     // No client traceparent: a new trace, the server span its root.
     expect(server.parentSpanId).toBe('');
     expect(runner.requests.at(-1)!.headers.traceparent).toBe(`00-${traceId}-${clients[0]!.spanId}-01`);
-    expect(server.events.map((event) => event.name)).toEqual(['gen_ai.first_token', 'gen_ai.tool_call']);
+    expect(server.events.map((event) => event.name)).toEqual(['agentgw.first_token', 'agentgw.tool_call']);
     expect(server.events[1]!.attributes).toEqual({ 'gen_ai.tool.name': 'calculator' });
     expect(server.attributes).toMatchObject({
       'agentgw.route': 'chat/stream',
@@ -157,6 +161,15 @@ describe('traces over OTLP/HTTP', { timeout: 180_000 }, () => {
       'gen_ai.usage.output_tokens': 4,
       'agentgw.outcome': 'ok',
     });
+  });
+
+  it('names the gateway as the provider of an agent whose config names none, and no request model without a configured one', async () => {
+    const res = await postChat(gateway.url, '/agents/plain/api/v1/chat', key, { message: MESSAGE });
+    expect(res.status).toBe(200);
+    await res.text();
+    const { server } = await traceOf(receiver, traceIdOfTraceparent(runner.requests.at(-1)!.headers.traceparent));
+    expect(server.attributes).toMatchObject({ 'gen_ai.provider.name': 'agent-gateway', 'gen_ai.agent.name': 'plain', 'gen_ai.response.model': 'json-model-1' });
+    expect(server.attributes).not.toHaveProperty('gen_ai.request.model');
   });
 
   it('records a refusal with the error registry\'s type, the status left unset for a 4xx', async () => {
@@ -170,9 +183,19 @@ describe('traces over OTLP/HTTP', { timeout: 180_000 }, () => {
     expect(spansOf(receiver, 'ab'.repeat(16)).filter((span) => span.kind === CLIENT)).toEqual([]);
   });
 
+  it('exports only names the semantic conventions registry knows, or the gateway\'s own agentgw.*', async () => {
+    await waitFor('spans of every request so far', () => receiver.spans.filter((span) => span.kind === SERVER).length >= 4, 30_000);
+    const attributes = new Set(receiver.spans.flatMap((span) => [...Object.keys(span.attributes), ...span.events.flatMap((event) => Object.keys(event.attributes))]));
+    const events = new Set(receiver.spans.flatMap((span) => span.events.map((event) => event.name)));
+    // What the requests above exported, so the check below judged something.
+    for (const name of ['gen_ai.provider.name', 'gen_ai.request.model', 'gen_ai.tool.name', 'agentgw.outcome']) expect(attributes).toContain(name);
+    expect(events).toEqual(new Set(['agentgw.first_token', 'agentgw.tool_call']));
+    expect(conventionProblems(loadSemconvRegistry(), { attributes, events })).toEqual([]);
+  });
+
   it('exports nothing secret and no message, user id or tool input/output text', async () => {
     // After the requests above (and whatever is still queued).
-    await waitFor('spans of every request so far', () => receiver.spans.filter((span) => span.kind === SERVER).length >= 3, 30_000);
+    await waitFor('spans of every request so far', () => receiver.spans.filter((span) => span.kind === SERVER).length >= 4, 30_000);
     const everything = Buffer.concat(receiver.raw).toString('utf8');
     // The bytes searched are the spans: the public key id and the session id are in them.
     expect(everything).toContain(keyId);

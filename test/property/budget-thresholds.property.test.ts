@@ -57,7 +57,7 @@ describe('nextBand', () => {
 });
 
 function statuses(limit: number, remaining: number, options: { endUser?: boolean; windowMs?: number } = {}): WindowStatus[] {
-  return [windowStatus({ name: 'per-minute', limit, windowMs: options.windowMs ?? 60_000, ...(options.endUser ? { endUser: true } : {}) } as never, remaining, 0, 0)];
+  return [windowStatus({ name: 'per-minute', limit, windowMs: options.windowMs ?? 60_000, kind: 'requests', scope: options.endUser ? 'user' : 'subject' }, remaining, 0, 0)];
 }
 
 describe('BudgetThresholds', () => {

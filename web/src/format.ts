@@ -3,6 +3,9 @@
 
 const dateOnly = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
 const dateThisYear = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+// Dates with a time, written like the dates alone ("Dec 7, 1:13 AM"): one way across the pages.
+const dateTimeOnly = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' });
+const dateTimeThisYear = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' });
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const percent = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 1 });
 // Costs are often fractions of a cent: up to six decimals (the rollups' micro-dollar unit).
@@ -13,6 +16,13 @@ export function formatDate(iso: string, nowMs: number): string {
   const ms = Date.parse(iso);
   if (Number.isNaN(ms)) return iso;
   return new Date(ms).getFullYear() === new Date(nowMs).getFullYear() ? dateThisYear.format(ms) : dateOnly.format(ms);
+}
+
+/** "Dec 7, 1:13 AM", with the year only when it is not this year's: for events, minutes apart. */
+export function formatDateTime(iso: string, nowMs: number): string {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  return new Date(ms).getFullYear() === new Date(nowMs).getFullYear() ? dateTimeThisYear.format(ms) : dateTimeOnly.format(ms);
 }
 
 /** "3 min ago", "in 5 days": for last-used and expiry columns. */

@@ -7,7 +7,7 @@
 // failing, and counted as agentgw_redis_errors_total{op="ratelimit_protocol"}.
 import { metrics } from '../../metrics/metrics.js';
 import { TAG_POSITION } from '../../redis/redis-operation.js';
-import type { EndUserHash, RateWindow } from '../rate-limiter.js';
+import { scopeKeyPart, type RateWindow, type ScopeKeys } from '../rate-limiter.js';
 import { RateLimitStoreError } from '../rate-limit-store-error.js';
 import { bucketWidthMs } from '../window-math.js';
 import { OPERATION } from './operations.js';
@@ -42,20 +42,18 @@ export class RateLimitProtocolError extends RateLimitStoreError {
   }
 }
 
-/**
- * An end user's windows (`endUser: true`) live at `${keyHead}u:${hash}:` + the window's name:
- * same hash tag as the subject's, so one call covers both on Redis Cluster. The operations
- * count them as they count the subject's (kind 0 or 1): only the key tells them apart.
- */
-export function endUserKeyHead(keyHead: KeyHead, hash: EndUserHash): KeyHead {
-  return `${keyHead}u:${hash}:`;
-}
-
-/** A window's kind, from the window itself: 0 requests, 1 a budget, 2 a report-only budget, 3 a cost budget. */
-function kindOf(window: RateWindow): number {
-  if (window.reportOnly === true) return 2;
-  if (window.cost === true) return 3;
-  return window.tokens === true || window.tool !== undefined ? 1 : 0;
+/** What the Lua reads of a limit's kind: 0 requests, 1 a budget (tokens, a tool's calls), 2 a report-only budget, 3 a cost budget. */
+function wireKind(window: RateWindow): number {
+  switch (window.kind) {
+    case 'requests':
+      return 0;
+    case 'tokens':
+      return 1;
+    case 'cost':
+      return 3;
+    case 'tool_calls':
+      return window.reportOnly ? 2 : 1;
+  }
 }
 
 /** The window wire encoding, the only one: its WINDOW_VALUES in ARGV from `at`. */
@@ -64,23 +62,21 @@ function putWindow(args: Array<string | number>, at: number, window: RateWindow,
   args[at + WINDOW_AT.windowMs] = window.windowMs;
   args[at + WINDOW_AT.bucketMs] = bucketWidthMs(window.windowMs);
   args[at + WINDOW_AT.refundBucket] = refundBucket;
-  args[at + WINDOW_AT.kind] = kindOf(window);
+  args[at + WINDOW_AT.kind] = wireKind(window);
 }
 
 /** [numKeys, keys..., head ARGV (left for the caller)..., WINDOW_ARGS per window]; returns the array. */
-function windowsCall(keyHead: KeyHead, windows: readonly RateWindow[], extraKeys: number, headArgs: number, buckets: readonly number[] | undefined, endUser?: EndUserHash): Array<string | number> {
+function windowsCall(keyHead: KeyHead, windows: readonly RateWindow[], extraKeys: number, headArgs: number, buckets: readonly number[] | undefined, scopes?: ScopeKeys): Array<string | number> {
   const n = windows.length;
-  const userHead = endUser === undefined ? undefined : endUserKeyHead(keyHead, endUser);
   const numKeys = n + extraKeys;
   const args: Array<string | number> = new Array(1 + numKeys + headArgs + WINDOW_ARGS * n);
   args[0] = numKeys;
   const argv = 1 + numKeys + headArgs;
   for (let i = 0; i < n; i += 1) {
     const window = windows[i] as RateWindow;
-    if (window.endUser !== true) args[1 + i] = keyHead + window.name;
-    else if (userHead !== undefined) args[1 + i] = userHead + window.name;
-    // Never counted under the subject's own name: that would merge every end user into one.
-    else throw new TypeError(`end-user window ${window.name} sent without an end user`);
+    // A nested scope's window without its instance throws (scopeKeyPart): counted under the
+    // subject's own name it would merge every end user (session) into one.
+    args[1 + i] = window.scope === 'subject' && scopes === undefined ? keyHead + window.name : keyHead + scopeKeyPart(window.scope, scopes) + window.name;
     putWindow(args, argv + WINDOW_ARGS * i, window, buckets === undefined ? -1 : (buckets[i] as number));
   }
   return args;
@@ -88,7 +84,7 @@ function windowsCall(keyHead: KeyHead, windows: readonly RateWindow[], extraKeys
 
 export function encodeAdmit(request: AdmitRequest): Array<string | number> {
   const { refund, slot, windows } = request;
-  const args = windowsCall(request.keyHead, windows, slot === undefined ? 0 : 1, ADMIT_HEAD.length, refund?.buckets, request.endUser);
+  const args = windowsCall(request.keyHead, windows, slot === undefined ? 0 : 1, ADMIT_HEAD.length, refund?.buckets, request.scopes);
   let at = 1 + windows.length;
   if (slot !== undefined) args[at++] = slot.key;
   args[at + ADMIT_AT.nowMs] = request.nowMs;
@@ -106,7 +102,7 @@ export function encodeAdmit(request: AdmitRequest): Array<string | number> {
 }
 
 export function encodeRenew(request: RenewRequest): Array<string | number> {
-  const args = windowsCall(request.keyHead, request.windows, 0, RENEW_HEAD.length, undefined, request.endUser);
+  const args = windowsCall(request.keyHead, request.windows, 0, RENEW_HEAD.length, undefined, request.scopes);
   const at = 1 + request.windows.length;
   args[at + RENEW_AT.units] = request.units;
   args[at + RENEW_AT.tokens] = request.tokens;
@@ -127,7 +123,7 @@ export function encodeCharge(request: ChargeRequest): Array<string | number> | u
     units.push(Math.ceil(amount));
   }
   if (charged.length === 0) return undefined;
-  const args = windowsCall(request.keyHead, charged, 0, CHARGE_HEAD.length, undefined, request.endUser);
+  const args = windowsCall(request.keyHead, charged, 0, CHARGE_HEAD.length, undefined, request.scopes);
   args[1 + charged.length + CHARGE_AT.nowMs] = request.nowMs;
   for (const amount of units) args.push(amount);
   return args;
@@ -135,7 +131,7 @@ export function encodeCharge(request: ChargeRequest): Array<string | number> | u
 
 export function encodeRefund(request: RefundRequest): Array<string | number> {
   const { refund } = request;
-  const args = windowsCall(request.keyHead, request.windows, 0, REFUND_HEAD.length, refund.buckets, request.endUser);
+  const args = windowsCall(request.keyHead, request.windows, 0, REFUND_HEAD.length, refund.buckets, request.scopes);
   const at = 1 + request.windows.length;
   args[at + REFUND_AT.nowMs] = request.nowMs;
   args[at + REFUND_AT.units] = refund.units;

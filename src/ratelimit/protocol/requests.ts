@@ -1,6 +1,6 @@
 // The limiter operations' requests and replies, typed (operations.ts has their scripts,
 // codec.ts their encoders and decoders, limiter-operations.ts joins the three per operation).
-import type { EndUserHash, RateWindow } from '../rate-limiter.js';
+import type { RateWindow, ScopeKeys } from '../rate-limiter.js';
 
 /** Unused lease units (and tokens, micro-dollars) to give back, and the bucket of each window they were counted in. */
 export interface RefundArgs {
@@ -26,8 +26,8 @@ export type KeyHead = string;
 
 export interface AdmitRequest {
   keyHead: KeyHead;
-  /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
-  endUser?: EndUserHash | undefined;
+  /** The scope instances the windows of nested scopes count in (rate-limiter.ts scopeKeyPart); undefined: the subject's alone. */
+  scopes?: ScopeKeys | undefined;
   windows: readonly RateWindow[];
   /** "" : the server's TIME. */
   nowMs: number | '';
@@ -42,8 +42,8 @@ export interface AdmitRequest {
 
 export interface RenewRequest {
   keyHead: KeyHead;
-  /** The end user the windows flagged `endUser` count for (a lease of one end user of the subject; decision 0074). */
-  endUser?: EndUserHash | undefined;
+  /** The scope instances the windows of nested scopes count in (rate-limiter.ts scopeKeyPart); undefined: the subject's alone. */
+  scopes?: ScopeKeys | undefined;
   windows: readonly RateWindow[];
   units: number;
   tokens: number;
@@ -55,8 +55,8 @@ export interface RenewRequest {
 
 export interface ChargeRequest {
   keyHead: KeyHead;
-  /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
-  endUser?: EndUserHash | undefined;
+  /** The scope instances the windows of nested scopes count in (rate-limiter.ts scopeKeyPart); undefined: the subject's alone. */
+  scopes?: ScopeKeys | undefined;
   /** Any windows: only those with an amount above 0 are sent. */
   windows: readonly RateWindow[];
   /** Per window, in the windows' order: what to charge it (window-math.ts chargeUnits). */
@@ -66,8 +66,8 @@ export interface ChargeRequest {
 
 export interface RefundRequest {
   keyHead: KeyHead;
-  /** The end user the windows flagged `endUser` count for (undefined: the request has none). */
-  endUser?: EndUserHash | undefined;
+  /** The scope instances the windows of nested scopes count in (rate-limiter.ts scopeKeyPart); undefined: the subject's alone. */
+  scopes?: ScopeKeys | undefined;
   windows: readonly RateWindow[];
   nowMs: number | '';
   refund: RefundArgs;

@@ -79,8 +79,8 @@ describe('config schema', () => {
     expect(config.limits).toEqual({ maxBodyBytes: 1_048_576, maxMessageChars: 32_000, maxJsonDepth: 64 });
     expect(config.rateLimits).toEqual({ scope: 'account', onStoreError: 'allow', lease: true });
     expect(config.plans.get('starter')?.windows).toEqual([
-      { name: 'minute', limit: 60, windowMs: 60_000 },
-      { name: 'day', limit: 10_000, windowMs: 86_400_000 },
+      { name: 'minute', limit: 60, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const },
+      { name: 'day', limit: 10_000, windowMs: 86_400_000, kind: 'requests' as const, scope: 'subject' as const },
     ]);
     expect(config.plans.get('pro')?.windows.map((w) => w.limit)).toEqual([300, 100_000]);
     expect(config.plans.get('scale')?.windows).toEqual([]);

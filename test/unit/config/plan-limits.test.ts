@@ -6,8 +6,8 @@ import { parseConfig } from '../../../src/config/load-config.js';
 import { planWithKeyLimits } from '../../../src/config/schema.js';
 
 const base = { agents: { support: { upstream: 'http://127.0.0.1:9/api/v1' } } };
-const MINUTE = { name: 'minute', limit: 60, windowMs: 60_000 };
-const DAY_TOKENS = { name: 'tokens-day', limit: 500_000, windowMs: 86_400_000, tokens: true };
+const MINUTE = { name: 'minute', limit: 60, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const };
+const DAY_TOKENS = { name: 'tokens-day', limit: 500_000, windowMs: 86_400_000, kind: 'tokens' as const, scope: 'subject' as const };
 
 function plan(input: Record<string, unknown>) {
   return parseConfig({ ...base, plans: { p: input } }, 'test', {}).plans.get('p')!;
@@ -29,7 +29,7 @@ describe('Limits', () => {
   it("a key's own limits replace the plan's field by field, and the list follows", () => {
     const limits = plan({ windows: [{ requests: 60, per: '1m' }], tokens: [{ tokens: 500_000, per: '1d' }] });
     const fewerTokens = planWithKeyLimits(limits, { tokens: [{ tokens: 10, per: '1h' }] });
-    const HOUR_TOKENS = { name: 'tokens-hour', limit: 10, windowMs: 3_600_000, tokens: true };
+    const HOUR_TOKENS = { name: 'tokens-hour', limit: 10, windowMs: 3_600_000, kind: 'tokens' as const, scope: 'subject' as const };
     expect(fewerTokens).toEqual({ requests: [MINUTE], tokens: [HOUR_TOKENS], cost: [], windows: [MINUTE, HOUR_TOKENS], concurrency: undefined });
     const noWindows = planWithKeyLimits(limits, { windows: [] });
     expect(noWindows).toEqual({ requests: [], tokens: [DAY_TOKENS], cost: [], windows: [DAY_TOKENS], concurrency: undefined });
@@ -41,19 +41,19 @@ describe('Limits', () => {
 
   it('reads cost budgets (micro-dollars) and tool quotas into their own fields: cost in the list, tool quotas apart', () => {
     const limits = plan({ windows: [{ requests: 60, per: '1m' }], cost: [{ usd: 50, per: '30d' }], tool_calls: { web_search: [{ calls: 100, per: '1d' }] } });
-    const COST = { name: 'cost-30d', limit: 50_000_000, windowMs: 30 * 86_400_000, cost: true };
+    const COST = { name: 'cost-30d', limit: 50_000_000, windowMs: 30 * 86_400_000, kind: 'cost' as const, scope: 'subject' as const };
     expect(limits.cost).toEqual([COST]);
     expect(limits.windows).toEqual([MINUTE, COST]);
     expect(limits.toolCalls).toEqual([
       {
         tool: 'web_search',
-        windows: [{ name: 'tool-web_search-day', limit: 100, windowMs: 86_400_000, tool: 'web_search' }],
-        reports: [{ name: 'tool-web_search-day', limit: 100, windowMs: 86_400_000, tool: 'web_search', reportOnly: true }],
+        windows: [{ name: 'tool-web_search-day', limit: 100, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'web_search', reportOnly: false }],
+        reports: [{ name: 'tool-web_search-day', limit: 100, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'web_search', reportOnly: true }],
       },
     ]);
     // A key's own: replaced field by field; an empty mapping removes the quotas.
     const own = planWithKeyLimits(limits, { cost: [{ usd: 1, per: '1d' }], tool_calls: {} });
-    expect(own.cost).toEqual([{ name: 'cost-day', limit: 1_000_000, windowMs: 86_400_000, cost: true }]);
+    expect(own.cost).toEqual([{ name: 'cost-day', limit: 1_000_000, windowMs: 86_400_000, kind: 'cost' as const, scope: 'subject' as const }]);
     expect(own.toolCalls).toBeUndefined();
     expect(planWithKeyLimits(limits, {}).toolCalls).toBe(limits.toolCalls);
   });

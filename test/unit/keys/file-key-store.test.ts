@@ -185,7 +185,7 @@ describe('FileKeyStore', () => {
     await expect(FileKeyStore.open({ path, logger: silentLogger, watch: false })).rejects.toThrow(/unsupported version/);
   });
 
-  it('a watching store sees a revoke written by another instance within 1 s and emits the hash', async () => {
+  it('a watching store sees a revoke written by another instance and emits the hash', async () => {
     const path = join(dir, 'keys.json');
     await mkdir(dir, { recursive: true });
     const writer = await open(path);
@@ -194,21 +194,51 @@ describe('FileKeyStore', () => {
     stores.push(gateway);
     const seen: string[] = [];
     gateway.onInvalidate((h) => seen.push(h));
-    const started = Date.now();
     await writer.revoke(record.keyId, new Date().toISOString());
-    await waitFor('the invalidation of the revoked key', () => seen.includes(record.hash), 1_000, 10);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // Generous for a loaded machine: the watch or the poll, whichever comes first.
+    await waitFor('the invalidation of the revoked key', () => seen.includes(record.hash), 30_000, 10);
     expect((await gateway.findByHash(record.hash))?.revokedAt).not.toBeNull();
   });
 
-  it('without fs.watch, the stat poll alone picks up a change within 1 s', async () => {
+  it('without fs.watch, the stat poll alone picks up a change', async () => {
     const path = join(dir, 'keys.json');
     const writer = await open(path);
     const gateway = await FileKeyStore.open({ path, logger: silentLogger, watch: true, fsWatch: false, pollIntervalMs: 250 });
     stores.push(gateway);
+    const seen: string[] = [];
+    gateway.onInvalidate((h) => seen.push(h));
     const { record } = await new KeyService({ store: writer, config: testConfig }).createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
-    const started = Date.now();
-    await waitFor('the stat poll to see the new key', async () => (await gateway.findByHash(record.hash)) !== undefined, 1_000, 10);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // The emitted hash, not a lookup: a lookup of an unknown key would read the file itself.
+    await waitFor('the stat poll to see the new key', () => seen.includes(record.hash), 30_000, 10);
+  });
+
+  it('finds a key another process just wrote at once, before any watch event or poll', async () => {
+    const path = join(dir, 'keys.json');
+    const writer = await open(path);
+    // Neither fs.watch nor a poll within the test's life: only the lookup's own check can see it.
+    const gateway = await FileKeyStore.open({ path, logger: silentLogger, watch: true, fsWatch: false, pollIntervalMs: 3_600_000 });
+    stores.push(gateway);
+    expect(await gateway.findByHash('0'.repeat(64))).toBeUndefined();
+    const { record } = await new KeyService({ store: writer, config: testConfig }).createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
+    expect((await gateway.findByHash(record.hash))?.keyId).toBe(record.keyId);
+    // A one-shot (CLI) store reads the file once and does not look again.
+    const oneShot = await open(path);
+    const { record: later } = await new KeyService({ store: writer, config: testConfig }).createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
+    expect(await oneShot.findByHash(later.hash)).toBeUndefined();
+  });
+
+  it('answers a flood of unknown keys as unknown, and still finds a key written during it', async () => {
+    const path = join(dir, 'keys.json');
+    const writer = await open(path);
+    const gateway = await FileKeyStore.open({ path, logger: silentLogger, watch: true, fsWatch: false, pollIntervalMs: 3_600_000 });
+    stores.push(gateway);
+    const unknown = (i: number): string => i.toString(16).padStart(64, 'f');
+    const flood = Array.from({ length: 2_000 }, (_, i) => gateway.findByHash(unknown(i)));
+    const { record } = await new KeyService({ store: writer, config: testConfig }).createKey({ account: 'acme', plan: 'starter', agents: ['support'] });
+    // Asked while misses of the flood may still be checking the file: it waits for a check that started after it.
+    const found = gateway.findByHash(record.hash);
+    const more = Array.from({ length: 2_000 }, (_, i) => gateway.findByHash(unknown(i + 2_000)));
+    expect((await found)?.keyId).toBe(record.keyId);
+    expect((await Promise.all([...flood, ...more])).every((r) => r === undefined)).toBe(true);
   });
 });

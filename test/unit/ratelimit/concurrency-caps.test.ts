@@ -15,7 +15,7 @@ import { decodeAdmit } from '../../../src/ratelimit/protocol/codec.js';
 import { captureLogLines } from '../../helpers/log-capture.js';
 
 const CAP: StreamCap = { streams: 2, leaseMs: 30_000 };
-const MINUTE: RateWindow[] = [{ name: 'minute', limit: 3, windowMs: 60_000 }];
+const MINUTE: RateWindow[] = [{ name: 'minute', limit: 3, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
 
 describe('MemoryRateLimiter with a cap', () => {
   it('admits `streams` at once, refuses the next with concurrencyLimited and a 1 s retry, and admits again once one is released (twice is once)', () => {

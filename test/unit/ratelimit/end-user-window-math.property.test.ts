@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { planSchema } from '../../../src/config/plan-schema.js';
 import { endUserHash } from '../../../src/ratelimit/end-user-hash.js';
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
-import { refusedByEndUser } from '../../../src/ratelimit/rate-limiter.js';
+import { refusedByEndUser, userScope } from '../../../src/ratelimit/rate-limiter.js';
+import { compilePolicy } from '../../../src/policy/admission-policy.js';
 import { bucketWidthMs } from '../../../src/ratelimit/window-math.js';
 
 const T0 = 1_700_000_000_123;
@@ -42,14 +43,14 @@ describe('end-user windows against a brute-force model', () => {
     fc.assert(
       fc.property(planArb, stepsArb, (p, steps) => {
         const plan = planOf(p);
-        const windows = plan.endUser!.windows;
+        const windows = compilePolicy(plan, false).windowsFor(null, false);
         const limiter = new MemoryRateLimiter();
         const all: number[] = [];
         const byUser = new Map<string | null, number[]>(USERS.map((u) => [u, []]));
         let nowMs = T0;
         for (const step of steps) {
           nowMs += step.gap;
-          const decision = limiter.consumeAt('account:a', windows, nowMs, undefined, endUserHash('account:a', step.user));
+          const decision = limiter.consumeAt('account:a', windows, nowMs, undefined, userScope(endUserHash('account:a', step.user)));
           if (!decision.allowed) continue;
           all.push(nowMs);
           byUser.get(step.user)!.push(nowMs);
@@ -64,7 +65,7 @@ describe('end-user windows against a brute-force model', () => {
   it('refuses only when an exact sliding log over windowMs + bucketMs - 1 would, and names the end user only for its own window', () => {
     fc.assert(
       fc.property(planArb, stepsArb, (p, steps) => {
-        const windows = planOf(p).endUser!.windows;
+        const windows = compilePolicy(planOf(p), false).windowsFor(null, false);
         const limiter = new MemoryRateLimiter();
         const all: number[] = [];
         const byUser = new Map<string | null, number[]>(USERS.map((u) => [u, []]));
@@ -73,7 +74,7 @@ describe('end-user windows against a brute-force model', () => {
         let nowMs = T0;
         for (const step of steps) {
           nowMs += step.gap;
-          const decision = limiter.consumeAt('account:a', windows, nowMs, undefined, endUserHash('account:a', step.user));
+          const decision = limiter.consumeAt('account:a', windows, nowMs, undefined, userScope(endUserHash('account:a', step.user)));
           const own = byUser.get(step.user)!;
           if (decision.allowed) {
             all.push(nowMs);
@@ -93,13 +94,13 @@ describe('end-user windows against a brute-force model', () => {
   it("an end user's token budget admits past its limit by at most the answer in flight (one at a time: one answer)", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 200 }), fc.integer({ min: 100, max: 5_000 }), stepsArb, (limit, windowMs, steps) => {
-        const windows = planSchema.parse({ end_user: { tokens: [{ tokens: limit, per: `${windowMs}ms` }] } }).endUser!.windows;
+        const windows = compilePolicy(planSchema.parse({ end_user: { tokens: [{ tokens: limit, per: `${windowMs}ms` }] } }), false).windowsFor(null, false);
         const limiter = new MemoryRateLimiter();
         const charges = new Map<string | null, Array<{ at: number; tokens: number }>>(USERS.map((u) => [u, []]));
         let nowMs = T0;
         for (const step of steps) {
           nowMs += step.gap;
-          const endUser = endUserHash('account:a', step.user);
+          const endUser = userScope(endUserHash('account:a', step.user));
           if (!limiter.consumeAt('account:a', windows, nowMs, undefined, endUser).allowed) continue;
           limiter.chargeAt('account:a', windows, { tokens: step.tokens }, nowMs, endUser);
           charges.get(step.user)!.push({ at: nowMs, tokens: step.tokens });
@@ -120,7 +121,7 @@ describe('end_user in plans and key limits', () => {
   it('reads end_user into user- windows after the subject windows, and require', () => {
     const plan = planSchema.parse({ windows: [{ requests: 300, per: '1m' }], end_user: { windows: [{ requests: 20, per: '1m' }], tokens: [{ tokens: 50_000, per: '1d' }], require: true } });
     expect(plan.windows.map((w) => w.name)).toEqual(['minute']);
-    expect(plan.endUser?.windows.map((w) => [w.name, w.endUser === true, w.tokens === true])).toEqual([
+    expect(compilePolicy(plan, false).windowsFor(null, false).map((w) => [w.name, w.scope === 'user', w.kind === 'tokens'])).toEqual([
       ['minute', false, false],
       ['user-minute', true, false],
       ['user-tokens-day', true, true],

@@ -8,7 +8,7 @@ import { RateLimitStoreError, RateLimitStoreTimeoutError } from '../../../src/ra
 import { captureLogLines } from '../../helpers/log-capture.js';
 import { redisErrorCount } from '../../helpers/metric-counts.js';
 
-const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 60_000 }];
+const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
 const PRIMARY_DECISION: RateLimitDecision = { allowed: true, windows: [{ name: 'minute', limit: 2, windowMs: 60_000, remaining: 1, resetMs: 0, recoverMs: 60_999 }], retryAfterMs: 0 };
 
 /** A stand-in for the Redis limiter (the interface, not Redis): fails while `down`. */

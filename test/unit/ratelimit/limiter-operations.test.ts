@@ -12,7 +12,7 @@ import type { AdmitRequest, RenewRequest } from '../../../src/ratelimit/protocol
 import type { ReplyOf, RequestOf } from '../../../src/redis/redis-operation.js';
 import type { RateWindow } from '../../../src/ratelimit/rate-limiter.js';
 
-const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: 60_000 }];
+const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 10, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
 const admit: AdmitRequest = { keyHead: 'p:rl:{s}:', windows: WINDOWS, nowMs: 1, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined };
 const renew: RenewRequest = { keyHead: 'p:rl:{s}:', windows: WINDOWS, units: 1, tokens: 0, leaseFromMs: 0 };
 

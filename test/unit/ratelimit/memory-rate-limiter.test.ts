@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/clock.js';
 import { MAX_END_USER_STATES, MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
-import type { RateWindow } from '../../../src/ratelimit/rate-limiter.js';
+import { userScope, type RateWindow } from '../../../src/ratelimit/rate-limiter.js';
 
-const MINUTE: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 60_000 }];
+const MINUTE: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }];
 
 describe('MemoryRateLimiter', () => {
   it('keeps subjects apart', async () => {
@@ -39,8 +39,8 @@ describe('MemoryRateLimiter', () => {
 
   // Issue 45, H3-09: a client sending a new user_id per request must not grow the heap for a day.
   const PER_END_USER: RateWindow[] = [
-    { name: 'minute', limit: 1_000_000, windowMs: 60_000 },
-    { name: 'user-hour', limit: 30, windowMs: 3_600_000, endUser: true },
+    { name: 'minute', limit: 1_000_000, windowMs: 60_000, kind: 'requests', scope: 'subject' },
+    { name: 'user-hour', limit: 30, windowMs: 3_600_000, kind: 'requests', scope: 'user' },
   ];
 
   it('holds at most maxEndUsers end users, the least recently used evicted first; the ones it holds count exactly', () => {
@@ -48,11 +48,11 @@ describe('MemoryRateLimiter', () => {
     let regularUses = 0;
     const useRegular = (): number => {
       regularUses += 1;
-      return limiter.consumeNow('account:a', PER_END_USER, undefined, 'regular')!.windows[1]!.remaining;
+      return limiter.consumeNow('account:a', PER_END_USER, undefined, userScope('regular'))!.windows[1]!.remaining;
     };
     useRegular();
     for (let i = 0; i < 1_000; i += 1) {
-      expect(limiter.consumeNow('account:a', PER_END_USER, undefined, `user-${i}`)!.allowed).toBe(true);
+      expect(limiter.consumeNow('account:a', PER_END_USER, undefined, userScope(`user-${i}`))!.allowed).toBe(true);
       if (i % 50 === 0) useRegular();
       // The subject and at most 100 end users.
       expect(limiter.subjectCount).toBeLessThanOrEqual(101);
@@ -60,14 +60,14 @@ describe('MemoryRateLimiter', () => {
     // The end user used all along was never evicted: its count is exact.
     expect(useRegular()).toBe(30 - regularUses);
     // One evicted long ago starts over (a whole allowance but the request just counted).
-    expect(limiter.consumeNow('account:a', PER_END_USER, undefined, 'user-0')!.windows[1]!.remaining).toBe(29);
+    expect(limiter.consumeNow('account:a', PER_END_USER, undefined, userScope('user-0'))!.windows[1]!.remaining).toBe(29);
     // The most recent ones are still counted.
-    expect(limiter.consumeNow('account:a', PER_END_USER, undefined, 'user-999')!.windows[1]!.remaining).toBe(28);
+    expect(limiter.consumeNow('account:a', PER_END_USER, undefined, userScope('user-999'))!.windows[1]!.remaining).toBe(28);
   });
 
   it('by default holds at most MAX_END_USER_STATES end users, whatever the clients send', () => {
     const limiter = new MemoryRateLimiter({ clock: new ManualClock(1_700_000_000_000) });
-    for (let i = 0; i < MAX_END_USER_STATES + 2_000; i += 1) limiter.consumeNow('account:a', PER_END_USER, undefined, `user-${i}`);
+    for (let i = 0; i < MAX_END_USER_STATES + 2_000; i += 1) limiter.consumeNow('account:a', PER_END_USER, undefined, userScope(`user-${i}`));
     expect(limiter.subjectCount).toBe(MAX_END_USER_STATES + 1);
   });
 
@@ -75,10 +75,10 @@ describe('MemoryRateLimiter', () => {
     const clock = new ManualClock();
     const limiter = new MemoryRateLimiter({ clock });
     await limiter.consume('s', MINUTE);
-    const withDay: RateWindow[] = [{ name: 'day', limit: 100, windowMs: 86_400_000 }, ...MINUTE];
+    const withDay: RateWindow[] = [{ name: 'day', limit: 100, windowMs: 86_400_000, kind: 'requests' as const, scope: 'subject' as const }, ...MINUTE];
     const after = await limiter.consume('s', withDay);
     expect(after.windows.map((w) => w.remaining)).toEqual([99, 0]);
-    const longer: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 120_000 }];
+    const longer: RateWindow[] = [{ name: 'minute', limit: 2, windowMs: 120_000, kind: 'requests' as const, scope: 'subject' as const }];
     expect((await limiter.consume('s', longer)).windows[0]!.remaining).toBe(1);
   });
 });

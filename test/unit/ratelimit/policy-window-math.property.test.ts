@@ -34,8 +34,8 @@ describe('cost and tool windows against a brute-force model', () => {
         fc.integer({ min: 0, max: 2_000_000_000_000 }),
         fc.array(opArb, { minLength: 1, maxLength: 60 }),
         (costLimit, callLimit, windowMs, startMs, ops) => {
-          const cost: RateWindow = { name: 'cost-w', limit: costLimit, windowMs, cost: true };
-          const tools = TOOLS.map((tool): RateWindow => ({ name: `tool-${tool}-w`, limit: callLimit, windowMs, tool }));
+          const cost: RateWindow = { name: 'cost-w', limit: costLimit, windowMs, kind: 'cost', scope: 'subject' };
+          const tools = TOOLS.map((tool): RateWindow => ({ name: `tool-${tool}-w`, limit: callLimit, windowMs, kind: 'tool_calls', scope: 'subject', tool, reportOnly: false }));
           const all = [cost, ...tools];
           const counters = all.map((w) => newBucketCounter(bucketWidthMs(w.windowMs)));
           const charges: ModelCharge[][] = all.map(() => []);
@@ -52,9 +52,9 @@ describe('cost and tool windows against a brute-force model', () => {
               continue;
             }
             // The request's list: the named tools' quotas refuse, the others only report.
-            const windows = [cost, ...tools.map((w) => (op.names.includes(w.tool as (typeof TOOLS)[number]) ? w : { ...w, reportOnly: true as const }))];
+            const windows = [cost, ...tools.map((w): RateWindow => (w.kind === 'tool_calls' && !op.names.includes(w.tool as (typeof TOOLS)[number]) ? { ...w, reportOnly: true } : w))];
             const totals = all.map((w, i) => modelTotal(charges[i]!, w, nowMs));
-            const refusing = windows.map((w, i) => w.reportOnly !== true && totals[i]! >= w.limit);
+            const refusing = windows.map((w, i) => !(w.kind === 'tool_calls' && w.reportOnly) && totals[i]! >= w.limit);
             const decision = consumeWindows(counters, windows, nowMs);
             expect(decision.allowed).toBe(!refusing.includes(true));
             decision.windows.forEach((status, i) => expect(status.remaining).toBe(Math.max(0, all[i]!.limit - totals[i]!)));
@@ -76,8 +76,8 @@ describe('cost and tool windows against a brute-force model', () => {
           const nowMs = 1_700_000_000_000;
           const limiter = new MemoryRateLimiter({ clock: { now: () => nowMs } });
           const windows: RateWindow[] = [
-            { name: 'cost-day', limit, windowMs: 86_400_000, cost: true },
-            { name: 'tool-search-day', limit, windowMs: 86_400_000, tool: 'search' },
+            { name: 'cost-day', limit, windowMs: 86_400_000, kind: 'cost' as const, scope: 'subject' as const },
+            { name: 'tool-search-day', limit, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', reportOnly: false },
           ];
           const inFlight: number[] = [];
           let charged = [0, 0];
@@ -108,12 +108,12 @@ describe('cost and tool windows against a brute-force model', () => {
   });
 
   it('charges each budget its own unit: tokens, whole micro-dollars rounded up, one per call of the tool', () => {
-    const tokens: RateWindow = { name: 'tokens-day', limit: 10, windowMs: 86_400_000, tokens: true };
-    const cost: RateWindow = { name: 'cost-day', limit: 10, windowMs: 86_400_000, cost: true };
-    const search: RateWindow = { name: 'tool-search-day', limit: 10, windowMs: 86_400_000, tool: 'search' };
+    const tokens: RateWindow = { name: 'tokens-day', limit: 10, windowMs: 86_400_000, kind: 'tokens' as const, scope: 'subject' as const };
+    const cost: RateWindow = { name: 'cost-day', limit: 10, windowMs: 86_400_000, kind: 'cost' as const, scope: 'subject' as const };
+    const search: RateWindow = { name: 'tool-search-day', limit: 10, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', reportOnly: false };
     const usage = { tokens: 7, microUsd: microUsdOf(0.0000021), toolCalls: ['search', 'browse', 'search'] };
     expect([tokens, cost, search].map((w) => chargeUnits(w, usage))).toEqual([7, 3, 2]);
-    expect(chargeUnits({ name: 'minute', limit: 10, windowMs: 60_000 }, usage)).toBe(0);
+    expect(chargeUnits({ name: 'minute', limit: 10, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }, usage)).toBe(0);
     expect(microUsdOf(0.1)).toBe(100_000);
     expect(microUsdOf(0.0000001)).toBe(1);
     for (const nonsense of [null, undefined, -1, Number.NaN, Number.POSITIVE_INFINITY, 0]) expect(microUsdOf(nonsense)).toBe(0);
@@ -121,14 +121,14 @@ describe('cost and tool windows against a brute-force model', () => {
 
   it('reads a plan: cost in micro-dollars, tool windows named per tool, both refusing and report-only forms with one name', () => {
     const plan = planSchema.parse({ cost: [{ usd: 50, per: '30d' }], tool_calls: { web_search: [{ calls: 100, per: '1d' }, { calls: 5, per: '1m', name: 'burst' }] } });
-    expect(plan.cost).toEqual([{ name: 'cost-30d', limit: 50_000_000, windowMs: 2_592_000_000, cost: true }]);
+    expect(plan.cost).toEqual([{ name: 'cost-30d', limit: 50_000_000, windowMs: 2_592_000_000, kind: 'cost' as const, scope: 'subject' as const }]);
     expect(plan.windows.map((w) => w.name)).toEqual(['cost-30d']);
     expect(plan.toolCalls).toHaveLength(1);
-    expect(plan.toolCalls![0]!.windows.map((w) => [w.name, w.limit, w.tool])).toEqual([
+    expect(plan.toolCalls![0]!.windows.map((w) => [w.name, w.limit, w.kind === 'tool_calls' ? w.tool : null])).toEqual([
       ['tool-web_search-day', 100, 'web_search'],
       ['burst', 5, 'web_search'],
     ]);
-    expect(plan.toolCalls![0]!.reports.every((w) => w.reportOnly === true)).toBe(true);
+    expect(plan.toolCalls![0]!.reports.every((w) => w.kind === 'tool_calls' && w.reportOnly)).toBe(true);
     expect(plan.toolCalls![0]!.reports.map((w) => w.name)).toEqual(plan.toolCalls![0]!.windows.map((w) => w.name));
     // 90 days in 60 buckets: 36 h each.
     expect(bucketWidthMs(90 * 86_400_000)).toBe(36 * 3_600_000);

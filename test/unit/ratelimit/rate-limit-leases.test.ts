@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LeaseBook, MAX_LEASE_MS, MAX_LEASE_UNITS, RENEW_BEFORE_MS, type LeaseGrant } from '../../../src/ratelimit/rate-limit-leases.js';
 import type { RateWindow } from '../../../src/ratelimit/rate-limiter.js';
 
-const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 1_000, windowMs: 60_000 }, { name: 'day', limit: 50_000, windowMs: 86_400_000 }];
+const WINDOWS: RateWindow[] = [{ name: 'minute', limit: 1_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }, { name: 'day', limit: 50_000, windowMs: 86_400_000, kind: 'requests' as const, scope: 'subject' as const }];
 const SERVER_NOW = 1_700_000_000_250;
 
 function grant(units: number, validMs = 600): LeaseGrant {
@@ -96,7 +96,7 @@ describe('LeaseBook', () => {
 });
 
 describe('LeaseBook beside a token budget', () => {
-  const BUDGETED: RateWindow[] = [{ name: 'minute', limit: 1_000, windowMs: 60_000 }, { name: 'tokens-hour', limit: 100_000, windowMs: 3_600_000, tokens: true }];
+  const BUDGETED: RateWindow[] = [{ name: 'minute', limit: 1_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }, { name: 'tokens-hour', limit: 100_000, windowMs: 3_600_000, kind: 'tokens' as const, scope: 'subject' as const }];
   const tokenGrant = (units: number, tokens: number, validMs = 600): LeaseGrant => ({
     units,
     tokens,
@@ -159,9 +159,9 @@ describe('LeaseBook beside a token budget', () => {
 
 describe('LeaseBook beside a cost budget (decision 0076)', () => {
   const COSTED: RateWindow[] = [
-    { name: 'minute', limit: 1_000, windowMs: 60_000 },
-    { name: 'tokens-hour', limit: 50_000, windowMs: 3_600_000, tokens: true },
-    { name: 'cost-month', limit: 1_000_000, windowMs: 30 * 86_400_000, cost: true },
+    { name: 'minute', limit: 1_000, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const },
+    { name: 'tokens-hour', limit: 50_000, windowMs: 3_600_000, kind: 'tokens' as const, scope: 'subject' as const },
+    { name: 'cost-month', limit: 1_000_000, windowMs: 30 * 86_400_000, kind: 'cost' as const, scope: 'subject' as const },
   ];
   const costGrant = (units: number, tokens: number, cost: number): LeaseGrant => ({
     units,

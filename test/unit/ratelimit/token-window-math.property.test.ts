@@ -22,7 +22,7 @@ describe('token windows against a brute-force model', () => {
         fc.integer({ min: 0, max: 2_000_000_000_000 }),
         fc.array(opArb, { minLength: 1, maxLength: 60 }),
         (limit, windowMs, startMs, ops) => {
-          const window: RateWindow = { name: 'tokens-w', limit, windowMs, tokens: true };
+          const window: RateWindow = { name: 'tokens-w', limit, windowMs, kind: 'tokens', scope: 'subject' };
           const counters = [newBucketCounter(bucketWidthMs(windowMs))];
           const charges: ModelCharge[] = [];
           let nowMs = startMs;
@@ -47,8 +47,8 @@ describe('token windows against a brute-force model', () => {
 
   it('charges only token windows: a request window beside them counts requests, not tokens', () => {
     const windows: RateWindow[] = [
-      { name: 'minute', limit: 3, windowMs: 60_000 },
-      { name: 'tokens-minute', limit: 100, windowMs: 60_000, tokens: true },
+      { name: 'minute', limit: 3, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const },
+      { name: 'tokens-minute', limit: 100, windowMs: 60_000, kind: 'tokens' as const, scope: 'subject' as const },
     ];
     const counters = windows.map((w) => newBucketCounter(bucketWidthMs(w.windowMs)));
     const first = consumeWindows(counters, windows, 1_000_000);
@@ -65,7 +65,7 @@ describe('token windows against a brute-force model', () => {
   it('the memory limiter: an in-flight answer may overshoot, by at most what the answers admitted before the charge used', () => {
     let nowMs = 5_000_000;
     const limiter = new MemoryRateLimiter({ clock: { now: () => nowMs } });
-    const windows: RateWindow[] = [{ name: 'tokens-hour', limit: 100, windowMs: 3_600_000, tokens: true }];
+    const windows: RateWindow[] = [{ name: 'tokens-hour', limit: 100, windowMs: 3_600_000, kind: 'tokens' as const, scope: 'subject' as const }];
     // Three requests admitted before any answer is charged: all see 100 tokens left.
     const admitted = [0, 1, 2].map(() => limiter.consumeNow('account:a', windows));
     expect(admitted.map((d) => d.allowed)).toEqual([true, true, true]);

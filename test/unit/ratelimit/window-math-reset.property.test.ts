@@ -28,7 +28,7 @@ describe('window math: Reset and t never exceed the window', () => {
   it('every status reads as 0 <= Reset, t <= the window in seconds, and the headers stay within the window in seconds', () => {
     fc.assert(
       fc.property(scenarioArb, ({ windows: shapes, startMs, gapsMs }) => {
-        const windows: RateWindow[] = shapes.map((shape, i) => ({ name: `w${i}`, limit: shape.limit, windowMs: shape.windowMs }));
+        const windows: RateWindow[] = shapes.map((shape, i) => ({ name: `w${i}`, limit: shape.limit, windowMs: shape.windowMs, kind: 'requests', scope: 'subject' }));
         const counters = windows.map((w) => newBucketCounter(bucketWidthMs(w.windowMs)));
         let nowMs = startMs;
         for (const gapMs of gapsMs) {
@@ -61,13 +61,13 @@ describe('window math: Reset and t never exceed the window', () => {
   });
 
   it('the first request on a 60 s window reports t=60 at most, and a refused 2 s window Reset 2 at most', () => {
-    const minute: RateWindow = { name: 'minute', limit: 60, windowMs: 60_000 };
+    const minute: RateWindow = { name: 'minute', limit: 60, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const };
     const first = consumeWindows([newBucketCounter(bucketWidthMs(minute.windowMs))], [minute], 1_700_000_040_000);
     const out: Array<string | string[]> = [];
     appendRateLimitHeaders(first, out);
     expect(headerValues(out).get('RateLimit')).toBe('"minute";r=59;t=60');
 
-    const short: RateWindow = { name: 'short', limit: 1, windowMs: 2_000 };
+    const short: RateWindow = { name: 'short', limit: 1, windowMs: 2_000, kind: 'requests' as const, scope: 'subject' as const };
     const counters = [newBucketCounter(bucketWidthMs(short.windowMs))];
     consumeWindows(counters, [short], 1_700_000_000_000);
     const refused = consumeWindows(counters, [short], 1_700_000_000_001);

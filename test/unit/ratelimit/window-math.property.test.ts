@@ -7,7 +7,7 @@ import { bucketWidthMs, consumeWindows, newBucketCounter, type BucketCounter } f
 const T0 = 1_700_000_000_123;
 
 const windowArb = fc.record({ limit: fc.integer({ min: 1, max: 8 }), windowMs: fc.integer({ min: 1, max: 5_000 }) });
-const windowsArb = fc.array(windowArb, { minLength: 1, maxLength: 3 }).map((ws): RateWindow[] => ws.map((w, i) => ({ name: `w${i}`, ...w })));
+const windowsArb = fc.array(windowArb, { minLength: 1, maxLength: 3 }).map((ws): RateWindow[] => ws.map((w, i) => ({ name: `w${i}`, kind: 'requests', scope: 'subject', ...w })));
 // Mostly small gaps (bursts), sometimes long ones (windows draining).
 const gapsArb = fc.array(fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 3_000 })), { minLength: 1, maxLength: 150 });
 
@@ -98,7 +98,7 @@ describe('sliding window properties', () => {
   it('recoverMs is when the quota starts to recover: nothing frees 1 ms before it, something frees at it', () => {
     fc.assert(
       fc.property(windowArb, gapsArb, (window, gaps) => {
-        const windows: RateWindow[] = [{ name: 'w', ...window }];
+        const windows: RateWindow[] = [{ name: 'w', kind: 'requests', scope: 'subject', ...window }];
         const counter = newBucketCounter(bucketWidthMs(window.windowMs));
         // Requests the window counts at atMs, probed on a copy so the run itself goes on unchanged.
         const countedAt = (atMs: number): number => {

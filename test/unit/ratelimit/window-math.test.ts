@@ -6,7 +6,7 @@ import { bucketWidthMs, consumeWindows, newBucketCounter } from '../../../src/ra
 
 // A start time on a 100 ms bucket boundary (and on a 1 s and 24 min one), so expected times are exact.
 const T0 = 1_699_200_000_000;
-const FIVE_PER_2S: RateWindow[] = [{ name: 'burst', limit: 5, windowMs: 2_000 }];
+const FIVE_PER_2S: RateWindow[] = [{ name: 'burst', limit: 5, windowMs: 2_000, kind: 'requests' as const, scope: 'subject' as const }];
 
 function setup(windows: RateWindow[] = FIVE_PER_2S) {
   const clock = new ManualClock(T0);
@@ -77,10 +77,10 @@ describe('sliding window math', () => {
 
   it('reports recoverMs 0 for a window that counts nothing', () => {
     const limiter = new MemoryRateLimiter({ clock: new ManualClock(T0) });
-    const one: RateWindow = { name: 'one', limit: 1, windowMs: 60_000 };
+    const one: RateWindow = { name: 'one', limit: 1, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const };
     expect(limiter.consumeAt('account:acme', [one], T0).allowed).toBe(true);
     // A window added by a reload starts empty; the full one rejects, so it stays empty.
-    const decision = limiter.consumeAt('account:acme', [one, { name: 'added', limit: 5, windowMs: 60_000 }], T0 + 10);
+    const decision = limiter.consumeAt('account:acme', [one, { name: 'added', limit: 5, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }], T0 + 10);
     expect(decision.allowed).toBe(false);
     expect(decision.windows[1]).toMatchObject({ remaining: 5, resetMs: 0, recoverMs: 0 });
   });
@@ -149,8 +149,8 @@ describe('sliding window math', () => {
 
 describe('several windows', () => {
   const MINUTE_AND_DAY: RateWindow[] = [
-    { name: 'minute', limit: 3, windowMs: 60_000 },
-    { name: 'day', limit: 5, windowMs: 86_400_000 },
+    { name: 'minute', limit: 3, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const },
+    { name: 'day', limit: 5, windowMs: 86_400_000, kind: 'requests' as const, scope: 'subject' as const },
   ];
 
   it('the tighter window answers, and every window must admit', async () => {
@@ -186,8 +186,8 @@ describe('several windows', () => {
 
   it('waits for the slowest window when several are full', async () => {
     const windows: RateWindow[] = [
-      { name: 'second', limit: 2, windowMs: 1_000 },
-      { name: 'minute', limit: 2, windowMs: 60_000 },
+      { name: 'second', limit: 2, windowMs: 1_000, kind: 'requests' as const, scope: 'subject' as const },
+      { name: 'minute', limit: 2, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const },
     ];
     const { consume } = setup(windows);
     await consume();
@@ -207,7 +207,7 @@ describe('several windows', () => {
 
 describe('memory per window', () => {
   it('keeps at most 61 buckets for a 1-day window holding 100,000 requests', () => {
-    const windows: RateWindow[] = [{ name: 'day', limit: 100_000, windowMs: 86_400_000 }];
+    const windows: RateWindow[] = [{ name: 'day', limit: 100_000, windowMs: 86_400_000, kind: 'requests' as const, scope: 'subject' as const }];
     const counter = newBucketCounter(bucketWidthMs(86_400_000));
     let maxBuckets = 0;
     let admitted = 0;

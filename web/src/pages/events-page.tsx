@@ -4,6 +4,7 @@
 import { useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { Empty, ErrorState, Loading } from '../components/states.js';
+import { formatDateTime } from '../format.js';
 import { useAsync } from '../hooks.js';
 import type { DeliveryState, EventPage, WebhookEvent } from '../types.js';
 
@@ -97,27 +98,33 @@ export function EventsPage(props: { canWrite: boolean }) {
                 <th scope="col">Attempts</th>
                 <th scope="col">Last attempt</th>
                 <th scope="col">Created</th>
-                {props.canWrite ? <th scope="col"><span class="visually-hidden">Actions</span></th> : null}
+                {props.canWrite ? (
+                  <th scope="col" class="sticky-end">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                ) : null}
               </tr>
             </thead>
             <tbody>
               {events.data.data.map((event) => (
                 <tr key={event.id} data-event-id={event.id}>
                   <td>
-                    <code>{event.id}</code>
+                    <code class="breakable">{event.id}</code>
                   </td>
                   <td class="nowrap">{event.type}</td>
                   <td>
-                    <code>{event.subject}</code>
+                    <code class="breakable">{event.subject}</code>
                   </td>
                   <td>
                     <span class={`badge badge-${STATE_TONE[event.state]}`}>{event.state}</span>
                   </td>
                   <td>{event.attempts.length}</td>
                   <td class="nowrap">{lastAttempt(event)}</td>
-                  <td class="nowrap">{new Date(event.created_at).toLocaleString()}</td>
+                  <td class="nowrap" title={event.created_at}>
+                    {formatDateTime(event.created_at, Date.now())}
+                  </td>
                   {props.canWrite ? (
-                    <td>
+                    <td class="sticky-end">
                       <button type="button" class="button button-quiet" onClick={() => void redeliver(event)} aria-label={`Redeliver ${event.id}`}>
                         Redeliver
                       </button>

@@ -85,7 +85,7 @@ export function KeysPage(props: { canWrite: boolean }) {
       <form class="filters" role="search" aria-label="Filter keys" onSubmit={(e) => e.preventDefault()}>
         <label class="field field-inline">
           <span>Search</span>
-          <input type="search" name="search" value={searchText} onInput={(e) => setSearchText(e.currentTarget.value)} placeholder="name starts with, or key_…" maxLength={200} />
+          <input type="search" name="search" value={searchText} onInput={(e) => setSearchText(e.currentTarget.value)} placeholder="name or key_…" title="A name's first letters, or a whole key_… id" maxLength={200} />
         </label>
         <label class="field field-inline">
           <span>Account</span>
@@ -131,7 +131,11 @@ export function KeysPage(props: { canWrite: boolean }) {
                 <th scope="col">Expires</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Status</th>
-                {props.canWrite ? <th scope="col"><span class="visually-hidden">Actions</span></th> : null}
+                {props.canWrite ? (
+                  <th scope="col" class="sticky-end">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                ) : null}
               </tr>
             </thead>
             <tbody>
@@ -159,7 +163,7 @@ export function KeysPage(props: { canWrite: boolean }) {
                     <StatusBadge status={key.status} />
                   </td>
                   {props.canWrite ? (
-                    <td>
+                    <td class="sticky-end">
                       {key.status === 'revoked' ? null : (
                         <div class="actions">
                           <button type="button" class="button button-small" aria-label={`Edit ${key.key_id}`} onClick={() => setOpen({ kind: 'edit', key })}>

@@ -3,6 +3,7 @@
 // functions: which tools the runner is given, and the body that says so. Only requests on a
 // key with a scope (or, later, with exhausted tools) come here; the pipeline's common path
 // pays for one property check.
+import { EVERY_TOOL } from '../config/limit-window.js';
 import { GatewayError } from '../errors.js';
 import type { RequestState } from '../request/request-state.js';
 
@@ -60,13 +61,15 @@ export function toolsToForward(
   const known: Iterable<string> | undefined = scope ?? allowList;
   if (known === undefined) return unchanged();
   const hasExhausted = exhausted !== undefined && exhausted.size > 0;
+  // A spent "*" quota (every tool call counts against it) withholds every tool.
+  const allExhausted = hasExhausted && exhausted.has(EVERY_TOOL);
   // Without a scope, only withheld tools make the allow-list worth sending.
   if (scope === null && !hasExhausted) return unchanged();
   const forward: string[] = [];
   const withheld: string[] = [];
   for (const tool of known) {
     if (scope !== null && allowList !== undefined && !allowList.has(tool)) continue;
-    if (hasExhausted && exhausted.has(tool)) withheld.push(tool);
+    if (hasExhausted && (allExhausted || exhausted.has(tool))) withheld.push(tool);
     else forward.push(tool);
   }
   if (scope === null && withheld.length === 0) return unchanged();

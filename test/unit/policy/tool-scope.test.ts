@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { GatewayError } from '../../../src/errors.js';
-import { applyToolScope, spliceTools, toolsToForward } from '../../../src/http/tool-scope.js';
+import { applyToolScope, spliceTools, toolsToForward } from '../../../src/policy/tool-scope.js';
 import { RequestState } from '../../../src/request/request-state.js';
 
 const allow = new Set(['search', 'calculator', 'web_search', 'files']);
