@@ -68,7 +68,7 @@ function mcpClaim(payload: JWTPayload, name: string): Record<string, string[]> |
 }
 
 // Equal limits claims share one object, so the pipeline's per-(limits, plan) cache
-// (src/http/key-limits.ts) resolves them once, not once per token.
+// (src/policy/policy-cache.ts, by limits object and plan) compiles them once, not once per token.
 const internedLimits = new Map<string, KeyLimits>();
 const MAX_INTERNED_LIMITS = 1_000;
 
