@@ -44,14 +44,15 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { startBenchRedis } from './lib/bench-redis.mjs';
-import { applyConfigVariations, benchCertificate, parseBuildSpec, usesTls } from './lib/build-specs.mjs';
-import { BENCH_AGENT, createBenchKey, gatewayEnvironment, GATEWAY_READY_PATTERN, writeGatewayConfig } from './lib/gateway.mjs';
+import { applyConfigVariations, benchCertificate, parseBuildSpec, usesJwt, usesTls } from './lib/build-specs.mjs';
+import { BENCH_ACCOUNT, BENCH_AGENT, BENCH_PLAN, createBenchKey, gatewayEnvironment, GATEWAY_READY_PATTERN, writeGatewayConfig } from './lib/gateway.mjs';
 import { REQUEST_BODY } from './lib/load-tools.mjs';
 import { installExitHandlers, spawnProcess, startStubRunner, stopAll } from './lib/processes.mjs';
 import { ensurePeersInstalled } from './lib/peers.mjs';
 import { pathToFileURL } from 'node:url';
 import { median } from './lib/stats.mjs';
 import { startOtlpSink } from './lib/otlp-sink.mjs';
+import { JWT_AUDIENCE, startJwtIssuer } from './lib/jwt-issuer.mjs';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const { values, positionals } = parseArgs({
@@ -108,6 +109,9 @@ const body = Buffer.from(REQUEST_BODY);
 // The telemetry-on variation exports to a collector stand-in here; audit-postgres writes to a
 // table of its own per run on the machine's PostgreSQL (AGENTGW_BENCH_POSTGRES_URL), dropped at the end.
 const otlpSink = builds.some((b) => b.variations?.includes('telemetry-on')) ? await startOtlpSink() : undefined;
+// The jwt variations: an identity provider stand-in, and one token for the bench account and plan.
+const jwtIssuer = builds.some((b) => b.variations?.some((v) => v.startsWith('jwt'))) ? await startJwtIssuer() : undefined;
+const jwtToken = jwtIssuer && (await jwtIssuer.token({ sub: 'bench-service', org_id: BENCH_ACCOUNT, plan: BENCH_PLAN, agents: [BENCH_AGENT] }));
 const postgresUrl = process.env.AGENTGW_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const postgresTables = [];
 
@@ -231,8 +235,9 @@ async function countOnce(build, run) {
   const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `instructions-${build.name}-${run}:`, stubUrl, heartbeat: '5s', commandTimeout: '30s' });
   const postgresTable = `agentgw_bench_${process.pid}_${build.name.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 12)}_${run}`;
   if (build.variations.includes('audit-postgres')) postgresTables.push(postgresTable);
-  applyConfigVariations(configPath, build.variations, { tlsDir, otlpUrl: otlpSink?.url, postgresUrl, postgresTable });
+  applyConfigVariations(configPath, build.variations, { tlsDir, otlpUrl: otlpSink?.url, postgresUrl, postgresTable, jwtIssuer: jwtIssuer?.issuer, jwtAudience: JWT_AUDIENCE });
   const key = await createBenchKey({ repoRoot: build.root, configPath });
+  const credential = usesJwt(build) ? jwtToken : key.rawKey;
   const outFile = join(dir, 'callgrind.out');
   const gateway = await spawnProcess({
     name: `${build.name}-${run}`,
@@ -256,7 +261,7 @@ async function countOnce(build, run) {
     startTimeoutMs: Number(values['start-timeout-s']) * 1000,
     stopGraceMs: 120_000,
   });
-  return countRequests(gateway, dir, { 'content-type': 'application/json', authorization: `Bearer ${key.rawKey}` }, `/agents/${BENCH_AGENT}/api/v1/chat`, usesTls(build));
+  return countRequests(gateway, dir, { 'content-type': 'application/json', authorization: `Bearer ${credential}` }, `/agents/${BENCH_AGENT}/api/v1/chat`, usesTls(build));
 }
 
 const results = new Map(builds.map((b) => [b.name, []]));
@@ -295,6 +300,7 @@ try {
   await stopAll(120_000);
   await redis.close();
   await otlpSink?.close();
+  await jwtIssuer?.close();
   await dropPostgresTables();
 }
 

@@ -10,6 +10,8 @@ export const ERROR_TYPES = {
   expired_api_key: { status: 401, message: 'The API key has expired.' },
   revoked_api_key: { status: 401, message: 'The API key has been revoked.' },
   agent_not_allowed: { status: 401, message: 'The API key is not allowed to use this agent.' },
+  // A JWT access token that fails any check (docs/identity.md); answered with the RFC 6750 challenge below.
+  invalid_token: { status: 401, message: 'The access token is not valid.' },
   missing_admin_token: { status: 401, message: 'Send an admin token as "Authorization: Bearer <token>".' },
   invalid_admin_token: { status: 401, message: 'The admin token is not valid.' },
   insufficient_role: { status: 403, message: 'This admin token has the viewer role; this operation needs the admin role.' },
@@ -86,6 +88,15 @@ export class GatewayError extends Error {
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.headers = options.headers;
   }
+}
+
+/**
+ * 401 invalid_token with its RFC 6750 challenge, `Bearer error="invalid_token"`; on an MCP
+ * endpoint also `resource_metadata` (RFC 9728), the URL of the protected resource metadata.
+ */
+export function invalidTokenError(message?: string, resourceMetadataUrl?: string): GatewayError {
+  const challenge = resourceMetadataUrl === undefined ? 'Bearer error="invalid_token"' : `Bearer resource_metadata="${resourceMetadataUrl}", error="invalid_token"`;
+  return new GatewayError('invalid_token', { message, headers: { 'WWW-Authenticate': challenge } });
 }
 
 /** The JSON envelope every gateway error uses: {"error": {type, message, request_id, param?}}. */

@@ -4,7 +4,7 @@
 import { listen } from './http/listen.js';
 import { openAuditLog } from './audit/open-audit-log.js';
 import { openControlPlane } from './admin/control-plane.js';
-import { createKeyAuthenticator } from './auth/key-authenticator.js';
+import { createAuthenticator } from './auth/create-authenticator.js';
 import type { KeyStore } from './keys/key-store.js';
 import { openKeyStore } from './keys/open-key-store.js';
 import { systemClock, type Clock } from './clock.js';
@@ -76,7 +76,8 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const notifier = options.notifier ?? notifications.notifier;
 
   const keyStore = await openKeyStore(config, { logger, subscribe: true, redis: redisClients });
-  const authenticator = createKeyAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis });
+  // A token's plan is looked up in the running config (`runtime`, made below, before any request) when it is verified.
+  const { authenticator, revocations } = createAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis, hasPlan: (plan) => runtime.current.config.plans.has(plan) });
 
   const memoryLimiter = new MemoryRateLimiter({ clock });
   const rateLimiter: RateLimiter = redis
@@ -131,6 +132,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         a2aCards: () => runtime.a2a?.cards.snapshot() ?? {},
         notifier,
         events: notifications.events,
+        revocations,
       });
   const admin = options.admin === false
     ? undefined

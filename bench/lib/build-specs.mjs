@@ -63,6 +63,11 @@ export const CONFIG_VARIATIONS = {
   // gets the budget threshold check (decision 0069); the bench crosses no threshold, so
   // nothing publishes per request.
   webhooks: (yaml) => `${yaml}notifications:\n  webhooks:\n    - { url: "http://127.0.0.1:9/hook", secret: "bench-webhook-secret-0123456789" }\n`,
+  // Identity (docs/identity.md): an issuer in auth.jwt (a local stand-in the tool starts). `jwt`:
+  // the requests carry a JWT access token (verified once, then from the gateway's cache);
+  // `jwt-keys`: the issuer configured, the requests still carry the key (what keys pay for it).
+  jwt: (yaml, context) => withJwtIssuer(yaml, context, 'jwt'),
+  'jwt-keys': (yaml, context) => withJwtIssuer(yaml, context, 'jwt-keys'),
   // The usage audit also into a PostgreSQL table (its own per run, dropped after).
   'audit-postgres': (yaml, context) =>
     yaml.replace(/( {2}spool: .*\n)/, `$1  postgres: { url: ${JSON.stringify(needs(context, 'postgresUrl', 'audit-postgres'))}, table: ${needs(context, 'postgresTable', 'audit-postgres')} }\n`),
@@ -72,6 +77,16 @@ export const CONFIG_VARIATIONS = {
 function needs(context, name, variation) {
   if (context[name] === undefined) throw new Error(`the ${variation} variation needs ${name}; run it with bench/count-instructions.mjs`);
   return context[name];
+}
+
+function withJwtIssuer(yaml, context, variation) {
+  const issuer = needs(context, 'jwtIssuer', variation);
+  return `${yaml}auth:\n  jwt:\n    - { issuer: ${JSON.stringify(issuer)}, audiences: [${JSON.stringify(context.jwtAudience)}], claims: { account: org_id, plan: plan, end_user: eu } }\n`;
+}
+
+/** Whether the build's requests carry a JWT access token rather than the key. */
+export function usesJwt(build) {
+  return (build.variations ?? []).includes('jwt');
 }
 
 function withListenTls(yaml, context, http2) {

@@ -17,6 +17,7 @@ import { AdminTokenAttempts } from './admin-token-attempts.js';
 import { createDashboard, isDashboardPath, SESSION_PATH as DASHBOARD_SESSION_PATH, type Dashboard } from './dashboard-routes.js';
 import { getUsage } from './admin-usage.js';
 import { listEvents, redeliverEvent } from './admin-events.js';
+import { revokeTokens } from './admin-token-revocations.js';
 import { isOpenApiDocumentName, openApiJson } from './openapi-documents.js';
 
 type Handler = (x: AdminExchange, keyId: string) => Promise<void> | void;
@@ -37,6 +38,7 @@ const ROUTES: Route[] = [
   { pattern: '/agents', methods: { GET: listAgents } },
   { pattern: '/events', methods: { GET: listEvents } },
   { pattern: '/events/{key_id}/redeliver', methods: { POST: redeliverEvent } },
+  { pattern: '/tokens/revocations', methods: { POST: revokeTokens } },
 ];
 
 function match(path: string): { route: Route; keyId: string } | undefined {
@@ -93,8 +95,8 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, reques
     res.end(req.method === 'HEAD' ? undefined : body);
     return;
   }
-  const tokens = deps.config().admin.tokens;
-  if (tokens.length === 0) throw new GatewayError('not_found', { message: 'The admin API is off: no admin token is configured (admin.tokens).' });
+  const { tokens, oidc } = deps.config().admin;
+  if (tokens.length === 0 && oidc === undefined) throw new GatewayError('not_found', { message: 'The admin API is off: no admin token is configured (admin.tokens).' });
   const actor = dashboard.authenticate(req);
   if (!path.startsWith(`${ADMIN_PREFIX}/`)) throw new GatewayError('not_found', { message: 'No such admin route; see /openapi/admin.json.' });
   const found = match(path.slice(ADMIN_PREFIX.length));

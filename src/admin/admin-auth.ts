@@ -13,6 +13,9 @@ export type AdminRole = AdminTokenConfig['role'];
 export interface AdminActor {
   name: string;
   role: AdminRole;
+  /** A person signed in through the identity provider (admin.oidc): their `sub` and email, for the admin audit trail. */
+  sub?: string;
+  email?: string | null;
 }
 
 /** Resolves the caller or throws 401 missing_admin_token / invalid_admin_token. */

@@ -3,7 +3,7 @@
 import type { AgentUpstreamsSnapshot } from '../proxy/upstream-pools.js';
 import type { A2aCard } from '../proxy/a2a/a2a-card.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AdminAuditLog } from '../audit/admin-audit-log.js';
+import type { AdminAuditLog, AdminWriteOrigin } from '../audit/admin-audit-log.js';
 import type { UsageSource } from '../audit/usage-report.js';
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config/schema.js';
@@ -14,6 +14,7 @@ import type { Logger } from '../logger.js';
 import type { AdminActor } from './admin-auth.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { EventsView } from '../notifications/open-notifications.js';
+import type { TokenRevocations } from '../auth/jwt/token-revocations.js';
 
 export interface AdminApiDeps {
   /** The running config (a reload changes plans, agents and admin tokens). */
@@ -34,6 +35,8 @@ export interface AdminApiDeps {
   notifier?: Notifier | undefined;
   /** The webhook events and their delivery state (docs/admin-api.md "Events"); undefined when notifications are off. */
   events?: EventsView | undefined;
+  /** Revoked JWT access tokens (docs/identity.md); undefined when auth.jwt names no issuer. */
+  revocations?: TokenRevocations | undefined;
 }
 
 export interface AdminExchange {
@@ -43,6 +46,16 @@ export interface AdminExchange {
   requestId: string;
   actor: AdminActor;
   deps: AdminApiDeps;
+}
+
+/**
+ * The admin trail's request id and actor of this request: the admin token's name, or for a
+ * person signed in through the identity provider `oidc:<email or sub>` with their `sub` and email.
+ */
+export function originOf(x: AdminExchange): AdminWriteOrigin {
+  const { actor } = x;
+  if (actor.sub === undefined) return { request_id: x.requestId, actor: actor.name };
+  return { request_id: x.requestId, actor: actor.name, actor_sub: actor.sub, actor_email: actor.email ?? null };
 }
 
 /** A KeyService over the running config's plans and agents. */

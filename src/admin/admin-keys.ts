@@ -4,14 +4,10 @@ import { parseDurationMs } from '../config/duration.js';
 import { toKeyView } from '../keys/key-record-codec.js';
 import type { KeyLimits } from '../keys/key-record.js';
 import type { AdminExchange } from './admin-context.js';
-import { keyServiceOf, sendJson } from './admin-context.js';
+import { keyServiceOf, originOf, sendJson } from './admin-context.js';
 import { createKeyBody, emptyBody, listKeysQuery, rotateKeyBody, updateKeyBody } from './admin-key-requests.js';
 import { queryObject, readJsonBody, validate } from './admin-request-body.js';
 
-/** The admin trail's request id and actor (the admin token's name) of this request. */
-function originOf(x: AdminExchange): { request_id: string; actor: string } {
-  return { request_id: x.requestId, actor: x.actor.name };
-}
 
 export async function listKeys(x: AdminExchange): Promise<void> {
   const query = validate(listKeysQuery, queryObject(x.url.searchParams));

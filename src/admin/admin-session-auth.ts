@@ -55,7 +55,7 @@ function csrfMatches(presented: string | string[] | undefined, expected: string)
 export function requireSession(req: IncomingMessage, config: GatewayConfig, sessions: DashboardSessions): ActiveSession & { sessionId: string } {
   const sessionId = sessionIdOf(req);
   if (sessionId === undefined) throw new GatewayError('missing_admin_token', { message: 'Sign in to the dashboard, or send an admin token as "Authorization: Bearer <token>".' });
-  const session = sessions.use(sessionId, config.admin.tokens, sessionLimitsOf(config));
+  const session = sessions.use(sessionId, config.admin.tokens, sessionLimitsOf(config), config.admin.oidc !== undefined);
   if (session === undefined) throw new GatewayError('invalid_admin_token', { message: 'The dashboard session has ended (signed out, idle too long, or too old); sign in again.' });
   return { ...session, sessionId };
 }

@@ -12,6 +12,8 @@ import type { Logger } from '../logger.js';
 import type { EventsView } from '../notifications/open-notifications.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { RedisClient } from '../redis/redis-client.js';
+import { openTokenRevocations } from '../auth/create-authenticator.js';
+import type { TokenRevocations } from '../auth/jwt/token-revocations.js';
 import { createAdminApi } from './admin-api.js';
 import type { AdminApiDeps } from './admin-context.js';
 
@@ -36,9 +38,13 @@ export function openControlPlane(
     a2aCards?: AdminApiDeps['a2aCards'];
     notifier?: Notifier;
     events?: EventsView | undefined;
+    /** The revocations the request path reads; opened here (and closed with the control plane) when not given. */
+    revocations?: TokenRevocations | undefined;
   },
 ): ControlPlane {
   const config = currentConfig();
+  const ownRevocations = deps.revocations === undefined && config.auth.jwt.length > 0 ? openTokenRevocations(config, { clock: deps.clock, logger: deps.logger, redisClient: deps.redis }) : undefined;
+  const revocations = deps.revocations ?? ownRevocations;
   const adminAudit = new AdminAuditLog(openAdminAuditBatches(config, { redis: deps.auditRedis ?? deps.redis, logger: deps.logger, clock: deps.clock }), deps.clock);
   const api = createAdminApi({
     config: currentConfig,
@@ -51,6 +57,13 @@ export function openControlPlane(
     a2aCards: deps.a2aCards,
     notifier: deps.notifier,
     events: deps.events,
+    revocations,
   });
-  return { api, close: () => adminAudit.close() };
+  return {
+    api,
+    close: async () => {
+      await ownRevocations?.close();
+      await adminAudit.close();
+    },
+  };
 }

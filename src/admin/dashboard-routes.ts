@@ -15,9 +15,12 @@ import { DASHBOARD_DIR, loadDashboardAssets, sendAsset, type DashboardAsset } fr
 import { setDashboardSecurityHeaders } from './dashboard-headers.js';
 import { DashboardSessions, tokenByDigest } from './dashboard-sessions.js';
 import { clearedSessionCookie, sessionCookie, sessionIdOf } from './session-cookie.js';
+import { OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcSignIn } from './oidc-sign-in.js';
 
 const DASHBOARD_ROOT = '/dashboard';
 export const SESSION_PATH = '/dashboard/session';
+/** Whether sign-in through the identity provider is offered (GET: 200 with the issuer, or 404). */
+export const OIDC_PATH = '/dashboard/oidc';
 
 const signInBody = z.strictObject({ token: z.string().min(1, 'the admin token') });
 
@@ -34,6 +37,7 @@ export interface Dashboard {
 
 export function createDashboard(deps: AdminApiDeps, options: { assetsDir?: string } = {}): Dashboard {
   const sessions = new DashboardSessions(deps.clock);
+  const oidcSignIn = new OidcSignIn(deps.clock, deps.logger);
   const assetsDir = options.assetsDir ?? DASHBOARD_DIR;
   let assets: Promise<Map<string, DashboardAsset>> | undefined;
   const loadAssets = (): Promise<Map<string, DashboardAsset>> => {
@@ -72,7 +76,7 @@ export function createDashboard(deps: AdminApiDeps, options: { assetsDir?: strin
     }
     if (req.method === 'DELETE') {
       const sessionId = sessionIdOf(req);
-      const live = sessionId === undefined ? undefined : sessions.use(sessionId, config.admin.tokens, sessionLimitsOf(config));
+      const live = sessionId === undefined ? undefined : sessions.use(sessionId, config.admin.tokens, sessionLimitsOf(config), config.admin.oidc !== undefined);
       if (live !== undefined) {
         requireCsrf(req, live);
         sessions.delete(sessionId!);
@@ -85,6 +89,17 @@ export function createDashboard(deps: AdminApiDeps, options: { assetsDir?: strin
       return;
     }
     throw new GatewayError('method_not_allowed', { message: 'This route accepts GET, POST and DELETE.', headers: { Allow: 'GET, HEAD, POST, DELETE' } });
+  }
+
+  /** Sign-in through the identity provider (oidc-sign-in.ts); 404 without admin.oidc. */
+  async function serveOidc(req: IncomingMessage, res: ServerResponse, url: URL, path: string): Promise<void> {
+    const config = deps.config();
+    const oidc = config.admin.oidc;
+    if (oidc === undefined) throw new GatewayError('not_found', { message: 'Sign-in through an identity provider is off (admin.oidc).' });
+    if (req.method !== 'GET' && req.method !== 'HEAD') throw new GatewayError('method_not_allowed', { message: 'This route accepts GET.', headers: { Allow: 'GET, HEAD' } });
+    if (path === OIDC_PATH) return sendJson(res, 200, { issuer: oidc.issuer, login: OIDC_LOGIN_PATH });
+    if (path === OIDC_LOGIN_PATH) return oidcSignIn.login(req, res, oidc);
+    return oidcSignIn.callback(req, res, url, oidc, sessions, sessionLimitsOf(config));
   }
 
   async function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -102,8 +117,10 @@ export function createDashboard(deps: AdminApiDeps, options: { assetsDir?: strin
   return {
     async handle(req, res, url) {
       setDashboardSecurityHeaders(res);
-      if (deps.config().admin.tokens.length === 0) throw new GatewayError('not_found', { message: 'The dashboard is off: no admin token is configured (admin.tokens).' });
+      const config = deps.config();
+      if (config.admin.tokens.length === 0 && config.admin.oidc === undefined) throw new GatewayError('not_found', { message: 'The dashboard is off: no admin token is configured (admin.tokens).' });
       const path = url.pathname;
+      if (path === OIDC_PATH || path === OIDC_LOGIN_PATH || path === OIDC_CALLBACK_PATH) return serveOidc(req, res, url, path);
       if (path === DASHBOARD_ROOT) {
         res.writeHead(308, { Location: `${DASHBOARD_ROOT}/`, 'Content-Length': 0, 'Cache-Control': 'no-store' });
         res.end();

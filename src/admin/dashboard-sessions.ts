@@ -4,7 +4,9 @@
 // so how long a lookup takes says nothing about the ids that exist. A session remembers which
 // admin token opened it by digest and re-reads that token's name and role from the running
 // config on every use: removing the token (or changing its role) on reload takes effect on
-// its sessions at once.
+// its sessions at once. A session opened through the identity provider (admin.oidc,
+// oidc-sign-in.ts) holds the person instead, with the role their ID token gave at sign-in; it
+// ends when admin.oidc is removed.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { AdminTokenConfig } from '../config/schema.js';
@@ -15,8 +17,17 @@ export interface SessionLimits {
   maxAgeMs: number;
 }
 
+/** Who signed in through the identity provider: their `sub`, email (when the provider gave one) and role. */
+export interface SignedInPerson {
+  sub: string;
+  email: string | null;
+  role: AdminActor['role'];
+}
+
 interface StoredSession {
+  /** The admin token's digest, or for a person the digest of their `sub` (the per-owner session bound). */
   tokenDigest: Buffer;
+  person?: SignedInPerson;
   csrfToken: string;
   createdAtMs: number;
   lastSeenAtMs: number;
@@ -60,27 +71,34 @@ export class DashboardSessions {
   }
 
   /** Opens a session for an admin token already checked by the caller; returns its id. */
-  create(tokenDigest: Buffer, limits: SessionLimits): { sessionId: string; csrfToken: string; expiresAtMs: number } {
+  create(tokenDigest: Buffer, limits: SessionLimits, person?: SignedInPerson): { sessionId: string; csrfToken: string; expiresAtMs: number } {
     const nowMs = this.clock.now();
     this.sweep(nowMs, limits);
     this.makeRoomFor(tokenDigest);
     const sessionId = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
-    this.sessions.set(lookupKey(sessionId), { tokenDigest: Buffer.from(tokenDigest), csrfToken, createdAtMs: nowMs, lastSeenAtMs: nowMs });
+    const session: StoredSession = { tokenDigest: Buffer.from(tokenDigest), csrfToken, createdAtMs: nowMs, lastSeenAtMs: nowMs };
+    if (person !== undefined) session.person = person;
+    this.sessions.set(lookupKey(sessionId), session);
     return { sessionId, csrfToken, expiresAtMs: nowMs + limits.maxAgeMs };
+  }
+
+  /** Opens a session for a person the identity provider signed in (their role already decided). */
+  createForPerson(person: SignedInPerson, limits: SessionLimits): { sessionId: string; csrfToken: string; expiresAtMs: number } {
+    return this.create(createHash('sha256').update(`oidc\n${person.sub}`, 'utf8').digest(), limits, person);
   }
 
   /**
    * The live session with this id, marked as used now; undefined (and forgotten) when it is
    * unknown, idle past the timeout, past its lifetime, or its token is no longer configured.
    */
-  use(sessionId: string, tokens: readonly AdminTokenConfig[], limits: SessionLimits): ActiveSession | undefined {
+  use(sessionId: string, tokens: readonly AdminTokenConfig[], limits: SessionLimits, peopleAllowed = false): ActiveSession | undefined {
     const key = lookupKey(sessionId);
     const session = this.sessions.get(key);
     if (session === undefined) return undefined;
     const nowMs = this.clock.now();
-    const token = tokenByDigest(session.tokenDigest, tokens);
-    if (token === undefined || this.expired(session, nowMs, limits)) {
+    const actor = this.actorOf(session, tokens, peopleAllowed);
+    if (actor === undefined || this.expired(session, nowMs, limits)) {
       this.sessions.delete(key);
       return undefined;
     }
@@ -88,7 +106,15 @@ export class DashboardSessions {
     // Most recently used last, so eviction takes the first entry.
     this.sessions.delete(key);
     this.sessions.set(key, session);
-    return { actor: { name: token.name, role: token.role }, csrfToken: session.csrfToken, expiresAtMs: session.createdAtMs + limits.maxAgeMs };
+    return { actor, csrfToken: session.csrfToken, expiresAtMs: session.createdAtMs + limits.maxAgeMs };
+  }
+
+  /** The session's actor: its token's name and role as configured now, or its person while people may sign in. */
+  private actorOf(session: StoredSession, tokens: readonly AdminTokenConfig[], peopleAllowed: boolean): AdminActor | undefined {
+    const person = session.person;
+    if (person !== undefined) return peopleAllowed ? { name: `oidc:${person.email ?? person.sub}`, role: person.role, sub: person.sub, email: person.email } : undefined;
+    const token = tokenByDigest(session.tokenDigest, tokens);
+    return token === undefined ? undefined : { name: token.name, role: token.role };
   }
 
   /** Sign-out. */

@@ -1,5 +1,6 @@
 // The admin audit trail (docs/admin-api.md): one JSON line per admin write —
 //   {"id", "ts", "request_id", "actor", "action", "key_id", "changed": [...], "new_key_id"?}
+// or, for a revocation of access tokens, {"id", "ts", "request_id", "actor", "action": "token.revoke", "jti" | "sub", "until"};
 // never a raw key, a hash or a token. The admin API writes it through its own
 // BatchingAuditLog (sinks and spools of their own), the CLI straight to the sinks
 // (DirectAuditWriter); both through the same entries below, so a record has one shape
@@ -12,9 +13,8 @@ import type { AuditSink } from './audit-sink.js';
 
 export type AdminAction = 'key.create' | 'key.update' | 'key.revoke' | 'key.rotate';
 
-export interface AdminAuditEntry {
-  request_id: string;
-  /** The admin token's configured name, or `cli:<os user>` for the CLI. */
+export interface AdminAuditEntry extends AdminWriteOrigin {
+  /** The admin token's configured name, `oidc:<email or sub>` for a person, or `cli:<os user>` for the CLI. */
   actor: string;
   action: AdminAction;
   key_id: string;
@@ -24,10 +24,23 @@ export interface AdminAuditEntry {
   new_key_id?: string;
 }
 
-/** Who made a write: the request it came with and its actor. */
+/**
+ * A revocation of JWT access tokens (docs/identity.md "Revocation"): which `jti` or `sub`,
+ * and until when. The identifiers are the provider's, never a token.
+ */
+export interface TokenRevocationEntry extends AdminWriteOrigin {
+  action: 'token.revoke';
+  jti?: string;
+  sub?: string;
+  until: string;
+}
+
+/** Who made a write: the request it came with and its actor (for a person signed in through the identity provider, also their `sub` and email). */
 export interface AdminWriteOrigin {
   request_id: string;
   actor: string;
+  actor_sub?: string;
+  actor_email?: string | null;
 }
 
 /** Where the lines go: a BatchingAuditLog (the admin API) or a DirectAuditWriter (the CLI). */
@@ -44,7 +57,7 @@ export class AdminAuditLog {
   ) {}
 
   /** Queues the entry and waits until every sink has written (or spooled) it. */
-  async record(entry: AdminAuditEntry): Promise<void> {
+  async record(entry: AdminAuditEntry | TokenRevocationEntry): Promise<void> {
     const line = JSON.stringify({ id: randomUUID(), ts: new Date(this.clock.now()).toISOString(), ...entry });
     this.writer.recordLine(line);
     await this.writer.flush();
@@ -65,6 +78,10 @@ export class AdminAuditLog {
 
   keyRotated(origin: AdminWriteOrigin, keyId: string, newKeyId: string): Promise<void> {
     return this.record({ ...origin, action: 'key.rotate', key_id: keyId, changed: ['expires_at', 'replaced_by'], new_key_id: newKeyId });
+  }
+
+  tokensRevoked(origin: AdminWriteOrigin, revoked: { jti?: string; sub?: string; until: string }): Promise<void> {
+    return this.record({ ...origin, action: 'token.revoke', ...revoked });
   }
 
   close(): Promise<void> {

@@ -37,6 +37,11 @@ export const AUDIT_COLUMNS = [
   { name: 'cost_usd', type: 'numeric' },
   { name: 'tool_calls', type: 'jsonb' },
   { name: 'tools_withheld', type: 'jsonb' },
+  // JWT callers only (null for a key's rows; docs/identity.md).
+  { name: 'auth', type: 'text' },
+  { name: 'token_issuer', type: 'text' },
+  { name: 'token_sub', type: 'text' },
+  { name: 'token_jti', type: 'text' },
   // MCP records only (null on the chat routes' rows); is_error as JSON true/false/null.
   { name: 'mcp_server', type: 'text' },
   { name: 'tool', type: 'text' },

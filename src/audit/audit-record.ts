@@ -49,6 +49,13 @@ export interface AuditRecord {
   mcp_server?: string;
   tool?: string;
   is_error?: boolean | null;
+  // Present only for a JWT access token (docs/identity.md); a key's record has none of them.
+  /** How the caller authenticated: "jwt". */
+  auth?: 'jwt' | undefined;
+  /** The token's `iss`, `sub` and `jti` (null: it had none); never the token. */
+  token_issuer?: string | undefined;
+  token_sub?: string | undefined;
+  token_jti?: string | null | undefined;
 }
 
 /**
@@ -77,15 +84,21 @@ function nullableNames(names: readonly string[] | null): string {
 function answerFields(r: AuditRecord): string {
   return (
     ',"model":' + nullableString(r.model ?? null) + ',"cost_usd":' + nullableNumber(r.cost_usd ?? null) +
-    ',"tool_calls":' + nullableNames(r.tool_calls ?? null) + ',"tools_withheld":' + nullableNames(r.tools_withheld ?? null) +
+    ',"tool_calls":' + nullableNames(r.tool_calls ?? null) + ',"tools_withheld":' + nullableNames(r.tools_withheld ?? null) + tokenFields(r) +
     (r.mcp_server === undefined ? '}' : mcpFields(r))
   );
 }
 
-/** An MCP record's own fields, after the answer's (never arguments or results). */
+/** An MCP record's own fields, after the answer's and a token's (never arguments or results). */
 function mcpFields(r: AuditRecord): string {
   const isError = r.is_error === undefined || r.is_error === null ? 'null' : String(r.is_error);
   return ',"mcp_server":' + jsonStringLiteral(r.mcp_server!) + ',"tool":' + jsonStringLiteral(r.tool ?? '') + ',"is_error":' + isError + '}';
+}
+
+/** A JWT caller's fields (docs/identity.md), after the others; nothing for a key. */
+function tokenFields(r: AuditRecord): string {
+  if (r.auth === undefined) return '';
+  return ',"auth":"jwt","token_issuer":' + jsonStringLiteral(r.token_issuer ?? '') + ',"token_sub":' + jsonStringLiteral(r.token_sub ?? '') + ',"token_jti":' + nullableString(r.token_jti ?? null);
 }
 
 const plainKeyId = new PlainTextMemo();

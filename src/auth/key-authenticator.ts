@@ -254,10 +254,10 @@ export interface KeyAuthenticatorDeps {
   redisClient?: unknown;
 }
 
-/** Builds the authenticator and its throttle from config.keys (and config.redis.prefix). */
-export function createKeyAuthenticator(config: GatewayConfig, deps: KeyAuthenticatorDeps): KeyAuthenticator {
+/** The failed-attempt throttle from config.keys.failed_auth (shared with the JWT authenticator, so both count toward one limit). */
+export function createFailedAuthThrottle(config: GatewayConfig, deps: Pick<KeyAuthenticatorDeps, 'clock' | 'logger' | 'redisClient'>): FailedAuthThrottle {
   const { failedAuth } = config.keys;
-  const throttle = new FailedAuthThrottle({
+  return new FailedAuthThrottle({
     maxAttempts: failedAuth.maxAttempts,
     perMs: failedAuth.perMs,
     blockForMs: failedAuth.blockForMs,
@@ -266,12 +266,16 @@ export function createKeyAuthenticator(config: GatewayConfig, deps: KeyAuthentic
     redis: deps.redisClient !== undefined && config.redis ? { client: deps.redisClient, prefix: config.redis.prefix } : undefined,
     commandTimeoutMs: config.redis?.commandTimeoutMs,
   });
+}
+
+/** Builds the authenticator and (unless given) its throttle from config.keys (and config.redis.prefix). */
+export function createKeyAuthenticator(config: GatewayConfig, deps: KeyAuthenticatorDeps & { throttle?: FailedAuthThrottle }): KeyAuthenticator {
   return new KeyAuthenticator({
     store: deps.store,
     clock: deps.clock,
     logger: deps.logger,
     cacheTtlMs: config.keys.cacheTtlMs,
     negativeCacheTtlMs: config.keys.negativeCacheTtlMs,
-    throttle,
+    throttle: deps.throttle ?? createFailedAuthThrottle(config, deps),
   });
 }

@@ -19,7 +19,7 @@ export interface ServeOptions {
 }
 
 /** Config sections a reload cannot apply: their listeners, clients and files are already open. */
-const RESTART_ONLY_SECTIONS = ['listen', 'admin', 'redis', 'keys', 'audit', 'telemetry', 'notifications'] as const;
+const RESTART_ONLY_SECTIONS = ['listen', 'admin', 'redis', 'keys', 'audit', 'telemetry', 'notifications', 'auth'] as const;
 
 /** One gateway process: the whole instance, or one cluster worker (no admin listener). */
 export async function runGatewayProcess(options: ServeOptions, workerIndex: number | undefined): Promise<void> {

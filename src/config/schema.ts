@@ -16,6 +16,8 @@ import { auditPostgresSchema } from './audit-postgres-schema.js';
 import { notificationsSchema } from './notifications-schema.js';
 import { pricingSchema } from './pricing-schema.js';
 import { mcpSchema, mcpServersSchema } from './mcp-schema.js';
+import { authSchema, checkDefaultPlans } from './auth-schema.js';
+import { adminOidcSchema } from './admin-oidc-schema.js';
 
 export { DEFAULT_STREAM_LEASE_MS, keyLimitsSchema, planWithKeyLimits, type EndUserLimits, type ScopeLimits, type KeyLimits, type Limits, type PlanConfig, type RateWindow, type StreamCap, type ToolQuota } from './plan-schema.js';
 export { MIN_ADMIN_TOKEN_CHARS, adminTokenDigest } from './admin-schema.js';
@@ -23,6 +25,7 @@ export { TAGGABLE_KEY } from './redis-schema.js';
 export { EVENT_TYPES, WebhookSecret, type EventType, type NotificationsConfig, type WebhookConfig } from './notifications-schema.js';
 export { MCP_SERVER_NAME, MCP_TOOL_NAME, type McpConfig, type McpServerConfig } from './mcp-schema.js';
 export { MAX_MODEL_CHARS, type Pricing } from './pricing-schema.js';
+export { JWT_ALGORITHMS, type JwtAlgorithm, type JwtClaimNames, type JwtIssuerConfig } from './auth-schema.js';
 
 // TLS on the public listener (docs/operations.md "TLS"): PEM file paths, watched and reloaded
 // without a restart (src/http/tls-certificates.ts). `ca` turns on mutual TLS.
@@ -49,7 +52,6 @@ const listenTlsSchema = z
     maxStreamResets: tls.max_stream_resets,
     streamResetsPerMs: tls.stream_resets_per,
   }));
-
 
 export const configSchema = z
   .strictObject({
@@ -100,9 +102,13 @@ export const configSchema = z
         // The names the admin listener answers to in `Host` (docs/security.md): set, any other
         // Host is 421, so a DNS-rebound name cannot reach /metrics or /upstreamz from a browser.
         hosts: z.array(z.string().min(1).toLowerCase()).default([]),
+        // Dashboard sign-in through the identity provider (docs/identity.md); admin tokens keep working beside it.
+        oidc: adminOidcSchema.optional(),
       })
       .prefault({}),
     redis: redisSchema.optional(),
+    // Credentials besides keys: JWT access tokens from configured issuers (docs/identity.md).
+    auth: authSchema,
     limits: z
       .strictObject({
         max_body_bytes: z.number().int().min(64).default(1_048_576),
@@ -216,6 +222,7 @@ export const configSchema = z
     if (typeof audit?.wait_replicas === 'number' && audit.wait_replicas > 0 && !audit.redis_stream) {
       ctx.addIssue({ code: 'custom', path: ['audit', 'wait_replicas'], message: 'only applies to the Redis stream sink; set audit.redis_stream or remove it' });
     }
+    checkDefaultPlans(config.auth, asMapping(config.plans) ?? DEFAULT_PLANS, ctx);
     const hosts = new Map<string, string>();
     for (const [id, agent] of Object.entries(asMapping(config.agents) ?? {})) {
       const host = asMapping(agent)?.host;
@@ -237,8 +244,9 @@ export const configSchema = z
       tls: c.listen.tls,
       reusePort: c.listen.reuse_port,
     },
-    admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age, hosts: c.admin.hosts },
+    admin: { host: c.admin.host, port: c.admin.port, tokens: c.admin.tokens, sessionIdleTimeoutMs: c.admin.session_idle_timeout, sessionMaxAgeMs: c.admin.session_max_age, hosts: c.admin.hosts, oidc: c.admin.oidc },
     redis: c.redis,
+    auth: { jwt: c.auth.jwt },
     limits: { maxBodyBytes: c.limits.max_body_bytes, maxMessageChars: c.limits.max_message_chars, maxJsonDepth: c.limits.max_json_depth },
     rateLimits: { scope: c.rate_limits.scope, onStoreError: c.rate_limits.on_store_error, lease: c.rate_limits.lease },
     plans: new Map(Object.entries(c.plans)),

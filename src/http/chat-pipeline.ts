@@ -233,7 +233,8 @@ export class ChatPipeline {
       state.bytesIn = body.length;
       const parsed = parseJsonBody(body, config.limits);
       const summary = validateChatRequest(parsed, request.agent!, config.limits);
-      state.userId = summary.userId;
+      // A credential that names its end user (a token's claim) wins over the body's, for policy and audit alike.
+      state.userId = state.key!.endUser ?? summary.userId;
       state.sessionId = summary.sessionId;
       state.toolsGiven = summary.tools;
       if (state.trace !== undefined) state.trace.requested(parsed as Record<string, unknown>);

@@ -66,7 +66,7 @@ export function auditRecordOf(state: RequestState, res: ServerResponse, latencyM
   const key = state.key;
   if (!key || !state.route) return undefined;
   const upstreamLatencyMs = state.upstreamLatencyMs();
-  return {
+  const record: AuditRecord = {
     id: state.id,
     request_id: state.requestId,
     ts: auditTimestamp(state.startedAtMs),
@@ -90,6 +90,15 @@ export function auditRecordOf(state: RequestState, res: ServerResponse, latencyM
     tool_calls: state.toolCalls,
     tools_withheld: state.toolsWithheld,
   };
+  // A JWT caller's fields (docs/identity.md); a key's record keeps its shape.
+  const token = key.token;
+  if (token !== undefined) {
+    record.auth = 'jwt';
+    record.token_issuer = token.issuer;
+    record.token_sub = token.sub;
+    record.token_jti = token.jti;
+  }
+  return record;
 }
 
 /**

@@ -82,6 +82,21 @@ export interface AuthenticatedKey {
   limits?: KeyLimits | null;
   /** The key's tool scope: the only tools a request on it may name or be given (null or absent: no restriction). */
   tools?: readonly string[] | null;
-  /** The key's MCP scope (null or absent: no MCP server). */
+  /**
+   * The end user the credential itself names (a JWT's end-user claim, docs/identity.md): for
+   * policy it wins over the body's `context.user_id`. Absent or null: the body's.
+   */
+  endUser?: string | null;
+  /** The MCP scope (server → tools, "*" for all), as a key record holds it; null or absent: no MCP server. */
   mcp?: McpScope | null;
+  /** Set when the caller presented a JWT access token rather than a key (the audit's `auth: "jwt"`). */
+  token?: TokenIdentity;
+}
+
+/** Which token a request came with: for the audit record and revocation, never the token itself. */
+export interface TokenIdentity {
+  issuer: string;
+  sub: string;
+  /** null: the token has no `jti`. */
+  jti: string | null;
 }

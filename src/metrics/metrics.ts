@@ -252,6 +252,20 @@ export const metrics = {
   }),
   // Counted on every request (a hit, mostly): a hot-path counter, bound on first use.
   keyCache: new HotCounter({ name: 'agentgw_key_cache_total', help: 'Key cache lookups, by result (hit, miss, negative_hit, stale_hit).', labelNames: ['result'] as const, registers: [registry] }),
+  // JWT access tokens (docs/identity.md). Results and outcomes are fixed enums, never claims.
+  // Every token request counts one (the cached path included): a hot-path counter.
+  jwtVerifications: new HotCounter({
+    name: 'agentgw_jwt_verifications_total',
+    help: 'JWT access tokens checked, by result (verified, cached, invalid, revoked).',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  }),
+  jwksFetches: new Counter({
+    name: 'agentgw_jwks_fetches_total',
+    help: "Reads of an issuer's discovery document and JWKS, by outcome (ok, error).",
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
 } as const;
 
 export type Metrics = typeof metrics;

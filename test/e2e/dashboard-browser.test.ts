@@ -332,7 +332,7 @@ describe('dashboard in Chromium', () => {
     if (secondsToHour < 20) await sleep((secondsToHour + 1) * 1000);
     for (let i = 0; i < USAGE_REQUESTS; i++) expect((await chat(usageKey.key, 'support')).status).toBe(200);
 
-    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('link', { name: 'Usage', exact: true }).click();
     await page.getByRole('heading', { name: 'Usage' }).waitFor();
     await page.getByLabel('Split by').selectOption('key');
     await page.getByLabel('Key ID').fill(usageKey.key_id);

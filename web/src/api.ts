@@ -72,6 +72,15 @@ export async function signIn(token: string): Promise<Session> {
   return session;
 }
 
+/** Where to start a sign-in through the identity provider (admin.oidc), or undefined when it is off. */
+export async function identityProviderSignIn(): Promise<string | undefined> {
+  try {
+    return (await request<{ issuer: string; login: string }>('GET', '/dashboard/oidc')).login;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function signOut(): Promise<void> {
   await request<void>('DELETE', '/dashboard/session');
   csrfToken = '';

@@ -11,14 +11,26 @@ const RECORD: AuditRecord = {
   tokens_used: 3, latency_ms: 4, upstream_latency_ms: 2, bytes_in: 10, bytes_out: 20, client_ip: '127.0.0.1', user_id: 'u', session_id: null,
   model: 'm-1', cost_usd: 0.0125, tool_calls: ['search'], tools_withheld: null,
 };
+/** A JWT caller's record (docs/identity.md): the token fields come last. */
+const TOKEN_RECORD: AuditRecord = { ...RECORD, auth: 'jwt', token_issuer: 'https://login.example.com/', token_sub: 'person-1', token_jti: null };
 
 describe('audit columns', () => {
   it('has one column per field of the record the gateway writes, in its order', () => {
-    const mcpRecord: AuditRecord = { ...RECORD, route: 'mcp', mcp_server: 'files', tool: 'read_file', is_error: false };
-    expect(AUDIT_COLUMNS.map((c) => c.name)).toEqual(Object.keys(JSON.parse(toAuditLine(mcpRecord)) as object));
-    // A chat record has every column but the MCP ones, which it leaves null.
-    const mcpOnly = ['mcp_server', 'tool', 'is_error'];
-    expect(AUDIT_COLUMNS.map((c) => c.name).filter((name) => !mcpOnly.includes(name))).toEqual(Object.keys(JSON.parse(toAuditLine(RECORD)) as object));
+    // A JWT caller's MCP call has every column: the token's fields, then the MCP ones, last.
+    const everything: AuditRecord = { ...TOKEN_RECORD, route: 'mcp', mcp_server: 'files', tool: 'read_file', is_error: false };
+    expect(AUDIT_COLUMNS.map((c) => c.name)).toEqual(Object.keys(JSON.parse(toAuditLine(everything)) as object));
+    // A key's chat record has every column but those, which it leaves null.
+    const optional = ['auth', 'token_issuer', 'token_sub', 'token_jti', 'mcp_server', 'tool', 'is_error'];
+    expect(AUDIT_COLUMNS.map((c) => c.name).filter((name) => !optional.includes(name))).toEqual(Object.keys(JSON.parse(toAuditLine(RECORD)) as object));
+  });
+
+  it("stores a token record's fields in their columns, and null for a key's", () => {
+    const batch = decodeAuditColumns([toAuditLine(TOKEN_RECORD), toAuditLine(RECORD)]);
+    const column = (name: string) => batch.values[AUDIT_COLUMNS.findIndex((c) => c.name === name)];
+    expect(column('auth')).toEqual(['jwt', null]);
+    expect(column('token_sub')).toEqual(['person-1', null]);
+    expect(column('token_jti')).toEqual([null, null]);
+    expect(toAuditLine(TOKEN_RECORD)).toBe(JSON.stringify(TOKEN_RECORD));
   });
 
   it('decodes lines into one array per column, skipping what is not a record with an id', () => {

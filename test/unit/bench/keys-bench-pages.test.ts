@@ -39,7 +39,7 @@ describe('newKeyRecord, the one constructor of a new key', () => {
   it('fills every field, empty where a new key has nothing yet', () => {
     expect(record).toEqual({
       keyId: 'key_AbCdEfGh12345678', hash: 'a'.repeat(64), account: 'acme', plan: 'pro', agents: ['support'], name: 'svc', createdAt: '2026-12-07T00:00:00.000Z',
-      expiresAt: null, revokedAt: null, lastUsedAt: null, metadata: {}, limits: null, tools: null, replaces: null, replacedBy: null,
+      expiresAt: null, revokedAt: null, lastUsedAt: null, metadata: {}, limits: null, tools: null, mcp: null, replaces: null, replacedBy: null,
     });
   });
 

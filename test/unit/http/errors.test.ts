@@ -9,6 +9,7 @@ describe('error registry', () => {
       invalid_request: 400,
       missing_api_key: 401,
       invalid_api_key: 401,
+      invalid_token: 401,
       expired_api_key: 401,
       revoked_api_key: 401,
       agent_not_allowed: 401,

@@ -30,6 +30,8 @@ const PINNED: Record<string, MetricShape> = {
   agentgw_webhook_outbox_depth: { type: 'gauge', labels: [] },
   agentgw_webhook_oldest_undelivered_seconds: { type: 'gauge', labels: [] },
   agentgw_key_cache_total: { type: 'counter', labels: ['result'] },
+  agentgw_jwt_verifications_total: { type: 'counter', labels: ['result'] },
+  agentgw_jwks_fetches_total: { type: 'counter', labels: ['outcome'] },
   agentgw_streams_cancelled_total: { type: 'counter', labels: [] },
   agentgw_admin_auth_failures_total: { type: 'counter', labels: ['reason'] },
   agentgw_connections_refused_total: { type: 'counter', labels: ['reason'] },

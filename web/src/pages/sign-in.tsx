@@ -1,7 +1,8 @@
 // Sign-in with an admin token. The token goes to POST /dashboard/session once; the browser
-// then holds only an HttpOnly session cookie, never the token.
-import { useState } from 'preact/hooks';
-import { signIn } from '../api.js';
+// then holds only an HttpOnly session cookie, never the token. When admin.oidc is configured,
+// also a link to sign in through the identity provider (docs/identity.md "Dashboard sign-in").
+import { useEffect, useState } from 'preact/hooks';
+import { identityProviderSignIn, signIn } from '../api.js';
 import { FormError } from '../components/states.js';
 import type { Session } from '../types.js';
 
@@ -9,6 +10,10 @@ export function SignIn(props: { onSignedIn: (session: Session) => void }) {
   const [token, setToken] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error | undefined>(undefined);
+  const [providerLogin, setProviderLogin] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    void identityProviderSignIn().then(setProviderLogin);
+  }, []);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -26,6 +31,13 @@ export function SignIn(props: { onSignedIn: (session: Session) => void }) {
     <main class="centered">
       <form class="card sign-in" onSubmit={submit}>
         <h1>agent-gateway</h1>
+        {providerLogin !== undefined && (
+          <p>
+            <a class="button button-primary" href={providerLogin}>
+              Sign in with your identity provider
+            </a>
+          </p>
+        )}
         <p class="muted">Sign in with an admin token (config <code>admin.tokens</code>; <code>npm start</code> prints a demo one).</p>
         <label class="field">
           <span>Admin token</span>
