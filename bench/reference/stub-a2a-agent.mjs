@@ -12,8 +12,15 @@
 import { performance } from 'node:perf_hooks';
 
 const TIME_ORIGIN_MS = performance.timeOrigin;
-// The gateway does not match JSON-RPC ids (one call per HTTP exchange): a fixed one keeps the stub from parsing.
-const ID = '"bench"';
+// The gateway matches each answer to its request's JSON-RPC id (a mismatch is a bad answer,
+// decision 0083's round): the stub echoes it, found by a regex rather than by parsing the body.
+const REQUEST_ID = /"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)/;
+
+/** The request's top-level JSON-RPC id as JSON text (the gateway writes it before the params). */
+export function requestId(body) {
+  const match = REQUEST_ID.exec(body);
+  return match === null ? 'null' : match[1];
+}
 
 export function a2aCard(origin) {
   return JSON.stringify({
@@ -26,25 +33,24 @@ export function a2aCard(origin) {
   });
 }
 
-export function a2aTaskBody(text, tokens) {
+/** A completed Task answering request `id` (JSON text). */
+export function a2aTaskBody(text, tokens, id) {
   return Buffer.from(
-    `{"jsonrpc":"2.0","id":${ID},"result":{"task":{"id":"bench-task","contextId":"bench-context","status":{"state":"TASK_STATE_COMPLETED"},` +
+    `{"jsonrpc":"2.0","id":${id},"result":{"task":{"id":"bench-task","contextId":"bench-context","status":{"state":"TASK_STATE_COMPLETED"},` +
       `"artifacts":[{"artifactId":"a","parts":[{"text":${JSON.stringify(text)}}]}],"metadata":{"model":"stub-runner-1","tokens_used":${tokens}}}}}`,
   );
 }
 
-const SUBMITTED = `data: {"jsonrpc":"2.0","id":${ID},"result":{"task":{"id":"bench-task","contextId":"bench-context","status":{"state":"TASK_STATE_SUBMITTED"}}}}\n\n`;
-
-/** The stream dialect of stub-runner.mjs's stream(): a start, a token, a done. */
-export const A2A_DIALECT = {
-  start: SUBMITTED,
+/** The stream dialect of stub-runner.mjs's stream() for request `id`: a start, a token, a done. */
+export const a2aDialect = (id) => ({
+  start: `data: {"jsonrpc":"2.0","id":${id},"result":{"task":{"id":"bench-task","contextId":"bench-context","status":{"state":"TASK_STATE_SUBMITTED"}}}}\n\n`,
   token(seq) {
     const sentAt = (TIME_ORIGIN_MS + performance.now()).toFixed(3);
-    return `data: {"jsonrpc":"2.0","id":${ID},"result":{"artifactUpdate":{"taskId":"bench-task","contextId":"bench-context","artifact":{"artifactId":"a","parts":[{"text":"tok${seq} seq=${seq} sent_at=${sentAt} "}]},"append":${seq > 0}}}}\n\n`;
+    return `data: {"jsonrpc":"2.0","id":${id},"result":{"artifactUpdate":{"taskId":"bench-task","contextId":"bench-context","artifact":{"artifactId":"a","parts":[{"text":"tok${seq} seq=${seq} sent_at=${sentAt} "}]},"append":${seq > 0}}}}\n\n`;
   },
   done: (tokens) =>
-    `data: {"jsonrpc":"2.0","id":${ID},"result":{"statusUpdate":{"taskId":"bench-task","contextId":"bench-context","status":{"state":"TASK_STATE_COMPLETED"},"metadata":{"tokens_used":${tokens}}}}}\n\n`,
-};
+    `data: {"jsonrpc":"2.0","id":${id},"result":{"statusUpdate":{"taskId":"bench-task","contextId":"bench-context","status":{"state":"TASK_STATE_COMPLETED"},"metadata":{"tokens_used":${tokens}}}}}\n\n`,
+});
 
 /** Marks a streaming send without parsing the body. */
 export const STREAMING_SEND = /"method"\s*:\s*"SendStreamingMessage"/;

@@ -30,7 +30,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { isMainModule, readOption } from './cli-args.mjs';
-import { A2A_DIALECT, a2aCard, a2aTaskBody, STREAMING_SEND } from './stub-a2a-agent.mjs';
+import { a2aCard, a2aDialect, a2aTaskBody, requestId, STREAMING_SEND } from './stub-a2a-agent.mjs';
 
 export const CHAT_RESPONSE = {
   response: 'Hello! I am the stub runner. How can I help you today?',
@@ -77,8 +77,6 @@ function openAiTokenEvent(seq) {
 
 const OPENAI_DONE =
   'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"stub-runner-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
-const A2A_TASK_BODY = a2aTaskBody(CHAT_RESPONSE.response, CHAT_RESPONSE.metadata.tokens_used);
-const A2A_TASK_HEADERS = { 'content-type': 'application/json', 'content-length': String(A2A_TASK_BODY.length) };
 const AGENT_DIALECT = { token: tokenEvent, done: (tokens, intervalMs) => `event: done\ndata: {"tokens_used":${tokens},"latency_ms":${tokens * intervalMs}}\n\n` };
 const OPENAI_DIALECT = { token: openAiTokenEvent, done: () => OPENAI_DONE };
 
@@ -125,13 +123,15 @@ export async function startStubRunner({ port = 0, host = '127.0.0.1' } = {}) {
       req.setEncoding('utf8');
       req.on('data', (text) => (body += text));
       req.once('end', () => {
+        const id = requestId(body);
         if (!STREAMING_SEND.test(body)) {
-          res.writeHead(200, A2A_TASK_HEADERS);
-          res.end(A2A_TASK_BODY);
+          const answer = a2aTaskBody(CHAT_RESPONSE.response, CHAT_RESPONSE.metadata.tokens_used, id);
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(answer.length) });
+          res.end(answer);
           return;
         }
         const header = req.headers['x-bench-stream'];
-        stream(res, new URLSearchParams(typeof header === 'string' ? header : q === -1 ? '' : url.slice(q + 1)), A2A_DIALECT);
+        stream(res, new URLSearchParams(typeof header === 'string' ? header : q === -1 ? '' : url.slice(q + 1)), a2aDialect(id));
       });
       return;
     }
