@@ -131,7 +131,7 @@ describe.each(TOPOLOGIES)('session and account scopes across two gateway process
     // Leases off: a lease's units not used when the burst ends stay reserved on its instance for
     // up to a bucket (docs/rate-limits.md "Leases"), so with leases two instances admit at most
     // the limit, not exactly it; exact counts are the limiter's own, asked per request. Leases
-    // beside scopes have their own tests (never over the limit, every unused unit given back).
+    // beside the account scope are tested below (never over the limit, every unused unit back).
     for (const process of ['a', 'b']) gateways.push(await startGatewayProcess(dir, `${name.length}-${process}`, configOf(topology, `${name.length}-${process}`, false)));
   }, 90_000);
 
@@ -157,6 +157,51 @@ describe.each(TOPOLOGIES)('session and account scopes across two gateway process
     expect(admitted[0]! + admitted[1]!).toBe(45);
     expect([...refusals]).toEqual(['429 rate_limit_exceeded account']);
     expect(runnerCalls - calls).toBe(45);
+  });
+});
+
+describe('the account scope with leases across two gateway processes (one Redis)', () => {
+  let topology: Topology;
+  const gateways: GatewayProcess[] = [];
+
+  beforeAll(async () => {
+    const redis = await startRedis();
+    topology = { redisConfig: { url: redis.url }, close: () => redis.close() };
+    for (const process of ['a', 'b']) gateways.push(await startGatewayProcess(dir, `leased-${process}`, configOf(topology, `leased-${process}`, true)));
+  }, 90_000);
+
+  afterAll(async () => {
+    await Promise.all(gateways.map((gateway) => gateway.stop('SIGKILL')));
+    await topology?.close();
+  });
+
+  it("never admits more than the account's 45, and every unit a lease held comes back: 45 in the window, not one more", async () => {
+    const keys = [await createKey(topology, 'leased1', 'acct-leased', 'acct'), await createKey(topology, 'leased2', 'acct-leased', 'acct')];
+    const { admitted, refusals } = await burst(gateways, 200, (i) => keys[(i >> 1) % 2]!, () => ({ message: 'hi' }), (i) => (i >> 1) % 2, 2);
+    let total = admitted[0]! + admitted[1]!;
+    expect(total).toBeLessThanOrEqual(45);
+    expect([...refusals]).toEqual(['429 rate_limit_exceeded account']);
+    // The units still reserved in a lease when the burst ended go back when it ends: one gateway
+    // alone then admits exactly the rest, whatever the other held.
+    await waitFor(
+      'the units the leases held to come back',
+      async () => {
+        const response = await request(`${gateways[0]!.url}/agents/support/api/v1/chat`, {
+          method: 'POST',
+          dispatcher,
+          headers: { authorization: `Bearer ${keys[0]}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ message: 'hi' }),
+        });
+        await response.body.text();
+        if (response.statusCode === 200) total += 1;
+        return total === 45;
+      },
+      30_000,
+      100,
+    );
+    const more = await request(`${gateways[1]!.url}/agents/support/api/v1/chat`, { method: 'POST', dispatcher, headers: { authorization: `Bearer ${keys[1]}`, 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hi' }) });
+    await more.body.text();
+    expect([total, more.statusCode]).toEqual([45, 429]);
   });
 });
 
