@@ -107,8 +107,8 @@ describe('PostgreSQL audit sink', { timeout: 180_000 }, () => {
     // The same records as the file sink wrote, field for field: one column per field.
     const rows = await rowsOf(table);
     const byId = new Map(rows.map((row) => [row.id, row]));
-    // A key's record has no token fields (docs/identity.md): their columns hold null.
-    const tokenColumns = { auth: null, token_issuer: null, token_sub: null, token_jti: null };
+    // A key's chat record has no token fields (docs/identity.md) and no MCP ones (docs/mcp.md): their columns hold null.
+    const tokenColumns = { auth: null, token_issuer: null, token_sub: null, token_jti: null, mcp_server: null, tool: null, is_error: null };
     expect(Object.keys(rows[0]!).sort()).toEqual([...Object.keys(fileRecords[0]!), ...Object.keys(tokenColumns)].sort());
     for (const record of fileRecords) expect(byId.get(record.id)).toEqual({ ...record, ...tokenColumns });
     expect(fileRecords.some((r) => r.route === 'chat/stream') && fileRecords.some((r) => r.user_id !== null && r.session_id !== null)).toBe(true);

@@ -53,6 +53,14 @@ const dockerConfig: GatewayConfig = parseConfigText(read(DOCKER_CONFIG), DOCKER_
 const lastStage = Math.max(...dockerfile.map((i) => i.stage));
 const inStage = (stage: number, op: string) => dockerfile.filter((i) => i.stage === stage && i.op === op);
 
+
+/** A compose `ports` entry, "[address:]host:container", where the address may be a ${VAR:-default}. */
+function publishedPort(entry: string): { address: string | undefined; host: number; container: number } {
+  const match = /^(?:(\$\{[^}]*\}|[0-9.]+):)?(\d+):(\d+)$/.exec(entry);
+  if (match === null) throw new Error(`not a published port: ${entry}`);
+  return { address: match[1], host: Number(match[2]), container: Number(match[3]) };
+}
+
 describe('Dockerfile', () => {
   it('is multi-stage: a build stage compiles, the runtime stage installs production dependencies only', () => {
     const froms = dockerfile.filter((i) => i.op === 'FROM');
@@ -172,11 +180,13 @@ describe('docker-compose.yml', () => {
   it('publishes each gateway on its own host port, mapped to listen.port, and its admin port on loopback only', () => {
     const hostPorts = gatewayServices.map(([, s]) => {
       expect(s.ports).toHaveLength(2);
-      const [host, container] = s.ports![0]!.split(':');
-      expect(Number(container)).toBe(dockerConfig.listen.port);
-      const [adminHost, , adminContainer] = s.ports![1]!.split(':');
-      expect([adminHost, Number(adminContainer)]).toEqual(['127.0.0.1', dockerConfig.admin.port]);
-      return host;
+      const gatewayPort = publishedPort(s.ports![0]!);
+      expect(gatewayPort.container).toBe(dockerConfig.listen.port);
+      // The gateway's port on 127.0.0.1 unless .env names another address (AGENTGW_PUBLISH_ADDRESS).
+      expect(gatewayPort.address).toBe('${AGENTGW_PUBLISH_ADDRESS:-127.0.0.1}');
+      const adminPort = publishedPort(s.ports![1]!);
+      expect([adminPort.address, adminPort.container]).toEqual(['127.0.0.1', dockerConfig.admin.port]);
+      return gatewayPort.host;
     });
     expect(new Set(hostPorts).size).toBe(gatewayServices.length);
     for (const [, s] of gatewayServices) expect(s.expose).toEqual(expect.arrayContaining([String(dockerConfig.listen.port), String(dockerConfig.admin.port)]));
@@ -362,7 +372,7 @@ describe('deploy/grafana', () => {
     const datasources = parseYaml(read(join(provisioning, 'datasources/prometheus.yml'))) as { datasources: { type: string; url: string }[] };
     const url = new URL(datasources.datasources[0]!.url);
     expect(services[url.hostname]).toBe(prometheusService);
-    expect(prometheusService.ports!.map((p) => p.split(':')[1])).toContain(url.port);
+    expect(prometheusService.ports!.map((p) => String(publishedPort(p).container))).toContain(url.port);
   });
 });
 
