@@ -5,6 +5,8 @@
 // journal until every sink has written or spooled them; then the segment file holding them
 // is truncated (or, past rotateBytes, rotated and deleted). On start, what a killed process
 // left is read back and sent again (at-least-once: consumers drop duplicates by `id`).
+// One file over 300 lines: the turn's write, the truncation once sinks are done and the read
+// back at start all move the same segment files and offsets, which no second file should touch.
 //
 // Files: `<dir>/<stem>.<seq><ext>` (var/audit-journal.1.jsonl, ...), one owner process
 // each (workers get their own path). A line torn by a crash mid-write has no newline: it is

@@ -2,6 +2,8 @@
 // KeyService as the admin API, and each write recorded in the same admin audit trail (actor
 // `cli:<os user>`). The raw key is printed once, by create and rotate (first line of stdout,
 // or the `key` field with --json); nothing prints a hash.
+// Over 300 lines as one file: the six subcommands share their option parsing, their output
+// (table or --json) and the admin-trail actor; each is a thin call into KeyService.
 import type { Command } from 'commander';
 import { systemClock, type Clock } from '../clock.js';
 import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';

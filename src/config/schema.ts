@@ -2,6 +2,8 @@
 // parsed result is normalised to camelCase with durations in milliseconds so code never
 // re-parses units. Each part with rules of its own has its own file (agents, plans and key
 // limits, admin tokens, redis); this file composes them and holds the small blocks.
+// Over 300 lines because it is the composition: the one place every section meets, with the
+// cross-section checks (agents against plans, MCP servers against keys' scopes) that need them all.
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { parseTrustProxy } from './trust-proxy.js';

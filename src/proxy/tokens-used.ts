@@ -9,7 +9,8 @@
 // literals, nesting, nothing after the end — so for any body its answer is JSON.parse's;
 // whatever it does not handle itself (a key with an escape, a top level that is not an
 // object, very deep nesting) goes to JSON.parse. test/property/tokens-used.property.test.ts
-// and answer-facts.property.test.ts compare the two.
+// and answer-facts.property.test.ts compare the two. One file over 300 lines: the scanner's
+// states share its position and its findings; split, each part would re-read the same bytes.
 
 import { isTokenCount } from '../audit/audit-record.js';
 import { answerModel, isToolName, MAX_ANSWER_MODEL_CHARS, MAX_TOOL_NAME_CHARS, recordToolCall, type AnswerFacts } from '../request/answer-facts.js';

@@ -12,6 +12,9 @@
 // budget it holds micro-dollars the same way, sized by the average cost of an answer
 // (decision 0076).
 //
+// One file over 300 lines: taking, renewing and giving back a lease all read and write the
+// same per-subject lease record within one turn (the record itself is lease-record.ts).
+//
 // Renewed ahead (decision 0029): once a lease runs low — RENEW_SPENT_SHARE of its units (or
 // tokens) handed out, or RENEW_BEFORE_MS of its life left — the request that took it marks
 // it due, and the limiter sends ONE background call for the subject's next lease while this

@@ -63,7 +63,9 @@ describe('docker-compose.cluster.yml', () => {
       expect(service.networks, name).toContain('redis-cluster');
       expect(Number.parseInt(service.stop_grace_period!, 10) * 1000).toBeGreaterThan(config.shutdownGraceMs);
     }
-    expect(gateways.map(([, s]) => s.ports![0]!.split(':')[0])).toEqual(['8180', '8182']);
+    // "${AGENTGW_PUBLISH_ADDRESS:-127.0.0.1}:8180:8080": the host port is the second part from the end.
+    expect(gateways.map(([, s]) => s.ports![0]!.split(':').at(-2))).toEqual(['8180', '8182']);
+    expect(gateways.map(([, s]) => s.ports![0]!.startsWith('${AGENTGW_PUBLISH_ADDRESS:-127.0.0.1}:'))).toEqual([true, true]);
   });
 
   it('serves HTTPS with a development certificate made at start by scripts/dev-cert.sh, none committed', () => {
