@@ -34,17 +34,7 @@ export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
   // (docs/decisions/0004-idle-stream-memory.md).
   private timer: NodeJS.Timeout | null = null;
   private timerDueMs = 0;
-  // The deadlines are judged from setImmediate after the timer, as the deadline sweeper
-  // does: on a busy event loop the runner's next bytes may already sit unread in the socket
-  // when the timer fires, and the poll phase between the two reads them first, so only a
-  // runner that truly went quiet is cut for idling. (A timer re-armed meanwhile checks instead.)
-  private readonly onTimerDue = (): void => {
-    this.timer = null;
-    setImmediate(this.onTimerChecked);
-  };
-  private readonly onTimerChecked = (): void => {
-    if (this.timer === null) this.onTimer();
-  };
+  private readonly onTimerDue = (): void => this.onTimer();
   /** Last write to the client (event or ping): the heartbeat counts from here. */
   private lastClientWriteMs = 0;
   private streamDeadlineMs = 0;
@@ -160,6 +150,7 @@ export class SseRelay implements ResponseRelay, EndableStream, SseEventSink {
   }
 
   private onTimer(): void {
+    this.timer = null;
     if (this.exchange.settled) return;
     const now = performance.now();
     if (now >= this.streamDeadlineMs) {
