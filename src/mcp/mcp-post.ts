@@ -130,10 +130,15 @@ async function listFiltered(door: McpDoor, exchange: McpExchange, message: JsonR
   const server = exchange.server.name;
   const contentType = answer.headers['content-type'];
   const type = typeof contentType === 'string' ? contentType : undefined;
-  const text =
-    message.method === 'tools/list'
-      ? rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'tools', visibility.tool, (name) => door.toolLabels.note(server, name)))
-      : rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'prompts', visibility.prompt));
+  let text: string;
+  if (message.method === 'tools/list') {
+    const listed: string[] = [];
+    text = rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'tools', visibility.tool, (name) => (door.toolLabels.note(server, name), listed.push(name))));
+    // The MCP page's "tools it last listed" (docs/mcp.md "Dashboard"): a request without a cursor is a first page.
+    if (answer.statusCode < 300) door.listedTools.record(server, listed, message.params?.cursor === undefined, door.deps.clock.now());
+  } else {
+    text = rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'prompts', visibility.prompt));
+  }
   const { res } = exchange;
   res.statusCode = answer.statusCode;
   if (type !== undefined) res.setHeader('Content-Type', type);
@@ -173,7 +178,12 @@ async function toolCall(door: McpDoor, exchange: McpExchange, message: JsonRpcRe
     answer = (await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id }))!;
   } catch (error) {
     metrics.mcpToolCalls.inc({ server, tool: label, verdict: 'forwarded' });
-    if (error instanceof McpAnswer) record(error.status, error.outcome === 'timeout' ? 'timeout' : 'upstream_error');
+    if (error instanceof McpAnswer) {
+      const outcome = error.outcome === 'timeout' ? 'timeout' : 'upstream_error';
+      // Counted like a relayed call, so a forwarded call that got no answer shows among the server's errors.
+      metrics.mcpRequests.inc({ server, method: 'tools/call', outcome });
+      record(error.status, outcome);
+    }
     throw error;
   }
   chargeToolCall(door.deps.rateLimiter, admission);
