@@ -20,6 +20,7 @@ import { launchChromium } from '../../scripts/chromium.mjs';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startTestMcpServer, type TestMcpServer } from '../helpers/mcp-servers.js';
 import { lowContrastText } from '../helpers/text-contrast.js';
+import { unlabelledControls } from '../helpers/unlabelled-controls.js';
 import { waitFor } from '../helpers/wait.js';
 
 const ADMIN_TOKEN = `adm-${randomUUID()}`;
@@ -175,6 +176,7 @@ describe('the key form edits the MCP scope', () => {
     await filesScope.getByLabel('Other tools').fill('');
     await page.screenshot({ path: join(ARTIFACTS, 'mcp-key-form.png'), fullPage: true });
     expect(await lowContrastText(page)).toEqual([]);
+    expect(await unlabelledControls(page)).toEqual([]);
     await dialog.getByRole('button', { name: 'Create key' }).click();
     const created = page.getByRole('dialog', { name: 'Key created' });
     const rawKey = await created.getByTestId('raw-key').inputValue();
