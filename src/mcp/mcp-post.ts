@@ -132,10 +132,19 @@ async function listFiltered(door: McpDoor, exchange: McpExchange, message: JsonR
   const type = typeof contentType === 'string' ? contentType : undefined;
   let text: string;
   if (message.method === 'tools/list') {
-    const listed: string[] = [];
-    text = rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'tools', visibility.tool, (name) => (door.toolLabels.note(server, name), listed.push(name))));
-    // The MCP page's "tools it last listed" (docs/mcp.md "Dashboard"): a request without a cursor is a first page.
-    if (answer.statusCode < 300) door.listedTools.record(server, listed, message.params?.cursor === undefined, door.deps.clock.now());
+    // The names also become the MCP page's "tools it last listed" (docs/mcp.md "Dashboard"), but
+    // only from a result that holds a list: an error answer or garbage leaves the last list as it was.
+    let listed: string[] | undefined;
+    text = rewriteAnswer(raw, type, message.id, (result) => {
+      const names: string[] = [];
+      if (Array.isArray((result as { tools?: unknown } | null)?.tools)) listed = names;
+      return filterListResult(result, 'tools', visibility.tool, (name) => {
+        door.toolLabels.note(server, name);
+        names.push(name);
+      });
+    });
+    // A request without a cursor is a first page: it starts the list again.
+    if (listed !== undefined) door.listedTools.record(server, listed, message.params?.cursor === undefined, door.deps.clock.now());
   } else {
     text = rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'prompts', visibility.prompt));
   }

@@ -30,6 +30,9 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   void readJson(req).then((message) => {
     if (message.method === 'initialize') return reply(res, message.id, { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'hostile', version: '1' } }, { 'mcp-session-id': 'hostile-session' });
     if (message.id === undefined) return void res.writeHead(202).end();
+    // A tools/list answered with a JSON-RPC error, or with a result that holds no list.
+    if (message.method === 'tools/list' && message.id === 'list-error') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: 'broken' } }));
+    if (message.method === 'tools/list' && message.id === 'list-garbage') return reply(res, message.id, { tools: 'not a list' });
     if (message.method === 'tools/list') {
       // 10,000 tools (about 600 KiB), and garbage entries among them.
       const tools: unknown[] = Array.from({ length: 10_000 }, (_, i) => ({ name: `tool_${i}`, inputSchema: { type: 'object' } }));
@@ -123,6 +126,22 @@ describe('a hostile MCP server behind the front door', () => {
     const evil = (JSON.parse(route) as { data: { listed_tools: { names: string[]; truncated: boolean } }[] }).data[0]!;
     expect(evil.listed_tools.names).toEqual(Array.from({ length: MAX_LISTED }, (_, i) => `tool_${i}`));
     expect(evil.listed_tools.truncated).toBe(true);
+  });
+
+  it('a tools/list answered with an error or without a list leaves the last listed tools as they were', async () => {
+    const id = await session();
+    const listedNames = async () => {
+      const route = (await (await fetch(`${gateway.adminUrl}/admin/v1/mcp/servers`, { headers: { authorization: `Bearer ${VIEWER_TOKEN}` } })).json()) as { data: { listed_tools: { names: string[] } | null }[] };
+      return route.data[0]!.listed_tools?.names.length;
+    };
+    await (await call(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), id)).text();
+    expect(await listedNames()).toBe(MAX_LISTED);
+    for (const requestId of ['list-error', 'list-garbage']) {
+      const answer = await call(JSON.stringify({ jsonrpc: '2.0', id: requestId, method: 'tools/list' }), id);
+      expect(answer.status).toBe(200);
+      await answer.text();
+    }
+    expect(await listedNames()).toBe(MAX_LISTED);
   });
 
   it('an answer over max_response is cut and answered 502 -32603 with the request id', async () => {
