@@ -49,7 +49,7 @@ interface Check {
   errorMessage?: string;
 }
 
-/** One scenario's run of the suite's CLI: its exit code (0: no check failed), what it printed, and its checks. */
+/** One scenario's run of the suite's CLI: its exit code (0: no check failed) and what it printed; it writes its checks under `outputDir`. */
 function runScenario(url: string, scenario: string, outputDir: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = trackChildProcess(spawn(process.execPath, [CLI, 'server', '--url', url, '--scenario', scenario, '-o', outputDir], { cwd: resultsDir, stdio: ['ignore', 'pipe', 'pipe'] }));
