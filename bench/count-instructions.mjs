@@ -119,10 +119,10 @@ const tlsCa = builds.some(usesTls) ? benchCertificate(tlsDir) : undefined;
 const body = Buffer.from(REQUEST_BODY);
 // MCP builds (the `mcp` variation, ref:bare-undici-mcp): one stub MCP server for all of them.
 const usesMcp = (build) => build.target === 'bare-undici-mcp' || (build.variations ?? []).includes('mcp');
-const mcpServer = builds.some(usesMcp) ? await startNodeProgram({ name: 'stub-mcp', script: join(repoRoot, 'bench/reference/stub-mcp-server.mjs'), args: ['--port', '0'], tmpDir }) : undefined;
-const toolCallBody = Buffer.from(TOOL_CALL_BODY);
 // The session is opened over plain HTTP (fetch); a TLS listener would need the bench CA there too.
 for (const build of builds) if (usesMcp(build) && usesTls(build)) throw new Error(`${build.name}: the mcp variation does not combine with a tls- one`);
+const mcpServer = builds.some(usesMcp) ? await startNodeProgram({ name: 'stub-mcp', script: join(repoRoot, 'bench/reference/stub-mcp-server.mjs'), args: ['--port', '0'], tmpDir }) : undefined;
+const toolCallBody = Buffer.from(TOOL_CALL_BODY);
 // The telemetry-on variation exports to a collector stand-in here; audit-postgres writes to a
 // table of its own per run on the machine's PostgreSQL (AGENTGW_BENCH_POSTGRES_URL), dropped at the end.
 const otlpSink = builds.some((b) => b.variations?.includes('telemetry-on')) ? await startOtlpSink() : undefined;
