@@ -130,6 +130,8 @@ export function rewriteAnswer(answer: Buffer, contentType: string | undefined, i
   const scanner = new SseMessageScanner((event) => {
     if (event.id !== undefined) out += `id: ${event.id}\n`;
     if (event.event !== undefined) out += `event: ${event.event}\n`;
+    // A priming event's reconnection delay is the server's to set (SEP-1699), not lost in the rewrite.
+    if (event.retry !== undefined) out += `retry: ${event.retry}\n`;
     for (const line of rewriteText(event.data).split('\n')) out += `data: ${line}\n`;
     out += '\n';
   }, answer.length + 1);

@@ -7,6 +7,8 @@
 export interface SseEvent {
   id: string | undefined;
   event: string | undefined;
+  /** The event's `retry:` (the reconnection delay a server asks for, e.g. on a priming event), as sent. */
+  retry: string | undefined;
   data: string;
 }
 
@@ -17,6 +19,7 @@ export class SseMessageScanner {
   private oversized = false;
   private id: string | undefined;
   private event: string | undefined;
+  private retry: string | undefined;
   private readonly decoder = new TextDecoder();
 
   constructor(
@@ -45,11 +48,12 @@ export class SseMessageScanner {
 
   private line(line: string): void {
     if (line === '') {
-      if (!this.oversized && this.data.length > 0) this.onEvent({ id: this.id, event: this.event, data: this.data.join('\n') });
+      if (!this.oversized && this.data.length > 0) this.onEvent({ id: this.id, event: this.event, retry: this.retry, data: this.data.join('\n') });
       this.data = [];
       this.dataBytes = 0;
       this.oversized = false;
       this.event = undefined;
+      this.retry = undefined;
       // Per event here (an event's own `id:` line), not the stream's last id: enough to re-emit events as sent.
       this.id = undefined;
       return;
@@ -65,5 +69,6 @@ export class SseMessageScanner {
       else this.data.push(value);
     } else if (field === 'id') this.id = value;
     else if (field === 'event') this.event = value;
+    else if (field === 'retry' && /^\d{1,10}$/.test(value)) this.retry = value;
   }
 }

@@ -7,6 +7,7 @@ import { decodeSessionRecord, encodeSessionRecord } from '../../../src/mcp/mcp-s
 import { isSessionId, MemorySessionStore, newSessionId } from '../../../src/mcp/mcp-session-store.js';
 import { filterListResult, visibilityFor } from '../../../src/mcp/tool-visibility.js';
 import { SseMessageScanner } from '../../../src/mcp/sse-messages.js';
+import { rewriteAnswer } from '../../../src/mcp/mcp-relay.js';
 import type { McpServerConfig } from '../../../src/config/schema.js';
 
 const RECORD = { server: 'files', keyId: 'key_0000000000000001', target: 'http://127.0.0.1:1/mcp', upstreamSession: 'up-1', protocol: '2025-06-18' };
@@ -99,5 +100,11 @@ describe('SseMessageScanner', () => {
     const bytes = Buffer.from(text);
     for (let i = 0; i < bytes.length; i += 3) scanner.push(bytes.subarray(i, i + 3));
     expect(events).toEqual(['1:{"a":1}', '3:b\nc']);
+  });
+
+  it('keeps a priming event\'s retry through a filtered tools/list answer, and drops a retry that is not a number', () => {
+    const answer = Buffer.from('id: s1:1\nretry: 500\ndata: \n\nid: s1:2\nretry: soon\nevent: message\ndata: {"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a"},{"name":"b"}]}}\n\n');
+    const text = rewriteAnswer(answer, 'text/event-stream', 7, (result) => filterListResult(result, 'tools', (name) => name === 'a'));
+    expect(text).toBe('id: s1:1\nretry: 500\ndata: \n\nid: s1:2\nevent: message\ndata: {"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a"}]}}\n\n');
   });
 });
