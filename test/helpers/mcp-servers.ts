@@ -1,7 +1,7 @@
 // MCP servers made with the official SDK (@modelcontextprotocol/sdk) for the front door's
 // tests: Streamable HTTP, one StreamableHTTPServerTransport per session (stateful, the SDK's
-// own session ids), tools that answer, fail, stream progress, ask the client back (elicitation)
-// and wait for cancellation. It records what it was sent, so a test can see what reached it.
+// own session ids), tools that answer, fail, stream progress, ask the client back (elicitation,
+// sampling) and wait for cancellation. It records what it was sent, so a test can see what reached it.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,8 +23,8 @@ export interface TestMcpServer {
   close(): Promise<void>;
 }
 
-function buildServer(state: TestMcpServer): McpServer {
-  const server = new McpServer({ name: 'test-mcp', version: '1.0.0' }, { capabilities: { logging: {} } });
+function buildServer(state: TestMcpServer, name: string): McpServer {
+  const server = new McpServer({ name, version: '1.0.0' }, { capabilities: { logging: {} } });
   server.registerTool('echo', { description: 'Echoes its text', inputSchema: { text: z.string() } }, async ({ text }) => {
     state.called.push('echo');
     return { content: [{ type: 'text', text }] };
@@ -55,6 +55,12 @@ function buildServer(state: TestMcpServer): McpServer {
     const answer = await server.server.elicitInput({ message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } });
     return { content: [{ type: 'text', text: `hello ${String(answer.content?.name)}` }] };
   });
+  server.registerTool('sample', { description: 'Asks the client to sample (sampling/createMessage), answers with its server name and what the model said', inputSchema: { prompt: z.string() } }, async ({ prompt }) => {
+    state.called.push('sample');
+    const answer = await server.server.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 16 });
+    const content = answer.content as { type: string; text?: string };
+    return { content: [{ type: 'text', text: `${name}: ${content.text ?? ''}` }] };
+  });
   server.registerTool('wait', { description: 'Waits until cancelled' }, async (extra) => {
     state.called.push('wait');
     await new Promise<void>((resolve) => {
@@ -75,7 +81,8 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-export async function startTestMcpServer(): Promise<TestMcpServer> {
+/** `name` is the server's serverInfo name, and what its `sample` tool prefixes its answer with. */
+export async function startTestMcpServer(name = 'test-mcp'): Promise<TestMcpServer> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   let http: Server;
   const state: TestMcpServer = {
@@ -116,7 +123,7 @@ export async function startTestMcpServer(): Promise<TestMcpServer> {
           },
         });
         transport = created;
-        await buildServer(state).connect(transport);
+        await buildServer(state, name).connect(transport);
       }
       await transport.handleRequest(req, res, parsed);
     })().catch(() => {
