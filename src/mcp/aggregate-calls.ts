@@ -15,7 +15,7 @@ import { jsonRpcRefusal, McpAnswer, writeAnswer } from './mcp-answers.js';
 import type { McpDoor } from './mcp-door.js';
 import { forwardToServer } from './mcp-forward.js';
 import { methodLabel } from './mcp-labels.js';
-import { forwardPlain, toolCall } from './mcp-post.js';
+import { forwardPlain, toolCall, traceRequest } from './mcp-post.js';
 import { recordToolCall } from './mcp-tool-call-record.js';
 
 /** A name the caller may not use, whatever the reason, gets the one answer a server gives for a name it does not have. */
@@ -53,10 +53,11 @@ export async function aggregateToolCall(front: McpDoor, sessions: AggregateUpstr
   }
   const forwarded = forwardedMessage(message, name);
   const exchange = serverExchange(request, server, upstream, aggregateEventRewrite(server.name, request.config.mcp.maxResponseBytes));
+  if (front.deps.tracing !== undefined) traceRequest(front.deps.tracing, exchange, forwarded.message);
   return toolCall(sessions.doorFor(request, message.id), exchange, forwarded.message, forwarded.body);
 }
 
-export async function aggregatePromptGet(sessions: AggregateUpstreamSessions, request: AggregateRequest, message: JsonRpcRequest): Promise<void> {
+export async function aggregatePromptGet(front: McpDoor, sessions: AggregateUpstreamSessions, request: AggregateRequest, message: JsonRpcRequest): Promise<void> {
   const resolved = resolveName(request.config, request.key, message.params?.name, 'prompt');
   if (resolved === undefined || !resolved.visible) {
     unknownName(request, message, 'prompt');
@@ -66,6 +67,7 @@ export async function aggregatePromptGet(sessions: AggregateUpstreamSessions, re
   const upstream = await sessions.ensure(request, resolved.server, message.id);
   const forwarded = forwardedMessage(message, resolved.name);
   const exchange = serverExchange(request, resolved.server, upstream, aggregateEventRewrite(resolved.server.name, request.config.mcp.maxResponseBytes));
+  if (front.deps.tracing !== undefined) traceRequest(front.deps.tracing, exchange, forwarded.message);
   return forwardPlain(sessions.doorFor(request, message.id), exchange, forwarded.body, 'prompts/get');
 }
 

@@ -69,7 +69,7 @@ export class AggregateEndpoint {
       case 'tools/call':
         return aggregateToolCall(this.front, this.sessions, request, message, body.length);
       case 'prompts/get':
-        return aggregatePromptGet(this.sessions, request, message);
+        return aggregatePromptGet(this.front, this.sessions, request, message);
       default:
         // Resources, completion, logging and the rest are each one server's: they are served on /mcp/{server}.
         metrics.mcpRequests.inc({ server: AGGREGATE_LABEL, method: methodLabel(message.method), outcome: 'method_not_found' });

@@ -48,6 +48,9 @@ export function serverExchange(request: AggregateRequest, server: McpServerConfi
     exchange.session = { server: server.name, keyId: request.key.keyId, target: upstream.target, upstreamSession: upstream.upstreamSession, protocol: request.record.protocol };
   }
   if (rewrite !== undefined) exchange.rewrite = rewrite;
+  // As on /mcp/{server}: the client's traceparent reaches the server (a call's span replaces it when tracing is on).
+  const clientTrace = request.req.headers.traceparent;
+  if (typeof clientTrace === 'string') exchange.traceparent = clientTrace;
   return exchange;
 }
 

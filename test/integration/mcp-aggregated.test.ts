@@ -182,6 +182,16 @@ describe('/mcp: calls', () => {
     await client.close();
   });
 
+  it('a client that leaves a tools/call through /mcp cancels it on the server that runs it', async () => {
+    const session = await rawSession();
+    const before = files.cancelled;
+    const response = await post({ jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'files__wait', arguments: {} } }, { 'mcp-session-id': session });
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    await waitFor('the server runs the tool', () => files.called.includes('wait'), 10_000);
+    await response.body!.cancel();
+    await waitFor('the server saw the cancellation', () => files.cancelled > before, 10_000);
+  });
+
   it('a client answer with an id the gateway never issued is 400 and reaches no server', async () => {
     const session = await rawSession();
     const seen = files.seen.length + git.seen.length;
