@@ -13,7 +13,7 @@ import { GatewayError } from '../errors.js';
 import type { AggregateUpstream } from './aggregate-session-record.js';
 import { serverDoor, serverExchange, type AggregateRequest } from './aggregate-request.js';
 import type { JsonRpcId } from './json-rpc.js';
-import { jsonRpcRefusal } from './mcp-answers.js';
+import { answerWithId, jsonRpcRefusal, McpAnswer } from './mcp-answers.js';
 import type { McpDoor } from './mcp-door.js';
 import { forwardToServer } from './mcp-forward.js';
 import { readAnswer, responseIn } from './mcp-relay.js';
@@ -40,10 +40,13 @@ export class AggregateUpstreamSessions {
     const slot = `${request.sessionId!}\u0000${server.name}`;
     let pending = this.opening.get(slot);
     if (pending === undefined) {
-      pending = this.open(request, server, id).finally(() => this.opening.delete(slot));
+      pending = this.open(request, server).finally(() => this.opening.delete(slot));
       this.opening.set(slot, pending);
     }
-    return pending;
+    // The opening may be another request's: its refusal is answered with this request's id.
+    return pending.catch((error: unknown) => {
+      throw error instanceof McpAnswer ? answerWithId(error, id) : error;
+    });
   }
 
   /** Drops `server`'s upstream session from the stored record (it is gone upstream). */
@@ -68,27 +71,28 @@ export class AggregateUpstreamSessions {
     );
   }
 
-  private async open(request: AggregateRequest, server: McpServerConfig, id: JsonRpcId | null): Promise<AggregateUpstream> {
+  /** The opening itself; its refusals carry no id (ensure gives each waiting request its own). */
+  private async open(request: AggregateRequest, server: McpServerConfig): Promise<AggregateUpstream> {
     const record = request.record!;
     const target = this.front.upstreams.pick(server.name);
-    if (target === undefined) throw jsonRpcRefusal(503, id, 'internal_error', `The MCP server ${server.name} has no upstream configured.`, { outcome: 'upstream_error' });
-    const door = this.doorFor(request, id);
+    if (target === undefined) throw jsonRpcRefusal(503, null, 'internal_error', `The MCP server ${server.name} has no upstream configured.`, { outcome: 'upstream_error' });
+    const door = this.doorFor(request, null);
     const client = JSON.parse(record.client) as { capabilities: unknown; clientInfo: unknown };
     const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params: { protocolVersion: record.protocol, capabilities: client.capabilities, clientInfo: client.clientInfo } }));
-    const answer = (await forwardToServer(door, serverExchange(request, server, undefined), { method: 'POST', stream: false, body, target, id, own: true }))!;
-    const refused = (why: string) => jsonRpcRefusal(502, id, 'internal_error', `The MCP server ${server.name} ${why}.`, { outcome: 'upstream_error' });
+    const answer = (await forwardToServer(door, serverExchange(request, server, undefined), { method: 'POST', stream: false, body, target, own: true }))!;
+    const refused = (why: string) => jsonRpcRefusal(502, null, 'internal_error', `The MCP server ${server.name} ${why}.`, { outcome: 'upstream_error' });
     if (answer.statusCode >= 300) {
       await answer.body.dump().catch(() => undefined);
       throw refused(`refused to initialize (HTTP ${answer.statusCode})`);
     }
     const contentType = answer.headers['content-type'];
-    const raw = await readAnswer(answer.body, MAX_INITIALIZE_ANSWER, id ?? INITIALIZE_ID);
+    const raw = await readAnswer(answer.body, MAX_INITIALIZE_ANSWER, INITIALIZE_ID);
     const result = responseIn(raw, typeof contentType === 'string' ? contentType : undefined, INITIALIZE_ID)?.result as { protocolVersion?: unknown } | undefined;
     // The gateway told the client this revision: a server that will not speak it cannot be relayed to that client.
     if (result?.protocolVersion !== record.protocol) throw refused(`does not speak MCP ${record.protocol}`);
     const header = answer.headers['mcp-session-id'];
     const upstream: AggregateUpstream = { target: target.url, upstreamSession: typeof header === 'string' ? header : null };
-    const initialized = (await forwardToServer(door, serverExchange(request, server, upstream), { method: 'POST', stream: false, body: INITIALIZED, id, own: true }))!;
+    const initialized = (await forwardToServer(door, serverExchange(request, server, upstream), { method: 'POST', stream: false, body: INITIALIZED, own: true }))!;
     await initialized.body.dump().catch(() => undefined);
     if (initialized.statusCode >= 300) throw refused(`refused notifications/initialized (HTTP ${initialized.statusCode})`);
     return this.remember(request, server.name, upstream, door);

@@ -182,6 +182,19 @@ describe('/mcp: calls', () => {
     await client.close();
   });
 
+  it('a call to a server that cannot be reached is 502 -32603 carrying its own id, also when two wait on one opening', async () => {
+    const session = await rawSession();
+    const call = (id: string) => post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'broken__anything', arguments: {} } }, { 'mcp-session-id': session });
+    const answers = await Promise.all([call('first'), call('second')]);
+    for (const [i, answer] of answers.entries()) {
+      expect(answer.status).toBe(502);
+      expect(await answer.json()).toMatchObject({ id: i === 0 ? 'first' : 'second', error: { code: -32603 } });
+    }
+    // The session still serves the other servers.
+    const ok = await post({ jsonrpc: '2.0', id: 'third', method: 'tools/call', params: { name: 'git__echo', arguments: { text: 'still here' } } }, { 'mcp-session-id': session });
+    expect(await ok.text()).toContain('still here');
+  });
+
   it('a client that leaves a tools/call through /mcp cancels it on the server that runs it', async () => {
     const session = await rawSession();
     const before = files.cancelled;
