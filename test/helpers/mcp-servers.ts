@@ -17,6 +17,8 @@ export interface TestMcpServer {
   called: string[];
   /** Requests cancelled by notifications/cancelled (the tool's signal fired). */
   cancelled: number;
+  /** Root URIs the client answered to the server's roots/list requests sent on the GET stream (tool roots_later). */
+  roots: string[];
   sessions(): number;
   /** Ends every session as if the server restarted (its sessions are lost). */
   forgetSessions(): void;
@@ -61,6 +63,17 @@ function buildServer(state: TestMcpServer, name: string): McpServer {
     const content = answer.content as { type: string; text?: string };
     return { content: [{ type: 'text', text: `${name}: ${content.text ?? ''}` }] };
   });
+  server.registerTool('roots_later', { description: 'Answers at once; then asks the client for its roots on the session stream (GET), not tied to this call' }, async () => {
+    state.called.push('roots_later');
+    // Not related to the call: the SDK sends it on the standalone GET stream (dropped if none is open).
+    setTimeout(() => {
+      server.server.listRoots().then(
+        (answer) => state.roots.push(...answer.roots.map((root) => root.uri)),
+        () => undefined,
+      );
+    }, 0);
+    return { content: [{ type: 'text', text: 'asked' }] };
+  });
   server.registerTool('wait', { description: 'Waits until cancelled' }, async (extra) => {
     state.called.push('wait');
     await new Promise<void>((resolve) => {
@@ -90,6 +103,7 @@ export async function startTestMcpServer(name = 'test-mcp'): Promise<TestMcpServ
     seen: [],
     called: [],
     cancelled: 0,
+    roots: [],
     sessions: () => transports.size,
     forgetSessions() {
       for (const transport of transports.values()) void transport.close();

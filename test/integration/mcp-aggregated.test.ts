@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metrics } from '../../src/metrics/metrics.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -33,13 +33,13 @@ beforeAll(async () => {
       },
       mcp_servers: {
         files: { upstream: files.url, timeout: '20s', prompts: ['greeting'] },
-        git: { upstream: git.url, timeout: '20s', tools: ['echo', 'sample', 'add'] },
+        git: { upstream: git.url, timeout: '20s', tools: ['echo', 'sample', 'add', 'roots_later'] },
         // Nothing listens on port 9: the server that fails.
         broken: { upstream: 'http://127.0.0.1:9/mcp', timeout: '5s' },
       },
     },
   });
-  key = (await gateway.createKey({ mcp: { files: ['echo', 'add', 'sample', 'progress', 'wait', 'greeting', 'hidden'], git: ['echo', 'sample', 'secret'], broken: ['*'] } })).rawKey;
+  key = (await gateway.createKey({ mcp: { files: ['echo', 'add', 'sample', 'progress', 'wait', 'roots_later', 'greeting', 'hidden'], git: ['echo', 'sample', 'roots_later', 'secret'], broken: ['*'] } })).rawKey;
 }, 60_000);
 
 afterAll(async () => {
@@ -103,7 +103,7 @@ describe('/mcp: the gateway answers initialize and lists every server of the key
     const leftOut = await leftOutCount('broken', 'tools/list');
     const { client } = await connect();
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['files__add', 'files__echo', 'files__progress', 'files__sample', 'files__wait', 'git__echo', 'git__sample']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['files__add', 'files__echo', 'files__progress', 'files__roots_later', 'files__sample', 'files__wait', 'git__echo', 'git__roots_later', 'git__sample']);
     expect(tools.find((tool) => tool.name === 'files__echo')?.description).toBe('Echoes its text');
     expect(await leftOutCount('broken', 'tools/list')).toBeGreaterThan(leftOut);
     expect(gateway.logs.join('')).toContain('MCP server left out of the aggregated list');
@@ -203,6 +203,25 @@ describe('/mcp: calls', () => {
     await waitFor('the server runs the tool', () => files.called.includes('wait'), 10_000);
     await response.body!.cancel();
     await waitFor('the server saw the cancellation', () => files.cancelled > before, 10_000);
+  });
+
+  it('requests two servers send on their GET streams reach the client on the merged stream, and each answer its own server', async () => {
+    const { client } = await connect(key, { roots: { listChanged: false } });
+    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: 'file:///work/project', name: 'project' }] }));
+    const before = { files: files.roots.length, git: git.roots.length };
+    // The server's request is dropped while the gateway's GET to it is not open yet: ask until one arrives.
+    await waitFor(
+      'roots reached both servers',
+      async () => {
+        if (files.roots.length === before.files) await client.callTool({ name: 'files__roots_later', arguments: {} });
+        if (git.roots.length === before.git) await client.callTool({ name: 'git__roots_later', arguments: {} });
+        return files.roots.length > before.files && git.roots.length > before.git;
+      },
+      20_000,
+    );
+    expect(files.roots.slice(before.files)[0]).toBe('file:///work/project');
+    expect(git.roots.slice(before.git)[0]).toBe('file:///work/project');
+    await client.close();
   });
 
   it('a client answer with an id the gateway never issued is 400 and reaches no server', async () => {
