@@ -59,7 +59,15 @@ async function listOf(front: McpDoor, sessions: AggregateUpstreamSessions, reque
   const exchange = serverExchange(request, server, upstream);
   const visibility = visibilityFor(server, request.key);
   const visible = field === 'tools' ? visibility.tool : visibility.prompt;
-  const note = field === 'tools' ? (name: string) => front.toolLabels.note(server.name, name) : undefined;
+  // Every name the server listed (before filtering) also feeds the metric labels and the MCP page's "tools it last listed", as on /mcp/{server}.
+  let listed: string[] = [];
+  const note =
+    field === 'tools'
+      ? (name: string) => {
+          front.toolLabels.note(server.name, name);
+          listed.push(name);
+        }
+      : undefined;
   const entries: unknown[] = [];
   let budget = share;
   let cursor: string | undefined;
@@ -76,9 +84,11 @@ async function listOf(front: McpDoor, sessions: AggregateUpstreamSessions, reque
     const contentType = answer.headers['content-type'];
     const response = responseIn(raw, typeof contentType === 'string' ? contentType : undefined, message.id);
     if (response === undefined || response.error !== undefined) throw new Error(response === undefined ? 'no answer to the list' : `error ${response.error!.code}`);
+    listed = [];
     const filtered = filterListResult(response.result, field, visible, note) as Record<string, unknown> | undefined;
     const kept = filtered?.[field];
     if (!Array.isArray(kept)) throw new Error(`no ${field} array in the answer`);
+    if (field === 'tools') front.listedTools.record(server.name, listed, page === 0, front.deps.clock.now());
     for (const entry of kept as { name: string }[]) entries.push({ ...entry, name: qualifiedName(server.name, entry.name) });
     cursor = typeof filtered!.nextCursor === 'string' ? filtered!.nextCursor : undefined;
     if (cursor === undefined) break;

@@ -66,6 +66,7 @@ export function serverDoor(front: McpDoor, request: AggregateRequest, dropUpstre
     deps: front.deps,
     upstreams: front.upstreams,
     toolLabels: front.toolLabels,
+    listedTools: front.listedTools,
     sessionGauge: front.sessionGauge,
     session: () => Promise.reject(new Error('an aggregated session is resolved by the aggregated endpoint')),
     async sessionLost(exchange: McpExchange): Promise<never> {

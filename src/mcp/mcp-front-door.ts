@@ -20,13 +20,14 @@ import { PROTOCOL_REVISIONS, type McpExchange } from './mcp-exchange.js';
 import type { JsonRpcId } from './json-rpc.js';
 import { cancelUpstream, forwardToServer, relayAnswer } from './mcp-forward.js';
 import { ToolLabels } from './mcp-labels.js';
+import { ListedTools } from './listed-tools.js';
+import { mcpServerStates, type McpServerState } from './mcp-server-state.js';
 import { SessionGauge } from './session-gauge.js';
 import { handlePost } from './mcp-post.js';
 import type { McpDoor, McpFrontDoorDependencies } from './mcp-door.js';
 import { isSessionId } from './mcp-session-store.js';
 import { McpUpstreams } from './mcp-upstreams.js';
 import { AggregateEndpoint } from './aggregate-endpoint.js';
-
 
 const PREFIX = '/mcp/';
 
@@ -40,6 +41,7 @@ export type { McpFrontDoorDependencies };
 export class McpFrontDoor implements McpDoor {
   readonly upstreams: McpUpstreams;
   readonly toolLabels = new ToolLabels();
+  readonly listedTools = new ListedTools();
   readonly sessionGauge: SessionGauge;
   private readonly aggregate: AggregateEndpoint;
 
@@ -58,6 +60,12 @@ export class McpFrontDoor implements McpDoor {
 
   reload(config: GatewayConfig): void {
     this.upstreams.update(config.mcpServers);
+    this.listedTools.keepOnly(config.mcpServers);
+  }
+
+  /** Each served server's upstreams, last-listed tools and counts, for the admin API (this process's view). */
+  state(): Promise<Record<string, McpServerState>> {
+    return mcpServerStates(this.upstreams, this.listedTools);
   }
 
   close(): Promise<void> {

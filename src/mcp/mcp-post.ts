@@ -131,10 +131,24 @@ async function listFiltered(door: McpDoor, exchange: McpExchange, message: JsonR
   const server = exchange.server.name;
   const contentType = answer.headers['content-type'];
   const type = typeof contentType === 'string' ? contentType : undefined;
-  const text =
-    message.method === 'tools/list'
-      ? rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'tools', visibility.tool, (name) => door.toolLabels.note(server, name)))
-      : rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'prompts', visibility.prompt));
+  let text: string;
+  if (message.method === 'tools/list') {
+    // The names also become the MCP page's "tools it last listed" (docs/mcp.md "Dashboard"), but
+    // only from a result that holds a list: an error answer or garbage leaves the last list as it was.
+    let listed: string[] | undefined;
+    text = rewriteAnswer(raw, type, message.id, (result) => {
+      const names: string[] = [];
+      if (Array.isArray((result as { tools?: unknown } | null)?.tools)) listed = names;
+      return filterListResult(result, 'tools', visibility.tool, (name) => {
+        door.toolLabels.note(server, name);
+        names.push(name);
+      });
+    });
+    // A request without a cursor is a first page: it starts the list again.
+    if (listed !== undefined) door.listedTools.record(server, listed, message.params?.cursor === undefined, door.deps.clock.now());
+  } else {
+    text = rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'prompts', visibility.prompt));
+  }
   const { res } = exchange;
   res.statusCode = answer.statusCode;
   if (type !== undefined) res.setHeader('Content-Type', type);
@@ -174,7 +188,12 @@ export async function toolCall(door: McpDoor, exchange: McpExchange, message: Js
     answer = (await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id }))!;
   } catch (error) {
     metrics.mcpToolCalls.inc({ server, tool: label, verdict: 'forwarded' });
-    if (error instanceof McpAnswer) record(error.status, error.outcome === 'timeout' ? 'timeout' : 'upstream_error');
+    if (error instanceof McpAnswer) {
+      const outcome = error.outcome === 'timeout' ? 'timeout' : 'upstream_error';
+      // Counted like a relayed call, so a forwarded call that got no answer shows among the server's errors.
+      metrics.mcpRequests.inc({ server, method: 'tools/call', outcome });
+      record(error.status, outcome);
+    }
     throw error;
   }
   chargeToolCall(door.deps.rateLimiter, admission);

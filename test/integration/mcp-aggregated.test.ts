@@ -16,6 +16,7 @@ import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startTestMcpServer, type TestMcpServer } from '../helpers/mcp-servers.js';
 import { waitFor } from '../helpers/wait.js';
 
+const VIEWER_TOKEN = 'viewer-token-aggregated-5e1c';
 let files: TestMcpServer;
 let git: TestMcpServer;
 let gateway: TestGateway;
@@ -27,6 +28,7 @@ beforeAll(async () => {
   gateway = await startTestGateway({
     agents: { support: 'http://127.0.0.1:9/api/v1' },
     config: {
+      admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'watcher', token: VIEWER_TOKEN, role: 'viewer' }] },
       plans: {
         scale: { windows: [{ requests: 100_000, per: '1m' }] },
         quota: { windows: [{ requests: 100_000, per: '1m' }], tool_calls: { files__echo: [{ calls: 2, per: '1h' }] } },
@@ -107,6 +109,10 @@ describe('/mcp: the gateway answers initialize and lists every server of the key
     expect(tools.find((tool) => tool.name === 'files__echo')?.description).toBe('Echoes its text');
     expect(await leftOutCount('broken', 'tools/list')).toBeGreaterThan(leftOut);
     expect(gateway.logs.join('')).toContain('MCP server left out of the aggregated list');
+    // The MCP page's "tools it last listed" is the server's whole list, as through /mcp/{server}.
+    const page = await fetch(`${gateway.adminUrl}/admin/v1/mcp/servers`, { headers: { authorization: `Bearer ${VIEWER_TOKEN}` } });
+    const git = ((await page.json()) as { data: { name: string; listed_tools: { names: string[] } | null }[] }).data.find((server) => server.name === 'git')!;
+    expect([...git.listed_tools!.names].sort()).toEqual(['add', 'ask', 'echo', 'fails', 'progress', 'roots_later', 'sample', 'secret', 'wait']);
     const { prompts } = await client.listPrompts();
     // files' allow-list holds greeting only: hidden is in the key's scope but not the server's.
     expect(prompts.map((prompt) => prompt.name)).toEqual(['files__greeting']);
