@@ -3,7 +3,8 @@
 // server as one more target of the key's scope), the plan's limits through one adapter
 // (mcp-limits.ts), the one audit log and metrics module. Stages, in order: server → Origin →
 // method → key → protocol revision → session → (POST) body, per-message policy, forward; the
-// POST stages are in mcp-post.ts, the upstream call in mcp-forward.ts.
+// POST stages are in mcp-post.ts, the upstream call in mcp-forward.ts. `/mcp` itself, every
+// server of the key at once, is the aggregated endpoint (aggregate-endpoint.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GatewayConfig, McpServerConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
@@ -12,7 +13,7 @@ import { sendError } from '../http/errors.js';
 import { requestConnection } from '../http/http2-requests.js';
 import { chooseRequestId } from '../http/request-id.js';
 import type { AuthenticatedKey } from '../keys/key-record.js';
-import { mcpTarget } from '../keys/mcp-scope.js';
+import { MCP_AGGREGATE_TARGET, mcpTarget } from '../keys/mcp-scope.js';
 import { metrics } from '../metrics/metrics.js';
 import { jsonRpcRefusal, McpAnswer, writeAnswer } from './mcp-answers.js';
 import { PROTOCOL_REVISIONS, type McpExchange } from './mcp-exchange.js';
@@ -26,6 +27,7 @@ import { handlePost } from './mcp-post.js';
 import type { McpDoor, McpFrontDoorDependencies } from './mcp-door.js';
 import { isSessionId } from './mcp-session-store.js';
 import { McpUpstreams } from './mcp-upstreams.js';
+import { AggregateEndpoint } from './aggregate-endpoint.js';
 
 const PREFIX = '/mcp/';
 
@@ -41,10 +43,12 @@ export class McpFrontDoor implements McpDoor {
   readonly toolLabels = new ToolLabels();
   readonly listedTools = new ListedTools();
   readonly sessionGauge: SessionGauge;
+  private readonly aggregate: AggregateEndpoint;
 
   constructor(readonly deps: McpFrontDoorDependencies) {
     this.upstreams = new McpUpstreams(deps.runtime.current.config.mcpServers);
     this.sessionGauge = new SessionGauge(() => deps.runtime.current.config.mcp.sessionIdleMs);
+    this.aggregate = new AggregateEndpoint(this);
   }
 
   /** node:http's listener for `/mcp` paths. */
@@ -75,8 +79,9 @@ export class McpFrontDoor implements McpDoor {
     const method = req.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') throw new GatewayError('method_not_allowed', { message: 'The MCP endpoint accepts POST, GET and DELETE.', headers: { Allow: 'POST, GET, DELETE' } });
     const clientIp = clientAddress(req, config.listen.trustProxy).clientIp;
-    const key = await this.authenticate(req, server, clientIp);
+    const key = await this.authenticate(req, server === undefined ? MCP_AGGREGATE_TARGET : mcpTarget(server.name), clientIp);
     const protocol = protocolOf(req.headers['mcp-protocol-version']);
+    if (server === undefined) return this.aggregate.serve({ req, res, config, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() });
     const exchange: McpExchange = { req, res, config, server, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() };
     if (method === 'POST') return handlePost(this, exchange);
     await this.session(exchange, req.headers['mcp-session-id']);
@@ -84,9 +89,9 @@ export class McpFrontDoor implements McpDoor {
     return this.endSession(exchange);
   }
 
-  /** The key, through the chat routes' Authenticator; a server outside its MCP scope is 403 key_not_allowed. */
-  private async authenticate(req: IncomingMessage, server: McpServerConfig, clientIp: string): Promise<AuthenticatedKey> {
-    const input = { authorization: req.headers.authorization, agentId: mcpTarget(server.name), clientIp, connection: requestConnection(req) };
+  /** The key, through the chat routes' Authenticator; a server outside its MCP scope (for `/mcp`: a key with no server) is 403 key_not_allowed. */
+  private async authenticate(req: IncomingMessage, target: string, clientIp: string): Promise<AuthenticatedKey> {
+    const input = { authorization: req.headers.authorization, agentId: target, clientIp, connection: requestConnection(req) };
     try {
       return this.deps.authenticator.authenticateNow(input) ?? (await this.deps.authenticator.authenticate(input));
     } catch (error) {
@@ -157,13 +162,15 @@ export class McpFrontDoor implements McpDoor {
   }
 }
 
-function serverOf(config: GatewayConfig, rawUrl: string | undefined): McpServerConfig {
+/** The server of `/mcp/{server}`; undefined for `/mcp` itself (the aggregated endpoint). */
+function serverOf(config: GatewayConfig, rawUrl: string | undefined): McpServerConfig | undefined {
   const url = rawUrl ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
+  if (path === '/mcp') return undefined;
   const name = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
   const server = name === '' || name.includes('/') ? undefined : config.mcpServers.get(name);
-  if (server === undefined) throw new GatewayError('not_found', { message: 'No such MCP server. MCP endpoints are /mcp/{server} for the servers in mcp_servers.' });
+  if (server === undefined) throw new GatewayError('not_found', { message: 'No such MCP server. MCP endpoints are /mcp (every server of the key) and /mcp/{server} for the servers in mcp_servers.' });
   return server;
 }
 

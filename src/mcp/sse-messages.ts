@@ -25,6 +25,8 @@ export class SseMessageScanner {
   constructor(
     private readonly onEvent: (event: SseEvent) => void,
     private readonly maxEventBytes: number,
+    /** Told when an event is skipped for its size (a relay that rewrites events cannot pass it on). */
+    private readonly onOversized?: () => void,
   ) {}
 
   push(chunk: Uint8Array): void {
@@ -42,8 +44,14 @@ export class SseMessageScanner {
     // A line that never ends: drop what is held, and skip the event it belongs to.
     if (this.pending.length > this.maxEventBytes) {
       this.pending = '';
-      this.oversized = true;
+      this.skip();
     }
+  }
+
+  private skip(): void {
+    if (!this.oversized) this.onOversized?.();
+    this.oversized = true;
+    this.data = [];
   }
 
   private line(line: string): void {
@@ -65,7 +73,7 @@ export class SseMessageScanner {
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'data') {
       this.dataBytes += value.length;
-      if (this.dataBytes > this.maxEventBytes) this.oversized = true;
+      if (this.dataBytes > this.maxEventBytes) this.skip();
       else this.data.push(value);
     } else if (field === 'id') this.id = value;
     else if (field === 'event') this.event = value;

@@ -105,7 +105,7 @@ describe('GET /admin/v1/mcp/servers', () => {
     expect(text).not.toContain(HEADER_SECRET);
     const view = byName.get('files')!;
     // Everything the server listed, not only what the key may see.
-    expect([...view.listed_tools!.names].sort()).toEqual(['add', 'ask', 'echo', 'fails', 'progress', 'secret', 'wait']);
+    expect([...view.listed_tools!.names].sort()).toEqual(['add', 'ask', 'echo', 'fails', 'progress', 'roots_later', 'sample', 'secret', 'wait']);
     expect(view.listed_tools!.truncated).toBe(false);
     expect(Number.isNaN(Date.parse(view.listed_tools!.listed_at))).toBe(false);
     expect(view.counts).toMatchObject({ tool_calls: 2, tool_calls_refused: 1, tool_call_errors: 0, sessions: 1 });

@@ -45,6 +45,41 @@ describe('session records', () => {
     await store.delete('e');
     expect(await store.touch('e')).toBeUndefined();
   });
+
+  it('the memory store keeps aggregated sessions beside per-server ones, each read only as its own kind', async () => {
+    let now = 1_000;
+    const store = new MemorySessionStore(() => 100, () => now, 3);
+    const aggregate = { keyId: 'key_1', protocol: '2025-06-18', client: '{}', upstreams: { files: { target: 'http://a/mcp', upstreamSession: 's' } } };
+    await store.putAggregate('g', aggregate);
+    await store.put('p', RECORD);
+    expect(await store.touchAggregate('g')).toEqual(aggregate);
+    expect(await store.touch('g')).toBeUndefined();
+    expect(await store.touchAggregate('p')).toBeUndefined();
+    // Re-storing a session at the bound evicts no other.
+    await store.put('q', RECORD);
+    await store.putAggregate('g', { ...aggregate, upstreams: {} });
+    expect(store.size).toBe(3);
+    expect(await store.touch('p')).toEqual(RECORD);
+    now += 101;
+    expect(await store.touchAggregate('g')).toBeUndefined();
+  });
+});
+
+describe('SseMessageScanner, oversized events', () => {
+  it('tells once per event that it skipped one for its size', () => {
+    const events: string[] = [];
+    let skipped = 0;
+    const scanner = new SseMessageScanner((event) => events.push(event.data), 16, () => (skipped += 1));
+    scanner.push(Buffer.from(`data: ${'x'.repeat(20)}
+data: ${'y'.repeat(20)}
+
+data: ok
+
+`));
+    scanner.push(Buffer.from(`data: ${'z'.repeat(64)}`));
+    expect(events).toEqual(['ok']);
+    expect(skipped).toBe(2);
+  });
 });
 
 function server(tools: string[] | null, prompts: string[] | null = null): McpServerConfig {
