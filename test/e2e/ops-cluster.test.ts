@@ -183,6 +183,19 @@ describe('serve --workers 2', () => {
     expect(last).toBe(401);
   });
 
+  it('brings the admin port back when worker 1, the admin worker, is replaced', async () => {
+    const adminWorker = logLines(primary).find((line) => line.msg === 'worker listening' && line.worker === 1)!;
+    process.kill(adminWorker.pid as number, 'SIGKILL');
+    await primary.waitForOutput((out) => out.includes('"msg":"admin listener back"'), 'a new worker 1 to serve the admin port', 60_000);
+    expect(logLines(primary).find((line) => line.msg === 'worker died; replacing it' && line.worker === 1)).toMatchObject({ admin_listener: 'down until worker 1 is back' });
+    expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
+    // The new admin worker gathers both workers, worker 2 included, which was never restarted for this.
+    const workers = (await scrape()).filter((s) => s.name === 'process_resident_memory_bytes').map((s) => s.labels.worker).sort();
+    expect(workers).toEqual(['1', '2']);
+    // The public port was served by worker 2 meanwhile and by both now.
+    expect(await Promise.all(Array.from({ length: 6 }, () => chatOnNewConnection()))).toEqual(Array(6).fill(200));
+  });
+
   it('on SIGTERM stops every worker, turns /readyz 503 while they drain, and exits 0', async () => {
     const workerPids = new Set(logLines(primary).filter((l) => l.msg === 'worker listening').map((l) => l.pid));
     upstream.handle(async (_req, res) => {
@@ -222,6 +235,19 @@ describe('serve --workers: refusals and helpers', () => {
     const refused = runCli(['serve', '--config', join(dir, 'embedded.yaml'), '--workers', '2']);
     expect((await refused.exited)[0]).toBe(1);
     expect(refused.output()).toContain('needs a redis block');
+  });
+
+  it("refuses a config a worker cannot load with exit 1 and the worker's config-check message, said once", async () => {
+    const invalid = { ...configDocument(), listen: { host: '127.0.0.1', port: await freePort(), bogus_setting: true }, admin: { host: '127.0.0.1', port: await freePort() } };
+    await writeFile(join(dir, 'invalid.yaml'), stringify(invalid));
+    const refused = runCli(['serve', '--config', join(dir, 'invalid.yaml'), '--workers', '2']);
+    expect((await refused.exited)[0]).toBe(1);
+    const output = refused.output();
+    expect(output).toContain(`invalid config ${join(dir, 'invalid.yaml')}`);
+    expect(output).toContain('bogus_setting');
+    // Both workers refuse it; the operator reads it once, and not as an exit code.
+    expect(output.split('invalid config').length - 1).toBe(1);
+    expect(output).not.toContain('exited during startup');
   });
 
   it('parses --workers and gives each worker its own audit spool', () => {
