@@ -5,12 +5,14 @@
 // worker 1, the admin worker, serves the admin listener and the control plane; each worker
 // validates the config and tells the primary what it needs — its port, shutdown_grace, the log
 // settings — or why it cannot start (decision 0112). So this process loads node:cluster,
-// commander and pino, not the config schema, ioredis, prom-client or the request path.
+// commander and a line writer (primary-log.ts), not pino, the config schema, ioredis,
+// prom-client or the request path.
 import { setFlagsFromString } from 'node:v8';
-import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logger.js';
+import { wantsPrettyLogs } from '../log-format.js';
 import { relayAdminRequests } from './cluster-admin-relay.js';
 import type { WorkerListening, WorkerSettings } from './cluster-messages.js';
 import { WorkerStartError, WorkerSupervisor } from './cluster-supervisor.js';
+import { createPrimaryLog, type PrimaryLog } from './primary-log.js';
 import { primaryHeapFlagsToSet } from './worker-runtime.js';
 
 export interface ClusterPrimaryOptions {
@@ -26,12 +28,12 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
   for (const flag of primaryHeapFlagsToSet(process.execArgv, process.env.NODE_OPTIONS)) setFlagsFromString(flag);
   // The primary's own log lines follow the config the workers run; none are written before
   // the first worker listens (a start that fails says why on stderr).
-  let logger: Logger | undefined;
+  let logger: PrimaryLog | undefined;
   let graceMs = DEFAULT_GRACE_MS;
   const applySettings = (settings: WorkerSettings): void => {
     graceMs = settings.shutdownGraceMs;
     if (logger) logger.level = settings.logLevel;
-    else logger = createLogger({ level: settings.logLevel, file: settings.logFile ?? undefined, pretty: wantsPrettyLogs(process.stdout.isTTY), base: { role: 'primary' } });
+    else logger = createPrimaryLog({ level: settings.logLevel, file: settings.logFile ?? undefined, pretty: wantsPrettyLogs(process.stdout.isTTY) });
   };
   let first: WorkerListening | undefined;
   let adminPort: number | null = null;
@@ -67,7 +69,7 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
     void supervisor.stop(signal, graceMs + STOP_MARGIN_MS).then(async (clean) => {
       if (logger) {
         logger.info({ clean }, 'stopped');
-        await flushLogger(logger);
+        await logger.flush();
       }
       process.exit(clean ? 0 : 1);
     });
@@ -83,7 +85,7 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
     process.stderr.write(`${error.message}\n`);
     stopping = true;
     await supervisor.stop('SIGTERM', STOP_MARGIN_MS);
-    if (logger) await flushLogger(logger);
+    if (logger) await logger.flush();
     process.exit(1);
   }
   const started = first!;

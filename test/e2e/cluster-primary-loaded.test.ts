@@ -20,6 +20,7 @@ const WORKER_ONLY = [
   '/node_modules/ioredis/',
   '/node_modules/prom-client/',
   '/node_modules/undici/',
+  '/node_modules/pino/',
   '/dist/config/load-config.js',
   '/dist/config/schema.js',
   '/dist/redis/redis-client.js',

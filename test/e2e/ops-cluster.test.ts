@@ -1,6 +1,8 @@
-// `serve --workers 2` with the built CLI: two workers share one port, the primary's /metrics
-// gathers both (AggregatorRegistry, one `worker` label per worker), a dead worker is
-// replaced, SIGHUP and SIGTERM reach every worker, and the instance exits 0.
+// `serve --workers 2` with the built CLI: two workers share one port, the admin port (served
+// by worker 1, the admin worker, decision 0112) has /metrics gather both through the primary
+// (AggregatorRegistry, one `worker` label per worker), a dead worker is replaced (worker 1
+// too: the admin port comes back), SIGHUP and SIGTERM reach every worker, a config a worker
+// refuses is said once by the primary, and the instance exits 0.
 import type { ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -101,7 +103,7 @@ afterAll(async () => {
 const ADMIN_TOKEN = `ops-cluster-${process.pid}-0123456789`;
 
 describe('serve --workers 2', () => {
-  it('serves one port from two workers and /metrics on the primary shows both, summing to the requests sent', async () => {
+  it('serves one port from two workers and /metrics on the admin port shows both, summing to the requests sent', async () => {
     const statuses: number[] = [];
     for (let batch = 0; batch < 4; batch++) statuses.push(...(await Promise.all(Array.from({ length: 10 }, () => chatOnNewConnection()))));
     expect(statuses).toEqual(Array(40).fill(200));
@@ -130,7 +132,7 @@ describe('serve --workers 2', () => {
     expect(listening.map((line) => line.malloc_arena_max)).toEqual([WORKER_MALLOC_ARENA_MAX, WORKER_MALLOC_ARENA_MAX]);
   });
 
-  it('answers /healthz and /readyz on the primary admin port and nothing of it on the public port', async () => {
+  it('answers /healthz and /readyz on the admin port and nothing of it on the public port', async () => {
     expect((await fetch(`http://127.0.0.1:${adminPort}/healthz`)).status).toBe(200);
     const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
     expect(ready.status).toBe(200);
@@ -156,7 +158,7 @@ describe('serve --workers 2', () => {
     expect(workers).toEqual(['1', '2']);
   });
 
-  it('serves the admin API on the primary: a key made there works on the workers, its usage is reported, its revocation applies', async () => {
+  it('serves the admin API on the admin port: a key made there works on the workers, its usage is reported, its revocation applies', async () => {
     const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
     const created = await fetch(`http://127.0.0.1:${adminPort}/admin/v1/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ account: 'cluster-acct', plan: 'scale', agents: ['support'] }) });
     expect(created.status).toBe(201);
