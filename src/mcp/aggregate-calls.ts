@@ -17,6 +17,7 @@ import { forwardToServer } from './mcp-forward.js';
 import { methodLabel } from './mcp-labels.js';
 import { forwardPlain, toolCall, traceRequest } from './mcp-post.js';
 import { recordToolCall } from './mcp-tool-call-record.js';
+import { discardBody } from './mcp-transport.js';
 
 /** A name the caller may not use, whatever the reason, gets the one answer a server gives for a name it does not have. */
 function unknownName(request: AggregateRequest, message: JsonRpcRequest, kind: 'tool' | 'prompt'): number {
@@ -92,7 +93,7 @@ export async function aggregateNotification(sessions: AggregateUpstreamSessions,
       const server = request.config.mcpServers.get(name);
       if (server === undefined) return;
       const answer = await forwardToServer(door, serverExchange(request, server, upstream), { method: 'POST', stream: false, body, own: true }).catch(() => undefined);
-      await answer?.body.dump().catch(() => undefined);
+      if (answer !== undefined) await discardBody(answer.body);
     }),
   );
   metrics.mcpRequests.inc({ server: AGGREGATE_LABEL, method: methodLabel(message.method), outcome: 'ok' });

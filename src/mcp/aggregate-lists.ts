@@ -19,6 +19,7 @@ import type { McpDoor } from './mcp-door.js';
 import { forwardToServer } from './mcp-forward.js';
 import { readAnswer, responseIn } from './mcp-relay.js';
 import { filterListResult, visibilityFor } from './tool-visibility.js';
+import { discardBody } from './mcp-transport.js';
 
 const MAX_PAGES = 100;
 export const AGGREGATE_LABEL = '*';
@@ -76,7 +77,7 @@ async function listOf(front: McpDoor, sessions: AggregateUpstreamSessions, reque
     const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: message.id, method: message.method, params: cursor === undefined ? {} : { cursor } }));
     const answer = (await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id, own: true }))!;
     if (answer.statusCode >= 300) {
-      await answer.body.dump().catch(() => undefined);
+      await discardBody(answer.body);
       throw new Error(`answered HTTP ${answer.statusCode}`);
     }
     const raw = await readAnswer(answer.body, budget, message.id);

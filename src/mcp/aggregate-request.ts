@@ -65,6 +65,7 @@ export function serverDoor(front: McpDoor, request: AggregateRequest, dropUpstre
   return {
     deps: front.deps,
     upstreams: front.upstreams,
+    transportFor: (server) => front.transportFor(server),
     toolLabels: front.toolLabels,
     listedTools: front.listedTools,
     sessionGauge: front.sessionGauge,

@@ -7,12 +7,15 @@ import type { AuthenticatedKey } from '../keys/key-record.js';
 import { splitQualifiedName } from './aggregate-names.js';
 import { visibilityFor } from './tool-visibility.js';
 
-/** The servers the key may use, in the configuration's order. */
+/**
+ * The servers the key may use, in the configuration's order. Streamable HTTP servers only: a
+ * stdio server's session is a child process of its own, served on `/mcp/{server}` (decision 0100).
+ */
 export function serversInScope(config: GatewayConfig, key: AuthenticatedKey): McpServerConfig[] {
   const scope = key.mcp;
   if (scope == null) return [];
   const servers: McpServerConfig[] = [];
-  for (const server of config.mcpServers.values()) if (Object.hasOwn(scope, server.name)) servers.push(server);
+  for (const server of config.mcpServers.values()) if (server.transport === 'http' && Object.hasOwn(scope, server.name)) servers.push(server);
   return servers;
 }
 
@@ -30,6 +33,6 @@ export function resolveName(config: GatewayConfig, key: AuthenticatedKey, qualif
   const split = splitQualifiedName(qualified);
   if (split === undefined || key.mcp == null || !Object.hasOwn(key.mcp, split.server)) return undefined;
   const server = config.mcpServers.get(split.server);
-  if (server === undefined) return undefined;
+  if (server === undefined || server.transport !== 'http') return undefined;
   return { server, name: split.name, visible: visibilityFor(server, key)[kind](split.name) };
 }

@@ -17,6 +17,7 @@ import type { AggregateUpstreamSessions } from './aggregate-upstream-sessions.js
 import type { McpDoor } from './mcp-door.js';
 import { forwardToServer } from './mcp-forward.js';
 import { SseMessageScanner } from './sse-messages.js';
+import { discardBody } from './mcp-transport.js';
 
 interface ServerStream {
   server: McpServerConfig;
@@ -29,7 +30,7 @@ async function streamOf(front: McpDoor, sessions: AggregateUpstreamSessions, req
     const answer = (await forwardToServer(sessions.doorFor(request, null), serverExchange(request, server, upstream), { method: 'GET', stream: true, own: true }))!;
     const contentType = answer.headers['content-type'];
     if (answer.statusCode === 200 && typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream')) return { server, body: answer.body };
-    await answer.body.dump().catch(() => undefined);
+    await discardBody(answer.body);
   } catch (error) {
     metrics.mcpRequests.inc({ server: server.name, method: 'GET', outcome: 'left_out' });
     front.deps.logger.warn({ request_id: request.requestId, mcp_server: server.name, reason: error instanceof Error ? error.message.slice(0, 200) : 'error' }, 'MCP server left out of the aggregated stream');

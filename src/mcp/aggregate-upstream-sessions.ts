@@ -17,6 +17,7 @@ import { answerWithId, jsonRpcRefusal, McpAnswer } from './mcp-answers.js';
 import type { McpDoor } from './mcp-door.js';
 import { forwardToServer } from './mcp-forward.js';
 import { readAnswer, responseIn } from './mcp-relay.js';
+import { discardBody } from './mcp-transport.js';
 
 // The gateway's own request id upstream: a new upstream session has no other request in flight.
 const INITIALIZE_ID = 'agentgw-initialize';
@@ -66,7 +67,7 @@ export class AggregateUpstreamSessions {
         const server = request.config.mcpServers.get(name);
         if (server === undefined) return;
         const answer = await forwardToServer(door, serverExchange(request, server, upstream), { method: 'DELETE', stream: false, own: true }).catch(() => undefined);
-        await answer?.body.dump().catch(() => undefined);
+        if (answer !== undefined) await discardBody(answer.body);
       }),
     );
   }
@@ -82,7 +83,7 @@ export class AggregateUpstreamSessions {
     const answer = (await forwardToServer(door, serverExchange(request, server, undefined), { method: 'POST', stream: false, body, target, own: true }))!;
     const refused = (why: string) => jsonRpcRefusal(502, null, 'internal_error', `The MCP server ${server.name} ${why}.`, { outcome: 'upstream_error' });
     if (answer.statusCode >= 300) {
-      await answer.body.dump().catch(() => undefined);
+      await discardBody(answer.body);
       throw refused(`refused to initialize (HTTP ${answer.statusCode})`);
     }
     const contentType = answer.headers['content-type'];
@@ -93,7 +94,7 @@ export class AggregateUpstreamSessions {
     const header = answer.headers['mcp-session-id'];
     const upstream: AggregateUpstream = { target: target.url, upstreamSession: typeof header === 'string' ? header : null };
     const initialized = (await forwardToServer(door, serverExchange(request, server, upstream), { method: 'POST', stream: false, body: INITIALIZED, own: true }))!;
-    await initialized.body.dump().catch(() => undefined);
+    await discardBody(initialized.body);
     if (initialized.statusCode >= 300) throw refused(`refused notifications/initialized (HTTP ${initialized.statusCode})`);
     return this.remember(request, server.name, upstream, door);
   }
@@ -110,7 +111,7 @@ export class AggregateUpstreamSessions {
     if (gone || stored !== undefined) {
       const config = request.config.mcpServers.get(server)!;
       const answer = await forwardToServer(door, serverExchange(request, config, upstream), { method: 'DELETE', stream: false, own: true }).catch(() => undefined);
-      await answer?.body.dump().catch(() => undefined);
+      if (answer !== undefined) await discardBody(answer.body);
       if (stored === undefined) throw new GatewayError('mcp_session_not_found');
       request.record!.upstreams[server] = stored;
       return stored;

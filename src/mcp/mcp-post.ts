@@ -97,35 +97,34 @@ export function decodeBody(body: Buffer, protocol: string | undefined, batches: 
   });
 }
 
-/** initialize: a new gateway session on a target the picker chose, stored before its id is answered. */
+/** initialize: a new gateway session on a new upstream session (the transport's choice), stored before its id is answered. */
 async function initialize(door: McpDoor, exchange: McpExchange, message: JsonRpcRequest, body: Buffer): Promise<void> {
-  const target = door.upstreams.pick(exchange.server.name);
-  if (target === undefined) throw jsonRpcRefusal(503, message.id, 'internal_error', 'The MCP server has no upstream configured.', { outcome: 'upstream_error' });
-  const answer = await forwardToServer(door, exchange, { method: 'POST', stream: false, body, target, id: message.id });
+  const transport = await door.transportFor(exchange.server);
+  const candidate = newSessionId();
+  const { answer, place } = await transport.open(door, exchange, body, message.id, candidate);
   const requested = message.params?.protocolVersion;
   const protocol = typeof requested === 'string' ? requested : DEFAULT_PROTOCOL_REVISION;
   let sessionId: string | undefined;
-  if (answer!.statusCode < 300) {
-    const upstream = answer!.headers['mcp-session-id'];
-    sessionId = newSessionId();
+  if (place !== undefined) {
+    sessionId = candidate;
     exchange.sessionId = sessionId;
     // Stored before the id is answered: the client's next request may reach another instance.
-    await door.deps.sessions.put(sessionId, { server: exchange.server.name, keyId: exchange.key.keyId, target: target.url, upstreamSession: typeof upstream === 'string' ? upstream : null, protocol });
+    await door.deps.sessions.put(sessionId, { server: exchange.server.name, keyId: exchange.key.keyId, target: place.target, upstreamSession: place.upstreamSession, protocol });
     door.sessionGauge.open(sessionId, exchange.server.name);
   }
-  const outcome = await relayAnswer(exchange, answer!, undefined, sessionId);
+  const outcome = await relayAnswer(exchange, answer, undefined, sessionId);
   metrics.mcpRequests.inc({ server: exchange.server.name, method: 'initialize', outcome: outcome.clientClosed ? 'client_closed' : 'ok' });
 }
 
 export async function forwardPlain(door: McpDoor, exchange: McpExchange, body: Buffer, method: string): Promise<void> {
   const answer = await forwardToServer(door, exchange, { method: 'POST', stream: false, body });
-  const outcome = await relayAnswer(exchange, answer!, undefined);
+  const outcome = await relayAnswer(exchange, answer, undefined);
   metrics.mcpRequests.inc({ server: exchange.server.name, method, outcome: outcome.clientClosed ? 'client_closed' : outcome.upstreamFailed ? 'upstream_error' : 'ok' });
 }
 
 /** tools/list, prompts/list: the answer read whole (bounded) and filtered to what the caller may see. */
 async function listFiltered(door: McpDoor, exchange: McpExchange, message: JsonRpcRequest, body: Buffer): Promise<void> {
-  const answer = (await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id }))!;
+  const answer = await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id });
   const raw = await readAnswer(answer.body, exchange.config.mcp.maxResponseBytes, message.id);
   const visibility = visibilityFor(exchange.server, exchange.key);
   const server = exchange.server.name;
@@ -185,11 +184,11 @@ export async function toolCall(door: McpDoor, exchange: McpExchange, message: Js
   const sent = performance.now();
   let answer;
   try {
-    answer = (await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id }))!;
+    answer = await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id });
   } catch (error) {
     metrics.mcpToolCalls.inc({ server, tool: label, verdict: 'forwarded' });
     if (error instanceof McpAnswer) {
-      const outcome = error.outcome === 'timeout' ? 'timeout' : 'upstream_error';
+      const outcome = error.outcome === 'timeout' || error.outcome === 'client_closed' ? error.outcome : 'upstream_error';
       // Counted like a relayed call, so a forwarded call that got no answer shows among the server's errors.
       metrics.mcpRequests.inc({ server, method: 'tools/call', outcome });
       record(error.status, outcome);

@@ -83,7 +83,7 @@ data: ok
 });
 
 function server(tools: string[] | null, prompts: string[] | null = null): McpServerConfig {
-  return { name: 'files', transport: 'http', upstreams: [], command: null, maxSessions: 1, timeoutMs: 1, headers: {}, tools: tools && new Set(tools), prompts: prompts && new Set(prompts) };
+  return { name: 'files', transport: 'http', upstreams: [], command: null, maxSessions: 1, env: {}, cwd: null, timeoutMs: 1, headers: {}, tools: tools && new Set(tools), prompts: prompts && new Set(prompts) };
 }
 
 describe('visibility', () => {
