@@ -8,6 +8,7 @@
 // Loaded only when a stdio server is configured (mcp-front-door.ts imports it dynamically).
 import { randomBytes } from 'node:crypto';
 import type { McpServerConfig } from '../config/schema.js';
+import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { decodeMessage, type JsonRpcId, type JsonRpcMessage } from './json-rpc.js';
 import { jsonRpcRefusal } from './mcp-answers.js';
@@ -74,8 +75,10 @@ export class StdioTransport implements McpTransport {
   }
 
   async forward(door: SessionEnder, exchange: McpExchange, options: ForwardOptions): Promise<UpstreamAnswer> {
+    // Another instance's session: 404 as for a lost one, but its record stays (the child lives there, and serves requests that reach it).
+    if (exchange.session?.target !== this.target) throw new GatewayError('mcp_session_not_found');
     const session = exchange.sessionId === undefined ? undefined : this.sessions.get(exchange.sessionId);
-    if (session === undefined || exchange.session?.target !== this.target || session.server.name !== exchange.server.name || !session.child.alive) return door.sessionLost(exchange);
+    if (session === undefined || session.server.name !== exchange.server.name || !session.child.alive) return door.sessionLost(exchange);
     session.lastUsedAt = Date.now();
     if (options.method === 'DELETE') {
       await session.end();

@@ -56,8 +56,8 @@ async function connect(rawKey = key, capabilities: Record<string, unknown> = {})
   return { client, transport };
 }
 
-function textOf(answer: { content?: unknown }): string {
-  return ((answer.content as { text?: string }[] | undefined)?.[0]?.text) ?? '';
+function textOf(answer: unknown): string {
+  return ((answer as { content?: { text?: string }[] }).content?.[0]?.text) ?? '';
 }
 
 function post(body: string, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
