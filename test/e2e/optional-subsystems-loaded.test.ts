@@ -23,6 +23,8 @@ const SUBSYSTEM_MODULES = {
   redis: ['/node_modules/ioredis/', '/dist/redis/redis-client.js', '/dist/redis/redis-topology.js'],
   mcp: ['/dist/mcp/open-mcp-front-door.js', '/dist/mcp/mcp-front-door.js', '/dist/mcp/mcp-session-store.js', '/dist/mcp/mcp-forward.js'],
 } as const;
+/** The stdio MCP transport: loaded only when a stdio server is configured (an MCP front door of Streamable HTTP servers loads none of it). */
+const STDIO_MODULES = ['/dist/mcp/stdio-transport.js', '/dist/mcp/stdio-session.js', '/dist/mcp/stdio-child.js'];
 /** Loaded by no `serve` at all (the gateway speaks MCP over plain HTTP): a test and tooling dependency only. */
 const NEVER_LOADED = ['/node_modules/@modelcontextprotocol/sdk/'];
 type Subsystem = keyof typeof SUBSYSTEM_MODULES;
@@ -94,6 +96,16 @@ describe('optional subsystems are loaded only when the config turns them on', ()
     // Nothing under dist/mcp/ at all, not only the files named above.
     expect(urls.filter((url) => url.includes('/dist/mcp/'))).toEqual([]);
     expect(urls.filter((url) => NEVER_LOADED.some((part) => url.includes(part)))).toEqual([]);
+  }, 120_000);
+
+  it('an MCP front door loads the stdio transport only when a stdio server is configured', async () => {
+    const httpOnly = await modulesLoadedBy('mcp-http', { ...baseConfig('mcp-http'), mcp_servers: { files: { upstream: 'http://127.0.0.1:9/mcp' } } });
+    expect(loads(httpOnly, 'mcp')).toEqual([...SUBSYSTEM_MODULES.mcp]);
+    expect(STDIO_MODULES.filter((part) => httpOnly.some((url) => url.includes(part)))).toEqual([]);
+    // A stdio server: its transport is loaded at start; no child is started before an initialize.
+    const stdio = await modulesLoadedBy('mcp-stdio', { ...baseConfig('mcp-stdio'), mcp_servers: { tools: { command: [process.execPath, '--version'] } } });
+    expect(STDIO_MODULES.filter((part) => stdio.some((url) => url.includes(part)))).toEqual(STDIO_MODULES);
+    expect(stdio.filter((url) => NEVER_LOADED.some((part) => url.includes(part)))).toEqual([]);
   }, 120_000);
 
   for (const subsystem of Object.keys(TURNED_ON) as Subsystem[]) {
