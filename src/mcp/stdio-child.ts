@@ -52,7 +52,8 @@ export class StdioChild {
     this.process.stdout.on('error', () => undefined);
     this.process.stderr.on('error', () => undefined);
     this.exited = new Promise((resolve) => {
-      this.process.once('error', (error: NodeJS.ErrnoException) => {
+      // `on`, not `once`: a second 'error' (a failed kill) without a listener would throw in the gateway.
+      this.process.on('error', (error: NodeJS.ErrnoException) => {
         // Only a spawn failure has no pid; other errors (a failed kill) are followed by exit or nothing to do.
         if (this.process.pid === undefined) {
           this.logger.warn({ mcp_server: server.name, code: error.code }, 'stdio MCP server could not be started');

@@ -147,7 +147,10 @@ export class StdioSession {
 
   /** The silence deadline of a call, re-armed by each message for it. */
   private arm(call: PendingCall): void {
-    if (call.timer !== undefined) clearTimeout(call.timer);
+    if (call.timer !== undefined) {
+      call.timer.refresh();
+      return;
+    }
     call.timer = setTimeout(() => {
       if (this.calls.get(call.id) !== call) return;
       this.fail(call, 504, 'The MCP server did not answer in time.', 'timeout');

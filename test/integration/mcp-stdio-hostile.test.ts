@@ -125,6 +125,19 @@ describe('hostile stdio MCP servers', () => {
     await stillServing();
   });
 
+  it('a child that floods its stderr: the call is answered, and the log gets a few lines, each cut short', async () => {
+    const session = await initialize();
+    const started = Date.now();
+    const answer = await call(session, 41, 'stderr-flood');
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toMatchObject({ id: 41, result: { content: [{ text: 'stderr flooded' }] } });
+    const windows = Math.ceil((Date.now() - started) / 10_000) + 1;
+    const logged = gateway.logs.map((line) => JSON.parse(line) as { msg: string; stderr?: string }).filter((line) => line.msg === 'stdio MCP server stderr');
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.length).toBeLessThanOrEqual(20 * windows);
+    for (const line of logged) expect(line.stderr!.length).toBeLessThanOrEqual(1024);
+  });
+
   it('a child that calls back forever: the stream is bounded, and DELETE ends it and the child', async () => {
     const session = await initialize();
     const pid = Number(((await (await call(session, 1, 'pid')).json()) as { result: { content: { text: string }[] } }).result.content[0]!.text);
