@@ -120,7 +120,7 @@ function prompts(server: McpServer): void {
   }));
 }
 
-function conformanceServer(): McpServer {
+export function conformanceServer(): McpServer {
   const server = new McpServer(
     { name: 'agentgw-conformance-server', version: '1.0.0' },
     { capabilities: { tools: { listChanged: true }, resources: { subscribe: true, listChanged: true }, prompts: { listChanged: true }, logging: {}, completions: {} } },

@@ -2,8 +2,10 @@
 // test server implementing its scenarios (test/helpers/mcp-conformance-server.ts): each
 // scenario is run directly against the server and through the gateway's /mcp/{server}, and
 // must pass both ways: no check failed and none warned (a warning is how the suite reports a
-// SHOULD not met, e.g. an SSE stream that could not be resumed, so it counts here). The
-// suite's client sends no API key: a small proxy adds the key.
+// SHOULD not met, e.g. an SSE stream that could not be resumed, so it counts here). The same
+// server also runs as a stdio MCP server behind the gateway (a child per session,
+// test/fixtures/mcp-stdio/conformance-stdio.mjs), and passes every scenario that stdio can
+// carry. The suite's client sends no API key: a small proxy adds the key.
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -17,6 +19,7 @@ import { trackChildProcess } from '../helpers/child-processes.js';
 
 const require = createRequire(import.meta.url);
 const CLI = join(dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist/index.js');
+const STDIO_SERVER = join(process.cwd(), 'test/fixtures/mcp-stdio/conformance-stdio.mjs');
 
 let server: ConformanceServer;
 let gateway: TestGateway;
@@ -30,9 +33,12 @@ beforeAll(async () => {
   proxy = await startHeaderProxy();
   gateway = await startTestGateway({
     agents: { support: 'http://127.0.0.1:9/api/v1' },
-    config: { mcp_servers: { everything: { upstream: server.url, timeout: '30s' } }, mcp: { allowed_origins: [proxy.url] } },
+    config: {
+      mcp_servers: { everything: { upstream: server.url, timeout: '30s' }, 'everything-stdio': { command: [process.execPath, STDIO_SERVER], timeout: '30s' } },
+      mcp: { allowed_origins: [proxy.url] },
+    },
   });
-  const key = (await gateway.createKey({ mcp: { everything: ['*'] } })).rawKey;
+  const key = (await gateway.createKey({ mcp: { everything: ['*'], 'everything-stdio': ['*'] } })).rawKey;
   proxy.forwardTo(gateway.url, { authorization: `Bearer ${key}` });
 }, 60_000);
 
@@ -42,6 +48,11 @@ afterAll(async () => {
   await server?.close();
   if (resultsDir) await rm(resultsDir, { recursive: true, force: true });
 });
+
+// What a stdio server cannot do behind the gateway (docs/mcp.md "stdio servers"): SSE polling
+// (SEP-1699) needs a resumable stream (a priming event id, `retry:`, Last-Event-ID replay), and
+// the gateway keeps no event store for a child's messages. Run against stdio, it warns on both.
+const NOT_OVER_STDIO: ReadonlySet<string> = new Set(['server-sse-polling']);
 
 interface Check {
   id: string;
@@ -72,9 +83,9 @@ async function checksIn(outputDir: string): Promise<Check[]> {
 }
 
 /** Runs every scenario four at a time against `url`; the failed ones (a failed or warned check, or a bad exit) with why. */
-async function failures(url: string, label: string): Promise<Record<string, string>> {
+async function failures(url: string, label: string, scenarios: readonly string[] = CONFORMANCE_SCENARIOS): Promise<Record<string, string>> {
   const failed: Record<string, string> = {};
-  const queue = [...CONFORMANCE_SCENARIOS];
+  const queue = [...scenarios];
   await Promise.all(
     Array.from({ length: 4 }, async () => {
       for (let scenario = queue.shift(); scenario !== undefined; scenario = queue.shift()) {
@@ -109,5 +120,9 @@ describe('the official MCP conformance suite', () => {
 
   it('passes the same scenarios through the gateway /mcp/{server}', async () => {
     expect(await failures(`${proxy.url}/mcp/everything`, 'gateway')).toEqual({});
+  }, 600_000);
+
+  it('passes the scenarios stdio can carry through the gateway with the server on stdio (a child per session)', async () => {
+    expect(await failures(`${proxy.url}/mcp/everything-stdio`, 'stdio', CONFORMANCE_SCENARIOS.filter((scenario) => !NOT_OVER_STDIO.has(scenario)))).toEqual({});
   }, 600_000);
 });
