@@ -4,8 +4,10 @@
 // or as SSE by the client's Accept, when the first message for it arrives; `timeout` of
 // silence is 504, or an error event once the stream started); progress notifications go to
 // the request whose progressToken they carry; every other message of the child (sampling,
-// elicitation, roots, logging, list changes) goes to the GET stream when one is open, else to
-// the latest request answered as SSE, else waits (bounded) for a GET stream. A child that
+// elicitation, roots, logging, list changes) goes to the one request in flight when there is
+// exactly one and it is answered as SSE (it is related, as far as stdio can tell), else to the
+// GET stream when one is open, else to the latest request answered as SSE, else waits
+// (bounded) for a GET stream. A child that
 // ends, for whatever reason, answers every open request with an error and ends the session.
 import type { ServerResponse } from 'node:http';
 import type { McpServerConfig } from '../config/schema.js';
@@ -224,6 +226,11 @@ export class StdioSession {
   }
 
   private unrelated(line: string): void {
+    // One request in flight, answered as SSE: the child is working on it, so the message is taken as its (the stream a Streamable HTTP server would use).
+    if (this.calls.size === 1) {
+      const only = this.calls.values().next().value!;
+      if (only.sse) return this.deliver(only, line, false);
+    }
     if (this.getStream?.open === true) {
       this.getStream.event(line, false);
       return;
