@@ -17,14 +17,18 @@ beforeAll(async () => {
     config: {
       plans: { scale: { windows: [{ requests: 100_000, per: '1m' }] } },
       mcp_servers: {
-        hostile: { command: [process.execPath, HOSTILE], timeout: '2s' },
+        // Deadlines a loaded machine cannot miss; `sleepy` (the same child) has a short one for the test of silence.
+        hostile: { command: [process.execPath, HOSTILE], timeout: '60s' },
+        sleepy: { command: [process.execPath, HOSTILE], timeout: '2s' },
+        // A flood is not an answer: it does not hold the call open, so the floods get a long deadline of their own.
+        flooder: { command: [process.execPath, HOSTILE], timeout: '120s' },
         quitter: { command: [process.execPath, HOSTILE, '--exit-at-once'] },
         missing: { command: ['/nonexistent/agentgw-no-such-mcp-server'] },
       },
       mcp: { max_response: 1024 * 1024 },
     },
   });
-  key = (await gateway.createKey({ mcp: { hostile: ['*'], quitter: ['*'], missing: ['*'] } })).rawKey;
+  key = (await gateway.createKey({ mcp: { hostile: ['*'], sleepy: ['*'], flooder: ['*'], quitter: ['*'], missing: ['*'] } })).rawKey;
 }, 60_000);
 
 afterAll(async () => {
@@ -47,8 +51,8 @@ async function initialize(server = 'hostile'): Promise<string> {
   return response.headers.get('mcp-session-id')!;
 }
 
-function call(session: string, id: number, name: string, accept = 'application/json', signal?: AbortSignal): Promise<Response> {
-  return post('hostile', { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } }, { 'mcp-session-id': session, accept }, signal);
+function call(session: string, id: number, name: string, accept = 'application/json', signal?: AbortSignal, server = 'hostile'): Promise<Response> {
+  return post(server, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } }, { 'mcp-session-id': session, accept }, signal);
 }
 
 function isRunning(pid: number): boolean {
@@ -102,22 +106,22 @@ describe('hostile stdio MCP servers', () => {
   });
 
   it('a child that never answers: 504 -32603 after the server timeout, as JSON and as SSE; the session still serves', async () => {
-    const session = await initialize();
-    const json = await call(session, 11, 'silent');
+    const session = await initialize('sleepy');
+    const json = await call(session, 11, 'silent', 'application/json', undefined, 'sleepy');
     expect(json.status).toBe(504);
     expect(await json.json()).toMatchObject({ id: 11, error: { code: -32603, message: 'The MCP server did not answer in time.' } });
-    const sse = await call(session, 12, 'silent', 'application/json, text/event-stream');
+    const sse = await call(session, 12, 'silent', 'application/json, text/event-stream', undefined, 'sleepy');
     expect(sse.status).toBe(504);
     await sse.text();
-    expect((await call(session, 13, 'pid')).status).toBe(200);
+    expect((await call(session, 13, 'pid', 'application/json', undefined, 'sleepy')).status).toBe(200);
   });
 
   it('a flood of 200,000 notifications: the call is answered (as JSON the flood waits, bounded, for a GET stream; as SSE it is relayed, bounded)', async () => {
-    const session = await initialize();
-    const json = await call(session, 21, 'flood');
+    const session = await initialize('flooder');
+    const json = await call(session, 21, 'flood', 'application/json', undefined, 'flooder');
     expect(json.status).toBe(200);
     expect(await json.json()).toMatchObject({ id: 21, result: { content: [{ text: 'flooded' }] } });
-    const sse = await call(session, 22, 'flood', 'application/json, text/event-stream');
+    const sse = await call(session, 22, 'flood', 'application/json, text/event-stream', undefined, 'flooder');
     expect(sse.headers.get('content-type')).toContain('text/event-stream');
     const text = await sse.text();
     expect(text.trimEnd().endsWith('"text":"flooded"}]}}')).toBe(true);
