@@ -113,6 +113,18 @@ describe('stdio MCP server: scopes, the child, its environment', () => {
   });
 });
 
+describe('stdio MCP server: the aggregated /mcp', () => {
+  it('leaves stdio servers out: their tools are not listed there and a call by {server}__{tool} is an unknown tool; no child is started', async () => {
+    const before = runningChildren(process.pid, 'sdk-server.mjs').length;
+    const client = new Client({ name: 'aggregate-client', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+    expect((await client.listTools()).tools).toEqual([]);
+    await expect(client.callTool({ name: 'local__echo', arguments: { text: 'x' } })).rejects.toMatchObject({ code: -32602 });
+    expect(runningChildren(process.pid, 'sdk-server.mjs').length).toBeLessThanOrEqual(before);
+    await client.close();
+  });
+});
+
 describe('stdio MCP server: streams', () => {
   it('relays progress notifications as they are sent, and elicitation and sampling round trips through the child', async () => {
     const { client } = await connect(key, { elicitation: {}, sampling: {} });
