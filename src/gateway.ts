@@ -11,7 +11,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { GatewayConfig } from './config/schema.js';
 import type { Logger } from './logger.js';
 import { createAdminServer, registryMetrics } from './admin/admin-server.js';
-import { isMcpPath, McpFrontDoor } from './mcp/mcp-front-door.js';
+import { McpFrontDoor } from './mcp/mcp-front-door.js';
 import { MemorySessionStore, RedisSessionStore } from './mcp/mcp-session-store.js';
 import { createGatewayServer, type GatewayServer } from './http/gateway-server.js';
 import { startEventProducers } from './http/event-producers.js';
@@ -77,7 +77,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
 
   const keyStore = await openKeyStore(config, { logger, subscribe: true, redis: redisClients });
   // A token's plan is looked up in the running config (`runtime`, made below, before any request) when it is verified.
-  const { authenticator, revocations } = createAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis, hasPlan: (plan) => runtime.current.config.plans.has(plan) });
+  const { authenticator, revocations, mcpAuthorization } = await createAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis, hasPlan: (plan) => runtime.current.config.plans.has(plan) });
 
   const memoryLimiter = new MemoryRateLimiter({ clock });
   const rateLimiter: RateLimiter = redis
@@ -109,20 +109,20 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const mcpFrontDoor = config.mcpServers.size === 0
     ? undefined
     : new McpFrontDoor({
-        runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing,
+        runtime, authenticator, mcpAuthorization, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing,
         sessions: redis ? new RedisSessionStore(redis, config.redis!.prefix, () => runtime.current.config.mcp.sessionIdleMs) : new MemorySessionStore(() => runtime.current.config.mcp.sessionIdleMs),
       });
   const gateway = createGatewayServer(
     { runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing, budgetThresholds: producers.budgetThresholds },
     certificate,
-    mcpFrontDoor && { owns: isMcpPath, handle: mcpFrontDoor.handle },
+    mcpFrontDoor,
   );
   // The certificate files as they change (or on SIGHUP); the paths are the ones started with
   // (listen is a restart-only section).
   const certificates = listenTls && new CertificateReloader(listenTls, gateway.server as SecureContextTarget, logger);
 
   let draining = false;
-  const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, {
+  const controlPlane = options.admin === false ? undefined : await openControlPlane(() => runtime.current.config, {
         keyStore,
         redis,
         auditRedis,

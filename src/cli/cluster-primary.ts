@@ -65,7 +65,7 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
   const keyStore = await openKeyStore(config, { logger, subscribe: true, redis: createRedisClientFactory(config.redis, logger) });
   // The admin API's key events and the events list; the workers deliver (docs/notifications.md).
   const notifications = await openNotifications(config.notifications, { redis, redisPrefix: config.redis.prefix, logger, clock: systemClock, deliver: false });
-  const controlPlane = openControlPlane(() => current, { keyStore, redis, logger, clock: systemClock, notifier: notifications.notifier, events: notifications.events });
+  const controlPlane = await openControlPlane(() => current, { keyStore, redis, logger, clock: systemClock, notifier: notifications.notifier, events: notifications.events });
 
   let draining = false;
   const admin = createAdminServer({

@@ -1,15 +1,19 @@
 // The MCP front door (docs/mcp.md; docs/design.md "The MCP front door"): `/mcp/{server}` in
 // front of MCP servers, with the chat routes' key authentication (the same Authenticator, the
-// server as one more target of the key's scope), the plan's limits through one adapter
+// server as one more target of the key's scope; a JWT access token must name the server's
+// resource URL, docs/identity.md "MCP clients"), the plan's limits through one adapter
 // (mcp-limits.ts), the one audit log and metrics module. Stages, in order: server → Origin →
 // method → key → protocol revision → session → (POST) body, per-message policy, forward; the
 // POST stages are in mcp-post.ts, the upstream call in mcp-forward.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { extractBearerToken } from '../auth/bearer-token.js';
+import { NO_MCP_AUTHORIZATION, type McpAuthorization } from '../auth/mcp-authorization.js';
 import type { GatewayConfig, McpServerConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import { clientAddress } from '../http/client-address.js';
 import { sendError } from '../http/errors.js';
 import { requestConnection } from '../http/http2-requests.js';
+import { answerProtectedResource, isProtectedResourceRequest } from '../http/protected-resource-route.js';
 import { chooseRequestId } from '../http/request-id.js';
 import type { AuthenticatedKey } from '../keys/key-record.js';
 import { mcpTarget } from '../keys/mcp-scope.js';
@@ -25,8 +29,14 @@ import type { McpDoor, McpFrontDoorDependencies } from './mcp-door.js';
 import { isSessionId } from './mcp-session-store.js';
 import { McpUpstreams } from './mcp-upstreams.js';
 
-
 const PREFIX = '/mcp/';
+const TOKEN_NOT_ALLOWED = 'The access token is not allowed to use this MCP server (its mcp claim does not name it).';
+
+/** Whether the bearer is a key (`ha_…`, or none); anything else was taken as an access token. */
+function isKeyBearer(authorization: string | undefined): boolean {
+  const bearer = extractBearerToken(authorization);
+  return bearer === '' || bearer.startsWith('ha_');
+}
 
 /** Whether a request path is the front door's (`/mcp` and below). */
 export function isMcpPath(url: string | undefined): boolean {
@@ -39,14 +49,23 @@ export class McpFrontDoor implements McpDoor {
   readonly upstreams: McpUpstreams;
   readonly toolLabels = new ToolLabels();
   readonly sessionGauge: SessionGauge;
+  private readonly authorization: McpAuthorization;
 
   constructor(readonly deps: McpFrontDoorDependencies) {
     this.upstreams = new McpUpstreams(deps.runtime.current.config.mcpServers);
     this.sessionGauge = new SessionGauge(() => deps.runtime.current.config.mcp.sessionIdleMs);
+    this.authorization = deps.mcpAuthorization ?? NO_MCP_AUTHORIZATION;
   }
 
-  /** node:http's listener for `/mcp` paths. */
+  /** Its paths: `/mcp` and below, and with tokens on, the protected resource metadata (RFC 9728). */
+  readonly owns = (url: string | undefined): boolean => isMcpPath(url) || (this.authorization.on && isProtectedResourceRequest(url));
+
+  /** node:http's listener for the paths it owns. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    if (!isMcpPath(req.url)) {
+      answerProtectedResource(req, res, this.deps.runtime.current.config, this.authorization);
+      return;
+    }
     const requestId = chooseRequestId(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
     this.serve(req, res, requestId).catch((error: unknown) => this.fail(res, requestId, error));
@@ -67,7 +86,7 @@ export class McpFrontDoor implements McpDoor {
     const method = req.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') throw new GatewayError('method_not_allowed', { message: 'The MCP endpoint accepts POST, GET and DELETE.', headers: { Allow: 'POST, GET, DELETE' } });
     const clientIp = clientAddress(req, config.listen.trustProxy).clientIp;
-    const key = await this.authenticate(req, server, clientIp);
+    const key = await this.authenticate(req, server.name, clientIp);
     const protocol = protocolOf(req.headers['mcp-protocol-version']);
     const exchange: McpExchange = { req, res, config, server, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() };
     if (method === 'POST') return handlePost(this, exchange);
@@ -76,14 +95,23 @@ export class McpFrontDoor implements McpDoor {
     return this.endSession(exchange);
   }
 
-  /** The key, through the chat routes' Authenticator; a server outside its MCP scope is 403 key_not_allowed. */
-  private async authenticate(req: IncomingMessage, server: McpServerConfig, clientIp: string): Promise<AuthenticatedKey> {
-    const input = { authorization: req.headers.authorization, agentId: mcpTarget(server.name), clientIp, connection: requestConnection(req) };
+  /**
+   * The caller, through the chat routes' Authenticator: a key whose MCP scope names the server,
+   * or a token whose `aud` is the server's resource URL and whose mcp claim names it; a server
+   * outside the scope is 403 key_not_allowed. A 401 carries the challenge that points to the
+   * protected resource metadata when tokens are on.
+   */
+  private async authenticate(req: IncomingMessage, server: string, clientIp: string): Promise<AuthenticatedKey> {
+    const input = { authorization: req.headers.authorization, agentId: mcpTarget(server), clientIp, connection: requestConnection(req), audience: this.authorization.audience(server) };
     try {
       return this.deps.authenticator.authenticateNow(input) ?? (await this.deps.authenticator.authenticate(input));
     } catch (error) {
-      if (error instanceof GatewayError && error.type === 'agent_not_allowed') throw new GatewayError('key_not_allowed');
-      throw error;
+      if (!(error instanceof GatewayError)) throw error;
+      if (error.type === 'agent_not_allowed') throw new GatewayError('key_not_allowed', isKeyBearer(input.authorization) ? {} : { message: TOKEN_NOT_ALLOWED });
+      if (error.status !== 401) throw error;
+      const challenge = this.authorization.challenge(server, error.type !== 'missing_api_key');
+      if (challenge === undefined) throw error;
+      throw new GatewayError(error.type, { message: error.message, headers: { ...error.headers, 'WWW-Authenticate': challenge } });
     }
   }
 

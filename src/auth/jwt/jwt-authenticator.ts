@@ -8,12 +8,14 @@
 // expires: a client sends the same token for many requests, and a signature check per request
 // would cost more than the rest of the request. What can change while a token is remembered
 // is checked on every request: its expiry, its revocation (token-revocations.ts), the
-// route's audience and the agent scope.
+// route's audience and the route's scope: the agent scope on the chat routes, the MCP scope
+// (the servers its mcp claim names) on an MCP endpoint.
 import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Clock } from '../../clock.js';
 import type { JwtIssuerConfig } from '../../config/auth-schema.js';
 import { GatewayError, invalidTokenError } from '../../errors.js';
 import type { AuthenticatedKey } from '../../keys/key-record.js';
+import { mcpTarget } from '../../keys/mcp-scope.js';
 import type { Logger } from '../../logger.js';
 import { boundOnFirstUse } from '../../metrics/hot-path-metrics.js';
 import { metrics } from '../../metrics/metrics.js';
@@ -33,6 +35,8 @@ interface VerifiedToken {
   key: AuthenticatedKey;
   resolved: Promise<AuthenticatedKey>;
   agents: AgentScope;
+  /** The MCP servers its mcp claim names, as the authenticator's targets (`mcp:{server}`). */
+  mcpTargets: ReadonlySet<string>;
   sub: string;
   jti: string | null;
   /** `exp` plus the skew, epoch ms. */
@@ -107,7 +111,7 @@ export class JwtAuthenticator {
     return (
       now < entry.usableUntilMs &&
       (input.audience === undefined ? entry.forChat : entry.audiences.includes(input.audience)) &&
-      (input.audience !== undefined || entry.agents === 'all' || entry.agents.has(input.agentId)) &&
+      (input.audience === undefined ? entry.agents === 'all' || entry.agents.has(input.agentId) : entry.mcpTargets.has(input.agentId)) &&
       !this.options.revocations.refuses(entry.sub, entry.jti, now)
     );
   }
@@ -122,7 +126,7 @@ export class JwtAuthenticator {
       return this.fail(input.clientIp, 'audience', 'The access token\'s "aud" claim does not name this resource.');
     }
     metrics.authFailures.labels('agent_not_allowed').inc();
-    return Promise.reject(new GatewayError('agent_not_allowed', { message: 'The access token is not allowed to use this agent.' }));
+    return Promise.reject(new GatewayError('agent_not_allowed', { message: input.audience === undefined ? 'The access token is not allowed to use this agent.' : 'The access token is not allowed to use this MCP server.' }));
   }
 
   private async verify(token: string, input: AuthenticateInput): Promise<AuthenticatedKey> {
@@ -163,6 +167,7 @@ export class JwtAuthenticator {
       key: caller.key,
       resolved: Promise.resolve(caller.key),
       agents: caller.agents,
+      mcpTargets: new Set(Object.keys(caller.key.mcp ?? {}).map(mcpTarget)),
       sub: caller.key.token!.sub,
       jti: caller.key.token!.jti,
       usableUntilMs: (payload.exp! + CLOCK_SKEW_SECONDS) * 1000,

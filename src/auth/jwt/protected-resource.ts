@@ -5,9 +5,9 @@
 // (RFC 9728) that the 401 challenge points to. Pure functions: the MCP endpoints call them for
 // their challenge and audience, the public listener for the metadata document.
 import type { JwtIssuerConfig } from '../../config/auth-schema.js';
+import { PROTECTED_RESOURCE_PATH } from '../mcp-authorization.js';
 
-/** RFC 9728's well-known path segment. */
-export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
+export { PROTECTED_RESOURCE_PATH };
 
 /** An MCP server's name in a URL path: the config's id syntax (letters, digits, "_" and "-"). */
 const SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
