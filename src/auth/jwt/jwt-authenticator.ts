@@ -62,9 +62,21 @@ export interface JwtAuthenticatorOptions {
   hasPlan(plan: string): boolean;
 }
 
+/** The last remembered token a connection presented, and what it verified as. */
+interface ConnectionToken {
+  token: string;
+  entry: VerifiedToken;
+}
+
 export class JwtAuthenticator {
   private readonly issuers = new Map<string, Issuer>();
   private readonly verified = new Map<string, VerifiedToken>();
+  // A client on a keep-alive connection sends the same token on every request: a comparison
+  // with the last one the connection sent replaces the lookup in `verified`, whose hash of a
+  // 1–4 KiB string is most of a remembered token's cost (decision 0109). Held only while the
+  // connection is (a WeakMap on the socket), like the key authenticator's memo; the entry is
+  // the one the exact same text verified as, and every check of `usable` still runs.
+  private readonly connectionTokens = new WeakMap<object, ConnectionToken>();
   // Series bound once (on first use): a label lookup would otherwise run per request.
   private readonly counters = {
     verified: boundOnFirstUse(metrics.jwtVerifications, 'verified'),
@@ -79,7 +91,7 @@ export class JwtAuthenticator {
 
   /** The caller of a remembered token that passes every check now; otherwise undefined, nothing counted. */
   acceptedNow(token: string, input: AuthenticateInput): AuthenticatedKey | undefined {
-    const entry = this.verified.get(token);
+    const entry = this.remembered(token, input.connection);
     if (entry === undefined || !this.usable(entry, input, this.options.clock.now())) return undefined;
     if (this.options.throttle.blockedForMs(input.clientIp) > 0) return undefined;
     this.counters.cached.inc();
@@ -87,7 +99,7 @@ export class JwtAuthenticator {
   }
 
   authenticate(token: string, input: AuthenticateInput): Promise<AuthenticatedKey> {
-    const entry = this.verified.get(token);
+    const entry = this.remembered(token, input.connection);
     const now = this.options.clock.now();
     if (entry !== undefined && this.usable(entry, input, now) && this.options.throttle.blockedForMs(input.clientIp) === 0) {
       this.counters.cached.inc();
@@ -102,9 +114,20 @@ export class JwtAuthenticator {
     if (entry !== undefined) {
       if (now < entry.usableUntilMs) return this.refuse(entry, input, now);
       this.verified.delete(token);
+      if (input.connection !== undefined) this.connectionTokens.delete(input.connection);
     }
     if (!looksLikeJwt(token)) return this.fail(input.clientIp, 'not a JWT');
     return this.verify(token, input);
+  }
+
+  /** The verified token this exact text is remembered as: the connection's last one when it is the same text, else the cache's. */
+  private remembered(token: string, connection: object | undefined): VerifiedToken | undefined {
+    if (connection === undefined) return this.verified.get(token);
+    const last = this.connectionTokens.get(connection);
+    if (last !== undefined && last.token === token) return last.entry;
+    const entry = this.verified.get(token);
+    if (entry !== undefined) this.connectionTokens.set(connection, { token, entry });
+    return entry;
   }
 
   private usable(entry: VerifiedToken, input: AuthenticateInput, now: number): boolean {
