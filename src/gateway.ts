@@ -130,6 +130,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         clock,
         upstreams: () => runtime.pools.snapshot(),
         a2aCards: () => runtime.a2a?.cards.snapshot() ?? {},
+        mcpServers: mcpFrontDoor && (() => mcpFrontDoor.state()),
         notifier,
         events: notifications.events,
         revocations,

@@ -39,6 +39,7 @@ export async function openControlPlane(
     clock: Clock;
     upstreams?: AdminApiDeps['upstreams'];
     a2aCards?: AdminApiDeps['a2aCards'];
+    mcpServers?: AdminApiDeps['mcpServers'];
     notifier?: Notifier;
     events?: EventsView | undefined;
     /** The revocations the request path reads; opened here (and closed with the control plane) when not given. */
@@ -58,6 +59,7 @@ export async function openControlPlane(
     logger: deps.logger,
     upstreams: deps.upstreams,
     a2aCards: deps.a2aCards,
+    mcpServers: deps.mcpServers,
     notifier: deps.notifier,
     events: deps.events,
     revocations,

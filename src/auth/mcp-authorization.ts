@@ -11,16 +11,17 @@ export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
 export interface McpAuthorization {
   /** Whether JWT access tokens are taken (an issuer is configured). */
   readonly on: boolean;
+  // `server` undefined: the aggregated endpoint `/mcp` (every server of the caller's scope).
   /** What a token for this MCP server must name in `aud`; undefined with tokens off. */
-  audience(server: string): string | undefined;
+  audience(server: string | undefined): string | undefined;
   /**
    * The `WWW-Authenticate` value of a 401 on this server's endpoint: `Bearer
    * resource_metadata="…"`, with `error="invalid_token"` when a credential was presented and
    * refused; undefined with tokens off (the plain `Bearer` challenge).
    */
-  challenge(server: string, invalidToken: boolean): string | undefined;
+  challenge(server: string | undefined, invalidToken: boolean): string | undefined;
   /** The server's RFC 9728 metadata document as JSON text; undefined with tokens off. */
-  metadata(server: string): string | undefined;
+  metadata(server: string | undefined): string | undefined;
 }
 
 export const NO_MCP_AUTHORIZATION: McpAuthorization = {

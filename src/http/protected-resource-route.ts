@@ -1,7 +1,8 @@
 // GET /.well-known/oauth-protected-resource/mcp/{server} (RFC 9728; docs/identity.md "MCP
 // clients"): the metadata an MCP client reads to find the identity provider. Part of the MCP
 // front door's paths when auth.jwt names an issuer (mcp-front-door.ts), and only for servers
-// in mcp_servers: any other name is 404, so the route tells nothing the config does not serve.
+// in mcp_servers (and `/mcp`, the aggregated endpoint): any other name is 404, so the route
+// tells nothing the config does not serve.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PROTECTED_RESOURCE_PATH, type McpAuthorization } from '../auth/mcp-authorization.js';
 import type { GatewayConfig } from '../config/schema.js';
@@ -9,7 +10,8 @@ import { GatewayError } from '../errors.js';
 import { sendError } from './errors.js';
 import { chooseRequestId } from './request-id.js';
 
-const MCP_METADATA_PREFIX = `${PROTECTED_RESOURCE_PATH}/mcp/`;
+const MCP_METADATA_PATH = `${PROTECTED_RESOURCE_PATH}/mcp`;
+const MCP_METADATA_PREFIX = `${MCP_METADATA_PATH}/`;
 
 /** Whether the request is for protected resource metadata (this route answers all of that prefix). */
 export function isProtectedResourceRequest(url: string | undefined): boolean {
@@ -23,8 +25,8 @@ export function answerProtectedResource(req: IncomingMessage, res: ServerRespons
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
   const server = path.startsWith(MCP_METADATA_PREFIX) ? path.slice(MCP_METADATA_PREFIX.length) : '';
-  // A configured server's name only: the map's own lookup, never a name taken apart or decoded.
-  const body = config.mcpServers.has(server) ? authorization.metadata(server) : undefined;
+  // The aggregated endpoint's, or a configured server's name only: the map's own lookup, never a name taken apart or decoded.
+  const body = path === MCP_METADATA_PATH ? authorization.metadata(undefined) : config.mcpServers.has(server) ? authorization.metadata(server) : undefined;
   req.resume();
   if (body === undefined) {
     sendError(res, new GatewayError('not_found', { message: 'No such resource; the MCP servers of this gateway have their metadata at /.well-known/oauth-protected-resource/mcp/{server}.' }), requestId);

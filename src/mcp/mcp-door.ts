@@ -12,6 +12,7 @@ import type { RequestTracing } from '../telemetry/request-tracing.js';
 import type { JsonRpcId } from './json-rpc.js';
 import type { McpExchange } from './mcp-exchange.js';
 import type { ToolLabels } from './mcp-labels.js';
+import type { ListedTools } from './listed-tools.js';
 import type { SessionGauge } from './session-gauge.js';
 import type { McpSessionStore } from './mcp-session-store.js';
 import type { McpUpstreams } from './mcp-upstreams.js';
@@ -34,6 +35,8 @@ export interface McpDoor {
   readonly deps: McpFrontDoorDependencies;
   readonly upstreams: McpUpstreams;
   readonly toolLabels: ToolLabels;
+  /** What each server last listed (the MCP page, docs/mcp.md "Dashboard"). */
+  readonly listedTools: ListedTools;
   readonly sessionGauge: SessionGauge;
   /** The exchange's session from the store (400 without the header, 404 unknown, expired or not the caller's). */
   session(exchange: McpExchange, header: string | string[] | undefined): Promise<void>;

@@ -21,6 +21,12 @@ export interface ForwardOptions {
   target?: McpTarget;
   /** The JSON-RPC id the client's request carried (for the error body of a refusal). */
   id?: JsonRpcId | null;
+  /**
+   * A request of the gateway's own (the aggregated endpoint's initialize, lists, GET streams):
+   * none of the client's headers pass (its Accept and Last-Event-ID were for the gateway), and
+   * the revision is the session's.
+   */
+  own?: boolean;
 }
 
 export interface ServerAnswer extends Dispatcher.ResponseData {
@@ -32,9 +38,13 @@ const PASSED_THROUGH = ['accept', 'last-event-id', 'mcp-protocol-version'] as co
 
 function upstreamHeaders(exchange: McpExchange, options: ForwardOptions): Record<string, string> {
   const headers: Record<string, string> = { ...exchange.server.headers, 'x-request-id': exchange.requestId };
-  for (const name of PASSED_THROUGH) {
-    const value = exchange.req.headers[name];
-    if (typeof value === 'string') headers[name] = value;
+  if (options.own === true) {
+    if (exchange.session !== undefined) headers['mcp-protocol-version'] = exchange.session.protocol;
+  } else {
+    for (const name of PASSED_THROUGH) {
+      const value = exchange.req.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
   }
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (headers.accept === undefined) headers.accept = options.stream ? 'text/event-stream' : 'application/json, text/event-stream';
@@ -105,7 +115,7 @@ export function relayAnswer(exchange: McpExchange, answer: ServerAnswer, watchId
   if (session !== undefined) res.setHeader('Mcp-Session-Id', session);
   // An SSE answer's headers go out now: the client sees the stream start before its first event.
   res.flushHeaders();
-  return relayUnbuffered(answer.body, res, contentType, watchId);
+  return relayUnbuffered(answer.body, res, contentType, watchId, exchange.rewrite);
 }
 
 /** notifications/cancelled for a request whose client left (fire and forget; its failure changes nothing). */

@@ -4,7 +4,8 @@
 // resource URL, docs/identity.md "MCP clients"), the plan's limits through one adapter
 // (mcp-limits.ts), the one audit log and metrics module. Stages, in order: server → Origin →
 // method → key → protocol revision → session → (POST) body, per-message policy, forward; the
-// POST stages are in mcp-post.ts, the upstream call in mcp-forward.ts.
+// POST stages are in mcp-post.ts, the upstream call in mcp-forward.ts. `/mcp` itself, every
+// server of the key at once, is the aggregated endpoint (aggregate-endpoint.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extractBearerToken } from '../auth/bearer-token.js';
 import { NO_MCP_AUTHORIZATION, type McpAuthorization } from '../auth/mcp-authorization.js';
@@ -16,18 +17,21 @@ import { requestConnection } from '../http/http2-requests.js';
 import { answerProtectedResource, isProtectedResourceRequest } from '../http/protected-resource-route.js';
 import { chooseRequestId } from '../http/request-id.js';
 import type { AuthenticatedKey } from '../keys/key-record.js';
-import { mcpTarget } from '../keys/mcp-scope.js';
+import { MCP_AGGREGATE_TARGET, mcpTarget } from '../keys/mcp-scope.js';
 import { metrics } from '../metrics/metrics.js';
 import { jsonRpcRefusal, McpAnswer, writeAnswer } from './mcp-answers.js';
 import { PROTOCOL_REVISIONS, type McpExchange } from './mcp-exchange.js';
 import type { JsonRpcId } from './json-rpc.js';
 import { cancelUpstream, forwardToServer, relayAnswer } from './mcp-forward.js';
 import { ToolLabels } from './mcp-labels.js';
+import { ListedTools } from './listed-tools.js';
+import { mcpServerStates, type McpServerState } from './mcp-server-state.js';
 import { SessionGauge } from './session-gauge.js';
 import { handlePost } from './mcp-post.js';
 import type { McpDoor, McpFrontDoorDependencies } from './mcp-door.js';
 import { isSessionId } from './mcp-session-store.js';
 import { McpUpstreams } from './mcp-upstreams.js';
+import { AggregateEndpoint } from './aggregate-endpoint.js';
 
 const PREFIX = '/mcp/';
 const TOKEN_NOT_ALLOWED = 'The access token is not allowed to use this MCP server (its mcp claim does not name it).';
@@ -48,13 +52,16 @@ export type { McpFrontDoorDependencies };
 export class McpFrontDoor implements McpDoor {
   readonly upstreams: McpUpstreams;
   readonly toolLabels = new ToolLabels();
+  readonly listedTools = new ListedTools();
   readonly sessionGauge: SessionGauge;
   private readonly authorization: McpAuthorization;
+  private readonly aggregate: AggregateEndpoint;
 
   constructor(readonly deps: McpFrontDoorDependencies) {
     this.upstreams = new McpUpstreams(deps.runtime.current.config.mcpServers);
     this.sessionGauge = new SessionGauge(() => deps.runtime.current.config.mcp.sessionIdleMs);
     this.authorization = deps.mcpAuthorization ?? NO_MCP_AUTHORIZATION;
+    this.aggregate = new AggregateEndpoint(this);
   }
 
   /** Its paths: `/mcp` and below, and with tokens on, the protected resource metadata (RFC 9728). */
@@ -73,6 +80,12 @@ export class McpFrontDoor implements McpDoor {
 
   reload(config: GatewayConfig): void {
     this.upstreams.update(config.mcpServers);
+    this.listedTools.keepOnly(config.mcpServers);
+  }
+
+  /** Each served server's upstreams, last-listed tools and counts, for the admin API (this process's view). */
+  state(): Promise<Record<string, McpServerState>> {
+    return mcpServerStates(this.upstreams, this.listedTools);
   }
 
   close(): Promise<void> {
@@ -86,8 +99,9 @@ export class McpFrontDoor implements McpDoor {
     const method = req.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') throw new GatewayError('method_not_allowed', { message: 'The MCP endpoint accepts POST, GET and DELETE.', headers: { Allow: 'POST, GET, DELETE' } });
     const clientIp = clientAddress(req, config.listen.trustProxy).clientIp;
-    const key = await this.authenticate(req, server.name, clientIp);
+    const key = await this.authenticate(req, server?.name, clientIp);
     const protocol = protocolOf(req.headers['mcp-protocol-version']);
+    if (server === undefined) return this.aggregate.serve({ req, res, config, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() });
     const exchange: McpExchange = { req, res, config, server, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() };
     if (method === 'POST') return handlePost(this, exchange);
     await this.session(exchange, req.headers['mcp-session-id']);
@@ -96,13 +110,15 @@ export class McpFrontDoor implements McpDoor {
   }
 
   /**
-   * The caller, through the chat routes' Authenticator: a key whose MCP scope names the server,
-   * or a token whose `aud` is the server's resource URL and whose mcp claim names it; a server
-   * outside the scope is 403 key_not_allowed. A 401 carries the challenge that points to the
-   * protected resource metadata when tokens are on.
+   * The caller, through the chat routes' Authenticator: a key whose MCP scope names the server
+   * (for `/mcp`, `server` undefined: any server), or a token whose `aud` is the resource's URL
+   * and whose mcp claim names the server (for `/mcp`: any); outside the scope is 403
+   * key_not_allowed. A 401 carries the challenge that points to the protected resource
+   * metadata when tokens are on.
    */
-  private async authenticate(req: IncomingMessage, server: string, clientIp: string): Promise<AuthenticatedKey> {
-    const input = { authorization: req.headers.authorization, agentId: mcpTarget(server), clientIp, connection: requestConnection(req), audience: this.authorization.audience(server) };
+  private async authenticate(req: IncomingMessage, server: string | undefined, clientIp: string): Promise<AuthenticatedKey> {
+    const target = server === undefined ? MCP_AGGREGATE_TARGET : mcpTarget(server);
+    const input = { authorization: req.headers.authorization, agentId: target, clientIp, connection: requestConnection(req), audience: this.authorization.audience(server) };
     try {
       return this.deps.authenticator.authenticateNow(input) ?? (await this.deps.authenticator.authenticate(input));
     } catch (error) {
@@ -177,13 +193,15 @@ export class McpFrontDoor implements McpDoor {
   }
 }
 
-function serverOf(config: GatewayConfig, rawUrl: string | undefined): McpServerConfig {
+/** The server of `/mcp/{server}`; undefined for `/mcp` itself (the aggregated endpoint). */
+function serverOf(config: GatewayConfig, rawUrl: string | undefined): McpServerConfig | undefined {
   const url = rawUrl ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
+  if (path === '/mcp') return undefined;
   const name = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
   const server = name === '' || name.includes('/') ? undefined : config.mcpServers.get(name);
-  if (server === undefined) throw new GatewayError('not_found', { message: 'No such MCP server. MCP endpoints are /mcp/{server} for the servers in mcp_servers.' });
+  if (server === undefined) throw new GatewayError('not_found', { message: 'No such MCP server. MCP endpoints are /mcp (every server of the key) and /mcp/{server} for the servers in mcp_servers.' });
   return server;
 }
 

@@ -30,7 +30,7 @@ export async function handlePost(door: McpDoor, exchange: McpExchange): Promise<
   const contentType = req.headers['content-type'];
   if (typeof contentType !== 'string' || !contentType.toLowerCase().startsWith('application/json')) throw new GatewayError('unsupported_media_type');
   const body = await readBoundedBody(req, exchange.config.mcp.maxBodyBytes);
-  const messages = decodeBody(body, exchange);
+  const messages = decodeBody(body, exchange.protocol);
   const first = messages[0]!;
   const clientTrace = req.headers.traceparent;
   if (typeof clientTrace === 'string') exchange.traceparent = clientTrace;
@@ -57,7 +57,7 @@ export async function handlePost(door: McpDoor, exchange: McpExchange): Promise<
 }
 
 /** The request's server span by the OpenTelemetry MCP conventions, ended when its response closes. */
-function traceRequest(tracing: RequestTracing, exchange: McpExchange, message: JsonRpcRequest): void {
+export function traceRequest(tracing: RequestTracing, exchange: McpExchange, message: JsonRpcRequest): void {
   const name = message.params?.name;
   const target = (message.method === 'tools/call' || message.method === 'prompts/get') && typeof name === 'string' ? name.slice(0, 128) : undefined;
   const attributes: Record<string, string | number> = { 'jsonrpc.request.id': String(message.id), 'mcp.protocol.version': exchange.protocol ?? DEFAULT_PROTOCOL_REVISION, 'agentgw.mcp_server': exchange.server.name, 'agentgw.key_id': exchange.key.keyId };
@@ -74,7 +74,7 @@ function traceRequest(tracing: RequestTracing, exchange: McpExchange, message: J
 }
 
 /** The body's messages: -32700 for bad JSON, -32600 for a bad message, both HTTP 400; batches only in 2025-03-26. */
-function decodeBody(body: Buffer, exchange: McpExchange): JsonRpcMessage[] {
+export function decodeBody(body: Buffer, protocol: string | undefined, batches: 'by-revision' | 'never' = 'by-revision'): JsonRpcMessage[] {
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
@@ -83,7 +83,8 @@ function decodeBody(body: Buffer, exchange: McpExchange): JsonRpcMessage[] {
   }
   const values = Array.isArray(value) ? value : [value];
   if (Array.isArray(value)) {
-    if (!allowsBatches(exchange)) throw jsonRpcRefusal(400, null, 'invalid_request', `JSON-RPC batches are not part of MCP ${exchange.protocol ?? DEFAULT_PROTOCOL_REVISION}; send one message per request.`);
+    if (batches === 'never') throw jsonRpcRefusal(400, null, 'invalid_request', 'Send one message per request to /mcp (batches are served on /mcp/{server} in 2025-03-26).');
+    if (!allowsBatches(protocol)) throw jsonRpcRefusal(400, null, 'invalid_request', `JSON-RPC batches are not part of MCP ${protocol ?? DEFAULT_PROTOCOL_REVISION}; send one message per request.`);
     if (value.length === 0 || value.length > 100) throw jsonRpcRefusal(400, null, 'invalid_request', 'A batch holds 1 to 100 messages.');
   }
   return values.map((one) => {
@@ -116,7 +117,7 @@ async function initialize(door: McpDoor, exchange: McpExchange, message: JsonRpc
   metrics.mcpRequests.inc({ server: exchange.server.name, method: 'initialize', outcome: outcome.clientClosed ? 'client_closed' : 'ok' });
 }
 
-async function forwardPlain(door: McpDoor, exchange: McpExchange, body: Buffer, method: string): Promise<void> {
+export async function forwardPlain(door: McpDoor, exchange: McpExchange, body: Buffer, method: string): Promise<void> {
   const answer = await forwardToServer(door, exchange, { method: 'POST', stream: false, body });
   const outcome = await relayAnswer(exchange, answer!, undefined);
   metrics.mcpRequests.inc({ server: exchange.server.name, method, outcome: outcome.clientClosed ? 'client_closed' : outcome.upstreamFailed ? 'upstream_error' : 'ok' });
@@ -130,10 +131,24 @@ async function listFiltered(door: McpDoor, exchange: McpExchange, message: JsonR
   const server = exchange.server.name;
   const contentType = answer.headers['content-type'];
   const type = typeof contentType === 'string' ? contentType : undefined;
-  const text =
-    message.method === 'tools/list'
-      ? rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'tools', visibility.tool, (name) => door.toolLabels.note(server, name)))
-      : rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'prompts', visibility.prompt));
+  let text: string;
+  if (message.method === 'tools/list') {
+    // The names also become the MCP page's "tools it last listed" (docs/mcp.md "Dashboard"), but
+    // only from a result that holds a list: an error answer or garbage leaves the last list as it was.
+    let listed: string[] | undefined;
+    text = rewriteAnswer(raw, type, message.id, (result) => {
+      const names: string[] = [];
+      if (Array.isArray((result as { tools?: unknown } | null)?.tools)) listed = names;
+      return filterListResult(result, 'tools', visibility.tool, (name) => {
+        door.toolLabels.note(server, name);
+        names.push(name);
+      });
+    });
+    // A request without a cursor is a first page: it starts the list again.
+    if (listed !== undefined) door.listedTools.record(server, listed, message.params?.cursor === undefined, door.deps.clock.now());
+  } else {
+    text = rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'prompts', visibility.prompt));
+  }
   const { res } = exchange;
   res.statusCode = answer.statusCode;
   if (type !== undefined) res.setHeader('Content-Type', type);
@@ -144,7 +159,7 @@ async function listFiltered(door: McpDoor, exchange: McpExchange, message: JsonR
 }
 
 /** tools/call: scope, then limits, then the forward; one audit record whatever happened. */
-async function toolCall(door: McpDoor, exchange: McpExchange, message: JsonRpcRequest, body: Buffer): Promise<void> {
+export async function toolCall(door: McpDoor, exchange: McpExchange, message: JsonRpcRequest, body: Buffer): Promise<void> {
   const server = exchange.server.name;
   const name = message.params?.name;
   const tool = typeof name === 'string' ? name : '';
@@ -173,7 +188,12 @@ async function toolCall(door: McpDoor, exchange: McpExchange, message: JsonRpcRe
     answer = (await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id }))!;
   } catch (error) {
     metrics.mcpToolCalls.inc({ server, tool: label, verdict: 'forwarded' });
-    if (error instanceof McpAnswer) record(error.status, error.outcome === 'timeout' ? 'timeout' : 'upstream_error');
+    if (error instanceof McpAnswer) {
+      const outcome = error.outcome === 'timeout' ? 'timeout' : 'upstream_error';
+      // Counted like a relayed call, so a forwarded call that got no answer shows among the server's errors.
+      metrics.mcpRequests.inc({ server, method: 'tools/call', outcome });
+      record(error.status, outcome);
+    }
     throw error;
   }
   chargeToolCall(door.deps.rateLimiter, admission);

@@ -24,6 +24,7 @@ interface BenchResult {
   nodeRuntimes: { name: string; version: string; path: string }[];
   nodeRuntimeSummary: { rows: { target: string; node: string; throughput: { cpuUsPerReq: number | null; p99Ms: number | null }[]; fixedRate: { p99Ms: number } | null }[] };
   redisCommandsByVariant: Record<string, { sentPerRequest: number } | null>;
+  mcpCalls: { rows: { target: string; ok: number; errors: number; non2xx: number; cpuUsPerCall: number | null }[]; gatewayToolCalls: number };
 }
 
 // --node with a path (this runtime) runs one more gateway beside the default one, as
@@ -67,13 +68,13 @@ describe('npm run bench (smoke)', () => {
       // Two processes as 10,000 streams need here, as two reuse_port instances (decision 0030).
       '--idle-workers', '2',
       '--idle-topology', 'reuseport',
-      '--timeout-s', '360',
+      '--timeout-s', '420',
       '--node', process.execPath,
       '--out', out,
     ]);
     expect(code, output.slice(-3000)).toBe(0);
     const result = JSON.parse(await readFile(out, 'utf8')) as BenchResult;
-    expect(result.options.scenarios).toEqual([1, 2, 3, 4, 5]);
+    expect(result.options.scenarios).toEqual([1, 2, 3, 4, 5, 7]);
 
     // Each peer ran (then it is measured below like every other target), or was skipped
     // with its reason in the result file and on the bench's output.
@@ -119,6 +120,15 @@ describe('npm run bench (smoke)', () => {
       ['after', 50, 50, 0, 2],
     ]);
     for (const f of result.idleStreams.floor) expect(f.hwmKb).toBeGreaterThan(0);
+    // Scenario 7: MCP tools/call at the MCP server direct, the floor in front of it and the
+    // gateway, every call answered; the gateway forwarded them (its own counter), and the
+    // floor's and the gateway's CPU per call were read (at 100 calls a 10 ms clock tick may read 0).
+    expect(answered(result.mcpCalls.rows)).toEqual(['bare-undici', 'gateway', 'stub-direct']);
+    for (const row of result.mcpCalls.rows) expect([row.ok > 0, row.errors, row.non2xx], row.target).toEqual([true, 0, 0]);
+    const mcpGateway = result.mcpCalls.rows.find((r) => r.target === 'gateway')!;
+    expect(result.mcpCalls.gatewayToolCalls).toBeGreaterThanOrEqual(mcpGateway.ok);
+    for (const row of result.mcpCalls.rows) expect(row.cpuUsPerCall === null, row.target).toBe(row.target === 'stub-direct');
+    expect(output).toContain('Scenario 7 — MCP tools/call');
     // The limiter's script was counted; audit records were never sent one XADD at a time.
     const sent = (command: string) => result.redisCommands.perRequest.find((c) => c.command === command && c.sentAs === 'client')?.perRequest ?? 0;
     expect(sent('evalsha')).toBeGreaterThan(0);
@@ -135,7 +145,7 @@ describe('npm run bench (smoke)', () => {
     // cannot speak (50 streams are not 10,000; no peer ran). A floor-relative target of one
     // round cannot show the floor held still, so it is UNJUDGED, and says why; the peer,
     // held-back and Redis targets are judged.
-    expect(new Set(result.targets.map((t) => t.scenario))).toEqual(new Set([1, 2, 3, 4, 5]));
+    expect(new Set(result.targets.map((t) => t.scenario))).toEqual(new Set([1, 2, 3, 4, 5, 7]));
     const cannotSpeak = (t: { scenario: number; target: string }) => t.scenario === 4 || (t.target.includes('Node peer') && ran.length === 0);
     const floorRelative = (t: { target: string }) => /the floor's/.test(t.target);
     for (const t of result.targets) {
@@ -144,11 +154,11 @@ describe('npm run bench (smoke)', () => {
       else expect(['PASS', 'FAIL', 'UNJUDGED'], t.target).toContain(t.verdict);
     }
     expect(result.targets.filter((t) => t.target.includes('Node peer')).length).toBe(1);
-    expect(result.targets.filter(floorRelative).map((t) => t.scenario)).toEqual([1, 2, 3, 3, 4]);
+    expect(result.targets.filter(floorRelative).map((t) => t.scenario)).toEqual([1, 2, 3, 3, 4, 7, 7]);
     expect(output).toMatch(/^verdicts: \d+ PASS, \d+ FAIL, \d+ UNJUDGED \(the floor moved more than the margin\), \d+ n\/a; load average /m);
     expect(output).toContain("footnote, issue 26's absolute targets (not verdicts):");
     expect(result.absoluteTargets.some((line) => line.startsWith('first event added ≤ 1 ms: '))).toBe(true);
-  }, 420_000);
+  }, 480_000);
 
   it('skips a peer that cannot be installed, with the reason, and starts nothing for it', async () => {
     // A bench/peers whose package has no lockfile: `npm ci` refuses it, as it would a

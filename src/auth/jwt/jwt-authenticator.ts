@@ -15,7 +15,7 @@ import type { Clock } from '../../clock.js';
 import type { JwtIssuerConfig } from '../../config/auth-schema.js';
 import { GatewayError, invalidTokenError } from '../../errors.js';
 import type { AuthenticatedKey } from '../../keys/key-record.js';
-import { mcpTarget } from '../../keys/mcp-scope.js';
+import { MCP_AGGREGATE_TARGET, mcpTarget } from '../../keys/mcp-scope.js';
 import type { Logger } from '../../logger.js';
 import { boundOnFirstUse } from '../../metrics/hot-path-metrics.js';
 import { metrics } from '../../metrics/metrics.js';
@@ -190,7 +190,7 @@ export class JwtAuthenticator {
       key: caller.key,
       resolved: Promise.resolve(caller.key),
       agents: caller.agents,
-      mcpTargets: new Set(Object.keys(caller.key.mcp ?? {}).map(mcpTarget)),
+      mcpTargets: mcpTargetsOf(caller.key.mcp),
       sub: caller.key.token!.sub,
       jti: caller.key.token!.jti,
       usableUntilMs: (payload.exp! + CLOCK_SKEW_SECONDS) * 1000,
@@ -221,6 +221,14 @@ export class JwtAuthenticator {
     metrics.authFailures.labels('invalid_token').inc();
     throw invalidTokenError(message);
   }
+}
+
+/** The servers an mcp claim names as targets (`mcp:{server}`), and the aggregated endpoint's when it names any, as a key's scope gives them (key-cache.ts). */
+function mcpTargetsOf(scope: AuthenticatedKey['mcp']): ReadonlySet<string> {
+  const servers = Object.keys(scope ?? {});
+  const targets = new Set(servers.map(mcpTarget));
+  if (servers.length > 0) targets.add(MCP_AGGREGATE_TARGET);
+  return targets;
 }
 
 function reasonOf(error: unknown): string {

@@ -1,7 +1,7 @@
 // The MCP front door's identity when auth.jwt names an issuer (src/auth/mcp-authorization.ts):
 // each server's audience, challenges and metadata text made once, at the server's first
-// request, and reused; the front door asks only for configured servers, so what is kept is
-// bounded by mcp_servers.
+// request, and reused; the front door asks only for configured servers (and `/mcp`, the
+// aggregated endpoint), so what is kept is bounded by mcp_servers.
 import type { JwtIssuerConfig } from '../../config/auth-schema.js';
 import type { McpAuthorization } from '../mcp-authorization.js';
 import { mcpChallenge, mcpResourceUrl, protectedResourceMetadata } from './protected-resource.js';
@@ -14,9 +14,10 @@ interface ServerAuthorization {
 }
 
 export function mcpAuthorizationOn(issuers: readonly JwtIssuerConfig[]): McpAuthorization {
+  // The aggregated endpoint `/mcp` under '' (never a server name).
   const servers = new Map<string, ServerAuthorization>();
-  const of = (server: string): ServerAuthorization => {
-    let known = servers.get(server);
+  const of = (server: string | undefined): ServerAuthorization => {
+    let known = servers.get(server ?? '');
     if (known === undefined) {
       const metadata = protectedResourceMetadata(issuers, server);
       known = {
@@ -25,7 +26,7 @@ export function mcpAuthorizationOn(issuers: readonly JwtIssuerConfig[]): McpAuth
         invalidTokenChallenge: mcpChallenge(issuers, server, true),
         metadata: metadata === undefined ? undefined : JSON.stringify(metadata),
       };
-      servers.set(server, known);
+      servers.set(server ?? '', known);
     }
     return known;
   };
