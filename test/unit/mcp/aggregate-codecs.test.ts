@@ -53,13 +53,13 @@ describe('aggregated session record', () => {
 
 describe('events relayed through /mcp', () => {
   it('a server request gets the gateway id; responses and notifications pass; priming events and event ids are dropped', () => {
-    const request = aggregateEventText('git', { id: '5', event: 'message', data: '{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}' });
+    const request = aggregateEventText('git', { id: '5', event: 'message', retry: undefined, data: '{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}' });
     expect(request).toBe('event: message\ndata: {"jsonrpc":"2.0","id":"mcpgw:git:n:0","method":"sampling/createMessage","params":{}}\n\n');
     const response = '{"jsonrpc":"2.0","id":0,"result":{}}';
-    expect(aggregateEventText('git', { id: undefined, event: undefined, data: response })).toBe(`data: ${response}\n\n`);
+    expect(aggregateEventText('git', { id: undefined, event: undefined, retry: undefined, data: response })).toBe(`data: ${response}\n\n`);
     const notification = '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}';
-    expect(aggregateEventText('git', { id: undefined, event: undefined, data: notification })).toBe(`data: ${notification}\n\n`);
-    expect(aggregateEventText('git', { id: 'prime', event: undefined, data: '' })).toBe('');
-    expect(aggregateEventText('git', { id: undefined, event: undefined, data: 'not json\nat all' })).toBe('data: not json\ndata: at all\n\n');
+    expect(aggregateEventText('git', { id: undefined, event: undefined, retry: undefined, data: notification })).toBe(`data: ${notification}\n\n`);
+    expect(aggregateEventText('git', { id: 'prime', event: undefined, retry: undefined, data: '' })).toBe('');
+    expect(aggregateEventText('git', { id: undefined, event: undefined, retry: undefined, data: 'not json\nat all' })).toBe('data: not json\ndata: at all\n\n');
   });
 });
