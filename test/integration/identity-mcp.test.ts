@@ -69,9 +69,10 @@ afterAll(async () => {
   await provider?.close();
 });
 
+/** `server` '': the aggregated endpoint /mcp. */
 function connectWith(token: string, server = 'files'): { client: Client; transport: StreamableHTTPClientTransport } {
   const client = new Client({ name: 'token-client', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp/${server}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(server === '' ? `${base}/mcp` : `${base}/mcp/${server}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
   return { client, transport };
 }
 
@@ -140,6 +141,27 @@ describe('a token for the MCP server', () => {
     await client.connect(transport);
     expect((await client.listTools()).tools.length).toBeGreaterThan(0);
     await client.close();
+  });
+});
+
+describe('the aggregated endpoint /mcp', () => {
+  it('takes a token for its own resource (the gateway + /mcp) with the servers of its mcp claim, and no other resource\'s', async () => {
+    const token = await tokenFor(MCP_CLIENT.id, `${base}/mcp`);
+    const { client, transport } = connectWith(token, '');
+    await client.connect(transport);
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['files__add', 'files__echo']);
+    await client.close();
+    const aggregateMetadata = `${base}/.well-known/oauth-protected-resource/mcp`;
+    const forFiles = await tokenFor(MCP_CLIENT.id, filesResource);
+    const refused = await fetch(`${base}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${forFiles}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    expect(await refusal(refused)).toEqual({ status: 401, type: 'invalid_token', challenge: `Bearer resource_metadata="${aggregateMetadata}", error="invalid_token"` });
+    const metadata = (await (await fetch(aggregateMetadata)).json()) as { resource: string; authorization_servers: string[] };
+    expect(metadata).toMatchObject({ resource: `${base}/mcp`, authorization_servers: [provider.issuer] });
+    // A token whose claim names no server is refused there (a key with no server is too).
+    const chatOnly = await tokenFor(CHAT_ONLY.id, `${base}/mcp`);
+    const noServer = await fetch(`${base}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${chatOnly}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    expect(await refusal(noServer)).toMatchObject({ status: 403, type: 'key_not_allowed' });
   });
 });
 
