@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess } from '../helpers/gateway-process.js';
 import { dropTable, POSTGRES_URL, uniqueTable } from '../helpers/postgres.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const PRELOAD = join(process.cwd(), 'test/helpers/loaded-modules-preload.mjs');
 
@@ -20,18 +21,26 @@ const SUBSYSTEM_MODULES = {
   a2a: ['/dist/proxy/a2a/a2a-cards.js', '/dist/proxy/a2a/a2a-exchange.js', '/dist/proxy/a2a/a2a-relay.js'],
   // JWT access tokens and the dashboard's sign-in through the identity provider (decision 0108).
   identity: ['/node_modules/jose/', '/node_modules/openid-client/', '/dist/auth/jwt/identity-on.js', '/dist/auth/jwt/jwt-authenticator.js', '/dist/admin/oidc-sign-in.js'],
+  // Embedded mode (no redis block) loads no Redis client.
+  redis: ['/node_modules/ioredis/', '/dist/redis/redis-client.js', '/dist/redis/redis-topology.js'],
+  mcp: ['/dist/mcp/open-mcp-front-door.js', '/dist/mcp/mcp-front-door.js', '/dist/mcp/mcp-session-store.js', '/dist/mcp/mcp-forward.js'],
 } as const;
+/** Loaded by no `serve` at all (the gateway speaks MCP over plain HTTP): a test and tooling dependency only. */
+const NEVER_LOADED = ['/node_modules/@modelcontextprotocol/sdk/'];
 type Subsystem = keyof typeof SUBSYSTEM_MODULES;
 
 let dir: string;
+let redis: TestRedis;
 const table = uniqueTable('loaded_modules');
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'agentgw-loaded-'));
+  redis = await startRedis();
 });
 
 afterAll(async () => {
   await dropTable(table);
+  await redis?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -57,6 +66,9 @@ const TURNED_ON: Record<Subsystem, (name: string) => Record<string, unknown>> = 
     auth: { jwt: [{ issuer: 'http://127.0.0.1:9', audiences: ['https://gateway.test'], default_plan: 'starter' }] },
     admin: { oidc: { issuer: 'http://127.0.0.1:9', client_id: 'agent-gateway', client_secret: 'loaded-modules-test-secret', roles: { claim: 'groups', admin: ['admins'], viewer: ['viewers'] } } },
   }),
+  redis: () => ({ redis: { url: redis.url, prefix: `agentgw-loaded-${process.pid}:` } }),
+  // A server nobody listens on: the front door is built at start and dials nothing until a request.
+  mcp: () => ({ mcp_servers: { files: { upstream: 'http://127.0.0.1:9/mcp' } } }),
   webhooks: (name) => ({ notifications: { dir: join(dir, `${name}-outbox`), webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: 'loaded-modules-test-secret', events: ['*'] }] } }),
 };
 
@@ -86,6 +98,9 @@ describe('optional subsystems are loaded only when the config turns them on', ()
     expect(urls.some((url) => url.endsWith('/dist/gateway.js'))).toBe(true);
     expect(urls.some((url) => url.includes('/node_modules/prom-client/'))).toBe(true);
     for (const subsystem of Object.keys(SUBSYSTEM_MODULES) as Subsystem[]) expect(loads(urls, subsystem), subsystem).toEqual([]);
+    // Nothing under dist/mcp/ at all, not only the files named above.
+    expect(urls.filter((url) => url.includes('/dist/mcp/'))).toEqual([]);
+    expect(urls.filter((url) => NEVER_LOADED.some((part) => url.includes(part)))).toEqual([]);
   }, 120_000);
 
   for (const subsystem of Object.keys(TURNED_ON) as Subsystem[]) {
@@ -94,6 +109,7 @@ describe('optional subsystems are loaded only when the config turns them on', ()
       const urls = await modulesLoadedBy(name, { ...baseConfig(name), ...TURNED_ON[subsystem](name) });
       expect(loads(urls, subsystem)).toEqual([...SUBSYSTEM_MODULES[subsystem]]);
       for (const other of Object.keys(SUBSYSTEM_MODULES) as Subsystem[]) if (other !== subsystem) expect(loads(urls, other), other).toEqual([]);
+      expect(urls.filter((url) => NEVER_LOADED.some((part) => url.includes(part)))).toEqual([]);
     }, 120_000);
   }
 });
