@@ -87,7 +87,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
 
   const keyStore = await openKeyStore(config, { logger, subscribe: true, redis: redisClients });
   // A token's plan is looked up in the running config (`runtime`, made below, before any request) when it is verified.
-  const { authenticator, revocations } = createAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis, hasPlan: (plan) => runtime.current.config.plans.has(plan) });
+  const { authenticator, revocations, mcpAuthorization } = await createAuthenticator(config, { store: keyStore, clock, logger, redisClient: redis, hasPlan: (plan) => runtime.current.config.plans.has(plan) });
 
   const memoryLimiter = new MemoryRateLimiter({ clock });
   const rateLimiter: RateLimiter = redis
@@ -118,7 +118,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const mcp = config.mcpServers.size === 0
     ? undefined
     : (await import('./mcp/open-mcp-front-door.js')).openMcpFrontDoor(
-        { runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing },
+        { runtime, authenticator, mcpAuthorization, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing },
         redis && { client: redis, prefix: config.redis!.prefix },
       );
   const mcpFrontDoor = mcp?.frontDoor;
@@ -132,7 +132,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   const certificates = listenTls && new CertificateReloader(listenTls, gateway.server as SecureContextTarget, logger);
 
   let draining = false;
-  const controlPlane = options.admin === false ? undefined : openControlPlane(() => runtime.current.config, {
+  const controlPlane = options.admin === false ? undefined : await openControlPlane(() => runtime.current.config, {
         keyStore,
         redis,
         auditRedis,

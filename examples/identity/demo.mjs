@@ -34,7 +34,7 @@ const people = {
 
 const provider = new Provider(issuer, {
   clients: [
-    // A service calling agents: its access tokens carry the account, plan and agents claims.
+    // A service calling agents and MCP tools: its access tokens carry the account, plan, agents and mcp claims.
     { client_id: 'demo-service', client_secret: 'demo-service-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [] },
     // The dashboard's sign-in.
     { client_id: 'agent-gateway', client_secret: 'demo-dashboard-secret', grant_types: ['authorization_code'], response_types: ['code'], redirect_uris: [`http://127.0.0.1:${adminPort}/dashboard/oidc/callback`] },
@@ -54,7 +54,8 @@ const provider = new Provider(issuer, {
       getResourceServerInfo: (_ctx, resource) => ({ scope: 'chat', audience: resource, accessTokenTTL: 900, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
     },
   },
-  extraTokenClaims: (_ctx, token) => (token.clientId === 'demo-service' ? { org_id: 'demo-org', plan: 'starter', agents: ['demo'] } : undefined),
+  // Its MCP scope: two tools of npm start's demo MCP server (docs/identity.md "MCP clients").
+  extraTokenClaims: (_ctx, token) => (token.clientId === 'demo-service' ? { org_id: 'demo-org', plan: 'starter', agents: ['demo'], mcp: { 'demo-tools': ['add', 'echo'] } } : undefined),
 });
 const idp = createServer(provider.callback());
 await new Promise((resolve) => idp.listen(idpPort, '127.0.0.1', resolve));

@@ -15,7 +15,7 @@ import type { Logger } from '../logger.js';
 import type { AdminActor } from './admin-auth.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { EventsView } from '../notifications/open-notifications.js';
-import type { TokenRevocations } from '../auth/jwt/token-revocations.js';
+import type { TokenRevocations } from '../auth/token-revocation-types.js';
 
 export interface AdminApiDeps {
   /** The running config (a reload changes plans, agents and admin tokens). */

@@ -2,7 +2,7 @@
 // access tokens by `jti`, or every token of a `sub`, until a time, on every instance within
 // a second (src/auth/jwt/token-revocations.ts). Recorded in the admin audit trail.
 import { z } from 'zod';
-import { RevocationLimitError } from '../auth/jwt/token-revocations.js';
+import { RevocationLimitError } from '../auth/token-revocation-types.js';
 import { GatewayError } from '../errors.js';
 import type { AdminExchange } from './admin-context.js';
 import { originOf, sendJson } from './admin-context.js';

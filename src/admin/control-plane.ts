@@ -13,7 +13,7 @@ import type { EventsView } from '../notifications/open-notifications.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { RedisClient } from '../redis/redis-client.js';
 import { openTokenRevocations } from '../auth/create-authenticator.js';
-import type { TokenRevocations } from '../auth/jwt/token-revocations.js';
+import type { TokenRevocations } from '../auth/token-revocation-types.js';
 import { createAdminApi } from './admin-api.js';
 import type { AdminApiDeps } from './admin-context.js';
 
@@ -24,8 +24,11 @@ export interface ControlPlane {
   close(): Promise<void>;
 }
 
-/** The admin API over `keyStore`, reading the config `currentConfig` returns (a reload changes it). */
-export function openControlPlane(
+/**
+ * The admin API over `keyStore`, reading the config `currentConfig` returns (a reload changes
+ * it). Async: with auth.jwt and no revocations given, their module is imported here (decision 0108).
+ */
+export async function openControlPlane(
   currentConfig: () => GatewayConfig,
   deps: {
     keyStore: KeyStore;
@@ -42,9 +45,9 @@ export function openControlPlane(
     /** The revocations the request path reads; opened here (and closed with the control plane) when not given. */
     revocations?: TokenRevocations | undefined;
   },
-): ControlPlane {
+): Promise<ControlPlane> {
   const config = currentConfig();
-  const ownRevocations = deps.revocations === undefined && config.auth.jwt.length > 0 ? openTokenRevocations(config, { clock: deps.clock, logger: deps.logger, redisClient: deps.redis }) : undefined;
+  const ownRevocations = deps.revocations === undefined && config.auth.jwt.length > 0 ? await openTokenRevocations(config, { clock: deps.clock, logger: deps.logger, redisClient: deps.redis }) : undefined;
   const revocations = deps.revocations ?? ownRevocations;
   const adminAudit = new AdminAuditLog(openAdminAuditBatches(config, { redis: deps.auditRedis ?? deps.redis, logger: deps.logger, clock: deps.clock }), deps.clock);
   const api = createAdminApi({

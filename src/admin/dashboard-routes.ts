@@ -15,7 +15,8 @@ import { DASHBOARD_DIR, loadDashboardAssets, sendAsset, type DashboardAsset } fr
 import { setDashboardSecurityHeaders } from './dashboard-headers.js';
 import { DashboardSessions, tokenByDigest } from './dashboard-sessions.js';
 import { clearedSessionCookie, sessionCookie, sessionIdOf } from './session-cookie.js';
-import { OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcSignIn } from './oidc-sign-in.js';
+import { OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH } from './oidc-paths.js';
+import type { OidcSignIn } from './oidc-sign-in.js';
 
 const DASHBOARD_ROOT = '/dashboard';
 export const SESSION_PATH = '/dashboard/session';
@@ -37,7 +38,18 @@ export interface Dashboard {
 
 export function createDashboard(deps: AdminApiDeps, options: { assetsDir?: string } = {}): Dashboard {
   const sessions = new DashboardSessions(deps.clock);
-  const oidcSignIn = new OidcSignIn(deps.clock, deps.logger);
+  // openid-client only with admin.oidc (decision 0108): imported now when it is configured at
+  // start, else at the first sign-in after a reload turned it on; never without it.
+  let oidcSignIn: Promise<OidcSignIn> | undefined;
+  const loadOidcSignIn = (): Promise<OidcSignIn> => {
+    if (oidcSignIn === undefined) {
+      oidcSignIn = import('./oidc-sign-in.js').then((module) => new module.OidcSignIn(deps.clock, deps.logger));
+      // A failed import is tried again at the next sign-in.
+      oidcSignIn.catch(() => (oidcSignIn = undefined));
+    }
+    return oidcSignIn;
+  };
+  if (deps.config().admin.oidc !== undefined) void loadOidcSignIn().catch((error: unknown) => deps.logger.error({ err: (error as Error).message }, 'the dashboard sign-in module could not be loaded'));
   const assetsDir = options.assetsDir ?? DASHBOARD_DIR;
   let assets: Promise<Map<string, DashboardAsset>> | undefined;
   const loadAssets = (): Promise<Map<string, DashboardAsset>> => {
@@ -98,8 +110,9 @@ export function createDashboard(deps: AdminApiDeps, options: { assetsDir?: strin
     if (oidc === undefined) throw new GatewayError('not_found', { message: 'Sign-in through an identity provider is off (admin.oidc).' });
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new GatewayError('method_not_allowed', { message: 'This route accepts GET.', headers: { Allow: 'GET, HEAD' } });
     if (path === OIDC_PATH) return sendJson(res, 200, { issuer: oidc.issuer, login: OIDC_LOGIN_PATH });
-    if (path === OIDC_LOGIN_PATH) return oidcSignIn.login(req, res, oidc);
-    return oidcSignIn.callback(req, res, url, oidc, sessions, sessionLimitsOf(config));
+    const signIn = await loadOidcSignIn();
+    if (path === OIDC_LOGIN_PATH) return signIn.login(req, res, oidc);
+    return signIn.callback(req, res, url, oidc, sessions, sessionLimitsOf(config));
   }
 
   async function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {

@@ -17,10 +17,10 @@ import { GatewayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { AdminRole } from './admin-auth.js';
 import type { DashboardSessions, SessionLimits, SignedInPerson } from './dashboard-sessions.js';
+import { OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH } from './oidc-paths.js';
 import { readCookie, servedOverTls, sessionCookie } from './session-cookie.js';
 
-export const OIDC_LOGIN_PATH = '/dashboard/oidc/login';
-export const OIDC_CALLBACK_PATH = '/dashboard/oidc/callback';
+export { OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH };
 const STATE_COOKIE = 'agentgw_oidc_state';
 const LOGIN_TTL_MS = 10 * 60_000;
 /** Logins in progress at most; past it the oldest is forgotten (its callback then fails cleanly). */

@@ -95,10 +95,24 @@ function mcpFields(r: AuditRecord): string {
   return ',"mcp_server":' + jsonStringLiteral(r.mcp_server!) + ',"tool":' + jsonStringLiteral(r.tool ?? '') + ',"is_error":' + isError + '}';
 }
 
-/** A JWT caller's fields (docs/identity.md), after the others; nothing for a key. */
+/**
+ * A JWT caller's fields (docs/identity.md), after the others; nothing for a key. The last
+ * token's text is remembered: a client sends one token for many requests, and its fields are
+ * then the same strings (decision 0109), compared rather than scanned and joined again.
+ */
+const lastToken = { issuer: '', sub: '', jti: null as string | null, text: '' };
 function tokenFields(r: AuditRecord): string {
   if (r.auth === undefined) return '';
-  return ',"auth":"jwt","token_issuer":' + jsonStringLiteral(r.token_issuer ?? '') + ',"token_sub":' + jsonStringLiteral(r.token_sub ?? '') + ',"token_jti":' + nullableString(r.token_jti ?? null);
+  const issuer = r.token_issuer ?? '';
+  const sub = r.token_sub ?? '';
+  const jti = r.token_jti ?? null;
+  if (lastToken.text !== '' && issuer === lastToken.issuer && sub === lastToken.sub && jti === lastToken.jti) return lastToken.text;
+  const text = ',"auth":"jwt","token_issuer":' + jsonStringLiteral(issuer) + ',"token_sub":' + jsonStringLiteral(sub) + ',"token_jti":' + nullableString(jti);
+  lastToken.issuer = issuer;
+  lastToken.sub = sub;
+  lastToken.jti = jti;
+  lastToken.text = text;
+  return text;
 }
 
 const plainKeyId = new PlainTextMemo();

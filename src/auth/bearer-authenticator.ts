@@ -7,7 +7,7 @@ import type { AuthenticatedKey } from '../keys/key-record.js';
 import type { AuthenticateInput, Authenticator } from './authenticator.js';
 import { extractBearerToken } from './bearer-token.js';
 import type { JwtAuthenticator } from './jwt/jwt-authenticator.js';
-import type { TokenRevocations } from './jwt/token-revocations.js';
+import type { TokenRevocations } from './token-revocation-types.js';
 
 function isKey(token: string): boolean {
   return token === '' || token.startsWith('ha_');

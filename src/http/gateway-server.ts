@@ -1,7 +1,7 @@
 // The gateway's HTTP server: node:http's options, and answers to what never becomes a request
 // of the pipeline (unparsable HTTP, oversized headers, timeouts, CONNECT, an unmet Expect).
-// Every request goes to the chat pipeline (chat-pipeline.ts), but for the MCP protected
-// resource metadata when token issuers are configured (protected-resource-route.ts).
+// Every request goes to the chat pipeline (chat-pipeline.ts), but for the paths of the MCP
+// front door (its endpoints and, with token issuers, their protected resource metadata).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { SecureContextOptions } from 'node:tls';
@@ -11,7 +11,6 @@ import { ChatPipeline, type GatewayDependencies } from './chat-pipeline.js';
 import { hasResponseInFlight, sendError, writeRawError } from './errors.js';
 import { createPublicServer, type PublicServer } from './public-server.js';
 import { chooseRequestId } from './request-id.js';
-import { answerProtectedResource, isProtectedResourceRequest } from './protected-resource-route.js';
 
 export type { GatewayDependencies };
 
@@ -32,17 +31,9 @@ export interface GatewayServer extends PublicServer {
 /** `tls`: the listener's certificate when listen.tls is set (tls-certificates.ts reads it). */
 export function createGatewayServer(deps: GatewayDependencies, tls?: SecureContextOptions, paths?: PathHandler): GatewayServer {
   const pipeline = new ChatPipeline(deps);
-  const issuers = deps.runtime.current.config.auth.jwt;
-  // The MCP front door's paths (when mounted) and, with token issuers, their protected resource
-  // metadata (RFC 9728) beside the pipeline; without either, the pipeline alone.
-  const withPaths = paths === undefined ? pipeline.handle : (req: IncomingMessage, res: ServerResponse) => (paths.owns(req.url) ? paths.handle(req, res) : pipeline.handle(req, res));
+  // The MCP front door's paths (when mounted) beside the pipeline; without it, the pipeline alone.
   const handler: (req: IncomingMessage, res: ServerResponse) => void =
-    issuers.length === 0
-      ? withPaths
-      : (req, res) => {
-          if (isProtectedResourceRequest(req.url)) answerProtectedResource(req, res, issuers);
-          else withPaths(req, res);
-        };
+    paths === undefined ? pipeline.handle : (req, res) => (paths.owns(req.url) ? paths.handle(req, res) : pipeline.handle(req, res));
   const listener = createPublicServer(deps.runtime.current.config.listen, handler, tls);
   const server = listener.server;
   server.on('clientError', answerClientError);

@@ -4,6 +4,7 @@
 import type { McpServerConfig } from '../config/schema.js';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { Authenticator } from '../auth/authenticator.js';
+import type { McpAuthorization } from '../auth/mcp-authorization.js';
 import type { Clock } from '../clock.js';
 import type { GatewayRuntime } from '../http/gateway-runtime.js';
 import type { Logger } from '../logger.js';
@@ -21,6 +22,8 @@ import type { McpUpstreams } from './mcp-upstreams.js';
 export interface McpFrontDoorDependencies {
   runtime: GatewayRuntime;
   authenticator: Authenticator;
+  /** Token audiences and 401 challenges (docs/identity.md "MCP clients"); NO_MCP_AUTHORIZATION without auth.jwt. */
+  mcpAuthorization?: McpAuthorization | undefined;
   rateLimiter: RateLimiter;
   auditLog: AuditLog;
   logger: Logger;

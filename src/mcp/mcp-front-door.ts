@@ -1,17 +1,21 @@
 // The MCP front door (docs/mcp.md; docs/design.md "The MCP front door"): `/mcp/{server}` in
 // front of MCP servers, with the chat routes' key authentication (the same Authenticator, the
-// server as one more target of the key's scope), the plan's limits through one adapter
+// server as one more target of the key's scope; a JWT access token must name the server's
+// resource URL, docs/identity.md "MCP clients"), the plan's limits through one adapter
 // (mcp-limits.ts), the one audit log and metrics module. Stages, in order: server → Origin →
 // method → key → protocol revision → session → (POST) body, per-message policy, forward; the
 // POST stages are in mcp-post.ts, the upstream call in mcp-forward.ts through the server's
 // transport (mcp-transport.ts: Streamable HTTP, or stdio children loaded only when configured).
 // `/mcp` itself, every server of the key at once, is the aggregated endpoint (aggregate-endpoint.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { extractBearerToken } from '../auth/bearer-token.js';
+import { NO_MCP_AUTHORIZATION, type McpAuthorization } from '../auth/mcp-authorization.js';
 import type { GatewayConfig, McpServerConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import { clientAddress } from '../http/client-address.js';
 import { sendError } from '../http/errors.js';
 import { requestConnection } from '../http/http2-requests.js';
+import { answerProtectedResource, isProtectedResourceRequest } from '../http/protected-resource-route.js';
 import { chooseRequestId } from '../http/request-id.js';
 import type { AuthenticatedKey } from '../keys/key-record.js';
 import { MCP_AGGREGATE_TARGET, mcpTarget } from '../keys/mcp-scope.js';
@@ -33,6 +37,13 @@ import type { McpUpstreams } from './mcp-upstreams.js';
 import { AggregateEndpoint } from './aggregate-endpoint.js';
 
 const PREFIX = '/mcp/';
+const TOKEN_NOT_ALLOWED = 'The access token is not allowed to use this MCP server (its mcp claim does not name it).';
+
+/** Whether the bearer is a key (`ha_…`, or none); anything else was taken as an access token. */
+function isKeyBearer(authorization: string | undefined): boolean {
+  const bearer = extractBearerToken(authorization);
+  return bearer === '' || bearer.startsWith('ha_');
+}
 
 /** Whether a request path is the front door's (`/mcp` and below). */
 export function isMcpPath(url: string | undefined): boolean {
@@ -49,6 +60,7 @@ export class McpFrontDoor implements McpDoor {
   readonly toolLabels = new ToolLabels();
   readonly listedTools = new ListedTools();
   readonly sessionGauge: SessionGauge;
+  private readonly authorization: McpAuthorization;
   private readonly aggregate: AggregateEndpoint;
 
   constructor(readonly deps: McpFrontDoorDependencies) {
@@ -56,6 +68,7 @@ export class McpFrontDoor implements McpDoor {
     this.http = new HttpTransport(servers);
     this.httpReady = Promise.resolve(this.http);
     this.sessionGauge = new SessionGauge(() => deps.runtime.current.config.mcp.sessionIdleMs);
+    this.authorization = deps.mcpAuthorization ?? NO_MCP_AUTHORIZATION;
     this.aggregate = new AggregateEndpoint(this);
     if (hasStdioServer(servers)) void this.stdioTransport().catch(() => undefined);
   }
@@ -86,8 +99,15 @@ export class McpFrontDoor implements McpDoor {
     return this.stdio;
   }
 
-  /** node:http's listener for `/mcp` paths. */
+  /** Its paths: `/mcp` and below, and with tokens on, the protected resource metadata (RFC 9728). */
+  readonly owns = (url: string | undefined): boolean => isMcpPath(url) || (this.authorization.on && isProtectedResourceRequest(url));
+
+  /** node:http's listener for the paths it owns. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    if (!isMcpPath(req.url)) {
+      answerProtectedResource(req, res, this.deps.runtime.current.config, this.authorization);
+      return;
+    }
     const requestId = chooseRequestId(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
     this.serve(req, res, requestId).catch((error: unknown) => this.fail(res, requestId, error));
@@ -116,7 +136,7 @@ export class McpFrontDoor implements McpDoor {
     const method = req.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') throw new GatewayError('method_not_allowed', { message: 'The MCP endpoint accepts POST, GET and DELETE.', headers: { Allow: 'POST, GET, DELETE' } });
     const clientIp = clientAddress(req, config.listen.trustProxy).clientIp;
-    const key = await this.authenticate(req, server === undefined ? MCP_AGGREGATE_TARGET : mcpTarget(server.name), clientIp);
+    const key = await this.authenticate(req, server?.name, clientIp);
     const protocol = protocolOf(req.headers['mcp-protocol-version']);
     if (server === undefined) return this.aggregate.serve({ req, res, config, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() });
     const exchange: McpExchange = { req, res, config, server, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() };
@@ -126,14 +146,25 @@ export class McpFrontDoor implements McpDoor {
     return this.endSession(exchange);
   }
 
-  /** The key, through the chat routes' Authenticator; a server outside its MCP scope (for `/mcp`: a key with no server) is 403 key_not_allowed. */
-  private async authenticate(req: IncomingMessage, target: string, clientIp: string): Promise<AuthenticatedKey> {
-    const input = { authorization: req.headers.authorization, agentId: target, clientIp, connection: requestConnection(req) };
+  /**
+   * The caller, through the chat routes' Authenticator: a key whose MCP scope names the server
+   * (for `/mcp`, `server` undefined: any server), or a token whose `aud` is the resource's URL
+   * and whose mcp claim names the server (for `/mcp`: any); outside the scope is 403
+   * key_not_allowed. A 401 carries the challenge that points to the protected resource
+   * metadata when tokens are on.
+   */
+  private async authenticate(req: IncomingMessage, server: string | undefined, clientIp: string): Promise<AuthenticatedKey> {
+    const target = server === undefined ? MCP_AGGREGATE_TARGET : mcpTarget(server);
+    const input = { authorization: req.headers.authorization, agentId: target, clientIp, connection: requestConnection(req), audience: this.authorization.audience(server) };
     try {
       return this.deps.authenticator.authenticateNow(input) ?? (await this.deps.authenticator.authenticate(input));
     } catch (error) {
-      if (error instanceof GatewayError && error.type === 'agent_not_allowed') throw new GatewayError('key_not_allowed');
-      throw error;
+      if (!(error instanceof GatewayError)) throw error;
+      if (error.type === 'agent_not_allowed') throw new GatewayError('key_not_allowed', isKeyBearer(input.authorization) ? {} : { message: TOKEN_NOT_ALLOWED });
+      if (error.status !== 401) throw error;
+      const challenge = this.authorization.challenge(server, error.type !== 'missing_api_key');
+      if (challenge === undefined) throw error;
+      throw new GatewayError(error.type, { message: error.message, headers: { ...error.headers, 'WWW-Authenticate': challenge } });
     }
   }
 

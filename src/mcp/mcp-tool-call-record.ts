@@ -1,7 +1,8 @@
 // The audit record of one `tools/call` (docs/mcp.md "What is audited"): route `mcp`, the
 // server and tool, outcome, the result's isError, latency, bytes, key, account, end user
-// (`Agentgw-User-Id`) and the gateway session. Never the call's arguments or its result.
-import type { AuditOutcome } from '../audit/audit-record.js';
+// (a token's end-user claim, else `Agentgw-User-Id`), the gateway session and, for a JWT
+// caller, the token's issuer, sub and jti (docs/identity.md). Never the call's arguments or its result.
+import type { AuditOutcome, AuditRecord } from '../audit/audit-record.js';
 import { newRequestId } from '../request/request-ids.js';
 import type { McpExchange } from './mcp-exchange.js';
 import type { McpDoor } from './mcp-door.js';
@@ -18,15 +19,17 @@ export interface ToolCallFacts {
 
 const MAX_USER_ID = 256;
 
-/** The call's end user, from `Agentgw-User-Id` (null: none, or not a usable id). */
+/** The call's end user: the token's end-user claim, which wins (docs/identity.md), else `Agentgw-User-Id` (null: none, or not a usable id). */
 export function endUserOf(exchange: McpExchange): string | null {
+  const claimed = exchange.key.endUser;
+  if (claimed != null) return claimed;
   const header = exchange.req.headers['agentgw-user-id'];
   return typeof header === 'string' && header.length > 0 && header.length <= MAX_USER_ID ? header : null;
 }
 
 export function recordToolCall(door: McpDoor, exchange: McpExchange, facts: ToolCallFacts): void {
   const { key, server } = exchange;
-  door.deps.auditLog.record({
+  const record: AuditRecord = {
     id: newRequestId(door.deps.clock.now()),
     request_id: exchange.requestId,
     ts: new Date(exchange.startedAt).toISOString(),
@@ -52,5 +55,14 @@ export function recordToolCall(door: McpDoor, exchange: McpExchange, facts: Tool
     mcp_server: server.name,
     tool: facts.tool.slice(0, 128),
     is_error: facts.isError,
-  });
+  };
+  // A JWT caller's fields, as on the chat routes (src/http/finish-request.ts); a key's record keeps its shape.
+  const token = key.token;
+  if (token !== undefined) {
+    record.auth = 'jwt';
+    record.token_issuer = token.issuer;
+    record.token_sub = token.sub;
+    record.token_jti = token.jti;
+  }
+  door.deps.auditLog.record(record);
 }

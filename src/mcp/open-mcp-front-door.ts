@@ -3,7 +3,7 @@
 // at start, so a gateway without MCP loads none of src/mcp/ (decision 0112).
 import type { RedisClient } from '../redis/redis-client.js';
 import type { McpFrontDoorDependencies } from './mcp-door.js';
-import { isMcpPath, McpFrontDoor } from './mcp-front-door.js';
+import { McpFrontDoor } from './mcp-front-door.js';
 import { MemorySessionStore, RedisSessionStore } from './mcp-session-store.js';
 
 /** The front door and the path test the public server routes by. */
@@ -16,5 +16,7 @@ export interface OpenMcpFrontDoor {
 export function openMcpFrontDoor(deps: Omit<McpFrontDoorDependencies, 'sessions'>, redis: { client: RedisClient; prefix: string } | undefined): OpenMcpFrontDoor {
   const idleMs = () => deps.runtime.current.config.mcp.sessionIdleMs;
   const sessions = redis ? new RedisSessionStore(redis.client, redis.prefix, idleMs) : new MemorySessionStore(idleMs);
-  return { frontDoor: new McpFrontDoor({ ...deps, sessions }), owns: isMcpPath };
+  const frontDoor = new McpFrontDoor({ ...deps, sessions });
+  // Its own test: `/mcp` paths and, with token issuers, their protected resource metadata.
+  return { frontDoor, owns: frontDoor.owns };
 }

@@ -46,7 +46,7 @@ beforeAll(async () => {
   demo = trackChildProcess(
     spawn(process.execPath, ['examples/identity/demo.mjs'], {
       cwd: dir,
-      env: { ...process.env, PORT: String(ports.gateway), ADMIN_PORT: String(ports.admin), IDP_PORT: String(ports.idp), DEMO_AGENT_URL: `http://127.0.0.1:${ports.demo}/api/v1`, REDIS_URL: '' },
+      env: { ...process.env, PORT: String(ports.gateway), ADMIN_PORT: String(ports.admin), IDP_PORT: String(ports.idp), DEMO_AGENT_URL: `http://127.0.0.1:${ports.demo}/api/v1`, DEMO_MCP_URL: `http://127.0.0.1:${ports.demo}/mcp`, REDIS_URL: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
   );
@@ -68,17 +68,17 @@ afterAll(async () => {
 });
 
 describe('docs/identity.md against examples/identity/demo.mjs', () => {
-  it('every runnable block runs as written: a token from the provider is admitted, an unsigned one refused, the MCP metadata names the provider', async () => {
+  it('every runnable block runs as written: a token from the provider is admitted, an unsigned one refused, the MCP challenge and metadata name the provider, an MCP token opens a session', async () => {
     const blocks = runnableBlocks(await readFile(join(ROOT, 'docs/identity.md'), 'utf8'));
-    expect(blocks.length).toBe(3);
+    expect(blocks.length).toBe(4);
     const script = ['set -Eeo pipefail', 'curl() { command curl --fail-with-body "$@"; }', ...blocks]
       .join('\n')
       .replaceAll('127.0.0.1:8080', `127.0.0.1:${ports.gateway}`)
       .replaceAll('127.0.0.1:9090', `127.0.0.1:${ports.admin}`)
       .replaceAll('127.0.0.1:9400', `127.0.0.1:${ports.idp}`);
-    // The 401 block asks for the status itself: curl's --fail-with-body would stop the script.
+    // The 401 blocks ask for the status themselves: curl's --fail-with-body would stop the script.
     const result = await new Promise<{ code: number | null; text: string }>((resolve, reject) => {
-      const child = trackChildProcess(spawn('bash', ['-c', script.replace(/curl -s -o \/dev\/null/, 'command curl -s -o /dev/null')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
+      const child = trackChildProcess(spawn('bash', ['-c', script.replace(/curl -s -o \/dev\/null/g, 'command curl -s -o /dev/null')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
       let text = '';
       child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
       child.stderr!.on('data', (c: Buffer) => (text += c.toString()));
@@ -88,11 +88,16 @@ describe('docs/identity.md against examples/identity/demo.mjs', () => {
     expect(result.code, `${result.text}\n--- example ---\n${output.slice(-3_000)}`).toBe(0);
     expect(result.text).toContain(String.raw`"response":"You said: \"hello from a token\"`);
     expect(result.text).toContain('401 Bearer error="invalid_token"');
-    expect(JSON.parse(result.text.slice(result.text.lastIndexOf('{"resource"')))).toEqual({
-      resource: `http://127.0.0.1:${ports.gateway}/mcp/files`,
+    const metadataUrl = `http://127.0.0.1:${ports.gateway}/.well-known/oauth-protected-resource/mcp/demo-tools`;
+    expect(result.text).toContain(`401 Bearer resource_metadata="${metadataUrl}"\n`);
+    const metadataLine = result.text.split('\n').find((line) => line.startsWith('{"resource"'))!;
+    expect(JSON.parse(metadataLine)).toEqual({
+      resource: `http://127.0.0.1:${ports.gateway}/mcp/demo-tools`,
       authorization_servers: [`http://127.0.0.1:${ports.idp}`],
       bearer_methods_supported: ['header'],
       resource_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
     });
+    // The MCP token's initialize: the demo MCP server's answer, through the gateway.
+    expect(result.text).toMatch(/"serverInfo":\{"name":"[^"]+"/);
   }, 120_000);
 });

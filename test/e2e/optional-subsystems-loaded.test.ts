@@ -19,6 +19,8 @@ const SUBSYSTEM_MODULES = {
   postgres: ['/node_modules/pg/'],
   webhooks: ['/dist/notifications/notifications-on.js', '/dist/notifications/webhook-delivery.js', '/dist/notifications/webhook-sender.js'],
   a2a: ['/dist/proxy/a2a/a2a-cards.js', '/dist/proxy/a2a/a2a-exchange.js', '/dist/proxy/a2a/a2a-relay.js'],
+  // JWT access tokens and the dashboard's sign-in through the identity provider (decision 0108).
+  identity: ['/node_modules/jose/', '/node_modules/openid-client/', '/dist/auth/jwt/identity-on.js', '/dist/auth/jwt/jwt-authenticator.js', '/dist/admin/oidc-sign-in.js'],
   // Embedded mode (no redis block) loads no Redis client.
   redis: ['/node_modules/ioredis/', '/dist/redis/redis-client.js', '/dist/redis/redis-topology.js'],
   mcp: ['/dist/mcp/open-mcp-front-door.js', '/dist/mcp/mcp-front-door.js', '/dist/mcp/mcp-session-store.js', '/dist/mcp/mcp-forward.js'],
@@ -61,6 +63,11 @@ const TURNED_ON: Record<Subsystem, (name: string) => Record<string, unknown>> = 
   postgres: (name) => ({ audit: { ...(baseConfig(name).audit as object), postgres: { url: POSTGRES_URL, table } } }),
   // An A2A agent whose card cannot be read: the adapter is loaded to read it all the same.
   a2a: () => ({ agents: { support: { upstream: 'http://127.0.0.1:9/api/v1' }, travel: { upstream: 'http://127.0.0.1:9/a2a', protocol: 'a2a', timeout: '2s' } } }),
+  // An issuer and a provider nobody listens on: their documents are read at the first token or sign-in, not at start.
+  identity: () => ({
+    auth: { jwt: [{ issuer: 'http://127.0.0.1:9', audiences: ['https://gateway.test'], default_plan: 'starter' }] },
+    admin: { oidc: { issuer: 'http://127.0.0.1:9', client_id: 'agent-gateway', client_secret: 'loaded-modules-test-secret', roles: { claim: 'groups', admin: ['admins'], viewer: ['viewers'] } } },
+  }),
   redis: () => ({ redis: { url: redis.url, prefix: `agentgw-loaded-${process.pid}:` } }),
   // A server nobody listens on: the front door is built at start and dials nothing until a request.
   mcp: () => ({ mcp_servers: { files: { upstream: 'http://127.0.0.1:9/mcp' } } }),

@@ -14,6 +14,7 @@ import { registry } from '../../src/metrics/metrics.js';
 import { FailedAuthThrottle } from '../../src/auth/failed-auth-throttle.js';
 import { JwtAuthenticator } from '../../src/auth/jwt/jwt-authenticator.js';
 import { mcpResourceUrl } from '../../src/auth/jwt/protected-resource.js';
+import { mcpTarget } from '../../src/keys/mcp-scope.js';
 import { MemoryTokenRevocations } from '../../src/auth/jwt/token-revocations.js';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logger.js';
@@ -43,6 +44,8 @@ function gatewayConfig(refetch: string): Record<string, unknown> {
     admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'ops', token: ADMIN_TOKEN, role: 'admin' }, { name: 'watcher', token: VIEWER_TOKEN, role: 'viewer' }] },
     // The bad-token tests fail many times from one address; the throttle is tested elsewhere.
     keys: { failed_auth: { max_attempts: 100_000 } },
+    // Only configured MCP servers have protected resource metadata (nothing here dials it).
+    mcp_servers: { files: { upstream: 'http://127.0.0.1:9/mcp' } },
   };
 }
 
@@ -73,7 +76,7 @@ const INVALID = { status: 401, type: 'invalid_token', challenge: 'Bearer error="
 
 beforeAll(async () => {
   provider = await startTestProvider([
-    { id: 'svc-acme', secret: 'svc-acme-secret-0123456789', claims: { org_id: 'acme', plan: 'pro', agents: ['support'] } },
+    { id: 'svc-acme', secret: 'svc-acme-secret-0123456789', claims: { org_id: 'acme', plan: 'pro', agents: ['support'], mcp: { files: ['*'] } } },
     { id: 'svc-default', secret: 'svc-default-secret-012345678', claims: { org_id: 'globex', agents: ['*'] } },
     { id: 'svc-elsewhere', secret: 'svc-elsewhere-secret-0123456', claims: { org_id: 'acme', agents: ['billing'] } },
   ]);
@@ -355,6 +358,8 @@ describe('MCP authorization metadata (RFC 9728)', () => {
       resource_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
     });
     expect((await fetch(`${gateway.url}/.well-known/oauth-protected-resource/mcp/..%2Fetc`)).status).toBe(404);
+    // A well-formed name that is not a configured server: nothing to tell.
+    expect((await fetch(`${gateway.url}/.well-known/oauth-protected-resource/mcp/git`)).status).toBe(404);
     expect((await fetch(`${gateway.url}/.well-known/oauth-protected-resource/mcp/files`, { method: 'POST' })).status).toBe(405);
   });
 
@@ -372,7 +377,8 @@ describe('MCP authorization metadata (RFC 9728)', () => {
     expect(files).toBe(`${AUDIENCE}/mcp/files`);
     const mcpToken = await tokenFor('svc-acme', files);
     const chatToken = await tokenFor('svc-acme');
-    const input = (audience: string | undefined) => ({ authorization: undefined, agentId: 'support', clientIp: '192.0.2.1', audience });
+    // On an MCP endpoint the target is the server (its mcp claim's scope), on the chat routes the agent.
+    const input = (audience: string | undefined) => ({ authorization: undefined, agentId: audience === undefined ? 'support' : mcpTarget(audience.slice(audience.lastIndexOf('/') + 1)), clientIp: '192.0.2.1', audience });
     const outcome = (promise: Promise<unknown>) => promise.then(() => 'ok', (error: { type?: string }) => error.type);
     expect(await outcome(authenticator.authenticate(mcpToken, input(files)))).toBe('ok');
     // Remembered now: the same answers from the cache.

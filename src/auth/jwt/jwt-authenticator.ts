@@ -8,12 +8,14 @@
 // expires: a client sends the same token for many requests, and a signature check per request
 // would cost more than the rest of the request. What can change while a token is remembered
 // is checked on every request: its expiry, its revocation (token-revocations.ts), the
-// route's audience and the agent scope.
+// route's audience and the route's scope: the agent scope on the chat routes, the MCP scope
+// (the servers its mcp claim names) on an MCP endpoint.
 import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Clock } from '../../clock.js';
 import type { JwtIssuerConfig } from '../../config/auth-schema.js';
 import { GatewayError, invalidTokenError } from '../../errors.js';
 import type { AuthenticatedKey } from '../../keys/key-record.js';
+import { MCP_AGGREGATE_TARGET, mcpTarget } from '../../keys/mcp-scope.js';
 import type { Logger } from '../../logger.js';
 import { boundOnFirstUse } from '../../metrics/hot-path-metrics.js';
 import { metrics } from '../../metrics/metrics.js';
@@ -33,6 +35,8 @@ interface VerifiedToken {
   key: AuthenticatedKey;
   resolved: Promise<AuthenticatedKey>;
   agents: AgentScope;
+  /** The MCP servers its mcp claim names, as the authenticator's targets (`mcp:{server}`). */
+  mcpTargets: ReadonlySet<string>;
   sub: string;
   jti: string | null;
   /** `exp` plus the skew, epoch ms. */
@@ -58,9 +62,21 @@ export interface JwtAuthenticatorOptions {
   hasPlan(plan: string): boolean;
 }
 
+/** The last remembered token a connection presented, and what it verified as. */
+interface ConnectionToken {
+  token: string;
+  entry: VerifiedToken;
+}
+
 export class JwtAuthenticator {
   private readonly issuers = new Map<string, Issuer>();
   private readonly verified = new Map<string, VerifiedToken>();
+  // A client on a keep-alive connection sends the same token on every request: a comparison
+  // with the last one the connection sent replaces the lookup in `verified`, whose hash of a
+  // 1–4 KiB string is most of a remembered token's cost (decision 0109). Held only while the
+  // connection is (a WeakMap on the socket), like the key authenticator's memo; the entry is
+  // the one the exact same text verified as, and every check of `usable` still runs.
+  private readonly connectionTokens = new WeakMap<object, ConnectionToken>();
   // Series bound once (on first use): a label lookup would otherwise run per request.
   private readonly counters = {
     verified: boundOnFirstUse(metrics.jwtVerifications, 'verified'),
@@ -75,7 +91,7 @@ export class JwtAuthenticator {
 
   /** The caller of a remembered token that passes every check now; otherwise undefined, nothing counted. */
   acceptedNow(token: string, input: AuthenticateInput): AuthenticatedKey | undefined {
-    const entry = this.verified.get(token);
+    const entry = this.remembered(token, input.connection);
     if (entry === undefined || !this.usable(entry, input, this.options.clock.now())) return undefined;
     if (this.options.throttle.blockedForMs(input.clientIp) > 0) return undefined;
     this.counters.cached.inc();
@@ -83,7 +99,7 @@ export class JwtAuthenticator {
   }
 
   authenticate(token: string, input: AuthenticateInput): Promise<AuthenticatedKey> {
-    const entry = this.verified.get(token);
+    const entry = this.remembered(token, input.connection);
     const now = this.options.clock.now();
     if (entry !== undefined && this.usable(entry, input, now) && this.options.throttle.blockedForMs(input.clientIp) === 0) {
       this.counters.cached.inc();
@@ -98,16 +114,27 @@ export class JwtAuthenticator {
     if (entry !== undefined) {
       if (now < entry.usableUntilMs) return this.refuse(entry, input, now);
       this.verified.delete(token);
+      if (input.connection !== undefined) this.connectionTokens.delete(input.connection);
     }
     if (!looksLikeJwt(token)) return this.fail(input.clientIp, 'not a JWT');
     return this.verify(token, input);
+  }
+
+  /** The verified token this exact text is remembered as: the connection's last one when it is the same text, else the cache's. */
+  private remembered(token: string, connection: object | undefined): VerifiedToken | undefined {
+    if (connection === undefined) return this.verified.get(token);
+    const last = this.connectionTokens.get(connection);
+    if (last !== undefined && last.token === token) return last.entry;
+    const entry = this.verified.get(token);
+    if (entry !== undefined) this.connectionTokens.set(connection, { token, entry });
+    return entry;
   }
 
   private usable(entry: VerifiedToken, input: AuthenticateInput, now: number): boolean {
     return (
       now < entry.usableUntilMs &&
       (input.audience === undefined ? entry.forChat : entry.audiences.includes(input.audience)) &&
-      (input.audience !== undefined || entry.agents === 'all' || entry.agents.has(input.agentId)) &&
+      (input.audience === undefined ? entry.agents === 'all' || entry.agents.has(input.agentId) : entry.mcpTargets.has(input.agentId)) &&
       !this.options.revocations.refuses(entry.sub, entry.jti, now)
     );
   }
@@ -122,7 +149,7 @@ export class JwtAuthenticator {
       return this.fail(input.clientIp, 'audience', 'The access token\'s "aud" claim does not name this resource.');
     }
     metrics.authFailures.labels('agent_not_allowed').inc();
-    return Promise.reject(new GatewayError('agent_not_allowed', { message: 'The access token is not allowed to use this agent.' }));
+    return Promise.reject(new GatewayError('agent_not_allowed', { message: input.audience === undefined ? 'The access token is not allowed to use this agent.' : 'The access token is not allowed to use this MCP server.' }));
   }
 
   private async verify(token: string, input: AuthenticateInput): Promise<AuthenticatedKey> {
@@ -163,6 +190,7 @@ export class JwtAuthenticator {
       key: caller.key,
       resolved: Promise.resolve(caller.key),
       agents: caller.agents,
+      mcpTargets: mcpTargetsOf(caller.key.mcp),
       sub: caller.key.token!.sub,
       jti: caller.key.token!.jti,
       usableUntilMs: (payload.exp! + CLOCK_SKEW_SECONDS) * 1000,
@@ -193,6 +221,14 @@ export class JwtAuthenticator {
     metrics.authFailures.labels('invalid_token').inc();
     throw invalidTokenError(message);
   }
+}
+
+/** The servers an mcp claim names as targets (`mcp:{server}`), and the aggregated endpoint's when it names any, as a key's scope gives them (key-cache.ts). */
+function mcpTargetsOf(scope: AuthenticatedKey['mcp']): ReadonlySet<string> {
+  const servers = Object.keys(scope ?? {});
+  const targets = new Set(servers.map(mcpTarget));
+  if (servers.length > 0) targets.add(MCP_AGGREGATE_TARGET);
+  return targets;
 }
 
 function reasonOf(error: unknown): string {

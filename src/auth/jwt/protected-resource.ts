@@ -5,9 +5,9 @@
 // (RFC 9728) that the 401 challenge points to. Pure functions: the MCP endpoints call them for
 // their challenge and audience, the public listener for the metadata document.
 import type { JwtIssuerConfig } from '../../config/auth-schema.js';
+import { PROTECTED_RESOURCE_PATH } from '../mcp-authorization.js';
 
-/** RFC 9728's well-known path segment. */
-export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
+export { PROTECTED_RESOURCE_PATH };
 
 /** An MCP server's name in a URL path: the config's id syntax (letters, digits, "_" and "-"). */
 const SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -22,10 +22,11 @@ export function publicBaseUrl(issuers: readonly JwtIssuerConfig[]): string | und
   return first?.replace(/\/+$/, '');
 }
 
-/** The MCP server's resource URL: what its tokens must name in `aud`. */
-export function mcpResourceUrl(issuers: readonly JwtIssuerConfig[], server: string): string | undefined {
+/** The MCP server's resource URL: what its tokens must name in `aud`; `server` undefined: the aggregated endpoint `/mcp`. */
+export function mcpResourceUrl(issuers: readonly JwtIssuerConfig[], server: string | undefined): string | undefined {
   const base = publicBaseUrl(issuers);
-  return base === undefined ? undefined : `${base}/mcp/${server}`;
+  if (base === undefined) return undefined;
+  return server === undefined ? `${base}/mcp` : `${base}/mcp/${server}`;
 }
 
 /** Where the resource's metadata is (RFC 9728 section 3.1: the well-known path between the host and the resource's path). */
@@ -39,7 +40,7 @@ export function resourceMetadataUrl(resource: string): string {
  * `error="invalid_token"` when a token was presented and refused. Undefined when no issuer is
  * configured (keys only: the plain `Bearer` challenge).
  */
-export function mcpChallenge(issuers: readonly JwtIssuerConfig[], server: string, invalidToken: boolean): string | undefined {
+export function mcpChallenge(issuers: readonly JwtIssuerConfig[], server: string | undefined, invalidToken: boolean): string | undefined {
   const resource = mcpResourceUrl(issuers, server);
   if (resource === undefined) return undefined;
   const metadata = `Bearer resource_metadata="${resourceMetadataUrl(resource)}"`;
@@ -47,7 +48,7 @@ export function mcpChallenge(issuers: readonly JwtIssuerConfig[], server: string
 }
 
 /** The RFC 9728 metadata document of an MCP server's resource. */
-export function protectedResourceMetadata(issuers: readonly JwtIssuerConfig[], server: string): Record<string, unknown> | undefined {
+export function protectedResourceMetadata(issuers: readonly JwtIssuerConfig[], server: string | undefined): Record<string, unknown> | undefined {
   const resource = mcpResourceUrl(issuers, server);
   if (resource === undefined) return undefined;
   const algorithms = [...new Set(issuers.flatMap((issuer) => issuer.algorithms))];

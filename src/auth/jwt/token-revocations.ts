@@ -12,30 +12,14 @@
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../logger.js';
 import type { RedisClient } from '../../redis/redis-client.js';
+import { RevocationLimitError, type Revocation, type TokenRevocations } from '../token-revocation-types.js';
 
-export interface Revocation {
-  kind: 'jti' | 'sub';
-  value: string;
-  /** Tokens it matches are refused until this time (epoch ms). */
-  untilMs: number;
-}
-
-export interface TokenRevocations {
-  /** Whether a token with this `sub` and `jti` (null: none) is refused now. */
-  refuses(sub: string, jti: string | null, nowMs: number): boolean;
-  /** Records a revocation; resolves once it is stored where every instance reads it. */
-  revoke(revocation: Revocation): Promise<void>;
-  close(): Promise<void>;
-}
+export { RevocationLimitError, type Revocation, type TokenRevocations };
 
 /** How often each instance reads the revocation version (well inside the 1 s promise). */
 export const POLL_INTERVAL_MS = 200;
 /** Past this many live revocations a new one is refused (the copy every instance holds is bounded). */
 export const MAX_REVOCATIONS = 100_000;
-
-export class RevocationLimitError extends Error {
-  override readonly name = 'RevocationLimitError';
-}
 
 /** This process's copy: jti → until, sub → until. */
 class RevocationTable {
