@@ -9,7 +9,7 @@
 const LAYERS = [
   // base files: the one error registry, time, deadlines, file helpers, JSON text
   // and the logger. Everything may use them; they use nothing in a folder.
-  { name: 'base', path: '^src/(errors|clock|deadline|files|json-text|log-destination|logger|node-http)[.]ts$' },
+  { name: 'base', path: '^src/(errors|clock|deadline|files|json-text|log-destination|log-format|logger|node-http)[.]ts$' },
   // config/: the config schema and its loading; knows nothing of what runs.
   { name: 'config', path: '^src/config/' },
   // metrics/: the one metrics module; may read config, nothing that produces numbers.

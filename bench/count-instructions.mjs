@@ -5,11 +5,14 @@
 // doing. What it does not see: cache misses, the kernel's share (system calls), and time.
 // The one tool beside bench/run.mjs rather than a measurement of it (docs/performance.md,
 // "Measurements outside the suite"): it runs builds under valgrind, where nothing else may run.
+// One file over 300 lines: every kind of build (variations, references, MCP) is started,
+// driven and counted by the same run loop, which reads best in one place.
 //
 //   node bench/count-instructions.mjs base=/path/to/old-checkout new=.
 //   node bench/count-instructions.mjs --runs 3 cur=. cur-nolog=.:no-request-log
 //   node bench/count-instructions.mjs n20=. n22=.:node=/opt/node22/bin/node   (a build under another node)
 //   node bench/count-instructions.mjs n22=.:node=/opt/node22/bin/node ref:bare-undici:node=/opt/node22/bin/node
+//   node bench/count-instructions.mjs mcp=.:mcp ref:bare-undici-mcp      (an MCP tools/call, and its floor)
 //
 // Each run starts the build's gateway (the bench's production config, one shared stub and
 // Redis) under callgrind, sends --warmup requests, zeroes the counters, sends --requests more
@@ -37,6 +40,12 @@
 // `npm run bench`) the same way, so the gateway's ratio to them is free of the machine's
 // noise too (issue 26: CPU per request within 1.5× of bare undici). They do less per
 // request by design (no audit, no metrics; bare undici: no key, no limit, no log).
+//
+// A build with the `mcp` variation (bench/lib/build-specs.mjs) counts an MCP `tools/call`
+// (issue 46) instead of a chat request: a stub MCP server (bench/reference/stub-mcp-server.mjs)
+// behind /mcp/bench-tools, the key scoped to it, one session opened before the warm-up, and
+// the same call on it from then on. `ref:bare-undici-mcp` counts the floor forwarding the
+// same call to the same server.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,12 +56,14 @@ import { startBenchRedis } from './lib/bench-redis.mjs';
 import { applyConfigVariations, benchCertificate, parseBuildSpec, usesJwt, usesTls } from './lib/build-specs.mjs';
 import { BENCH_ACCOUNT, BENCH_AGENT, BENCH_PLAN, createBenchKey, gatewayEnvironment, GATEWAY_READY_PATTERN, writeGatewayConfig } from './lib/gateway.mjs';
 import { REQUEST_BODY } from './lib/load-tools.mjs';
-import { installExitHandlers, spawnProcess, startStubRunner, stopAll } from './lib/processes.mjs';
+import { installExitHandlers, spawnProcess, startNodeProgram, startStubRunner, stopAll } from './lib/processes.mjs';
 import { ensurePeersInstalled } from './lib/peers.mjs';
 import { pathToFileURL } from 'node:url';
 import { median } from './lib/stats.mjs';
 import { startOtlpSink } from './lib/otlp-sink.mjs';
 import { JWT_AUDIENCE, startJwtIssuer } from './lib/jwt-issuer.mjs';
+import { GATEWAY_MCP_PATH, MCP_SERVER, openMcpSession, TOOL_CALL_BODY } from './lib/mcp-session.mjs';
+import { MCP_PATH } from './reference/stub-mcp-server.mjs';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const { values, positionals } = parseArgs({
@@ -80,7 +91,7 @@ try {
 } catch {
   throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
 }
-const REFERENCE_TARGETS = ['bare-undici', 'fastify-stack'];
+const REFERENCE_TARGETS = ['bare-undici', 'bare-undici-mcp', 'fastify-stack'];
 const builds = (positionals.length > 0 ? positionals : ['current=.']).map((spec) => {
   if (!spec.startsWith('ref:')) return parseBuildSpec(spec);
   // ref:NAME[:node=PATH]: the reference under another node binary, beside a gateway under it.
@@ -106,6 +117,12 @@ const { url: stubUrl } = await startStubRunner({ tmpDir });
 const tlsDir = join(tmpDir, 'tls');
 const tlsCa = builds.some(usesTls) ? benchCertificate(tlsDir) : undefined;
 const body = Buffer.from(REQUEST_BODY);
+// MCP builds (the `mcp` variation, ref:bare-undici-mcp): one stub MCP server for all of them.
+const usesMcp = (build) => build.target === 'bare-undici-mcp' || (build.variations ?? []).includes('mcp');
+// The session is opened over plain HTTP (fetch); a TLS listener would need the bench CA there too.
+for (const build of builds) if (usesMcp(build) && usesTls(build)) throw new Error(`${build.name}: the mcp variation does not combine with a tls- one`);
+const mcpServer = builds.some(usesMcp) ? await startNodeProgram({ name: 'stub-mcp', script: join(repoRoot, 'bench/reference/stub-mcp-server.mjs'), args: ['--port', '0'], tmpDir }) : undefined;
+const toolCallBody = Buffer.from(TOOL_CALL_BODY);
 // The telemetry-on variation exports to a collector stand-in here; audit-postgres writes to a
 // table of its own per run on the machine's PostgreSQL (AGENTGW_BENCH_POSTGRES_URL), dropped at the end.
 const otlpSink = builds.some((b) => b.variations?.includes('telemetry-on')) ? await startOtlpSink() : undefined;
@@ -116,7 +133,7 @@ const postgresUrl = process.env.AGENTGW_BENCH_POSTGRES_URL ?? 'postgres://postgr
 const postgresTables = [];
 
 /** Closed loop: `count` requests, `connections` at a time; returns how many were not 200. */
-async function send(pool, headers, count, path) {
+async function send(pool, headers, count, path, requestBody = body) {
   let next = 0;
   let failed = 0;
   await Promise.all(
@@ -124,7 +141,7 @@ async function send(pool, headers, count, path) {
       while (next < count) {
         next += 1;
         try {
-          const res = await pool.request({ path, method: 'POST', headers, body });
+          const res = await pool.request({ path, method: 'POST', headers, body: requestBody });
           await res.body.dump();
           if (res.statusCode !== 200) failed += 1;
         } catch {
@@ -161,6 +178,9 @@ async function referenceLaunch(build, dir, run) {
   if (build.target === 'bare-undici') {
     return { script: [join(repoRoot, 'bench/reference/bare-undici-proxy.mjs'), '--upstream', stubUrl, '--port', '0'], headers: {} };
   }
+  if (build.target === 'bare-undici-mcp') {
+    return { script: [join(repoRoot, 'bench/reference/bare-undici-proxy.mjs'), '--upstream', mcpServer.url, '--port', '0'], headers: {}, mcp: true };
+  }
   const peers = join(repoRoot, 'bench', 'peers');
   const { peerKeyName } = await import(pathToFileURL(join(peers, 'peer-key.mjs')).href);
   const prefix = `instructions-fastify-${run}:`;
@@ -188,21 +208,22 @@ async function countReference(build, run) {
     startTimeoutMs: Number(values['start-timeout-s']) * 1000,
     stopGraceMs: 120_000,
   });
+  if (launch.mcp) return countRequests(target, dir, await openMcpSession(`http://127.0.0.1:${target.match[1]}`, MCP_PATH), MCP_PATH, false, toolCallBody);
   return countRequests(target, dir, { 'content-type': 'application/json', ...launch.headers }, '/api/v1/chat');
 }
 
 /** Warm-up, counters zeroed, the counted requests, the dump read; stops the process after. */
-async function countRequests(handle, dir, headers, path, tls = false) {
+async function countRequests(handle, dir, headers, path, tls = false, requestBody = body) {
   const pool = tls
     ? // A TLS handshake under callgrind takes seconds: undici's 10 s connect timeout is too short.
       new Pool(`https://127.0.0.1:${handle.match[1]}`, { connections, pipelining: 1, connect: { ca: tlsCa, servername: 'localhost', timeout: 300_000 } })
     : new Pool(`http://127.0.0.1:${handle.match[1]}`, { connections, pipelining: 1 });
   try {
-    let failed = await send(pool, headers, warmup, path);
+    let failed = await send(pool, headers, warmup, path, requestBody);
     // valgrind runs the program in its own process: the pid spawned is the one to control.
     execFileSync('callgrind_control', ['--zero', String(handle.pid)], { stdio: 'ignore' });
     const phaseStarted = performance.now();
-    failed += await send(pool, headers, requests, path);
+    failed += await send(pool, headers, requests, path, requestBody);
     const phaseSeconds = (performance.now() - phaseStarted) / 1000;
     execFileSync('callgrind_control', ['--dump', String(handle.pid)], { stdio: 'ignore' });
     const { main, all } = readDump(dir, 'callgrind.out');
@@ -235,8 +256,8 @@ async function countOnce(build, run) {
   const configPath = writeGatewayConfig({ tmpDir: dir, redisUrl: redis.url, prefix: `instructions-${build.name}-${run}:`, stubUrl, heartbeat: '5s', commandTimeout: '30s' });
   const postgresTable = `agentgw_bench_${process.pid}_${build.name.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 12)}_${run}`;
   if (build.variations.includes('audit-postgres')) postgresTables.push(postgresTable);
-  applyConfigVariations(configPath, build.variations, { tlsDir, otlpUrl: otlpSink?.url, postgresUrl, postgresTable, jwtIssuer: jwtIssuer?.issuer, jwtAudience: JWT_AUDIENCE });
-  const key = await createBenchKey({ repoRoot: build.root, configPath });
+  applyConfigVariations(configPath, build.variations, { tlsDir, otlpUrl: otlpSink?.url, postgresUrl, postgresTable, jwtIssuer: jwtIssuer?.issuer, jwtAudience: JWT_AUDIENCE, mcpUrl: mcpServer && `${mcpServer.url}${MCP_PATH}` });
+  const key = await createBenchKey({ repoRoot: build.root, configPath, ...(usesMcp(build) ? { mcp: { [MCP_SERVER]: ['*'] } } : {}) });
   const credential = usesJwt(build) ? jwtToken : key.rawKey;
   const outFile = join(dir, 'callgrind.out');
   const gateway = await spawnProcess({
@@ -261,6 +282,9 @@ async function countOnce(build, run) {
     startTimeoutMs: Number(values['start-timeout-s']) * 1000,
     stopGraceMs: 120_000,
   });
+  if (usesMcp(build)) {
+    return countRequests(gateway, dir, await openMcpSession(`http://127.0.0.1:${gateway.match[1]}`, GATEWAY_MCP_PATH, { authorization: `Bearer ${credential}` }), GATEWAY_MCP_PATH, false, toolCallBody);
+  }
   return countRequests(gateway, dir, { 'content-type': 'application/json', authorization: `Bearer ${credential}` }, `/agents/${BENCH_AGENT}/api/v1/chat`, usesTls(build));
 }
 

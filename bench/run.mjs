@@ -3,7 +3,8 @@
 // configuration, the references (stub direct, nginx proxy_pass when installed, bare node:http +
 // http-proxy, bare node:http + undici) and the peer gateways (bench/peers: a fastify stack and
 // Portkey, issue 26); it drives the same load at each in turn, and prints one set of tables
-// plus a JSON file (bench/results/<date>.json). With a name it runs one measurement of
+// plus a JSON file (bench/results/<date>.json); scenario 7 (MCP tools/call) brings up its own
+// MCP server, floor and gateway beside them. With a name it runs one measurement of
 // bench/scenarios on its own (bench/lib/measurements.mjs lists them). See docs/performance.md
 // for what the numbers mean and how to run each measurement.
 //
@@ -37,6 +38,7 @@ import { cpuProfileTables, runCpuProfile } from './scenarios/cpu-profile.mjs';
 import { failoverTable, runFailoverScenario } from './scenarios/failover.mjs';
 import { fixedRateTable, runFixedRateScenario } from './scenarios/fixed-rate.mjs';
 import { idleStreamsTable, runIdleStreamsScenario } from './scenarios/idle-streams.mjs';
+import { mcpCallsTable, runMcpCallsScenario } from './scenarios/mcp-calls.mjs';
 import { redisCommandsTable, scriptCommandNames, summariseRedisCommands } from './scenarios/redis-commands.mjs';
 import { nodeRuntimesTable, summariseNodeRuntimes } from './scenarios/node-runtimes.mjs';
 import { runStreamDelayScenario, streamDelayTable } from './scenarios/stream-delay.mjs';
@@ -130,6 +132,10 @@ async function main() {
       log(`\nscenario 3: POST /chat/stream, per-event delay (${options.streams} streams × ${options.runs}, ${options.streamConcurrency} at a time)`);
       results.streamDelay = await runStreamDelayScenario(ctx);
     }
+    if (options.scenarios.has(7)) {
+      log(`\nscenario 7: MCP tools/call at ${options.ratePerSec} calls/s (${options.durationS} s × ${options.runs}): MCP server direct, the floor in front of it, the gateway`);
+      results.mcpCalls = await runMcpCallsScenario({ repoRoot, tmpDir, redis: env.redis, stubUrl: env.stub.url, fdLimit, options: ctx.options, log });
+    }
     if (options.profile) {
       log('\nprofile: gateway under --cpu-prof, scenario-1 load (autocannon, 32 connections)');
       results.cpuProfile = await runCpuProfile({ env, options, tmpDir, log });
@@ -192,6 +198,7 @@ function report(results, options) {
   if (results.throughput) tables.push(...throughputTables(results.throughput.summary));
   if (results.fixedRate) tables.push(fixedRateTable(results.fixedRate));
   if (results.streamDelay) tables.push(streamDelayTable(results.streamDelay));
+  if (results.mcpCalls) tables.push(mcpCallsTable(results.mcpCalls));
   if (results.idleStreams) tables.push(idleStreamsTable(results.idleStreams));
   if (results.failover) tables.push(failoverTable(results.failover));
   if (results.redisCommands) tables.push(redisCommandsTable(results.redisCommands));

@@ -10,9 +10,7 @@ import { openKeyStore } from './keys/open-key-store.js';
 import { systemClock, type Clock } from './clock.js';
 import type { GatewayConfig } from './config/schema.js';
 import type { Logger } from './logger.js';
-import { createAdminServer, registryMetrics } from './admin/admin-server.js';
-import { isMcpPath, McpFrontDoor } from './mcp/mcp-front-door.js';
-import { MemorySessionStore, RedisSessionStore } from './mcp/mcp-session-store.js';
+import { createAdminServer, registryMetrics, type AdminOptions } from './admin/admin-server.js';
 import { createGatewayServer, type GatewayServer } from './http/gateway-server.js';
 import { startEventProducers } from './http/event-producers.js';
 import { GatewayRuntime } from './http/gateway-runtime.js';
@@ -24,7 +22,6 @@ import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.js';
 import type { RateLimiter } from './ratelimit/rate-limiter.js';
 import { openNotifications } from './notifications/open-notifications.js';
 import type { Notifier } from './notifications/notifier.js';
-import { createRedisClientFactory, redisIsReachable, waitForRedis } from './redis/redis-client.js';
 
 /** How long a starting gateway waits for Redis before it serves without it. */
 const REDIS_START_WAIT_MS = 2_000;
@@ -36,6 +33,16 @@ export interface StartGatewayOptions {
   admin?: boolean;
   /** Tests: where events go instead of the configured webhooks' outbox (a recording double). */
   notifier?: Notifier | undefined;
+  /**
+   * A cluster's admin worker (`serve --workers`, worker 1): /metrics serves every worker's
+   * registry and /readyz also asks the primary about the instance (cli/cluster-ipc-worker.ts).
+   */
+  instance?: {
+    metricsText: AdminOptions['metricsText'];
+    readiness(): Promise<{ ready: boolean; reason?: string }>;
+    /** On close: resolves once the other workers have stopped, so /readyz answers (503) until the instance is gone. */
+    othersStopped(): Promise<void>;
+  };
 }
 
 export interface RunningGateway {
@@ -63,9 +70,12 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   // First: a certificate that cannot be read stops the start before anything is opened.
   const listenTls = config.listen.tls;
   const certificate = listenTls && (await readListenTls(listenTls));
-  const redisClients = config.redis ? createRedisClientFactory(config.redis, logger) : undefined;
-  const redis = redisClients?.connect('shared', 'agentgw');
-  if (redis && !(await waitForRedis(redis, REDIS_START_WAIT_MS))) {
+  // The Redis client (ioredis) only when the config names a Redis: an embedded gateway loads
+  // none of it (decision 0112).
+  const redisModule = config.redis ? await import('./redis/redis-client.js') : undefined;
+  const redisClients = config.redis && redisModule?.createRedisClientFactory(config.redis, logger);
+  const redis = redisClients ? redisClients.connect('shared', 'agentgw') : undefined;
+  if (redis && !(await redisModule!.waitForRedis(redis, REDIS_START_WAIT_MS))) {
     logger.warn({ wait_ms: REDIS_START_WAIT_MS }, 'redis not reachable at start; serving with the store-error fallbacks until it is');
   }
 
@@ -104,18 +114,18 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
   // Off (undefined) unless telemetry names a collector; only then is the OpenTelemetry SDK loaded.
   const tracing = config.telemetry.endpoint === undefined ? undefined : (await import('./telemetry/open-tracing.js')).openTracing(config.telemetry, logger);
   // The MCP front door (docs/mcp.md) only when mcp_servers names a server at start: otherwise no
-  // request pays for its path check. Its sessions live in Redis when there is one (any instance
-  // serves any session), else in this process.
-  const mcpFrontDoor = config.mcpServers.size === 0
+  // request pays for its path check, and none of src/mcp/ is loaded (decision 0112).
+  const mcp = config.mcpServers.size === 0
     ? undefined
-    : new McpFrontDoor({
-        runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing,
-        sessions: redis ? new RedisSessionStore(redis, config.redis!.prefix, () => runtime.current.config.mcp.sessionIdleMs) : new MemorySessionStore(() => runtime.current.config.mcp.sessionIdleMs),
-      });
+    : (await import('./mcp/open-mcp-front-door.js')).openMcpFrontDoor(
+        { runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing },
+        redis && { client: redis, prefix: config.redis!.prefix },
+      );
+  const mcpFrontDoor = mcp?.frontDoor;
   const gateway = createGatewayServer(
     { runtime, authenticator, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing, budgetThresholds: producers.budgetThresholds },
     certificate,
-    mcpFrontDoor && { owns: isMcpPath, handle: mcpFrontDoor.handle },
+    mcp && { owns: mcp.owns, handle: mcp.frontDoor.handle },
   );
   // The certificate files as they change (or on SIGHUP); the paths are the ones started with
   // (listen is a restart-only section).
@@ -130,6 +140,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
         clock,
         upstreams: () => runtime.pools.snapshot(),
         a2aCards: () => runtime.a2a?.cards.snapshot() ?? {},
+        mcpServers: mcpFrontDoor && (() => mcpFrontDoor.state()),
         notifier,
         events: notifications.events,
         revocations,
@@ -138,13 +149,13 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     ? undefined
     : createAdminServer({
         api: controlPlane?.api,
-        metricsText: registryMetrics(registry),
+        metricsText: options.instance?.metricsText ?? registryMetrics(registry),
         upstreams: () => runtime.pools.snapshot(),
         hosts: () => runtime.current.config.admin.hosts,
         readiness: async () => {
           if (draining) return { ready: false, reason: 'draining' };
-          if (redis && !(await redisIsReachable(redis))) return { ready: false, reason: 'redis unreachable' };
-          return { ready: true };
+          if (redis && !(await redisModule!.redisIsReachable(redis))) return { ready: false, reason: 'redis unreachable' };
+          return options.instance ? options.instance.readiness() : { ready: true };
         },
       });
 
@@ -189,6 +200,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     // After everything that publishes has stopped: what they published reaches the outbox.
     await notifications.close();
     if (admin) {
+      await options.instance?.othersStopped();
       // A scraper's keep-alive connection must not hold the exit.
       const adminClosed = new Promise<void>((resolve) => admin.close(() => resolve()));
       admin.closeAllConnections();

@@ -68,6 +68,11 @@ export const CONFIG_VARIATIONS = {
   // `jwt-keys`: the issuer configured, the requests still carry the key (what keys pay for it).
   jwt: (yaml, context) => withJwtIssuer(yaml, context, 'jwt'),
   'jwt-keys': (yaml, context) => withJwtIssuer(yaml, context, 'jwt-keys'),
+  // Issue 46: an MCP server (bench/reference/stub-mcp-server.mjs, started by the tool that runs
+  // the build) behind /mcp/bench-tools, and a tool_calls quota on its tool at a limit no run
+  // reaches, so a tools/call takes the full path: key, scope, plan windows, quota, audit.
+  mcp: (yaml, context) =>
+    `${yaml.replace(/(windows: \[.*\]) \}/, '$1, tool_calls: { bench-tools__echo: [ { calls: 1000000000, per: 1d } ] } }')}mcp_servers:\n  bench-tools: { upstream: ${JSON.stringify(needs(context, 'mcpUrl', 'mcp'))}, timeout: 30s }\n`,
   // The usage audit also into a PostgreSQL table (its own per run, dropped after).
   'audit-postgres': (yaml, context) =>
     yaml.replace(/( {2}spool: .*\n)/, `$1  postgres: { url: ${JSON.stringify(needs(context, 'postgresUrl', 'audit-postgres'))}, table: ${needs(context, 'postgresTable', 'audit-postgres')} }\n`),

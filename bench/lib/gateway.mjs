@@ -61,8 +61,11 @@ log:
   return path;
 }
 
-/** Creates the bench key in the configured (Redis) store through the library the CLI uses. */
-export async function createBenchKey({ repoRoot, configPath }) {
+/**
+ * Creates the bench key in the configured (Redis) store through the library the CLI uses.
+ * `mcp`: the key's MCP scope (the `mcp` variation's server), left out for builds without MCP.
+ */
+export async function createBenchKey({ repoRoot, configPath, mcp }) {
   const dist = (path) => pathToFileURL(join(repoRoot, 'dist', path)).href;
   const { loadConfig } = await import(dist('config/load-config.js'));
   // Builds from before issue 19 keep key administration in dist/auth/ and have no
@@ -85,6 +88,7 @@ export async function createBenchKey({ repoRoot, configPath }) {
       plan: BENCH_PLAN,
       agents: [BENCH_AGENT],
       name: 'npm run bench',
+      ...(mcp === undefined ? {} : { mcp }),
     });
     return { rawKey, keyId: record.keyId };
   } finally {

@@ -5,16 +5,17 @@
 export const IDLE_TOPOLOGY_DEFAULT = 'workers';
 const IDLE_TOPOLOGIES = new Set(['workers', 'reuseport']);
 
-export const USAGE = `npm run bench -- [flags]   the suite (scenarios 1–6 against every target)
+export const USAGE = `npm run bench -- [flags]   the suite (scenarios 1–7 against every target)
 
   --quick                 smoke test (~2-3 min): 1 run of 2 s per measurement, fewer streams
-  --scenarios 1,2,3,4,5   which scenarios to run (5 needs 1: it reads Redis during 1's runs);
-                          6 (not in the default set): one agent on 3 runners, one killed mid-run
+  --scenarios 1,2,3,4,5,7 which scenarios to run (5 needs 1: it reads Redis during 1's runs);
+                          6 (not in the default set): one agent on 3 runners, one killed mid-run;
+                          7: MCP tools/call at --rate, against the MCP server direct and the floor
   --runs N                repetitions of each measurement; figures are medians (default 3)
   --duration-s S          length of one throughput / fixed-rate measurement (default 5)
   --warmup-s S            warm-up per target before scenario 1, and of each fixed-rate run (default 2)
   --connections 32,256    scenario 1 connection counts
-  --rate N                scenario 2 requests per second (default 2000)
+  --rate N                scenarios 2 and 7 requests per second (default 2000)
   --streams N             scenario 3 streams per run (default 256), --stream-concurrency N (32)
   --idle-streams N        scenario 4 concurrent streams (default 10000), --idle-hold-s S (30); the
                           floor (bare undici processes) holds as many just before and after the gateway
@@ -119,8 +120,8 @@ export function parseOptions(argv) {
     if (xs.some((x) => !Number.isInteger(x) || x <= 0)) fail(`--${name} must be a comma-separated list of positive integers`);
     return xs;
   };
-  const scenarios = new Set(list('scenarios', [1, 2, 3, 4, 5]));
-  for (const s of scenarios) if (s > 6) fail(`there is no scenario ${s}`);
+  const scenarios = new Set(list('scenarios', [1, 2, 3, 4, 5, 7]));
+  for (const s of scenarios) if (s > 7) fail(`there is no scenario ${s}`);
 
   // --node: major lines (fetched) or paths of node binaries, in the order given.
   const nodes = flags.has('node') ? String(flags.get('node')).split(',').map((x) => x.trim()).filter(Boolean) : [];

@@ -20,6 +20,9 @@ export const TARGETS = {
   fixedRateP50OverFloorMs: 0.1,
   idleStreams: 10_000,
   idleMemoryOverFloor: 1.15,
+  // Issue 46: an MCP tools/call (scenario 7).
+  mcpP50OverFloorMs: 0.2,
+  mcpCpuOverFloor: 1.5,
 };
 
 /** Issue 26's absolute targets: printed in the footnote with what this run measured. */
@@ -124,6 +127,21 @@ function fixedRateChecks(results, checks) {
   checks.push(floorCheck(2, `added p50 ≤ the floor's + ${TARGETS.fixedRateP50OverFloorMs} ms at ${rate} req/s`, { kind: 'distance', limit: TARGETS.fixedRateP50OverFloorMs }, roundsOf(fixed.rows, 'p50Ms', { overDirect: true })));
 }
 
+function mcpChecks(results, checks) {
+  const mcp = results.mcpCalls;
+  const gw = mcp?.summary?.gateway;
+  if (!gw) return;
+  const latency = `MCP tools/call added p50 ≤ the floor's + ${TARGETS.mcpP50OverFloorMs} ms at ${mcp.ratePerSec} calls/s`;
+  const cpuTarget = `MCP tools/call gateway CPU/call ≤ ${TARGETS.mcpCpuOverFloor}× the floor's`;
+  if (gw.errors > 0 || mcp.summary['bare-undici']?.errors > 0) {
+    checks.push(plain(7, latency, `${gw.errors} errors (floor ${mcp.summary['bare-undici']?.errors ?? '–'})`, false), plain(7, cpuTarget, `${gw.errors} errors`, false));
+    return;
+  }
+  checks.push(floorCheck(7, latency, { kind: 'distance', limit: TARGETS.mcpP50OverFloorMs }, roundsOf(mcp.rows, 'p50Ms', { overDirect: true })));
+  const floorCpu = mcp.summary['bare-undici']?.cpuUsPerCall;
+  checks.push(floorCheck(7, cpuTarget, { kind: 'ratio', limit: TARGETS.mcpCpuOverFloor }, roundsOf(mcp.rows, 'cpuUsPerCall'), isNumber(floorCpu) ? ` — ${gw.cpuUsPerCall} vs ${floorCpu} µs` : ''));
+}
+
 function streamChecks(results, checks) {
   const s3 = results.streamDelay;
   const stream = s3?.summary?.gateway;
@@ -194,6 +212,7 @@ export function checkTargets(results) {
   streamChecks(results, checks);
   idleChecks(results, checks);
   redisChecks(results, checks);
+  mcpChecks(results, checks);
   return checks;
 }
 

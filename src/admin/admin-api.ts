@@ -11,6 +11,7 @@ import { KeyConflictError, StoreUnavailableError } from '../keys/key-store.js';
 import { KeyServiceError } from '../keys/key-service.js';
 import { requireRole } from './admin-auth.js';
 import { listAgents, listPlans } from './admin-catalog.js';
+import { listMcpServers } from './admin-mcp.js';
 import type { AdminApiDeps, AdminExchange } from './admin-context.js';
 import { createKey, listKeys, revokeKey, rotateKey, showKey, updateKey } from './admin-keys.js';
 import { AdminTokenAttempts } from './admin-token-attempts.js';
@@ -36,6 +37,7 @@ const ROUTES: Route[] = [
   { pattern: '/usage', methods: { GET: getUsage } },
   { pattern: '/plans', methods: { GET: listPlans } },
   { pattern: '/agents', methods: { GET: listAgents } },
+  { pattern: '/mcp/servers', methods: { GET: listMcpServers } },
   { pattern: '/events', methods: { GET: listEvents } },
   { pattern: '/events/{key_id}/redeliver', methods: { POST: redeliverEvent } },
   { pattern: '/tokens/revocations', methods: { POST: revokeTokens } },

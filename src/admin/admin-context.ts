@@ -2,6 +2,7 @@
 // gateway's parts it may use.
 import type { AgentUpstreamsSnapshot } from '../proxy/upstream-pools.js';
 import type { A2aCard } from '../proxy/a2a/a2a-card.js';
+import type { McpServerState } from '../mcp/mcp-server-state.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdminAuditLog, AdminWriteOrigin } from '../audit/admin-audit-log.js';
 import type { UsageSource } from '../audit/usage-report.js';
@@ -31,6 +32,12 @@ export interface AdminApiDeps {
   upstreams?: () => Record<string, AgentUpstreamsSnapshot>;
   /** The A2A agents' cards this process read (docs/a2a.md); absent where it reads none (a --workers primary). */
   a2aCards?: () => Record<string, A2aCard>;
+  /**
+   * Each MCP server this process fronts: its upstreams' state, the tools it last listed, its
+   * counts (docs/mcp.md "Dashboard"); absent where the process has no MCP front door (no
+   * mcp_servers at start, or a --workers primary: each worker keeps its own).
+   */
+  mcpServers?: () => Promise<Record<string, McpServerState>>;
   /** Publishes key lifecycle events (docs/notifications.md); absent or NO_NOTIFIER when no webhook is configured. */
   notifier?: Notifier | undefined;
   /** The webhook events and their delivery state (docs/admin-api.md "Events"); undefined when notifications are off. */

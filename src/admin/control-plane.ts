@@ -36,6 +36,7 @@ export function openControlPlane(
     clock: Clock;
     upstreams?: AdminApiDeps['upstreams'];
     a2aCards?: AdminApiDeps['a2aCards'];
+    mcpServers?: AdminApiDeps['mcpServers'];
     notifier?: Notifier;
     events?: EventsView | undefined;
     /** The revocations the request path reads; opened here (and closed with the control plane) when not given. */
@@ -55,6 +56,7 @@ export function openControlPlane(
     logger: deps.logger,
     upstreams: deps.upstreams,
     a2aCards: deps.a2aCards,
+    mcpServers: deps.mcpServers,
     notifier: deps.notifier,
     events: deps.events,
     revocations,

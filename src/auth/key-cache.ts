@@ -3,7 +3,7 @@
 // (hashes the store does not know). Freshness is judged by the caller against the injected
 // clock; an entry past its TTL is kept so it can be served stale while the store is down.
 import type { AuthenticatedKey, KeyRecord } from '../keys/key-record.js';
-import { mcpTarget } from '../keys/mcp-scope.js';
+import { MCP_AGGREGATE_TARGET, mcpTarget } from '../keys/mcp-scope.js';
 
 export interface CachedKey {
   readonly record: KeyRecord;
@@ -50,11 +50,15 @@ export function toCachedKey(record: KeyRecord, freshUntilMs: number): CachedKey 
 /**
  * What the key may call, as the authenticator's one list: its agents, then `mcp:{server}` for
  * each MCP server of its scope (mcp-scope.ts), so the MCP front door's servers pass through the
- * same check as agents (agent ids hold no ':').
+ * same check as agents (agent ids hold no ':'), and `mcp:*` (the aggregated `/mcp`) when the
+ * scope names any server.
  */
 function routeTargets(record: KeyRecord): string[] {
   const targets = [...record.agents];
-  if (record.mcp != null) for (const server of Object.keys(record.mcp)) targets.push(mcpTarget(server));
+  if (record.mcp == null) return targets;
+  const servers = Object.keys(record.mcp);
+  for (const server of servers) targets.push(mcpTarget(server));
+  if (servers.length > 0) targets.push(MCP_AGGREGATE_TARGET);
   return targets;
 }
 

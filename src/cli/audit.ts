@@ -1,8 +1,8 @@
 // `agent-gateway audit tail [--follow] [--key KEY_ID] [--limit N] [--admin] [--config PATH]`
 // (docs/audit.md): prints audit records from the configured sink as JSON Lines; with
-// --admin, the admin audit trail's.
+// --admin, the admin audit trail's. The options are src/cli/commands/audit.ts.
 import { once } from 'node:events';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { tailAuditRecords } from '../audit/read-audit-records.js';
 import { silentLogger } from '../logger.js';
@@ -23,7 +23,7 @@ const processIo: AuditCommandIo = {
   },
 };
 
-interface TailOptions {
+export interface TailOptions {
   config?: string;
   follow?: boolean;
   key?: string;
@@ -31,22 +31,13 @@ interface TailOptions {
   admin?: boolean;
 }
 
-export function registerAuditCommand(program: Command, io: AuditCommandIo = processIo): Command {
-  const audit = program.command('audit').description('read usage audit records');
-  audit
-    .command('tail')
-    .description('print the newest audit records as JSON Lines (from the Redis stream if configured, else the audit file)')
-    .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
-    .option('-f, --follow', 'keep printing new records until interrupted')
-    .option('--key <keyId>', 'only records of this key_id')
-    .option('--admin', 'the admin audit trail (key writes through the admin API and the CLI) instead of usage records')
-    .option('-n, --limit <n>', 'how many of the newest records to print first', parseLimit, 20)
-    .action(async (options: TailOptions, command: Command) => {
-      // --config may also be a program-wide option defined by the main command.
-      const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
-      await runTail(configPath, options, io);
-    });
-  return audit;
+/** `audit tail`'s action (its options are src/cli/commands/audit.ts). */
+export function auditTailAction(io: AuditCommandIo = processIo) {
+  return async (options: TailOptions, command: Command): Promise<void> => {
+    // --config may also be a program-wide option defined by the main command.
+    const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
+    await runTail(configPath, options, io);
+  };
 }
 
 async function runTail(configPath: string, options: TailOptions, io: AuditCommandIo): Promise<void> {
@@ -82,10 +73,4 @@ async function runTail(configPath: string, options: TailOptions, io: AuditComman
     process.removeListener('SIGTERM', stop);
     io.stdout.removeListener('error', onOutputError);
   }
-}
-
-function parseLimit(value: string): number {
-  const limit = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(limit)) throw new InvalidArgumentError('expected a whole number of records, e.g. 20');
-  return limit;
 }

@@ -2,16 +2,16 @@
 // [--limit N] [--json]`: the webhook events and their delivery state (docs/notifications.md
 // "CLI"), read from where the gateway keeps them (the Redis hashes in Redis mode, the
 // events.jsonl file in embedded mode) through the same paging as GET /admin/v1/events.
-import { InvalidArgumentError, type Command } from 'commander';
-import { oneOf, processTextIo } from './command-io.js';
+// The options are src/cli/commands/events.ts.
+import type { Command } from 'commander';
+import { processTextIo } from './command-io.js';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
-import { EVENT_TYPES } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
 import { eventStatesPath, pageOf, readEventStates } from '../notifications/file-event-states.js';
 import type { DeliveryState, EventFilter, EventPage, StoredEvent } from '../notifications/outbox.js';
 import { createRedisClientFactory, type RedisClient } from '../redis/redis-client.js';
 
-interface EventsListOptions {
+export interface EventsListOptions {
   config?: string;
   type?: string;
   subject?: string;
@@ -28,50 +28,34 @@ export interface EventsCommandIo {
 
 const processIo: EventsCommandIo = processTextIo;
 
-function limit(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new InvalidArgumentError('expected a whole number from 1 to 1000');
-  return n;
-}
-
-export function registerEventsCommand(program: Command, io: EventsCommandIo = processIo): Command {
-  const events = program.command('events').description('webhook events and their delivery state (docs/notifications.md)');
-  events
-    .command('list')
-    .description('recent webhook events, newest first, with their delivery state and last attempt')
-    .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
-    .option('--type <type>', 'only this event type', oneOf(EVENT_TYPES))
-    .option('--subject <subject>', 'only this subject, e.g. key:key_3xQk9Pz2LmN8vR4t or agent:demo')
-    .option('--state <state>', 'pending, delivered or failed', oneOf(['pending', 'delivered', 'failed'] as const))
-    .option('--limit <n>', 'at most this many events', limit, 50)
-    .option('--json', 'print the events as a JSON array')
-    .action(async (options: EventsListOptions, command: Command) => {
-      const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
-      let redis: RedisClient | undefined;
-      try {
-        const config = await loadConfig(configPath);
-        const filter: EventFilter = { type: options.type, subject: options.subject, state: options.state };
-        let page: EventPage;
-        if (config.redis) {
-          const factory = createRedisClientFactory(config.redis, silentLogger);
-          redis = factory.connect('cli-read', 'agentgw-cli');
-          await factory.whenReady(redis, 5_000);
-          // The outboxes load only when this command runs, not with every other command (`serve` included).
-          const { RedisWebhookOutbox } = await import('../notifications/redis-webhook-outbox.js');
-          page = await new RedisWebhookOutbox({ client: redis, prefix: config.redis.prefix, leaseMs: 1 }).list(filter, undefined, options.limit);
-        } else {
-          page = pageOf((await readEventStates(eventStatesPath(config.notifications.dir), Date.now())).values(), filter, undefined, options.limit);
-        }
-        io.stdout(options.json ? `${JSON.stringify(page.data)}\n` : eventsTable(page.data));
-      } catch (error) {
-        if (!(error instanceof ConfigError) && !(error instanceof Error)) throw error;
-        io.stderr(`${error.message}\n`);
-        io.setExitCode(1);
-      } finally {
-        redis?.disconnect();
+/** `events list`'s action (its options are src/cli/commands/events.ts). */
+export function eventsListAction(io: EventsCommandIo = processIo) {
+  return async (options: EventsListOptions, command: Command): Promise<void> => {
+    const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
+    let redis: RedisClient | undefined;
+    try {
+      const config = await loadConfig(configPath);
+      const filter: EventFilter = { type: options.type, subject: options.subject, state: options.state };
+      let page: EventPage;
+      if (config.redis) {
+        const factory = createRedisClientFactory(config.redis, silentLogger);
+        redis = factory.connect('cli-read', 'agentgw-cli');
+        await factory.whenReady(redis, 5_000);
+        // The outboxes load only when this command runs, not with every other command (`serve` included).
+        const { RedisWebhookOutbox } = await import('../notifications/redis-webhook-outbox.js');
+        page = await new RedisWebhookOutbox({ client: redis, prefix: config.redis.prefix, leaseMs: 1 }).list(filter, undefined, options.limit);
+      } else {
+        page = pageOf((await readEventStates(eventStatesPath(config.notifications.dir), Date.now())).values(), filter, undefined, options.limit);
       }
-    });
-  return events;
+      io.stdout(options.json ? `${JSON.stringify(page.data)}\n` : eventsTable(page.data));
+    } catch (error) {
+      if (!(error instanceof ConfigError) && !(error instanceof Error)) throw error;
+      io.stderr(`${error.message}\n`);
+      io.setExitCode(1);
+    } finally {
+      redis?.disconnect();
+    }
+  };
 }
 
 function eventsTable(events: StoredEvent[]): string {

@@ -1,16 +1,19 @@
 // One gateway process of `agent-gateway serve` (serve-command.ts): the whole instance, or one
-// cluster worker without an admin listener. SIGHUP reloads the config file (an invalid file is
+// cluster worker; worker 1, the admin worker, also serves the admin listener for the whole
+// instance (decision 0112), the others have none. A worker validates the config itself (the
+// primary reads none) and tells the primary what it needs over IPC (cluster-ipc-worker.ts). SIGHUP reloads the config file (an invalid file is
 // refused, the old config kept) and the TLS certificate files; SIGTERM/SIGINT drain and stop.
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig } from '../config/load-config.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { createLogger, flushLogger, wantsPrettyLogs, type Logger } from '../logger.js';
-import { exposeWorkerMetrics } from '../metrics/cluster-metrics.js';
+import { answerMetricsRequests, askPrimary, reportListening, reportSettings, reportStartFailure } from './cluster-ipc-worker.js';
 import { withWorkerPaths } from './cluster-workers.js';
 import { DEMO_ADMIN_TOKEN_FILE, ensureDemoAdminToken, withDemoAdminToken } from './demo-admin-token.js';
 import { createDemoKeyIfEmpty, dashboardBanner, startDemoUpstream } from './demo-setup.js';
 import { startGateway, type RunningGateway } from '../gateway.js';
 import { applyHeapFlags } from './v8-heap-flags.js';
+import type { WorkerSettings } from './cluster-messages.js';
 
 export interface ServeOptions {
   config: string;
@@ -25,7 +28,7 @@ const RESTART_ONLY_SECTIONS = ['listen', 'admin', 'redis', 'keys', 'audit', 'tel
 export async function runGatewayProcess(options: ServeOptions, workerIndex: number | undefined): Promise<void> {
   // Before any request has run, so V8 never pretenures the request path (decision 0010).
   const v8Flags = applyHeapFlags();
-  if (workerIndex !== undefined) exposeWorkerMetrics(workerIndex);
+  if (workerIndex !== undefined) answerMetricsRequests(workerIndex);
   // Signal handlers go in before anything slow: SIGHUP's default action kills the process,
   // and a signal that arrives while starting is acted on once the gateway is up.
   let gateway: RunningGateway | undefined;
@@ -59,11 +62,14 @@ export async function runGatewayProcess(options: ServeOptions, workerIndex: numb
     config = withWorkerPaths(await loadConfig(options.config), workerIndex);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`${error.message}\n`);
-    process.exit(1);
+    return refuseToStart(error.message, workerIndex);
   }
+  const refusal = workerIndex === undefined ? undefined : clusterRefusal(config);
+  if (refusal !== undefined) return refuseToStart(refusal, workerIndex);
+  // The process that serves the admin listener: the single gateway, or a cluster's admin worker.
+  const servesAdmin = (workerIndex ?? 1) === 1;
   // The demo's dashboard sign-in (demo-admin-token.ts), also applied to every reload.
-  const demoAdminToken = options.demo && workerIndex === undefined && config.admin.tokens.length === 0 ? await ensureDemoAdminToken() : undefined;
+  const demoAdminToken = options.demo && servesAdmin && config.admin.tokens.length === 0 ? await ensureDemoAdminToken() : undefined;
   const prepare = (loaded: GatewayConfig): GatewayConfig => (demoAdminToken === undefined ? loaded : withDemoAdminToken(loaded, demoAdminToken));
   config = prepare(config);
   logger = createLogger({
@@ -72,9 +78,22 @@ export async function runGatewayProcess(options: ServeOptions, workerIndex: numb
     pretty: wantsPrettyLogs(process.stdout.isTTY),
     base: workerIndex === undefined ? undefined : { worker: workerIndex },
   });
-  // In a cluster the primary runs the demo agent (one port); each worker only talks to it.
-  demoAgent = options.demo && workerIndex === undefined ? await startDemoUpstream(config) : undefined;
-  const running = await startGateway(config, { logger, admin: workerIndex === undefined });
+  // In a cluster the admin worker runs the demo agent (one port); each worker only talks to it.
+  demoAgent = options.demo && servesAdmin ? await startDemoUpstream(config) : undefined;
+  const instance = workerIndex === 1 ? askPrimary() : undefined;
+  const running = await startGateway(config, {
+    logger,
+    admin: servesAdmin,
+    instance: instance && {
+      metricsText: instance.metricsText,
+      readiness: async () => {
+        const { listening, stopping } = await instance.status();
+        if (stopping) return { ready: false, reason: 'draining' };
+        return listening > 0 ? { ready: true } : { ready: false, reason: 'no worker listening' };
+      },
+      othersStopped: instance.othersStopped,
+    },
+  });
   gateway = running;
   const mode = config.redis ? 'redis' : 'embedded';
   if (workerIndex === undefined) {
@@ -83,6 +102,15 @@ export async function runGatewayProcess(options: ServeOptions, workerIndex: numb
     if (demoAgent) process.stderr.write(`demo agent listening on ${config.agents.get('demo')?.upstream}\n`);
   } else {
     logger.info({ port: running.port, mode, agents: [...config.agents.keys()], v8_flags: v8Flags, node_args: process.execArgv, malloc_arena_max: process.env.MALLOC_ARENA_MAX ?? null }, 'worker listening');
+    reportListening({
+      ...settingsOf(config),
+      port: running.port,
+      adminPort: running.adminPort ?? null,
+      host: config.listen.host,
+      tls: config.listen.tls !== undefined,
+      mode,
+      demoAgentUrl: demoAgent ? (config.agents.get('demo')?.upstream ?? null) : null,
+    });
   }
   if (pendingStop) return onStop(pendingStop);
   if (pendingReload) onReload();
@@ -93,6 +121,28 @@ export async function runGatewayProcess(options: ServeOptions, workerIndex: numb
       process.stdout.write(`${dashboardBanner({ config, configPath: options.config, adminPort: running.adminPort, demoAdminToken, demoAdminTokenFile: DEMO_ADMIN_TOKEN_FILE })}\n`);
     }
   }
+}
+
+/** What a cluster's primary needs of the config a worker runs (it reads none itself). */
+function settingsOf(config: GatewayConfig): WorkerSettings {
+  return { shutdownGraceMs: config.shutdownGraceMs, logLevel: config.log.level, logFile: config.log.file ?? null };
+}
+
+/** What only a cluster refuses; undefined when the config can run as a cluster's worker. */
+function clusterRefusal(config: GatewayConfig): string | undefined {
+  // Two ways of sharing a port in one deployment: the primary hands its workers one socket
+  // anyway, so reuse_port would only mislead (docs/operations.md).
+  if (config.listen.reusePort) return 'listen.reuse_port runs several standalone instances on one port; it cannot be combined with serve --workers (set one or the other)';
+  // Embedded limits live in one process's memory: N workers would each allow the full limit.
+  if (!config.redis) return 'serve --workers needs a redis block (or REDIS_URL): embedded-mode rate limits are per process';
+  return undefined;
+}
+
+/** A config that cannot run: said on stderr, or by a worker to the primary, which says it and exits 1. */
+async function refuseToStart(text: string, workerIndex: number | undefined): Promise<never> {
+  if (workerIndex === undefined) process.stderr.write(`${text}\n`);
+  else await reportStartFailure(text);
+  process.exit(1);
 }
 
 async function reloadConfig(
@@ -124,6 +174,7 @@ async function reloadConfig(
     return;
   }
   logger.level = next.log.level;
+  if (workerIndex !== undefined) reportSettings(settingsOf(next));
   logger.info(
     { config: path, agents: [...next.agents.keys()], plans: [...next.plans.keys()], ...(needRestart.length > 0 ? { restart_needed_for: needRestart } : {}) },
     'config reloaded',

@@ -11,7 +11,7 @@ import { parseDurationMs } from '../config/duration.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { silentLogger } from '../logger.js';
 import { toKeyView, type KeyView } from '../keys/key-record-codec.js';
-import { DEFAULT_LIST_LIMIT, KeyService, KeyServiceError, MAX_KEY_DURATION_MS, MAX_LIST_LIMIT } from '../keys/key-service.js';
+import { KeyService, KeyServiceError, MAX_KEY_DURATION_MS } from '../keys/key-service.js';
 import type { KeyLimits } from '../keys/key-record.js';
 import type { KeyStore } from '../keys/key-store.js';
 import { openKeyStore } from '../keys/open-key-store.js';
@@ -83,11 +83,6 @@ function table(views: KeyView[], withHeader = true): string {
   return (withHeader ? line(header) : '') + rows.map(line).join('');
 }
 
-/** A repeatable option's values; no default, so an option that is never given stays undefined (and a required one is reported). */
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}
-
 /** --limits '<json>': a plan-shaped object, or null (only for update: back to the plan's). */
 function parseLimits(text: string): KeyLimits | null {
   try {
@@ -132,7 +127,11 @@ function configPath(command: Command): string {
   return (command.opts().config as string | undefined) ?? DEFAULT_CONFIG_PATH;
 }
 
-export function registerKeysCommand(program: Command, options: KeysCommandOptions = {}): Command {
+/**
+ * The `keys` subcommands' actions (their options are src/cli/commands/keys.ts, which imports
+ * this file only when a `keys` subcommand runs).
+ */
+export function keysCommandActions(options: KeysCommandOptions = {}) {
   const out = options.stdout ?? ((text: string) => void process.stdout.write(text));
   const err = options.stderr ?? ((text: string) => void process.stderr.write(text));
   const setExitCode = options.setExitCode ?? ((code: number) => void (process.exitCode = code));
@@ -168,22 +167,8 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
     }
   }
 
-  const keys = program.command('keys').description('create, list, show, update, rotate and revoke ha_ API keys');
-  const withConfig = (command: Command) => command.option('--config <path>', 'gateway config file', DEFAULT_CONFIG_PATH);
-
-  withConfig(keys.command('create'))
-    .description('make a key and print it once (first line of stdout)')
-    .requiredOption('--account <account>', 'account the key belongs to (rate limits count per account)')
-    .requiredOption('--plan <plan>', 'plan from the config')
-    .requiredOption('--agent <agent>', 'agent the key may call (repeat for several)', collect)
-    .option('--expires-in <duration>', 'lifetime such as 30d, 12h or 90m (default: never expires)')
-    .option('--name <name>', 'a label for people')
-    .option('--metadata <key=value>', 'a label for the operator (repeat for several)', collect)
-    .option('--limits <json>', "the key's own limits, the shape of a plan, e.g. '{\"windows\":[{\"requests\":10,\"per\":\"1m\"}]}'")
-    .option('--tool <name>', "limit the key to this tool (repeat for several; default: no restriction)", collect)
-    .option('--mcp <server=tools>', 'let the key use this MCP server\'s tools, e.g. files=read_file,list_directory or git=* (repeat for several servers)', collect)
-    .option('--json', 'print one JSON object (with `key` and `key_id`)')
-    .action(async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; metadata?: string[]; limits?: string; tool?: string[]; mcp?: string[]; json?: boolean }, command: Command) => {
+  return {
+    create: async (opts: { account: string; plan: string; agent: string[]; expiresIn?: string; name?: string; metadata?: string[]; limits?: string; tool?: string[]; mcp?: string[]; json?: boolean }, command: Command) => {
       await run(command, async (service, audit) => {
         const expiresInMs = opts.expiresIn === undefined ? undefined : durationOption('--expires-in', opts.expiresIn);
         const { rawKey, record } = await service.createKey({
@@ -208,19 +193,8 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
         const fields = ['account', 'plan', 'agents', ...(opts.name === undefined ? [] : ['name']), ...(expiresInMs === undefined ? [] : ['expires_in']), ...((opts.metadata ?? []).length > 0 ? ['metadata'] : []), ...(opts.limits === undefined ? [] : ['limits']), ...(opts.tool === undefined ? [] : ['tools']), ...(opts.mcp === undefined ? [] : ['mcp'])];
         await audit!.log.keyCreated(audit!.origin, record.keyId, fields);
       }, true);
-    });
-
-  withConfig(keys.command('list'))
-    .description('list keys a page at a time, oldest first (never prints hashes or raw keys)')
-    .option('--account <account>', 'only this account')
-    .option('--agent <agent>', 'only keys that may call this agent')
-    .option('--status <status>', 'only active, expired or revoked keys')
-    .option('--name-prefix <text>', 'only keys whose name starts with this (case-insensitive)')
-    .option('--limit <n>', `keys per page, 1 to ${MAX_LIST_LIMIT} (default ${DEFAULT_LIST_LIMIT})`)
-    .option('--cursor <cursor>', 'start after this cursor (printed after a page that has more)')
-    .option('--all', 'every page in turn (streamed: memory stays one page)')
-    .option('--json', 'print a JSON array')
-    .action(async (opts: ListOptions, command: Command) => {
+    },
+    list: async (opts: ListOptions, command: Command) => {
       await run(command, async (service) => {
         const status = opts.status;
         if (status !== undefined && status !== 'active' && status !== 'expired' && status !== 'revoked') throw new KeyServiceError('--status must be active, expired or revoked', 'status');
@@ -245,82 +219,48 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
         if (opts.json) out(']\n');
         else if (shown === 0) out(opts.account === undefined ? 'no keys\n' : `no keys for account ${opts.account}\n`);
       });
-    });
-
-  withConfig(keys.command('show'))
-    .description('show one key (never prints its hash)')
-    .argument('<key_id>', 'the key id, e.g. key_...')
-    .option('--json', 'print a JSON object')
-    .action(async (keyId: string, opts: { json?: boolean }, command: Command) => {
+    },
+    show: async (keyId: string, opts: { json?: boolean }, command: Command) => {
       await run(command, async (service) => {
         const v = view(await service.showKey(keyId), clock.now());
         out(opts.json ? `${JSON.stringify(v)}\n` : describe(v));
       });
-    });
-
-  withConfig(keys.command('revoke'))
-    .description('revoke a key; running gateways reject it within 1 s')
-    .argument('<key_id>', 'the key id, e.g. key_...')
-    .action(async (keyId: string, _opts: unknown, command: Command) => {
+    },
+    revoke: async (keyId: string, _opts: unknown, command: Command) => {
       await run(command, async (service, audit) => {
         const { record, alreadyRevoked } = await service.revokeKey(keyId);
         out(alreadyRevoked ? `${record.keyId} was already revoked at ${record.revokedAt}\n` : `revoked ${record.keyId} at ${record.revokedAt}\n`);
         if (!alreadyRevoked) await audit!.log.keyRevoked(audit!.origin, record.keyId);
       }, true);
-    });
-
-  withConfig(keys.command('update'))
-    .description('change a key\'s settings (only the options given); running gateways apply it within 1 s')
-    .argument('<key_id>', 'the key id, e.g. key_...')
-    .option('--name <name>', 'a label for people')
-    .option('--plan <plan>', 'plan from the config')
-    .option('--agent <agent>', 'the agents the key may call from now on (repeat for several)', collect)
-    .option('--expires-at <time>', 'ISO 8601 time, or "never"')
-    .option('--expires-in <duration>', 'expire this long from now, e.g. 30d')
-    .option('--metadata <key=value>', 'replace the metadata with these entries (repeat for several)', collect)
-    .option('--clear-metadata', 'remove every metadata entry')
-    .option('--limits <json>', 'replace the key\'s own limits (JSON), or "null" to use the plan\'s')
-    .option('--tool <name>', 'replace the key\'s tool scope with these tools (repeat for several)', collect)
-    .option('--no-tools', 'remove the key\'s tool scope: no restriction')
-    .option('--mcp <server=tools>', 'replace the key\'s MCP scope with these servers\' tools (repeat for several servers)', collect)
-    .option('--no-mcp-scope', 'remove the key\'s MCP scope: no MCP server')
-    .option('--json', 'print a JSON object')
-    .action(
-      async (
-        keyId: string,
-        opts: { name?: string; plan?: string; agent?: string[]; expiresAt?: string; expiresIn?: string; metadata?: string[]; clearMetadata?: boolean; limits?: string; tool?: string[]; tools: boolean; mcp?: string[]; mcpScope: boolean; json?: boolean },
-        command: Command,
-      ) => {
-        await run(command, async (service, audit) => {
-          if (opts.expiresAt !== undefined && opts.expiresIn !== undefined) throw new Error('give --expires-at or --expires-in, not both');
-          if (opts.tool !== undefined && !opts.tools) throw new Error('give --tool or --no-tools, not both');
-          if (opts.mcp !== undefined && !opts.mcpScope) throw new Error('give --mcp or --no-mcp-scope, not both');
-          let expiresAt: string | null | undefined = opts.expiresAt === 'never' ? null : opts.expiresAt;
-          if (opts.expiresIn !== undefined) expiresAt = new Date(clock.now() + durationOption('--expires-in', opts.expiresIn)).toISOString();
-          const { record, changed } = await service.updateKey(keyId, {
-            name: opts.name,
-            plan: opts.plan,
-            agents: opts.agent,
-            expiresAt,
-            metadata: opts.clearMetadata ? null : opts.metadata !== undefined ? metadataOf(opts.metadata) : undefined,
-            limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
-            tools: !opts.tools ? null : opts.tool,
-            mcp: !opts.mcpScope ? null : opts.mcp === undefined ? undefined : mcpScopeOf(opts.mcp),
-          });
-          const v = view(record, clock.now());
-          if (opts.json) out(`${JSON.stringify({ ...v, changed })}\n`);
-          else out(`${changed.length === 0 ? 'nothing changed' : `updated ${changed.join(', ')}`}\n${describe(v)}`);
-          if (changed.length > 0) await audit!.log.keyUpdated(audit!.origin, keyId, changed);
-        }, true);
-      },
-    );
-
-  withConfig(keys.command('rotate'))
-    .description('replace a key with a new one (printed once); the old key works until the grace period ends')
-    .argument('<key_id>', 'the key id, e.g. key_...')
-    .option('--grace <duration>', 'how long the old key keeps working', '24h')
-    .option('--json', 'print one JSON object (with `key`, `key_id` and `previous`)')
-    .action(async (keyId: string, opts: { grace: string; json?: boolean }, command: Command) => {
+    },
+    update: async (
+      keyId: string,
+      opts: { name?: string; plan?: string; agent?: string[]; expiresAt?: string; expiresIn?: string; metadata?: string[]; clearMetadata?: boolean; limits?: string; tool?: string[]; tools: boolean; mcp?: string[]; mcpScope: boolean; json?: boolean },
+      command: Command,
+    ) => {
+      await run(command, async (service, audit) => {
+        if (opts.expiresAt !== undefined && opts.expiresIn !== undefined) throw new Error('give --expires-at or --expires-in, not both');
+        if (opts.tool !== undefined && !opts.tools) throw new Error('give --tool or --no-tools, not both');
+        if (opts.mcp !== undefined && !opts.mcpScope) throw new Error('give --mcp or --no-mcp-scope, not both');
+        let expiresAt: string | null | undefined = opts.expiresAt === 'never' ? null : opts.expiresAt;
+        if (opts.expiresIn !== undefined) expiresAt = new Date(clock.now() + durationOption('--expires-in', opts.expiresIn)).toISOString();
+        const { record, changed } = await service.updateKey(keyId, {
+          name: opts.name,
+          plan: opts.plan,
+          agents: opts.agent,
+          expiresAt,
+          metadata: opts.clearMetadata ? null : opts.metadata !== undefined ? metadataOf(opts.metadata) : undefined,
+          limits: opts.limits === undefined ? undefined : parseLimits(opts.limits),
+          tools: !opts.tools ? null : opts.tool,
+          mcp: !opts.mcpScope ? null : opts.mcp === undefined ? undefined : mcpScopeOf(opts.mcp),
+        });
+        const v = view(record, clock.now());
+        if (opts.json) out(`${JSON.stringify({ ...v, changed })}\n`);
+        else out(`${changed.length === 0 ? 'nothing changed' : `updated ${changed.join(', ')}`}\n${describe(v)}`);
+        if (changed.length > 0) await audit!.log.keyUpdated(audit!.origin, keyId, changed);
+      }, true);
+    },
+    rotate: async (keyId: string, opts: { grace: string; json?: boolean }, command: Command) => {
       await run(command, async (service, audit) => {
         const { rawKey, record, previous } = await service.rotateKey(keyId, { graceMs: durationOption('--grace', opts.grace, true) });
         const now = clock.now();
@@ -332,9 +272,8 @@ export function registerKeysCommand(program: Command, options: KeysCommandOption
         }
         await audit!.log.keyRotated(audit!.origin, keyId, record.keyId);
       }, true);
-    });
-
-  return keys;
+    },
+  };
 }
 
 /** `--mcp files=read_file,list_directory` (repeated) as the key's MCP scope; the KeyService checks the names. */

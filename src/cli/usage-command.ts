@@ -1,16 +1,16 @@
 // `agent-gateway usage [--by key|account|agent] [--since 7d] [--granularity hour|day]
 // [--key K] [--account A] [--agent G] [--json]`: the admin API's usage report
 // (docs/admin-api.md "Usage") from the same rollups through the same code, as a table.
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import { oneOf, processTextIo } from './command-io.js';
+// The options are src/cli/commands/usage.ts.
+import type { Command } from 'commander';
+import { processTextIo } from './command-io.js';
 import { openUsageSource } from '../audit/open-audit-log.js';
-import { usageReport, USAGE_SORTS, type UsageGranularity, type UsageGroupBy, type UsageRow, type UsageSort } from '../audit/usage-report.js';
-import { parseDurationMs } from '../config/duration.js';
+import { usageReport, type UsageGranularity, type UsageGroupBy, type UsageRow, type UsageSort } from '../audit/usage-report.js';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load-config.js';
 import { silentLogger } from '../logger.js';
 import { createRedisClient, describeRedis, waitForRedis, type RedisClient } from '../redis/redis-client.js';
 
-interface UsageOptions {
+export interface UsageOptions {
   config?: string;
   by: UsageGroupBy;
   since: number;
@@ -31,54 +31,37 @@ export interface UsageCommandIo {
 
 const processIo: UsageCommandIo = processTextIo;
 
-function since(value: string): number {
-  const ms = parseDurationMs(value);
-  if (ms === undefined || ms <= 0) throw new InvalidArgumentError('expected a duration such as 7d, 24h or 90m');
-  return ms;
-}
-
-export function registerUsageCommand(program: Command, io: UsageCommandIo = processIo): Command {
-  return program
-    .command('usage')
-    .description('usage per key, account, agent or agent run (session) from the hourly rollups (requests, tokens, cost in USD, tool calls, errors, latency)')
-    .option('--config <path>', `config file (default: ${DEFAULT_CONFIG_PATH})`)
-    .option('--by <group>', 'key, account, agent or session (a session report needs --key or --account)', oneOf(['key', 'account', 'agent', 'session'] as const), 'key')
-    .option('--sort <measure>', 'rank groups by this total, largest first: requests, tokens, cost_usd or tool_calls', oneOf(USAGE_SORTS))
-    .addOption(new Option('--since <duration>', 'how far back, e.g. 7d or 24h').argParser(since).default(7 * 86_400_000, '7d'))
-    .option('--granularity <period>', 'hour or day', oneOf(['hour', 'day'] as const), 'day')
-    .option('--key <keyId>', 'only this key')
-    .option('--account <account>', 'only this account')
-    .option('--agent <agent>', 'only this agent')
-    .option('--json', 'print the rows as a JSON array')
-    .action(async (options: UsageOptions, command: Command) => {
-      const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
-      let redis: RedisClient | undefined;
-      try {
-        if (options.by === 'session' && options.key === undefined && options.account === undefined) throw new Error('--by session needs --key or --account: the runs of which key or account?');
-        const config = await loadConfig(configPath);
-        if (config.audit.redisStream && config.redis) {
-          redis = createRedisClient(config.redis, silentLogger, 'agentgw-cli');
-          if (!(await waitForRedis(redis, 5_000))) throw new Error(`cannot reach redis (${describeRedis(config.redis)}) within 5 s`);
-        }
-        const toMs = (io.now ?? Date.now)();
-        const rows = await usageReport(openUsageSource(config, redis), {
-          groupBy: options.by,
-          granularity: options.granularity,
-          fromMs: toMs - options.since,
-          toMs,
-          keyId: options.key,
-          account: options.account,
-          agent: options.agent,
-          sort: options.sort,
-        });
-        io.stdout(options.json ? `${JSON.stringify(rows)}\n` : usageTable(rows, options.by));
-      } catch (error) {
-        io.stderr(error instanceof ConfigError ? `${error.message}\n` : `agent-gateway usage: ${error instanceof Error ? error.message : String(error)}\n`);
-        io.setExitCode(1);
-      } finally {
-        redis?.disconnect();
+/** `usage`'s action (its options are src/cli/commands/usage.ts). */
+export function usageAction(io: UsageCommandIo = processIo) {
+  return async (options: UsageOptions, command: Command): Promise<void> => {
+    const configPath = options.config ?? (command.optsWithGlobals() as { config?: string }).config ?? DEFAULT_CONFIG_PATH;
+    let redis: RedisClient | undefined;
+    try {
+      if (options.by === 'session' && options.key === undefined && options.account === undefined) throw new Error('--by session needs --key or --account: the runs of which key or account?');
+      const config = await loadConfig(configPath);
+      if (config.audit.redisStream && config.redis) {
+        redis = createRedisClient(config.redis, silentLogger, 'agentgw-cli');
+        if (!(await waitForRedis(redis, 5_000))) throw new Error(`cannot reach redis (${describeRedis(config.redis)}) within 5 s`);
       }
-    });
+      const toMs = (io.now ?? Date.now)();
+      const rows = await usageReport(openUsageSource(config, redis), {
+        groupBy: options.by,
+        granularity: options.granularity,
+        fromMs: toMs - options.since,
+        toMs,
+        keyId: options.key,
+        account: options.account,
+        agent: options.agent,
+        sort: options.sort,
+      });
+      io.stdout(options.json ? `${JSON.stringify(rows)}\n` : usageTable(rows, options.by));
+    } catch (error) {
+      io.stderr(error instanceof ConfigError ? `${error.message}\n` : `agent-gateway usage: ${error instanceof Error ? error.message : String(error)}\n`);
+      io.setExitCode(1);
+    } finally {
+      redis?.disconnect();
+    }
+  };
 }
 
 /** A readable table: one row per group and period, errors as outcome=n. */

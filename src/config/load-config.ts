@@ -6,8 +6,9 @@ import { knownKeysAt, nearestKey } from './config-keys.js';
 import { parseYamlWithEnv } from './env-substitution.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 import { telemetryWithEnv } from './telemetry-schema.js';
+import { DEFAULT_CONFIG_PATH } from './default-config-path.js';
 
-export const DEFAULT_CONFIG_PATH = 'config/gateway.yaml';
+export { DEFAULT_CONFIG_PATH };
 
 export class ConfigError extends Error {
   constructor(readonly source: string, readonly problems: string[]) {

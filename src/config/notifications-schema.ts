@@ -8,20 +8,10 @@ import { createHash } from 'node:crypto';
 import { inspect } from 'node:util';
 import { z } from 'zod';
 import { positiveDuration } from './schema-primitives.js';
+import { EVENT_TYPES, type EventType } from './event-types.js';
 
 /** Every event type the gateway sends (docs/notifications.md "Events"). */
-export const EVENT_TYPES = [
-  'budget.threshold',
-  'key.created',
-  'key.updated',
-  'key.rotated',
-  'key.revoked',
-  'key.expiring',
-  'key.expired',
-  'upstream.down',
-  'upstream.up',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType } from './event-types.js';
 
 export const MAX_BUDGET_THRESHOLDS = 8;
 export const MIN_WEBHOOK_SECRET_CHARS = 16;

@@ -32,20 +32,8 @@ export interface KeyRecord {
 }
 
 /** What a new key is made of; the rest starts empty: never used, not revoked, not rotated. */
-export interface NewKeyFields {
-  keyId: string;
-  hash: string;
-  account: string;
-  plan: string;
-  agents: string[];
-  name: string;
-  createdAt: string;
-  expiresAt?: string | null;
-  metadata?: Record<string, string>;
-  limits?: KeyLimits | null;
-  tools?: string[] | null;
-  mcp?: McpScope | null;
-}
+export type NewKeyFields = Pick<KeyRecord, 'keyId' | 'hash' | 'account' | 'plan' | 'agents' | 'name' | 'createdAt'> &
+  Partial<Pick<KeyRecord, 'expiresAt' | 'metadata' | 'limits' | 'tools' | 'mcp'>>;
 
 /**
  * The one constructor of a new KeyRecord (KeyService.createKey, and the key-store bench that

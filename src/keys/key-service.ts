@@ -19,8 +19,8 @@ const MAX_NAME_LENGTH = 200;
 const METADATA_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
 const MAX_METADATA_ENTRIES = 50;
 const MAX_METADATA_VALUE_LENGTH = 500;
-export const DEFAULT_LIST_LIMIT = 50;
-export const MAX_LIST_LIMIT = 500;
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './key-list-limits.js';
+export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT };
 /** How long a rotated key keeps working when the caller does not say. */
 export const DEFAULT_ROTATION_GRACE_MS = 24 * 3_600_000;
 

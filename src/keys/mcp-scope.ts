@@ -34,6 +34,12 @@ export function checkMcpScope(value: unknown): { scope: Record<string, string[]>
   return { scope };
 }
 
+/**
+ * The authenticator's target for the aggregated endpoint `/mcp`: a key whose scope names at
+ * least one server. `*` is never a server name, so it cannot be one server's target.
+ */
+export const MCP_AGGREGATE_TARGET = 'mcp:*';
+
 /** The authenticator's target for an MCP server: beside the key's agents, never an agent id (those have no ':'). */
 export function mcpTarget(server: string): string {
   return `mcp:${server}`;

@@ -36,3 +36,15 @@ export function writeAnswer(res: ServerResponse, answer: McpAnswer): number {
   res.end(answer.body);
   return Buffer.byteLength(answer.body);
 }
+
+/** The same refusal carrying another request's id (a failure several requests waited on together). */
+export function answerWithId(answer: McpAnswer, id: JsonRpcId | null): McpAnswer {
+  let body: unknown;
+  try {
+    body = JSON.parse(answer.body);
+  } catch {
+    return answer;
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return answer;
+  return new McpAnswer(answer.status, JSON.stringify({ ...(body as Record<string, unknown>), id }), answer.headers, answer.outcome);
+}

@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GatewayConfig, McpServerConfig } from '../config/schema.js';
 import type { AuthenticatedKey } from '../keys/key-record.js';
 import type { McpSessionRecord } from './mcp-session-record.js';
+import type { EventRewrite } from './mcp-relay.js';
 
 /** The protocol revisions the front door speaks (docs/mcp.md); a header naming another is 400. */
 export const PROTOCOL_REVISIONS: ReadonlySet<string> = new Set(['2025-11-25', '2025-06-18', '2025-03-26']);
@@ -28,9 +29,11 @@ export interface McpExchange {
   session?: McpSessionRecord;
   /** What the server is sent as `traceparent`: the request's span when tracing is on, else the client's. */
   traceparent?: string;
+  /** The aggregated endpoint's rewrite of a server's SSE events (undefined on `/mcp/{server}`: bytes pass as they are). */
+  rewrite?: EventRewrite;
 }
 
 /** Whether JSON-RPC batches are allowed: only in 2025-03-26 (removed in 2025-06-18). */
-export function allowsBatches(exchange: McpExchange): boolean {
-  return (exchange.protocol ?? DEFAULT_PROTOCOL_REVISION) === '2025-03-26';
+export function allowsBatches(protocol: string | undefined): boolean {
+  return (protocol ?? DEFAULT_PROTOCOL_REVISION) === '2025-03-26';
 }

@@ -3,7 +3,9 @@
 // server as one more target of the key's scope), the plan's limits through one adapter
 // (mcp-limits.ts), the one audit log and metrics module. Stages, in order: server → Origin →
 // method → key → protocol revision → session → (POST) body, per-message policy, forward; the
-// POST stages are in mcp-post.ts, the upstream call in mcp-forward.ts.
+// POST stages are in mcp-post.ts, the upstream call in mcp-forward.ts through the server's
+// transport (mcp-transport.ts: Streamable HTTP, or stdio children loaded only when configured).
+// `/mcp` itself, every server of the key at once, is the aggregated endpoint (aggregate-endpoint.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GatewayConfig, McpServerConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
@@ -12,19 +14,23 @@ import { sendError } from '../http/errors.js';
 import { requestConnection } from '../http/http2-requests.js';
 import { chooseRequestId } from '../http/request-id.js';
 import type { AuthenticatedKey } from '../keys/key-record.js';
-import { mcpTarget } from '../keys/mcp-scope.js';
+import { MCP_AGGREGATE_TARGET, mcpTarget } from '../keys/mcp-scope.js';
 import { metrics } from '../metrics/metrics.js';
 import { jsonRpcRefusal, McpAnswer, writeAnswer } from './mcp-answers.js';
 import { PROTOCOL_REVISIONS, type McpExchange } from './mcp-exchange.js';
 import type { JsonRpcId } from './json-rpc.js';
 import { cancelUpstream, forwardToServer, relayAnswer } from './mcp-forward.js';
 import { ToolLabels } from './mcp-labels.js';
+import { ListedTools } from './listed-tools.js';
+import { mcpServerStates, type McpServerState } from './mcp-server-state.js';
 import { SessionGauge } from './session-gauge.js';
 import { handlePost } from './mcp-post.js';
 import type { McpDoor, McpFrontDoorDependencies } from './mcp-door.js';
 import { isSessionId } from './mcp-session-store.js';
-import { McpUpstreams } from './mcp-upstreams.js';
-
+import { HttpTransport } from './mcp-http-transport.js';
+import { discardBody, type McpTransport } from './mcp-transport.js';
+import type { McpUpstreams } from './mcp-upstreams.js';
+import { AggregateEndpoint } from './aggregate-endpoint.js';
 
 const PREFIX = '/mcp/';
 
@@ -36,13 +42,48 @@ export function isMcpPath(url: string | undefined): boolean {
 export type { McpFrontDoorDependencies };
 
 export class McpFrontDoor implements McpDoor {
-  readonly upstreams: McpUpstreams;
+  readonly http: HttpTransport;
+  private readonly httpReady: Promise<McpTransport>;
+  /** The stdio transport, imported the first time a stdio server is configured (off, it loads nothing). */
+  private stdio: Promise<McpTransport> | undefined;
   readonly toolLabels = new ToolLabels();
+  readonly listedTools = new ListedTools();
   readonly sessionGauge: SessionGauge;
+  private readonly aggregate: AggregateEndpoint;
 
   constructor(readonly deps: McpFrontDoorDependencies) {
-    this.upstreams = new McpUpstreams(deps.runtime.current.config.mcpServers);
+    const servers = deps.runtime.current.config.mcpServers;
+    this.http = new HttpTransport(servers);
+    this.httpReady = Promise.resolve(this.http);
     this.sessionGauge = new SessionGauge(() => deps.runtime.current.config.mcp.sessionIdleMs);
+    this.aggregate = new AggregateEndpoint(this);
+    if (hasStdioServer(servers)) void this.stdioTransport().catch(() => undefined);
+  }
+
+  /** The Streamable HTTP servers' targets (the aggregated endpoint picks among them). */
+  get upstreams(): McpUpstreams {
+    return this.http.upstreams;
+  }
+
+  transportFor(server: McpServerConfig): Promise<McpTransport> {
+    return server.transport === 'http' ? this.httpReady : this.stdioTransport();
+  }
+
+  private stdioTransport(): Promise<McpTransport> {
+    this.stdio ??= import('./stdio-transport.js').then(({ StdioTransport }) => {
+      const { deps } = this;
+      // A child that ends on its own (exit, crash, idle) ends its gateway session here too.
+      return new StdioTransport({
+        logger: deps.logger,
+        idleMs: () => deps.runtime.current.config.mcp.sessionIdleMs,
+        maxLineBytes: () => deps.runtime.current.config.mcp.maxResponseBytes,
+        sessionEnded: (id) => {
+          this.sessionGauge.ended(id);
+          deps.sessions.delete(id).catch(() => undefined);
+        },
+      });
+    });
+    return this.stdio;
   }
 
   /** node:http's listener for `/mcp` paths. */
@@ -53,11 +94,19 @@ export class McpFrontDoor implements McpDoor {
   };
 
   reload(config: GatewayConfig): void {
-    this.upstreams.update(config.mcpServers);
+    this.http.update(config.mcpServers);
+    this.listedTools.keepOnly(config.mcpServers);
+    if (this.stdio !== undefined || hasStdioServer(config.mcpServers)) void this.stdioTransport().then((stdio) => stdio.update(config.mcpServers)).catch(() => undefined);
   }
 
-  close(): Promise<void> {
-    return this.upstreams.close();
+  /** Each served server's upstreams, last-listed tools and counts, for the admin API (this process's view). */
+  state(): Promise<Record<string, McpServerState>> {
+    return mcpServerStates(this.http.upstreams, this.listedTools);
+  }
+
+  /** Closes the upstream pools and ends every stdio child (SIGTERM, then SIGKILL after a grace). */
+  async close(): Promise<void> {
+    await Promise.all([this.http.close(), this.stdio?.then((stdio) => stdio.close())]);
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
@@ -67,8 +116,9 @@ export class McpFrontDoor implements McpDoor {
     const method = req.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') throw new GatewayError('method_not_allowed', { message: 'The MCP endpoint accepts POST, GET and DELETE.', headers: { Allow: 'POST, GET, DELETE' } });
     const clientIp = clientAddress(req, config.listen.trustProxy).clientIp;
-    const key = await this.authenticate(req, server, clientIp);
+    const key = await this.authenticate(req, server === undefined ? MCP_AGGREGATE_TARGET : mcpTarget(server.name), clientIp);
     const protocol = protocolOf(req.headers['mcp-protocol-version']);
+    if (server === undefined) return this.aggregate.serve({ req, res, config, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() });
     const exchange: McpExchange = { req, res, config, server, key, requestId, clientIp, protocol, startedAt: this.deps.clock.now(), startedPerf: performance.now() };
     if (method === 'POST') return handlePost(this, exchange);
     await this.session(exchange, req.headers['mcp-session-id']);
@@ -76,9 +126,9 @@ export class McpFrontDoor implements McpDoor {
     return this.endSession(exchange);
   }
 
-  /** The key, through the chat routes' Authenticator; a server outside its MCP scope is 403 key_not_allowed. */
-  private async authenticate(req: IncomingMessage, server: McpServerConfig, clientIp: string): Promise<AuthenticatedKey> {
-    const input = { authorization: req.headers.authorization, agentId: mcpTarget(server.name), clientIp, connection: requestConnection(req) };
+  /** The key, through the chat routes' Authenticator; a server outside its MCP scope (for `/mcp`: a key with no server) is 403 key_not_allowed. */
+  private async authenticate(req: IncomingMessage, target: string, clientIp: string): Promise<AuthenticatedKey> {
+    const input = { authorization: req.headers.authorization, agentId: target, clientIp, connection: requestConnection(req) };
     try {
       return this.deps.authenticator.authenticateNow(input) ?? (await this.deps.authenticator.authenticate(input));
     } catch (error) {
@@ -113,7 +163,6 @@ export class McpFrontDoor implements McpDoor {
   /** GET: the server-to-client stream, relayed as it arrives; Last-Event-ID passes through. */
   private async openStream(exchange: McpExchange): Promise<void> {
     const answer = await forwardToServer(this, exchange, { method: 'GET', stream: true });
-    if (answer === undefined) return;
     const outcome = await relayAnswer(exchange, answer, undefined);
     metrics.mcpRequests.inc({ server: exchange.server.name, method: 'GET', outcome: outcome.clientClosed ? 'client_closed' : outcome.upstreamFailed ? 'upstream_error' : 'ok' });
   }
@@ -121,7 +170,7 @@ export class McpFrontDoor implements McpDoor {
   /** DELETE: the upstream session ends, then the gateway's; 200 whatever the server says (the gateway's session is gone). */
   private async endSession(exchange: McpExchange): Promise<void> {
     const answer = await forwardToServer(this, exchange, { method: 'DELETE', stream: false }).catch(() => undefined);
-    await answer?.body.dump().catch(() => undefined);
+    if (answer !== undefined) await discardBody(answer.body);
     await this.deps.sessions.delete(exchange.sessionId!);
     this.sessionGauge.ended(exchange.sessionId!);
     metrics.mcpRequests.inc({ server: exchange.server.name, method: 'DELETE', outcome: 'ok' });
@@ -149,13 +198,20 @@ export class McpFrontDoor implements McpDoor {
   }
 }
 
-function serverOf(config: GatewayConfig, rawUrl: string | undefined): McpServerConfig {
+function hasStdioServer(servers: ReadonlyMap<string, McpServerConfig>): boolean {
+  for (const server of servers.values()) if (server.transport === 'stdio') return true;
+  return false;
+}
+
+/** The server of `/mcp/{server}`; undefined for `/mcp` itself (the aggregated endpoint). */
+function serverOf(config: GatewayConfig, rawUrl: string | undefined): McpServerConfig | undefined {
   const url = rawUrl ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
+  if (path === '/mcp') return undefined;
   const name = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
   const server = name === '' || name.includes('/') ? undefined : config.mcpServers.get(name);
-  if (server === undefined) throw new GatewayError('not_found', { message: 'No such MCP server. MCP endpoints are /mcp/{server} for the servers in mcp_servers.' });
+  if (server === undefined) throw new GatewayError('not_found', { message: 'No such MCP server. MCP endpoints are /mcp (every server of the key) and /mcp/{server} for the servers in mcp_servers.' });
   return server;
 }
 

@@ -30,7 +30,7 @@ export async function handlePost(door: McpDoor, exchange: McpExchange): Promise<
   const contentType = req.headers['content-type'];
   if (typeof contentType !== 'string' || !contentType.toLowerCase().startsWith('application/json')) throw new GatewayError('unsupported_media_type');
   const body = await readBoundedBody(req, exchange.config.mcp.maxBodyBytes);
-  const messages = decodeBody(body, exchange);
+  const messages = decodeBody(body, exchange.protocol);
   const first = messages[0]!;
   const clientTrace = req.headers.traceparent;
   if (typeof clientTrace === 'string') exchange.traceparent = clientTrace;
@@ -57,7 +57,7 @@ export async function handlePost(door: McpDoor, exchange: McpExchange): Promise<
 }
 
 /** The request's server span by the OpenTelemetry MCP conventions, ended when its response closes. */
-function traceRequest(tracing: RequestTracing, exchange: McpExchange, message: JsonRpcRequest): void {
+export function traceRequest(tracing: RequestTracing, exchange: McpExchange, message: JsonRpcRequest): void {
   const name = message.params?.name;
   const target = (message.method === 'tools/call' || message.method === 'prompts/get') && typeof name === 'string' ? name.slice(0, 128) : undefined;
   const attributes: Record<string, string | number> = { 'jsonrpc.request.id': String(message.id), 'mcp.protocol.version': exchange.protocol ?? DEFAULT_PROTOCOL_REVISION, 'agentgw.mcp_server': exchange.server.name, 'agentgw.key_id': exchange.key.keyId };
@@ -74,7 +74,7 @@ function traceRequest(tracing: RequestTracing, exchange: McpExchange, message: J
 }
 
 /** The body's messages: -32700 for bad JSON, -32600 for a bad message, both HTTP 400; batches only in 2025-03-26. */
-function decodeBody(body: Buffer, exchange: McpExchange): JsonRpcMessage[] {
+export function decodeBody(body: Buffer, protocol: string | undefined, batches: 'by-revision' | 'never' = 'by-revision'): JsonRpcMessage[] {
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
@@ -83,7 +83,8 @@ function decodeBody(body: Buffer, exchange: McpExchange): JsonRpcMessage[] {
   }
   const values = Array.isArray(value) ? value : [value];
   if (Array.isArray(value)) {
-    if (!allowsBatches(exchange)) throw jsonRpcRefusal(400, null, 'invalid_request', `JSON-RPC batches are not part of MCP ${exchange.protocol ?? DEFAULT_PROTOCOL_REVISION}; send one message per request.`);
+    if (batches === 'never') throw jsonRpcRefusal(400, null, 'invalid_request', 'Send one message per request to /mcp (batches are served on /mcp/{server} in 2025-03-26).');
+    if (!allowsBatches(protocol)) throw jsonRpcRefusal(400, null, 'invalid_request', `JSON-RPC batches are not part of MCP ${protocol ?? DEFAULT_PROTOCOL_REVISION}; send one message per request.`);
     if (value.length === 0 || value.length > 100) throw jsonRpcRefusal(400, null, 'invalid_request', 'A batch holds 1 to 100 messages.');
   }
   return values.map((one) => {
@@ -96,44 +97,57 @@ function decodeBody(body: Buffer, exchange: McpExchange): JsonRpcMessage[] {
   });
 }
 
-/** initialize: a new gateway session on a target the picker chose, stored before its id is answered. */
+/** initialize: a new gateway session on a new upstream session (the transport's choice), stored before its id is answered. */
 async function initialize(door: McpDoor, exchange: McpExchange, message: JsonRpcRequest, body: Buffer): Promise<void> {
-  const target = door.upstreams.pick(exchange.server.name);
-  if (target === undefined) throw jsonRpcRefusal(503, message.id, 'internal_error', 'The MCP server has no upstream configured.', { outcome: 'upstream_error' });
-  const answer = await forwardToServer(door, exchange, { method: 'POST', stream: false, body, target, id: message.id });
+  const transport = await door.transportFor(exchange.server);
+  const candidate = newSessionId();
+  const { answer, place } = await transport.open(door, exchange, body, message.id, candidate);
   const requested = message.params?.protocolVersion;
   const protocol = typeof requested === 'string' ? requested : DEFAULT_PROTOCOL_REVISION;
   let sessionId: string | undefined;
-  if (answer!.statusCode < 300) {
-    const upstream = answer!.headers['mcp-session-id'];
-    sessionId = newSessionId();
+  if (place !== undefined) {
+    sessionId = candidate;
     exchange.sessionId = sessionId;
     // Stored before the id is answered: the client's next request may reach another instance.
-    await door.deps.sessions.put(sessionId, { server: exchange.server.name, keyId: exchange.key.keyId, target: target.url, upstreamSession: typeof upstream === 'string' ? upstream : null, protocol });
+    await door.deps.sessions.put(sessionId, { server: exchange.server.name, keyId: exchange.key.keyId, target: place.target, upstreamSession: place.upstreamSession, protocol });
     door.sessionGauge.open(sessionId, exchange.server.name);
   }
-  const outcome = await relayAnswer(exchange, answer!, undefined, sessionId);
+  const outcome = await relayAnswer(exchange, answer, undefined, sessionId);
   metrics.mcpRequests.inc({ server: exchange.server.name, method: 'initialize', outcome: outcome.clientClosed ? 'client_closed' : 'ok' });
 }
 
-async function forwardPlain(door: McpDoor, exchange: McpExchange, body: Buffer, method: string): Promise<void> {
+export async function forwardPlain(door: McpDoor, exchange: McpExchange, body: Buffer, method: string): Promise<void> {
   const answer = await forwardToServer(door, exchange, { method: 'POST', stream: false, body });
-  const outcome = await relayAnswer(exchange, answer!, undefined);
+  const outcome = await relayAnswer(exchange, answer, undefined);
   metrics.mcpRequests.inc({ server: exchange.server.name, method, outcome: outcome.clientClosed ? 'client_closed' : outcome.upstreamFailed ? 'upstream_error' : 'ok' });
 }
 
 /** tools/list, prompts/list: the answer read whole (bounded) and filtered to what the caller may see. */
 async function listFiltered(door: McpDoor, exchange: McpExchange, message: JsonRpcRequest, body: Buffer): Promise<void> {
-  const answer = (await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id }))!;
+  const answer = await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id });
   const raw = await readAnswer(answer.body, exchange.config.mcp.maxResponseBytes, message.id);
   const visibility = visibilityFor(exchange.server, exchange.key);
   const server = exchange.server.name;
   const contentType = answer.headers['content-type'];
   const type = typeof contentType === 'string' ? contentType : undefined;
-  const text =
-    message.method === 'tools/list'
-      ? rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'tools', visibility.tool, (name) => door.toolLabels.note(server, name)))
-      : rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'prompts', visibility.prompt));
+  let text: string;
+  if (message.method === 'tools/list') {
+    // The names also become the MCP page's "tools it last listed" (docs/mcp.md "Dashboard"), but
+    // only from a result that holds a list: an error answer or garbage leaves the last list as it was.
+    let listed: string[] | undefined;
+    text = rewriteAnswer(raw, type, message.id, (result) => {
+      const names: string[] = [];
+      if (Array.isArray((result as { tools?: unknown } | null)?.tools)) listed = names;
+      return filterListResult(result, 'tools', visibility.tool, (name) => {
+        door.toolLabels.note(server, name);
+        names.push(name);
+      });
+    });
+    // A request without a cursor is a first page: it starts the list again.
+    if (listed !== undefined) door.listedTools.record(server, listed, message.params?.cursor === undefined, door.deps.clock.now());
+  } else {
+    text = rewriteAnswer(raw, type, message.id, (result) => filterListResult(result, 'prompts', visibility.prompt));
+  }
   const { res } = exchange;
   res.statusCode = answer.statusCode;
   if (type !== undefined) res.setHeader('Content-Type', type);
@@ -144,7 +158,7 @@ async function listFiltered(door: McpDoor, exchange: McpExchange, message: JsonR
 }
 
 /** tools/call: scope, then limits, then the forward; one audit record whatever happened. */
-async function toolCall(door: McpDoor, exchange: McpExchange, message: JsonRpcRequest, body: Buffer): Promise<void> {
+export async function toolCall(door: McpDoor, exchange: McpExchange, message: JsonRpcRequest, body: Buffer): Promise<void> {
   const server = exchange.server.name;
   const name = message.params?.name;
   const tool = typeof name === 'string' ? name : '';
@@ -170,10 +184,15 @@ async function toolCall(door: McpDoor, exchange: McpExchange, message: JsonRpcRe
   const sent = performance.now();
   let answer;
   try {
-    answer = (await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id }))!;
+    answer = await forwardToServer(door, exchange, { method: 'POST', stream: false, body, id: message.id });
   } catch (error) {
     metrics.mcpToolCalls.inc({ server, tool: label, verdict: 'forwarded' });
-    if (error instanceof McpAnswer) record(error.status, error.outcome === 'timeout' ? 'timeout' : 'upstream_error');
+    if (error instanceof McpAnswer) {
+      const outcome = error.outcome === 'timeout' || error.outcome === 'client_closed' ? error.outcome : 'upstream_error';
+      // Counted like a relayed call, so a forwarded call that got no answer shows among the server's errors.
+      metrics.mcpRequests.inc({ server, method: 'tools/call', outcome });
+      record(error.status, outcome);
+    }
     throw error;
   }
   chargeToolCall(door.deps.rateLimiter, admission);

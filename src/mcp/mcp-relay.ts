@@ -3,6 +3,8 @@
 // backpressure held; the front door only watches them for the response to one request id (a
 // `tools/call`'s isError, for its audit record). `tools/list` and `prompts/list` answers are the
 // exception: read whole (bounded) and filtered to what the caller may see before a byte is sent.
+// On the aggregated endpoint an SSE answer is relayed event by event instead (each event as soon
+// as it is whole), so the ids of the server's own requests can be rewritten (EventRewrite).
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { decodeMessage, type JsonRpcId, type JsonRpcResponse } from './json-rpc.js';
@@ -24,6 +26,14 @@ export interface RelayOutcome {
 
 const MAX_WATCHED_BYTES = 1024 * 1024;
 
+/** How an SSE answer's events are rewritten before they reach the client (the aggregated endpoint's request ids). */
+export interface EventRewrite {
+  /** The event's text as the client gets it (blank line included). */
+  event(event: SseEvent): string;
+  /** An event larger than this cannot be rewritten: the relay is cut, as for an upstream that broke off. */
+  maxEventBytes: number;
+}
+
 function isSse(contentType: string | undefined): boolean {
   return contentType !== undefined && contentType.toLowerCase().startsWith('text/event-stream');
 }
@@ -44,7 +54,7 @@ function responseOf(text: string, id: JsonRpcId): JsonRpcResponse | undefined {
 }
 
 /** Relays `body` as it arrives; resolves when it ended, broke off, or the client left. */
-export function relayUnbuffered(body: Readable, res: ServerResponse, contentType: string | undefined, watchId: JsonRpcId | undefined): Promise<RelayOutcome> {
+export function relayUnbuffered(body: Readable, res: ServerResponse, contentType: string | undefined, watchId: JsonRpcId | undefined, rewrite?: EventRewrite): Promise<RelayOutcome> {
   const outcome: RelayOutcome = { bytesOut: 0, isError: null, errored: false, clientClosed: false, upstreamFailed: false };
   const see = (response: JsonRpcResponse | undefined) => {
     if (response === undefined) return;
@@ -53,7 +63,25 @@ export function relayUnbuffered(body: Readable, res: ServerResponse, contentType
     outcome.isError = typeof result === 'object' && result !== null && result.isError === true;
   };
   const sse = isSse(contentType);
-  const scanner = watchId !== undefined && sse ? new SseMessageScanner((event: SseEvent) => see(responseOf(event.data, watchId)), MAX_WATCHED_BYTES) : undefined;
+  const rewriting = rewrite !== undefined && sse;
+  const scanner = watchId !== undefined && sse && !rewriting ? new SseMessageScanner((event: SseEvent) => see(responseOf(event.data, watchId)), MAX_WATCHED_BYTES) : undefined;
+  let blocked = false;
+  let cut = false;
+  const rewriter = rewriting
+    ? new SseMessageScanner(
+        (event: SseEvent) => {
+          if (watchId !== undefined) see(responseOf(event.data, watchId));
+          const text = rewrite.event(event);
+          if (text === '') return;
+          outcome.bytesOut += Buffer.byteLength(text);
+          if (!res.write(text)) blocked = true;
+        },
+        rewrite.maxEventBytes,
+        () => {
+          cut = true;
+        },
+      )
+    : undefined;
   const copy: Buffer[] | undefined = watchId !== undefined && !sse ? [] : undefined;
   let copied = 0;
   return new Promise((resolve) => {
@@ -67,6 +95,16 @@ export function relayUnbuffered(body: Readable, res: ServerResponse, contentType
       resolve(outcome);
     };
     const onData = (chunk: Buffer) => {
+      if (rewriter !== undefined) {
+        rewriter.push(chunk);
+        if (cut) body.destroy(new Error('An event is larger than the gateway can rewrite.'));
+        else if (blocked) {
+          blocked = false;
+          body.pause();
+          res.once('drain', () => body.resume());
+        }
+        return;
+      }
       outcome.bytesOut += chunk.length;
       scanner?.push(chunk);
       if (copy !== undefined && copied <= MAX_WATCHED_BYTES) {
@@ -130,10 +168,24 @@ export function rewriteAnswer(answer: Buffer, contentType: string | undefined, i
   const scanner = new SseMessageScanner((event) => {
     if (event.id !== undefined) out += `id: ${event.id}\n`;
     if (event.event !== undefined) out += `event: ${event.event}\n`;
+    // A priming event's reconnection delay is the server's to set (SEP-1699), not lost in the rewrite.
+    if (event.retry !== undefined) out += `retry: ${event.retry}\n`;
     for (const line of rewriteText(event.data).split('\n')) out += `data: ${line}\n`;
     out += '\n';
   }, answer.length + 1);
   scanner.push(answer);
   scanner.push(Buffer.from('\n\n'));
   return out;
+}
+
+/** The response to `id` in a whole answer (JSON, or SSE events in their order); undefined when it holds none. */
+export function responseIn(answer: Buffer, contentType: string | undefined, id: JsonRpcId): JsonRpcResponse | undefined {
+  if (!isSse(contentType)) return responseOf(answer.toString('utf8'), id);
+  let found: JsonRpcResponse | undefined;
+  const scanner = new SseMessageScanner((event) => {
+    found ??= responseOf(event.data, id);
+  }, answer.length + 1);
+  scanner.push(answer);
+  scanner.push(Buffer.from('\n\n'));
+  return found;
 }

@@ -1,8 +1,10 @@
 // Where gateway MCP sessions live (docs/mcp.md "Sessions across instances"): Redis when the
 // gateway has one, so any instance serves any session, else this process's memory (embedded
-// mode). Reading a session refreshes its idle expiry in the same round trip (GETEX).
+// mode). Reading a session refreshes its idle expiry in the same round trip (GETEX). The
+// aggregated endpoint's sessions (`/mcp`) share the key space under their own record layout.
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/redis-client.js';
+import { decodeAggregateRecord, encodeAggregateRecord, type AggregateSessionRecord } from './aggregate-session-record.js';
 import { decodeSessionRecord, encodeSessionRecord, type McpSessionRecord } from './mcp-session-record.js';
 
 export interface McpSessionStore {
@@ -10,6 +12,9 @@ export interface McpSessionStore {
   touch(id: string): Promise<McpSessionRecord | undefined>;
   put(id: string, record: McpSessionRecord): Promise<void>;
   delete(id: string): Promise<void>;
+  /** An aggregated endpoint's session (`/mcp`), its idle expiry pushed back; undefined when unknown, expired or a per-server session. */
+  touchAggregate(id: string): Promise<AggregateSessionRecord | undefined>;
+  putAggregate(id: string, record: AggregateSessionRecord): Promise<void>;
 }
 
 /** 192 random bits in base64url: visible ASCII, as the specification asks of a session id. */
@@ -30,12 +35,29 @@ export class RedisSessionStore implements McpSessionStore {
   ) {}
 
   async touch(id: string): Promise<McpSessionRecord | undefined> {
-    const text = await this.redis.getex(this.keyOf(id), 'PX', this.idleMs());
+    const text = await this.touchText(id);
     return text === null ? undefined : decodeSessionRecord(text);
   }
 
   async put(id: string, record: McpSessionRecord): Promise<void> {
-    await this.redis.set(this.keyOf(id), encodeSessionRecord(record), 'PX', this.idleMs());
+    await this.putText(id, encodeSessionRecord(record));
+  }
+
+  async touchAggregate(id: string): Promise<AggregateSessionRecord | undefined> {
+    const text = await this.touchText(id);
+    return text === null ? undefined : decodeAggregateRecord(text);
+  }
+
+  async putAggregate(id: string, record: AggregateSessionRecord): Promise<void> {
+    await this.putText(id, encodeAggregateRecord(record));
+  }
+
+  private touchText(id: string): Promise<string | null> {
+    return this.redis.getex(this.keyOf(id), 'PX', this.idleMs());
+  }
+
+  private async putText(id: string, text: string): Promise<void> {
+    await this.redis.set(this.keyOf(id), text, 'PX', this.idleMs());
   }
 
   async delete(id: string): Promise<void> {
@@ -58,21 +80,40 @@ export class MemorySessionStore implements McpSessionStore {
   ) {}
 
   touch(id: string): Promise<McpSessionRecord | undefined> {
-    const entry = this.sessions.get(id);
-    const now = this.now();
-    if (entry === undefined) return Promise.resolve(undefined);
-    if (entry.expiresAt <= now) {
-      this.sessions.delete(id);
-      return Promise.resolve(undefined);
-    }
-    entry.expiresAt = now + this.idleMs();
-    return Promise.resolve(decodeSessionRecord(entry.text));
+    const text = this.touchText(id);
+    return Promise.resolve(text === undefined ? undefined : decodeSessionRecord(text));
   }
 
   put(id: string, record: McpSessionRecord): Promise<void> {
-    if (this.sessions.size >= this.maxSessions) this.evict();
-    this.sessions.set(id, { text: encodeSessionRecord(record), expiresAt: this.now() + this.idleMs() });
+    this.putText(id, encodeSessionRecord(record));
     return Promise.resolve();
+  }
+
+  touchAggregate(id: string): Promise<AggregateSessionRecord | undefined> {
+    const text = this.touchText(id);
+    return Promise.resolve(text === undefined ? undefined : decodeAggregateRecord(text));
+  }
+
+  putAggregate(id: string, record: AggregateSessionRecord): Promise<void> {
+    this.putText(id, encodeAggregateRecord(record));
+    return Promise.resolve();
+  }
+
+  private touchText(id: string): string | undefined {
+    const entry = this.sessions.get(id);
+    const now = this.now();
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt <= now) {
+      this.sessions.delete(id);
+      return undefined;
+    }
+    entry.expiresAt = now + this.idleMs();
+    return entry.text;
+  }
+
+  private putText(id: string, text: string): void {
+    if (this.sessions.size >= this.maxSessions && !this.sessions.has(id)) this.evict();
+    this.sessions.set(id, { text, expiresAt: this.now() + this.idleMs() });
   }
 
   delete(id: string): Promise<void> {

@@ -34,6 +34,21 @@ export class McpTarget implements PickableTarget {
   eject(): void {
     this.ejectedUntil = Date.now() + EJECTION_MS;
   }
+
+  /** The target as the admin API shows it (its URL as configured: the admin layer redacts it). */
+  snapshot(): McpTargetSnapshot {
+    const ejected = !this.available;
+    return { url: this.url, weight: this.weight, state: ejected ? 'ejected' : 'up', outstanding: this.outstanding, ejected_until: ejected ? new Date(this.ejectedUntil).toISOString() : null };
+  }
+}
+
+/** One upstream of an MCP server as this process sees it: `ejected` for 10 s after a connection failure. */
+export interface McpTargetSnapshot {
+  url: string;
+  weight: number;
+  state: 'up' | 'ejected';
+  outstanding: number;
+  ejected_until: string | null;
 }
 
 export class McpUpstreams {
@@ -71,6 +86,13 @@ export class McpUpstreams {
   /** The target a session lives on, or undefined when it is no longer configured (the session is lost). */
   find(server: string, url: string): McpTarget | undefined {
     return this.targets.get(server)?.find((target) => target.url === url);
+  }
+
+  /** Every server's targets and their state, by server name. */
+  snapshot(): Map<string, McpTargetSnapshot[]> {
+    const out = new Map<string, McpTargetSnapshot[]>();
+    for (const [server, list] of this.targets) out.set(server, list.map((target) => target.snapshot()));
+    return out;
   }
 
   async close(): Promise<void> {

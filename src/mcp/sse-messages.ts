@@ -7,6 +7,8 @@
 export interface SseEvent {
   id: string | undefined;
   event: string | undefined;
+  /** The event's `retry:` (the reconnection delay a server asks for, e.g. on a priming event), as sent. */
+  retry: string | undefined;
   data: string;
 }
 
@@ -17,11 +19,14 @@ export class SseMessageScanner {
   private oversized = false;
   private id: string | undefined;
   private event: string | undefined;
+  private retry: string | undefined;
   private readonly decoder = new TextDecoder();
 
   constructor(
     private readonly onEvent: (event: SseEvent) => void,
     private readonly maxEventBytes: number,
+    /** Told when an event is skipped for its size (a relay that rewrites events cannot pass it on). */
+    private readonly onOversized?: () => void,
   ) {}
 
   push(chunk: Uint8Array): void {
@@ -39,17 +44,24 @@ export class SseMessageScanner {
     // A line that never ends: drop what is held, and skip the event it belongs to.
     if (this.pending.length > this.maxEventBytes) {
       this.pending = '';
-      this.oversized = true;
+      this.skip();
     }
+  }
+
+  private skip(): void {
+    if (!this.oversized) this.onOversized?.();
+    this.oversized = true;
+    this.data = [];
   }
 
   private line(line: string): void {
     if (line === '') {
-      if (!this.oversized && this.data.length > 0) this.onEvent({ id: this.id, event: this.event, data: this.data.join('\n') });
+      if (!this.oversized && this.data.length > 0) this.onEvent({ id: this.id, event: this.event, retry: this.retry, data: this.data.join('\n') });
       this.data = [];
       this.dataBytes = 0;
       this.oversized = false;
       this.event = undefined;
+      this.retry = undefined;
       // Per event here (an event's own `id:` line), not the stream's last id: enough to re-emit events as sent.
       this.id = undefined;
       return;
@@ -61,9 +73,10 @@ export class SseMessageScanner {
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'data') {
       this.dataBytes += value.length;
-      if (this.dataBytes > this.maxEventBytes) this.oversized = true;
+      if (this.dataBytes > this.maxEventBytes) this.skip();
       else this.data.push(value);
     } else if (field === 'id') this.id = value;
     else if (field === 'event') this.event = value;
+    else if (field === 'retry' && /^\d{1,10}$/.test(value)) this.retry = value;
   }
 }

@@ -1,6 +1,7 @@
-// `serve --workers N`: every worker keeps its own registry; the primary, which owns the admin
-// listener, asks each one over the cluster IPC channel (prom-client's AggregatorRegistry) and
-// serves the union on /metrics.
+// `serve --workers N`: every worker keeps its own registry; the admin worker (worker 1, which
+// serves the admin listener) gathers every worker's registry as JSON over IPC relayed by the
+// primary (cli/cluster-ipc-worker.ts) and serves the union on /metrics, aggregated here with
+// prom-client's AggregatorRegistry. The primary itself loads no prom-client (decision 0112).
 //
 // Every series of a worker carries `worker="<index>"` (1..N, reused when a worker is
 // replaced, so bounded). Summing the workers inside the process instead would make a
@@ -11,16 +12,18 @@ import { registry } from './metrics.js';
 
 export const WORKER_LABEL = 'worker';
 
-/** In a cluster worker: label this worker's series and answer the primary's requests. */
-export function exposeWorkerMetrics(workerIndex: number): void {
+/** In a cluster worker: label every series of this process with its worker index. */
+export function labelWorkerMetrics(workerIndex: number): void {
   registry.setDefaultLabels({ [WORKER_LABEL]: String(workerIndex) });
-  AggregatorRegistry.setRegistries([registry]);
-  // Constructing one installs the worker's IPC listener (once per process).
-  new AggregatorRegistry();
 }
 
-/** In the primary: a /metrics source that gathers every connected worker's registry. */
-export function clusterMetricsSource(): () => Promise<{ contentType: string; body: string }> {
-  const aggregator = new AggregatorRegistry();
-  return async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() });
+/** This process's registry as prom-client's JSON, which AggregatorRegistry.aggregate reads. */
+export function workerMetricsJson(): Promise<unknown[]> {
+  return registry.getMetricsAsJSON();
+}
+
+/** The Prometheus text of every worker's registry (each series keeps its `worker` label). */
+export async function aggregateWorkerMetrics(parts: readonly unknown[][]): Promise<{ contentType: string; body: string }> {
+  const aggregated = AggregatorRegistry.aggregate(parts as object[]);
+  return { contentType: aggregated.contentType, body: await aggregated.metrics() };
 }

@@ -157,6 +157,12 @@ export class SseEventData {
         data = lines.join('\n');
       }
     }
+    this.letGoOfEventData();
+    return data;
+  }
+
+  /** The event's data has been handed on (as a string or to a scan): nothing of it is kept. */
+  private letGoOfEventData(): void {
     this.releaseSegments(0);
     this.lineSegStart = 0;
     this.dataLineCount = 0;
@@ -165,7 +171,6 @@ export class SseEventData {
     this.lastRetained = null;
     this.decoded = null;
     this.decodedLength = 0;
-    return data;
   }
 
   /**
@@ -187,15 +192,8 @@ export class SseEventData {
     // The line being read continues after the lines before it.
     this.scanLineEnded = lines > 0;
     for (let i = this.lineSegStart; i < this.segCount; i++) this.scanBytes(this.segBufs[i]!.subarray(this.segFrom[i], this.segTo[i]));
-    this.releaseSegments(0);
+    this.letGoOfEventData();
     this.spill = null;
-    this.lineSegStart = 0;
-    this.dataLineCount = 0;
-    this.keptBytes = 0;
-    this.retainedBytes = 0;
-    this.lastRetained = null;
-    this.decoded = null;
-    this.decodedLength = 0;
   }
 
   /** Bytes of a data line's value, to the scan: after the "\n" that joins it to the line before. */

@@ -1,5 +1,5 @@
-// `npm run bench` runs end to end at toy size and writes its result file: scenarios 1, 2, 3
-// and 5 measured, every target answered without errors (scenario 4, the idle streams, is
+// `npm run bench` runs end to end at toy size and writes its result file: scenarios 1, 2, 3,
+// 5 and 7 measured, every target answered without errors (scenario 4, the idle streams, is
 // test/e2e/bench-smoke-idle-streams.test.ts: two files, so the two halves of the bench's
 // mostly-waiting run overlap on two test workers). No timing is asserted here (issue 7:
 // speed is the bench's report, never a test's pass/fail on a shared machine). The peer
@@ -25,6 +25,7 @@ interface BenchResult {
   nodeRuntimes: { name: string; version: string; path: string }[];
   nodeRuntimeSummary: { rows: { target: string; node: string; throughput: { cpuUsPerReq: number | null; p99Ms: number | null }[]; fixedRate: { p99Ms: number } | null }[] };
   redisCommandsByVariant: Record<string, { sentPerRequest: number } | null>;
+  mcpCalls: { rows: { target: string; ok: number; errors: number; non2xx: number; cpuUsPerCall: number | null }[]; gatewayToolCalls: number };
 }
 
 // --node with a path (this runtime) runs one more gateway beside the default one, as
@@ -51,26 +52,26 @@ function runBench(args: string[]): Promise<{ code: number | null; output: string
 }
 
 describe('npm run bench (smoke)', () => {
-  it('runs scenarios 1, 2, 3 and 5 at toy size against every target and writes its result file', async () => {
+  it('runs scenarios 1, 2, 3, 5 and 7 at toy size against every target and writes its result file', async () => {
     const out = join(dir, 'result.json');
     const { code, output } = await runBench([
       '--quick',
       '--no-wrk',
       '--no-nginx',
-      '--scenarios', '1,2,3,5',
+      '--scenarios', '1,2,3,5,7',
       '--connections', '4',
       '--duration-s', '1',
       '--warmup-s', '1',
       '--rate', '100',
       '--streams', '8',
       '--stream-concurrency', '4',
-      '--timeout-s', '360',
+      '--timeout-s', '420',
       '--node', process.execPath,
       '--out', out,
     ]);
     expect(code, output.slice(-3000)).toBe(0);
     const result = JSON.parse(await readFile(out, 'utf8')) as BenchResult;
-    expect(result.options.scenarios).toEqual([1, 2, 3, 5]);
+    expect(result.options.scenarios).toEqual([1, 2, 3, 5, 7]);
 
     // Each peer ran (then it is measured below like every other target), or was skipped
     // with its reason in the result file and on the bench's output.
@@ -107,6 +108,15 @@ describe('npm run bench (smoke)', () => {
       expect(row.events, row.target).toBe(row.completed * 20);
     }
     expect(result).not.toHaveProperty('idleStreams');
+    // Scenario 7: MCP tools/call at the MCP server direct, the floor in front of it and the
+    // gateway, every call answered; the gateway forwarded them (its own counter), and the
+    // floor's and the gateway's CPU per call were read (at 100 calls a 10 ms clock tick may read 0).
+    expect(answered(result.mcpCalls.rows)).toEqual(['bare-undici', 'gateway', 'stub-direct']);
+    for (const row of result.mcpCalls.rows) expect([row.ok > 0, row.errors, row.non2xx], row.target).toEqual([true, 0, 0]);
+    const mcpGateway = result.mcpCalls.rows.find((r) => r.target === 'gateway')!;
+    expect(result.mcpCalls.gatewayToolCalls).toBeGreaterThanOrEqual(mcpGateway.ok);
+    for (const row of result.mcpCalls.rows) expect(row.cpuUsPerCall === null, row.target).toBe(row.target === 'stub-direct');
+    expect(output).toContain('Scenario 7 — MCP tools/call');
     // The limiter's script was counted; audit records were never sent one XADD at a time.
     const sent = (command: string) => result.redisCommands.perRequest.find((c) => c.command === command && c.sentAs === 'client')?.perRequest ?? 0;
     expect(sent('evalsha')).toBeGreaterThan(0);
@@ -123,7 +133,7 @@ describe('npm run bench (smoke)', () => {
     // toy run cannot speak (no peer ran). A floor-relative target of one round cannot show the
     // floor held still, so it is UNJUDGED, and says why; the peer, held-back and Redis targets
     // are judged. Scenario 4's target is the other file's.
-    expect(new Set(result.targets.map((t) => t.scenario))).toEqual(new Set([1, 2, 3, 5]));
+    expect(new Set(result.targets.map((t) => t.scenario))).toEqual(new Set([1, 2, 3, 5, 7]));
     const cannotSpeak = (t: { scenario: number; target: string }) => t.target.includes('Node peer') && ran.length === 0;
     const floorRelative = (t: { target: string }) => /the floor's/.test(t.target);
     for (const t of result.targets) {
@@ -132,11 +142,11 @@ describe('npm run bench (smoke)', () => {
       else expect(['PASS', 'FAIL', 'UNJUDGED'], t.target).toContain(t.verdict);
     }
     expect(result.targets.filter((t) => t.target.includes('Node peer')).length).toBe(1);
-    expect(result.targets.filter(floorRelative).map((t) => t.scenario)).toEqual([1, 2, 3, 3]);
+    expect(result.targets.filter(floorRelative).map((t) => t.scenario)).toEqual([1, 2, 3, 3, 7, 7]);
     expect(output).toMatch(/^verdicts: \d+ PASS, \d+ FAIL, \d+ UNJUDGED \(the floor moved more than the margin\), \d+ n\/a; load average /m);
     expect(output).toContain("footnote, issue 26's absolute targets (not verdicts):");
     expect(result.absoluteTargets.some((line) => line.startsWith('first event added ≤ 1 ms: '))).toBe(true);
-  }, 420_000);
+  }, 480_000);
 
   it('skips a peer that cannot be installed, with the reason, and starts nothing for it', async () => {
     // A bench/peers whose package has no lockfile: `npm ci` refuses it, as it would a

@@ -22,6 +22,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { postChat } from '../helpers/gateway.js';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.js';
 import { lowContrastText } from '../helpers/text-contrast.js';
+import { unlabelledControls } from '../helpers/unlabelled-controls.js';
 
 const ADMIN_TOKEN = `adm-${randomUUID()}`;
 const VIEWER_TOKEN = `view-${randomUUID()}`;
@@ -160,18 +161,6 @@ async function requestGate(page: Page, glob: string): Promise<{ holdNext(): { re
       return { received, release };
     },
   };
-}
-
-/** Every form control has a label (or aria-label), every button a name. */
-async function unlabelledControls(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const missing: string[] = [];
-    for (const el of document.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input, select, textarea')) {
-      if ((el.labels?.length ?? 0) === 0 && !el.getAttribute('aria-label')) missing.push(el.outerHTML.slice(0, 80));
-    }
-    for (const el of document.querySelectorAll('button')) if ((el.getAttribute('aria-label') ?? el.textContent ?? '').trim() === '') missing.push(el.outerHTML.slice(0, 80));
-    return missing;
-  });
 }
 
 describe('dashboard in Chromium', () => {

@@ -54,6 +54,14 @@ beforeAll(async () => {
     keys: { file: join(dir, 'keys.json') },
     audit: { file: join(dir, 'audit.jsonl'), spool: join(dir, 'spool.jsonl'), admin_file: join(dir, 'admin-audit.jsonl'), usage_dir: join(dir, 'usage') },
     notifications: { webhooks: [{ url: receiver.url, secret: SECRET }], dir: webhooks },
+    // The MCP servers page has a table to measure at every width (the server is never called).
+    mcp_servers: {
+      'document-search-and-retrieval': {
+        upstreams: [{ url: 'http://127.0.0.1:9/mcp/a-long-path-of-the-document-search-service', weight: 3 }, { url: 'http://127.0.0.1:9/mcp/b', weight: 1 }],
+        headers: { Authorization: 'Bearer not-a-real-token', 'X-Tenant-Identifier': 'acme' },
+        tools: ['search_documents_by_full_text_query', 'retrieve_document_by_identifier', 'list_collections'],
+      },
+    },
     shutdown_grace: '1s',
   });
   await waitFor('both seeded events delivered', () => deliveredIds(receiver).length === 2, 20_000);
@@ -161,6 +169,7 @@ const PAGES = [
   { name: 'Usage', ready: '[data-testid="usage-totals"], .state-empty' },
   { name: 'Agents', ready: '[data-testid="agents-table"] tbody tr' },
   { name: 'Events', ready: '[data-testid="events-table"] tbody tr' },
+  { name: 'MCP servers', ready: '[data-testid="mcp-table"] tbody tr' },
 ] as const;
 
 describe('every page at 390, 768 and 1280 px', () => {

@@ -1,7 +1,8 @@
 /// <reference lib="dom" />
 // The dashboard on a phone (390 CSS pixels wide, in Debian's Chromium): no page scrolls
 // sideways — wide tables scroll inside their own frame — with long names, usage data, the
-// usage data table open and the create-key dialog up. And the Usage page refreshes by itself
+// usage data table open and the create-key dialog up, and the MCP servers page's empty state
+// (this gateway fronts none; test/e2e/dashboard-events.test.ts measures its table). And the Usage page refreshes by itself
 // every USAGE_REFRESH_MS while the tab is visible, makes no request while it is hidden, and
 // refreshes at once when shown again (the page's clock is Playwright's, moved forward by hand).
 import { randomUUID } from 'node:crypto';
@@ -72,13 +73,13 @@ async function signIn(page: Page): Promise<void> {
   await page.getByRole('heading', { name: 'API Keys' }).waitFor();
 }
 
-async function open(page: Page, name: 'Usage' | 'Agents' | 'API Keys'): Promise<void> {
+async function open(page: Page, name: 'Usage' | 'Agents' | 'API Keys' | 'MCP servers'): Promise<void> {
   await page.getByRole('link', { name, exact: true }).click();
   await page.getByRole('heading', { name, level: 1 }).waitFor();
 }
 
 describe('the dashboard at 390 px wide', () => {
-  it('scrolls no page sideways: sign-in, API Keys (and its create dialog), Usage (with its data table open), Agents', async () => {
+  it('scrolls no page sideways: sign-in, API Keys (and its create dialog), Usage (with its data table open), Agents, MCP servers', async () => {
     const page = await newPage();
     await signIn(page);
     await page.locator('[data-testid="keys-table"] tbody tr').first().waitFor();
@@ -96,6 +97,10 @@ describe('the dashboard at 390 px wide', () => {
     await open(page, 'Agents');
     await page.locator('[data-testid="agents-table"]').waitFor();
     expect(await sideways(page), 'Agents').toEqual({ scrollWidth: WIDTH, sticking: [] });
+
+    await open(page, 'MCP servers');
+    await page.getByText('No MCP servers configured.').waitFor();
+    expect(await sideways(page), 'MCP servers').toEqual({ scrollWidth: WIDTH, sticking: [] });
     await page.close();
   }, 120_000);
 });

@@ -1,6 +1,8 @@
-// `serve --workers 2` with the built CLI: two workers share one port, the primary's /metrics
-// gathers both (AggregatorRegistry, one `worker` label per worker), a dead worker is
-// replaced, SIGHUP and SIGTERM reach every worker, and the instance exits 0.
+// `serve --workers 2` with the built CLI: two workers share one port, the admin port (served
+// by worker 1, the admin worker, decision 0112) has /metrics gather both through the primary
+// (AggregatorRegistry, one `worker` label per worker), a dead worker is replaced (worker 1
+// too: the admin port comes back), SIGHUP and SIGTERM reach every worker, a config a worker
+// refuses is said once by the primary, and the instance exits 0.
 import type { ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -104,7 +106,7 @@ const ADMIN_TOKEN = `ops-cluster-${process.pid}-0123456789`;
 const GUARD_MS = 30_000;
 
 describe('serve --workers 2', () => {
-  it('serves one port from two workers and /metrics on the primary shows both, summing to the requests sent', async () => {
+  it('serves one port from two workers and /metrics on the admin port shows both, summing to the requests sent', async () => {
     const statuses: number[] = [];
     for (let batch = 0; batch < 4; batch++) statuses.push(...(await Promise.all(Array.from({ length: 10 }, () => chatOnNewConnection()))));
     expect(statuses).toEqual(Array(40).fill(200));
@@ -133,7 +135,7 @@ describe('serve --workers 2', () => {
     expect(listening.map((line) => line.malloc_arena_max)).toEqual([WORKER_MALLOC_ARENA_MAX, WORKER_MALLOC_ARENA_MAX]);
   });
 
-  it('answers /healthz and /readyz on the primary admin port and nothing of it on the public port', async () => {
+  it('answers /healthz and /readyz on the admin port and nothing of it on the public port', async () => {
     expect((await fetch(`http://127.0.0.1:${adminPort}/healthz`)).status).toBe(200);
     const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
     expect(ready.status).toBe(200);
@@ -159,7 +161,7 @@ describe('serve --workers 2', () => {
     expect(workers).toEqual(['1', '2']);
   });
 
-  it('serves the admin API on the primary: a key made there works on the workers, its usage is reported, its revocation applies', async () => {
+  it('serves the admin API on the admin port: a key made there works on the workers, its usage is reported, its revocation applies', async () => {
     const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
     const created = await fetch(`http://127.0.0.1:${adminPort}/admin/v1/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ account: 'cluster-acct', plan: 'scale', agents: ['support'] }) });
     expect(created.status).toBe(201);
@@ -190,6 +192,19 @@ describe('serve --workers 2', () => {
     while (Date.now() < revokedBy && (last = await chatWith(adminKey)) === 200) await new Promise((r) => setTimeout(r, 20));
     expect(last).toBe(401);
   }, 120_000);
+
+  it('brings the admin port back when worker 1, the admin worker, is replaced', async () => {
+    const adminWorker = logLines(primary).find((line) => line.msg === 'worker listening' && line.worker === 1)!;
+    process.kill(adminWorker.pid as number, 'SIGKILL');
+    await primary.waitForOutput((out) => out.includes('"msg":"admin listener back"'), 'a new worker 1 to serve the admin port', 60_000);
+    expect(logLines(primary).find((line) => line.msg === 'worker died; replacing it' && line.worker === 1)).toMatchObject({ admin_listener: 'down until worker 1 is back' });
+    expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
+    // The new admin worker gathers both workers, worker 2 included, which was never restarted for this.
+    const workers = (await scrape()).filter((s) => s.name === 'process_resident_memory_bytes').map((s) => s.labels.worker).sort();
+    expect(workers).toEqual(['1', '2']);
+    // The public port was served by worker 2 meanwhile and by both now.
+    expect(await Promise.all(Array.from({ length: 6 }, () => chatOnNewConnection()))).toEqual(Array(6).fill(200));
+  });
 
   it('on SIGTERM stops every worker, turns /readyz 503 while they drain, and exits 0', async () => {
     const workerPids = new Set(logLines(primary).filter((l) => l.msg === 'worker listening').map((l) => l.pid));
@@ -230,6 +245,19 @@ describe('serve --workers: refusals and helpers', () => {
     const refused = runCli(['serve', '--config', join(dir, 'embedded.yaml'), '--workers', '2']);
     expect((await refused.exited)[0]).toBe(1);
     expect(refused.output()).toContain('needs a redis block');
+  });
+
+  it("refuses a config a worker cannot load with exit 1 and the worker's config-check message, said once", async () => {
+    const invalid = { ...configDocument(), listen: { host: '127.0.0.1', port: await freePort(), bogus_setting: true }, admin: { host: '127.0.0.1', port: await freePort() } };
+    await writeFile(join(dir, 'invalid.yaml'), stringify(invalid));
+    const refused = runCli(['serve', '--config', join(dir, 'invalid.yaml'), '--workers', '2']);
+    expect((await refused.exited)[0]).toBe(1);
+    const output = refused.output();
+    expect(output).toContain(`invalid config ${join(dir, 'invalid.yaml')}`);
+    expect(output).toContain('bogus_setting');
+    // Both workers refuse it; the operator reads it once, and not as an exit code.
+    expect(output.split('invalid config').length - 1).toBe(1);
+    expect(output).not.toContain('exited during startup');
   });
 
   it('parses --workers and gives each worker its own audit spool', () => {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess } from '../helpers/gateway-process.js';
 import { dropTable, POSTGRES_URL, uniqueTable } from '../helpers/postgres.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const PRELOAD = join(process.cwd(), 'test/helpers/loaded-modules-preload.mjs');
 
@@ -18,18 +19,28 @@ const SUBSYSTEM_MODULES = {
   postgres: ['/node_modules/pg/'],
   webhooks: ['/dist/notifications/notifications-on.js', '/dist/notifications/webhook-delivery.js', '/dist/notifications/webhook-sender.js'],
   a2a: ['/dist/proxy/a2a/a2a-cards.js', '/dist/proxy/a2a/a2a-exchange.js', '/dist/proxy/a2a/a2a-relay.js'],
+  // Embedded mode (no redis block) loads no Redis client.
+  redis: ['/node_modules/ioredis/', '/dist/redis/redis-client.js', '/dist/redis/redis-topology.js'],
+  mcp: ['/dist/mcp/open-mcp-front-door.js', '/dist/mcp/mcp-front-door.js', '/dist/mcp/mcp-session-store.js', '/dist/mcp/mcp-forward.js'],
 } as const;
+/** The stdio MCP transport: loaded only when a stdio server is configured (an MCP front door of Streamable HTTP servers loads none of it). */
+const STDIO_MODULES = ['/dist/mcp/stdio-transport.js', '/dist/mcp/stdio-session.js', '/dist/mcp/stdio-child.js'];
+/** Loaded by no `serve` at all (the gateway speaks MCP over plain HTTP): a test and tooling dependency only. */
+const NEVER_LOADED = ['/node_modules/@modelcontextprotocol/sdk/'];
 type Subsystem = keyof typeof SUBSYSTEM_MODULES;
 
 let dir: string;
+let redis: TestRedis;
 const table = uniqueTable('loaded_modules');
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'agentgw-loaded-'));
+  redis = await startRedis();
 });
 
 afterAll(async () => {
   await dropTable(table);
+  await redis?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -50,6 +61,9 @@ const TURNED_ON: Record<Subsystem, (name: string) => Record<string, unknown>> = 
   postgres: (name) => ({ audit: { ...(baseConfig(name).audit as object), postgres: { url: POSTGRES_URL, table } } }),
   // An A2A agent whose card cannot be read: the adapter is loaded to read it all the same.
   a2a: () => ({ agents: { support: { upstream: 'http://127.0.0.1:9/api/v1' }, travel: { upstream: 'http://127.0.0.1:9/a2a', protocol: 'a2a', timeout: '2s' } } }),
+  redis: () => ({ redis: { url: redis.url, prefix: `agentgw-loaded-${process.pid}:` } }),
+  // A server nobody listens on: the front door is built at start and dials nothing until a request.
+  mcp: () => ({ mcp_servers: { files: { upstream: 'http://127.0.0.1:9/mcp' } } }),
   webhooks: (name) => ({ notifications: { dir: join(dir, `${name}-outbox`), webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: 'loaded-modules-test-secret', events: ['*'] }] } }),
 };
 
@@ -79,6 +93,19 @@ describe('optional subsystems are loaded only when the config turns them on', ()
     expect(urls.some((url) => url.endsWith('/dist/gateway.js'))).toBe(true);
     expect(urls.some((url) => url.includes('/node_modules/prom-client/'))).toBe(true);
     for (const subsystem of Object.keys(SUBSYSTEM_MODULES) as Subsystem[]) expect(loads(urls, subsystem), subsystem).toEqual([]);
+    // Nothing under dist/mcp/ at all, not only the files named above.
+    expect(urls.filter((url) => url.includes('/dist/mcp/'))).toEqual([]);
+    expect(urls.filter((url) => NEVER_LOADED.some((part) => url.includes(part)))).toEqual([]);
+  }, 120_000);
+
+  it('an MCP front door loads the stdio transport only when a stdio server is configured', async () => {
+    const httpOnly = await modulesLoadedBy('mcp-http', { ...baseConfig('mcp-http'), mcp_servers: { files: { upstream: 'http://127.0.0.1:9/mcp' } } });
+    expect(loads(httpOnly, 'mcp')).toEqual([...SUBSYSTEM_MODULES.mcp]);
+    expect(STDIO_MODULES.filter((part) => httpOnly.some((url) => url.includes(part)))).toEqual([]);
+    // A stdio server: its transport is loaded at start; no child is started before an initialize.
+    const stdio = await modulesLoadedBy('mcp-stdio', { ...baseConfig('mcp-stdio'), mcp_servers: { tools: { command: [process.execPath, '--version'] } } });
+    expect(STDIO_MODULES.filter((part) => stdio.some((url) => url.includes(part)))).toEqual(STDIO_MODULES);
+    expect(stdio.filter((url) => NEVER_LOADED.some((part) => url.includes(part)))).toEqual([]);
   }, 120_000);
 
   for (const subsystem of Object.keys(TURNED_ON) as Subsystem[]) {
@@ -87,6 +114,7 @@ describe('optional subsystems are loaded only when the config turns them on', ()
       const urls = await modulesLoadedBy(name, { ...baseConfig(name), ...TURNED_ON[subsystem](name) });
       expect(loads(urls, subsystem)).toEqual([...SUBSYSTEM_MODULES[subsystem]]);
       for (const other of Object.keys(SUBSYSTEM_MODULES) as Subsystem[]) if (other !== subsystem) expect(loads(urls, other), other).toEqual([]);
+      expect(urls.filter((url) => NEVER_LOADED.some((part) => url.includes(part)))).toEqual([]);
     }, 120_000);
   }
 });

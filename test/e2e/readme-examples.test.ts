@@ -158,5 +158,11 @@ describe('the documentation examples, against npm start', () => {
       expect(output).toMatch(/^agentgw_tool_calls_total\{agent="demo",tool="calculator",verdict="allowed"\} [1-9]/m);
       expect(output).toMatch(/^agentgw_cost_usd_total\{agent="demo"\} 0\.\d+/m);
     }
+    if (document === 'docs/mcp.md') {
+      // /mcp/demo-tools, then /mcp: the aggregated list names the tools {server}__{tool}, and both calls of add answered.
+      expect(output).toContain('"name":"demo-tools__add"');
+      expect(output).not.toContain('"name":"demo-tools__time"');
+      expect(output.split('"text":"13"').length - 1).toBe(2);
+    }
   }, 180_000);
 });

@@ -8,10 +8,10 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Command, CommanderError } from 'commander';
-import { registerAuditCommand } from '../../src/cli/audit.js';
-import { registerKeysCommand } from '../../src/cli/keys.js';
-import { registerEventsCommand } from '../../src/cli/events-command.js';
-import { registerUsageCommand } from '../../src/cli/usage-command.js';
+import { registerAuditCommand } from '../../src/cli/commands/audit.js';
+import { registerKeysCommand } from '../../src/cli/commands/keys.js';
+import { registerEventsCommand } from '../../src/cli/commands/events.js';
+import { registerUsageCommand } from '../../src/cli/commands/usage.js';
 import type { Clock } from '../../src/clock.js';
 import { trackChildProcess } from './child-processes.js';
 

@@ -1,8 +1,11 @@
 // A Streamable HTTP MCP server for the official conformance suite's server scenarios
 // (@modelcontextprotocol/conformance; the conformance repository's everything-server is the
 // model of what each scenario calls), built with the official SDK, one session per client.
-// It implements the scenarios listed in CONFORMANCE_SCENARIOS; test/integration/
-// mcp-conformance.test.ts runs each against it directly and through the gateway.
+// It implements every server scenario the suite lists (CONFORMANCE_SCENARIOS; those only the
+// 2025-11-25 revision has are in mcp-conformance-2025-11-25.ts); test/integration/
+// mcp-conformance.test.ts runs each against it directly and through the gateway. Streams are
+// resumable (an event store, a priming event with `retry:`), and requests whose Host or Origin
+// is not this server's own localhost address are refused 403 (DNS rebinding protection).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,14 +13,15 @@ import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mc
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CompleteRequestSchema, CreateMessageResultSchema, ElicitResultSchema, SetLevelRequestSchema, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { CONFORMANCE_SCENARIOS_2025_11_25, SessionEventStore, SSE_RETRY_MS, tools20251125 } from './mcp-conformance-2025-11-25.js';
 
-/** The suite's server scenarios this server implements. */
+/** The suite's server scenarios, every one it lists (`conformance list --server`). */
 export const CONFORMANCE_SCENARIOS = [
   'server-initialize', 'logging-set-level', 'ping', 'completion-complete', 'tools-list', 'tools-call-simple-text', 'tools-call-image',
   'tools-call-audio', 'tools-call-embedded-resource', 'tools-call-mixed-content', 'tools-call-with-logging', 'tools-call-error',
   'tools-call-with-progress', 'tools-call-sampling', 'tools-call-elicitation', 'resources-list', 'resources-read-text',
   'resources-read-binary', 'resources-templates-read', 'resources-subscribe', 'resources-unsubscribe', 'prompts-list',
-  'prompts-get-simple', 'prompts-get-with-args', 'prompts-get-embedded-resource', 'prompts-get-with-image',
+  'prompts-get-simple', 'prompts-get-with-args', 'prompts-get-embedded-resource', 'prompts-get-with-image', ...CONFORMANCE_SCENARIOS_2025_11_25,
 ] as const;
 
 // A 1×1 PNG and a minimal WAV, base64.
@@ -116,13 +120,14 @@ function prompts(server: McpServer): void {
   }));
 }
 
-function conformanceServer(): McpServer {
+export function conformanceServer(): McpServer {
   const server = new McpServer(
     { name: 'agentgw-conformance-server', version: '1.0.0' },
     { capabilities: { tools: { listChanged: true }, resources: { subscribe: true, listChanged: true }, prompts: { listChanged: true }, logging: {}, completions: {} } },
   );
   const log = (data: string) => void server.server.notification({ method: 'notifications/message', params: { level: 'info', logger: 'conformance', data } }).catch(() => undefined);
   tools(server);
+  tools20251125(server);
   resources(server, log);
   prompts(server);
   server.server.setRequestHandler(SetLevelRequestSchema, async (request) => {
@@ -147,6 +152,8 @@ export interface ConformanceServer {
 
 export async function startConformanceServer(): Promise<ConformanceServer> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
+  const revisions = new Map<string, string>();
+  let port = 0;
   const http: Server = createServer((req, res) => {
     void (async () => {
       const body = req.method === 'POST' ? await readJson(req) : undefined;
@@ -157,26 +164,52 @@ export async function startConformanceServer(): Promise<ConformanceServer> {
           res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}');
           return;
         }
+        const revision = (body as { params?: { protocolVersion?: unknown } } | undefined)?.params?.protocolVersion;
         const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => void transports.set(id, created),
-          onsessionclosed: (id) => void transports.delete(id),
+          onsessioninitialized: (id) => {
+            transports.set(id, created);
+            if (typeof revision === 'string') revisions.set(id, revision);
+          },
+          onsessionclosed: (id) => {
+            transports.delete(id);
+            revisions.delete(id);
+          },
+          eventStore: new SessionEventStore(),
+          retryInterval: SSE_RETRY_MS,
+          enableDnsRebindingProtection: true,
+          allowedHosts: [`127.0.0.1:${port}`, `localhost:${port}`],
+          allowedOrigins: [`http://127.0.0.1:${port}`, `http://localhost:${port}`],
         });
         transport = created;
         await conformanceServer().connect(transport);
-      }
+      } else readSessionRevision(req, revisions.get(sessionId as string));
       await transport.handleRequest(req, res, body);
     })().catch(() => {
       if (!res.headersSent) res.writeHead(500).end();
     });
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  port = (http.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    url: `http://127.0.0.1:${port}/mcp`,
     async close() {
       for (const transport of transports.values()) await transport.close();
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
+}
+
+/**
+ * The suite's own requests after initialize (server-sse-polling's tools/call) say
+ * MCP-Protocol-Version 2025-03-26 whatever the session agreed, and the SDK offers resumable
+ * streams (priming event, closeSSEStream) only to a request whose header is 2025-11-25 or
+ * later: this server reads a session's requests at the revision the session agreed.
+ */
+function readSessionRevision(req: IncomingMessage, revision: string | undefined): void {
+  const header = req.headers['mcp-protocol-version'];
+  if (revision === undefined || typeof header !== 'string' || header >= revision) return;
+  req.headers['mcp-protocol-version'] = revision;
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'mcp-protocol-version') req.rawHeaders[i + 1] = revision;
 }

@@ -1,7 +1,7 @@
 // MCP servers made with the official SDK (@modelcontextprotocol/sdk) for the front door's
 // tests: Streamable HTTP, one StreamableHTTPServerTransport per session (stateful, the SDK's
-// own session ids), tools that answer, fail, stream progress, ask the client back (elicitation)
-// and wait for cancellation. It records what it was sent, so a test can see what reached it.
+// own session ids), tools that answer, fail, stream progress, ask the client back (elicitation,
+// sampling) and wait for cancellation. It records what it was sent, so a test can see what reached it.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,14 +17,16 @@ export interface TestMcpServer {
   called: string[];
   /** Requests cancelled by notifications/cancelled (the tool's signal fired). */
   cancelled: number;
+  /** Root URIs the client answered to the server's roots/list requests sent on the GET stream (tool roots_later). */
+  roots: string[];
   sessions(): number;
   /** Ends every session as if the server restarted (its sessions are lost). */
   forgetSessions(): void;
   close(): Promise<void>;
 }
 
-function buildServer(state: TestMcpServer): McpServer {
-  const server = new McpServer({ name: 'test-mcp', version: '1.0.0' }, { capabilities: { logging: {} } });
+function buildServer(state: TestMcpServer, name: string): McpServer {
+  const server = new McpServer({ name, version: '1.0.0' }, { capabilities: { logging: {} } });
   server.registerTool('echo', { description: 'Echoes its text', inputSchema: { text: z.string() } }, async ({ text }) => {
     state.called.push('echo');
     return { content: [{ type: 'text', text }] };
@@ -55,6 +57,23 @@ function buildServer(state: TestMcpServer): McpServer {
     const answer = await server.server.elicitInput({ message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } });
     return { content: [{ type: 'text', text: `hello ${String(answer.content?.name)}` }] };
   });
+  server.registerTool('sample', { description: 'Asks the client to sample (sampling/createMessage), answers with its server name and what the model said', inputSchema: { prompt: z.string() } }, async ({ prompt }) => {
+    state.called.push('sample');
+    const answer = await server.server.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 16 });
+    const content = answer.content as { type: string; text?: string };
+    return { content: [{ type: 'text', text: `${name}: ${content.text ?? ''}` }] };
+  });
+  server.registerTool('roots_later', { description: 'Answers at once; then asks the client for its roots on the session stream (GET), not tied to this call' }, async () => {
+    state.called.push('roots_later');
+    // Not related to the call: the SDK sends it on the standalone GET stream (dropped if none is open).
+    setTimeout(() => {
+      server.server.listRoots().then(
+        (answer) => state.roots.push(...answer.roots.map((root) => root.uri)),
+        () => undefined,
+      );
+    }, 0);
+    return { content: [{ type: 'text', text: 'asked' }] };
+  });
   server.registerTool('wait', { description: 'Waits until cancelled' }, async (extra) => {
     state.called.push('wait');
     await new Promise<void>((resolve) => {
@@ -75,7 +94,8 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-export async function startTestMcpServer(): Promise<TestMcpServer> {
+/** `name` is the server's serverInfo name, and what its `sample` tool prefixes its answer with. */
+export async function startTestMcpServer(name = 'test-mcp'): Promise<TestMcpServer> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   let http: Server;
   const state: TestMcpServer = {
@@ -83,6 +103,7 @@ export async function startTestMcpServer(): Promise<TestMcpServer> {
     seen: [],
     called: [],
     cancelled: 0,
+    roots: [],
     sessions: () => transports.size,
     forgetSessions() {
       for (const transport of transports.values()) void transport.close();
@@ -116,7 +137,7 @@ export async function startTestMcpServer(): Promise<TestMcpServer> {
           },
         });
         transport = created;
-        await buildServer(state).connect(transport);
+        await buildServer(state, name).connect(transport);
       }
       await transport.handleRequest(req, res, parsed);
     })().catch(() => {

@@ -14,7 +14,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 export const SLOW_TEST_FILES: readonly string[] = [
   'test/integration/mcp-conformance.test.ts', // 77 s: the MCP conformance suite against the front door
-  'test/e2e/bench-smoke.test.ts', // 54 s: bench scenarios 1, 2, 3, 5 at toy size (100 s in the run above, with scenario 4)
+  'test/e2e/bench-smoke.test.ts', // 54 s: bench scenarios 1, 2, 3, 5 (and since, 7) at toy size (100 s in the run above, with scenario 4)
   'test/e2e/bench-smoke-idle-streams.test.ts', // 48 s: bench scenario 4 at toy size
   'test/e2e/readme-examples.test.ts', // 42 s
   'test/e2e/child-process-cleanup.test.ts', // 41 s

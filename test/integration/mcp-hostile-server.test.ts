@@ -1,13 +1,15 @@
 // A hostile MCP server behind the front door (docs/mcp.md "Bad input"): huge lists, garbage,
 // a stream that never ends, a server that never answers, one that refuses the gateway's
 // credentials. Each is bounded and answered clearly; the gateway keeps serving; the
-// server's credentials never reach the client.
+// server's credentials never reach the client, nor the admin API's MCP servers route.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_LISTED } from '../../src/mcp/listed-tools.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 const UPSTREAM_TOKEN = 'hostile-upstream-token-91c2';
+const VIEWER_TOKEN = 'hostile-test-viewer-token-5e1f';
 let hostile: Server;
 let gateway: TestGateway;
 let key: string;
@@ -28,6 +30,9 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   void readJson(req).then((message) => {
     if (message.method === 'initialize') return reply(res, message.id, { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'hostile', version: '1' } }, { 'mcp-session-id': 'hostile-session' });
     if (message.id === undefined) return void res.writeHead(202).end();
+    // A tools/list answered with a JSON-RPC error, or with a result that holds no list.
+    if (message.method === 'tools/list' && message.id === 'list-error') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: 'broken' } }));
+    if (message.method === 'tools/list' && message.id === 'list-garbage') return reply(res, message.id, { tools: 'not a list' });
     if (message.method === 'tools/list') {
       // 10,000 tools (about 600 KiB), and garbage entries among them.
       const tools: unknown[] = Array.from({ length: 10_000 }, (_, i) => ({ name: `tool_${i}`, inputSchema: { type: 'object' } }));
@@ -73,6 +78,7 @@ beforeAll(async () => {
     config: {
       mcp_servers: { evil: { upstream: url, timeout: '1500ms', headers: { Authorization: `Bearer ${UPSTREAM_TOKEN}` } } },
       mcp: { max_response: 1_048_576 },
+      admin: { host: '127.0.0.1', port: 0, tokens: [{ name: 'watcher', token: VIEWER_TOKEN, role: 'viewer' }] },
     },
   });
   key = (await gateway.createKey({ mcp: { evil: ['*'] } })).rawKey;
@@ -114,6 +120,28 @@ describe('a hostile MCP server behind the front door', () => {
     const labels = new Set([...metricsText.matchAll(/agentgw_mcp_tool_calls_total\{[^}]*tool="([^"]+)"/g)].map((match) => match[1]));
     expect(labels.has('other')).toBe(true);
     expect(labels.size).toBeLessThanOrEqual(257);
+    // The admin API keeps the first MAX_LISTED names of the list and says the rest were left out.
+    const route = await (await fetch(`${gateway.adminUrl}/admin/v1/mcp/servers`, { headers: { authorization: `Bearer ${VIEWER_TOKEN}` } })).text();
+    expect(route).not.toContain(UPSTREAM_TOKEN);
+    const evil = (JSON.parse(route) as { data: { listed_tools: { names: string[]; truncated: boolean } }[] }).data[0]!;
+    expect(evil.listed_tools.names).toEqual(Array.from({ length: MAX_LISTED }, (_, i) => `tool_${i}`));
+    expect(evil.listed_tools.truncated).toBe(true);
+  });
+
+  it('a tools/list answered with an error or without a list leaves the last listed tools as they were', async () => {
+    const id = await session();
+    const listedNames = async () => {
+      const route = (await (await fetch(`${gateway.adminUrl}/admin/v1/mcp/servers`, { headers: { authorization: `Bearer ${VIEWER_TOKEN}` } })).json()) as { data: { listed_tools: { names: string[] } | null }[] };
+      return route.data[0]!.listed_tools?.names.length;
+    };
+    await (await call(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), id)).text();
+    expect(await listedNames()).toBe(MAX_LISTED);
+    for (const requestId of ['list-error', 'list-garbage']) {
+      const answer = await call(JSON.stringify({ jsonrpc: '2.0', id: requestId, method: 'tools/list' }), id);
+      expect(answer.status).toBe(200);
+      await answer.text();
+    }
+    expect(await listedNames()).toBe(MAX_LISTED);
   });
 
   it('an answer over max_response is cut and answered 502 -32603 with the request id', async () => {

@@ -32,8 +32,8 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-function post(body: unknown, headers: Record<string, string>): Promise<Response> {
-  return fetch(`${gateway.url}/mcp/files`, {
+function post(body: unknown, headers: Record<string, string>, path = '/mcp/files'): Promise<Response> {
+  return fetch(`${gateway.url}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', ...headers },
     body: JSON.stringify(body),
@@ -64,5 +64,22 @@ describe('traces of the MCP front door', () => {
     expect(JSON.stringify({ name: span.name, attributes: span.attributes, events: span.events })).not.toContain(ARGUMENT);
     const forwarded = mcp.seen.find((request) => request.body.includes('call-1'))!;
     expect(forwarded.headers.traceparent).toBe(`00-${TRACE_ID}-${span.spanId}-01`);
+  });
+
+  it('a tools/call through the aggregated /mcp makes the same span, named by the server\'s own tool name', async () => {
+    const traceId = 'd'.repeat(32);
+    const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }, {}, '/mcp');
+    await init.text();
+    const session = init.headers.get('mcp-session-id')!;
+    const call = await post({ jsonrpc: '2.0', id: 'agg-call-1', method: 'tools/call', params: { name: 'files__echo', arguments: { text: ARGUMENT } } }, { 'mcp-session-id': session, traceparent: `00-${traceId}-${CLIENT_SPAN}-01` }, '/mcp');
+    expect(call.status).toBe(200);
+    await call.text();
+    const span = await waitFor('the tools/call span', () => receiver.spans.find((s) => s.traceId === traceId), 30_000);
+    expect(span.name).toBe('tools/call echo');
+    expect(span.parentSpanId).toBe(CLIENT_SPAN);
+    expect(span.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'mcp.session.id': session, 'jsonrpc.request.id': 'agg-call-1', 'gen_ai.tool.name': 'echo', 'agentgw.mcp_server': 'files' });
+    expect(JSON.stringify({ name: span.name, attributes: span.attributes, events: span.events })).not.toContain(ARGUMENT);
+    const forwarded = mcp.seen.find((request) => request.body.includes('agg-call-1'))!;
+    expect(forwarded.headers.traceparent).toBe(`00-${traceId}-${span.spanId}-01`);
   });
 });

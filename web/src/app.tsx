@@ -1,4 +1,4 @@
-// The dashboard shell: who is signed in, the navigation (Settings → API Keys, Usage, Agents, Events)
+// The dashboard shell: who is signed in, the navigation (Settings → API Keys, Usage, Agents, MCP servers, Events)
 // and the page the location hash names. Hash routes keep every page on the one index.html
 // the admin listener serves.
 import { useEffect, useState } from 'preact/hooks';
@@ -6,6 +6,7 @@ import { currentSession, signOut, whenSignedOut } from './api.js';
 import { ErrorState, Loading } from './components/states.js';
 import { AgentsPage } from './pages/agents-page.js';
 import { EventsPage } from './pages/events-page.js';
+import { McpPage } from './pages/mcp-page.js';
 import { KeysPage } from './pages/keys-page.js';
 import { SignIn } from './pages/sign-in.js';
 import { UsagePage } from './pages/usage-page.js';
@@ -15,6 +16,7 @@ const PAGES = {
   keys: { title: 'API Keys', section: 'Settings' },
   usage: { title: 'Usage', section: 'Insights' },
   agents: { title: 'Agents', section: 'Insights' },
+  mcp: { title: 'MCP servers', section: 'Insights' },
   events: { title: 'Events', section: 'Insights' },
 } as const;
 type PageName = keyof typeof PAGES;
@@ -83,7 +85,17 @@ export function App() {
         ))}
       </nav>
       <main id="main" class="content" tabIndex={-1}>
-        {page === 'keys' ? <KeysPage canWrite={canWrite} /> : page === 'usage' ? <UsagePage /> : page === 'events' ? <EventsPage canWrite={canWrite} /> : <AgentsPage />}
+        {page === 'keys' ? (
+          <KeysPage canWrite={canWrite} />
+        ) : page === 'usage' ? (
+          <UsagePage />
+        ) : page === 'events' ? (
+          <EventsPage canWrite={canWrite} />
+        ) : page === 'mcp' ? (
+          <McpPage />
+        ) : (
+          <AgentsPage />
+        )}
       </main>
     </div>
   );

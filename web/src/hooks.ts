@@ -1,7 +1,7 @@
 // Loading data for a page: the latest answer wins (an older request finishing late is dropped).
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api } from './api.js';
-import type { Agent, ListAnswer, Plan } from './types.js';
+import type { Agent, ListAnswer, McpServer, Plan } from './types.js';
 
 export interface Async<T> {
   data: T | undefined;
@@ -33,11 +33,15 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): Async<T> {
   return { ...state, reload: run };
 }
 
-/** The plans and agents keys may name (from the running config). */
-export function useCatalog(): Async<{ plans: Plan[]; agents: Agent[] }> {
+/** The plans, agents and MCP servers keys may name (from the running config). */
+export function useCatalog(): Async<{ plans: Plan[]; agents: Agent[]; mcpServers: McpServer[] }> {
   return useAsync(async () => {
-    const [plans, agents] = await Promise.all([api.get<ListAnswer<Plan>>('/admin/v1/plans'), api.get<ListAnswer<Agent>>('/admin/v1/agents')]);
-    return { plans: plans.data, agents: agents.data };
+    const [plans, agents, mcpServers] = await Promise.all([
+      api.get<ListAnswer<Plan>>('/admin/v1/plans'),
+      api.get<ListAnswer<Agent>>('/admin/v1/agents'),
+      api.get<ListAnswer<McpServer>>('/admin/v1/mcp/servers'),
+    ]);
+    return { plans: plans.data, agents: agents.data, mcpServers: mcpServers.data };
   }, []);
 }
 

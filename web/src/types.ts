@@ -23,6 +23,8 @@ export interface Key {
   metadata: Record<string, string>;
   /** The key's tool scope; null: no restriction. */
   tools: string[] | null;
+  /** The key's MCP scope: server → tools ("*": all); null: no MCP server (docs/mcp.md "Scopes"). */
+  mcp: McpScope | null;
   replaces: string | null;
   replaced_by: string | null;
   status: KeyStatus;
@@ -39,6 +41,35 @@ export type KeyWithSecret = Key & { key: string };
 export interface Plan {
   name: string;
   windows: { name: string; requests: number; per: string }[];
+}
+
+/** Server name → the tools a key may use there; ["*"]: all of them. */
+export type McpScope = Record<string, string[]>;
+
+/** An MCP server as GET /admin/v1/mcp/servers lists it (docs/mcp.md "Dashboard"). */
+export interface McpServer {
+  name: string;
+  transport: string;
+  upstreams: { url: string; weight: number }[];
+  /** This process's view of the upstreams; null where it serves no MCP front door. */
+  targets: { url: string; weight: number; state: 'up' | 'ejected'; outstanding: number; ejected_until: string | null }[] | null;
+  timeout: string;
+  /** Names of the headers the gateway sends the server; their values are never shown. */
+  header_names: string[];
+  /** The allow-list; null: every tool the server lists. */
+  tools: string[] | null;
+  prompts: string[] | null;
+  /** What the server listed in the last tools/list this instance relayed; null until one. */
+  listed_tools: { names: string[]; truncated: boolean; listed_at: string } | null;
+  /** This instance's, since it started; null where it serves no MCP front door. */
+  counts: {
+    requests: number;
+    tool_calls: number;
+    tool_call_errors: number;
+    tool_calls_refused: number;
+    sessions: number;
+    by_tool: { tool: string; calls: number; refused: number }[];
+  } | null;
 }
 
 export interface UpstreamTarget {

@@ -254,4 +254,26 @@ describe('checkTargets on a made-up run', () => {
     expect(checks.checkTargets(idle(10_000, 500_000, [450_000, 700_000]))[0]!.verdict).toBe('UNJUDGED');
     expect(checks.checkTargets(idle(2_000, 500_000, [450_000, 460_000]))[0]!.verdict).toBe('n/a');
   });
+
+  it('scenario 7: an MCP call\'s added p50 against the floor\'s + 0.2 ms and its CPU against 1.5× the floor\'s; errors fail both', () => {
+    const mcp = (gatewayP50: number, gatewayCpu: number, errors = 0) => ({
+      options: { scenarios: [7] },
+      mcpCalls: {
+        ratePerSec: 2000,
+        rows: [1, 2, 3].flatMap((r) => [
+          row(r, 'stub-direct', { p50Ms: 0.2, cpuUsPerCall: null }),
+          row(r, 'bare-undici', { p50Ms: 0.4 + r * 0.01, cpuUsPerCall: 60 + r }),
+          row(r, 'gateway', { p50Ms: gatewayP50 + r * 0.01, cpuUsPerCall: gatewayCpu + r }),
+        ]),
+        summary: { gateway: { errors, cpuUsPerCall: gatewayCpu }, 'bare-undici': { errors: 0, cpuUsPerCall: 62 } },
+      },
+    });
+    const verdicts = (run: object) => checks.checkTargets(run).map((c) => [c.scenario, c.verdict]);
+    // 0.1 ms over the floor each round (within 0.2); CPU ×1.44 the floor's (89 vs 62 µs in the median round).
+    expect(verdicts(mcp(0.5, 87))).toEqual([[7, 'PASS'], [7, 'PASS']]);
+    // 0.5 ms over the floor; ×2 its CPU.
+    expect(verdicts(mcp(0.9, 124))).toEqual([[7, 'FAIL'], [7, 'FAIL']]);
+    expect(verdicts(mcp(0.5, 87, 3))).toEqual([[7, 'FAIL'], [7, 'FAIL']]);
+    expect(byTarget(checks.checkTargets(mcp(0.5, 87)), 'MCP tools/call gateway CPU').measured).toMatch(/^×1\.44 the floor \(limit ×1\.50/);
+  });
 });

@@ -24,11 +24,24 @@ describe('MCP config', () => {
     expect(parseConfig(BASE, 'test', {}).mcpServers.size).toBe(0);
   });
 
+  it('reads a stdio server: its command, session bound, environment (with ${VAR} substitution by the loader) and cwd', () => {
+    const config = parseConfig({ ...BASE, mcp_servers: { git: { command: ['node', './git.mjs', '--flag'], max_sessions: 3, env: { GIT_TOKEN: 'abc' }, cwd: '/srv/git' } } }, 'test', {});
+    expect(config.mcpServers.get('git')).toMatchObject({ name: 'git', transport: 'stdio', upstreams: [], command: ['node', './git.mjs', '--flag'], maxSessions: 3, env: { GIT_TOKEN: 'abc' }, cwd: '/srv/git' });
+    const defaults = parseConfig({ ...BASE, mcp_servers: { git: { command: ['node'] } } }, 'test', {}).mcpServers.get('git')!;
+    expect(defaults).toMatchObject({ maxSessions: 50, env: {}, cwd: null, timeoutMs: 60_000 });
+  });
+
   it('refuses what cannot work, naming it', () => {
     expect(problems({ mcp_servers: { a__b: { upstream: 'http://127.0.0.1:1/mcp' } } })).toMatch(/MCP server names/);
     expect(problems({ mcp_servers: { files: {} } })).toMatch(/exactly one of/);
     expect(problems({ mcp_servers: { files: { upstream: 'http://127.0.0.1:1/mcp', headers: { 'Mcp-Session-Id': 'x' } } } })).toMatch(/sets this header itself/);
-    expect(problems({ mcp_servers: { git: { command: ['node', 'server.mjs'] } } })).toMatch(/stdio MCP servers are not supported/);
+    expect(problems({ mcp_servers: { git: { command: [] } } })).toMatch(/command/);
+    expect(problems({ mcp_servers: { git: { command: ['node', 'server.mjs'], upstream: 'http://127.0.0.1:1/mcp' } } })).toMatch(/exactly one of/);
+    expect(problems({ mcp_servers: { git: { command: ['node', 'server.mjs'], headers: { Authorization: 'x' } } } })).toMatch(/give a stdio server its credentials in "env"/);
+    expect(problems({ mcp_servers: { git: { upstream: 'http://127.0.0.1:1/mcp', env: { A: 'b' } } } })).toMatch(/"env" is for stdio servers/);
+    expect(problems({ mcp_servers: { git: { upstream: 'http://127.0.0.1:1/mcp', cwd: '/tmp' } } })).toMatch(/"cwd" is for stdio servers/);
+    expect(problems({ mcp_servers: { git: { command: ['node'], env: { 'NOT-A-NAME': 'x' } } } })).toMatch(/environment variable name/);
+    expect(problems({ mcp_servers: { git: { command: ['node'], max_sessions: 0 } } })).toMatch(/max_sessions/);
     expect(problems({ mcp: { allowed_origins: ['not an origin'] } })).toMatch(/origin/);
     expect(problems({ plans: { p: { tool_calls: { 'files__*': [{ calls: 5, per: '1h' }] } } } })).toBe('valid');
   });

@@ -7,6 +7,7 @@ import { decodeSessionRecord, encodeSessionRecord } from '../../../src/mcp/mcp-s
 import { isSessionId, MemorySessionStore, newSessionId } from '../../../src/mcp/mcp-session-store.js';
 import { filterListResult, visibilityFor } from '../../../src/mcp/tool-visibility.js';
 import { SseMessageScanner } from '../../../src/mcp/sse-messages.js';
+import { rewriteAnswer } from '../../../src/mcp/mcp-relay.js';
 import type { McpServerConfig } from '../../../src/config/schema.js';
 
 const RECORD = { server: 'files', keyId: 'key_0000000000000001', target: 'http://127.0.0.1:1/mcp', upstreamSession: 'up-1', protocol: '2025-06-18' };
@@ -44,10 +45,45 @@ describe('session records', () => {
     await store.delete('e');
     expect(await store.touch('e')).toBeUndefined();
   });
+
+  it('the memory store keeps aggregated sessions beside per-server ones, each read only as its own kind', async () => {
+    let now = 1_000;
+    const store = new MemorySessionStore(() => 100, () => now, 3);
+    const aggregate = { keyId: 'key_1', protocol: '2025-06-18', client: '{}', upstreams: { files: { target: 'http://a/mcp', upstreamSession: 's' } } };
+    await store.putAggregate('g', aggregate);
+    await store.put('p', RECORD);
+    expect(await store.touchAggregate('g')).toEqual(aggregate);
+    expect(await store.touch('g')).toBeUndefined();
+    expect(await store.touchAggregate('p')).toBeUndefined();
+    // Re-storing a session at the bound evicts no other.
+    await store.put('q', RECORD);
+    await store.putAggregate('g', { ...aggregate, upstreams: {} });
+    expect(store.size).toBe(3);
+    expect(await store.touch('p')).toEqual(RECORD);
+    now += 101;
+    expect(await store.touchAggregate('g')).toBeUndefined();
+  });
+});
+
+describe('SseMessageScanner, oversized events', () => {
+  it('tells once per event that it skipped one for its size', () => {
+    const events: string[] = [];
+    let skipped = 0;
+    const scanner = new SseMessageScanner((event) => events.push(event.data), 16, () => (skipped += 1));
+    scanner.push(Buffer.from(`data: ${'x'.repeat(20)}
+data: ${'y'.repeat(20)}
+
+data: ok
+
+`));
+    scanner.push(Buffer.from(`data: ${'z'.repeat(64)}`));
+    expect(events).toEqual(['ok']);
+    expect(skipped).toBe(2);
+  });
 });
 
 function server(tools: string[] | null, prompts: string[] | null = null): McpServerConfig {
-  return { name: 'files', transport: 'http', upstreams: [], command: null, maxSessions: 1, timeoutMs: 1, headers: {}, tools: tools && new Set(tools), prompts: prompts && new Set(prompts) };
+  return { name: 'files', transport: 'http', upstreams: [], command: null, maxSessions: 1, env: {}, cwd: null, timeoutMs: 1, headers: {}, tools: tools && new Set(tools), prompts: prompts && new Set(prompts) };
 }
 
 describe('visibility', () => {
@@ -99,5 +135,11 @@ describe('SseMessageScanner', () => {
     const bytes = Buffer.from(text);
     for (let i = 0; i < bytes.length; i += 3) scanner.push(bytes.subarray(i, i + 3));
     expect(events).toEqual(['1:{"a":1}', '3:b\nc']);
+  });
+
+  it('keeps a priming event\'s retry through a filtered tools/list answer, and drops a retry that is not a number', () => {
+    const answer = Buffer.from('id: s1:1\nretry: 500\ndata: \n\nid: s1:2\nretry: soon\nevent: message\ndata: {"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a"},{"name":"b"}]}}\n\n');
+    const text = rewriteAnswer(answer, 'text/event-stream', 7, (result) => filterListResult(result, 'tools', (name) => name === 'a'));
+    expect(text).toBe('id: s1:1\nretry: 500\ndata: \n\nid: s1:2\nevent: message\ndata: {"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a"}]}}\n\n');
   });
 });

@@ -1,12 +1,14 @@
 // The create and edit forms of a key: account, name, plan and agents (from the running
-// config's lists), tool scope and expiry. Create answers with the raw key, shown once (RawKey).
+// config's lists), tool scope, MCP scope (mcp-scope-field.tsx) and expiry. Create answers with
+// the raw key, shown once (RawKey).
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Dialog } from '../components/dialog.js';
 import { ChoiceField, DialogActions } from '../components/form-parts.js';
 import { RawKey } from '../components/raw-key.js';
 import { FormError } from '../components/states.js';
-import type { Agent, Key, KeyWithSecret, Plan } from '../types.js';
+import type { Agent, Key, KeyWithSecret, McpServer, Plan } from '../types.js';
+import { choicesOf, McpScopeField, sameScope, scopeOf } from './mcp-scope-field.js';
 
 const DAY_MS = 86_400_000;
 const EXPIRY_CHOICES = [
@@ -75,13 +77,14 @@ function ToolsField(props: { agents: Agent[]; chosen: string[]; value: string; o
   );
 }
 
-export function CreateKeyDialog(props: { plans: Plan[]; agents: Agent[]; onClose: () => void; onCreated: () => void }) {
+export function CreateKeyDialog(props: { plans: Plan[]; agents: Agent[]; mcpServers: McpServer[]; onClose: () => void; onCreated: () => void }) {
   const [account, setAccount] = useState('');
   const [name, setName] = useState('');
   const [plan, setPlan] = useState(props.plans[0]?.name ?? '');
   const [agents, setAgents] = useState<string[]>(props.agents.length === 1 ? [props.agents[0]!.id] : []);
   const [expiresIn, setExpiresIn] = useState('');
   const [tools, setTools] = useState('');
+  const [mcp, setMcp] = useState(() => choicesOf(null, props.mcpServers));
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error | undefined>(undefined);
   const [created, setCreated] = useState<KeyWithSecret | undefined>(undefined);
@@ -93,7 +96,16 @@ export function CreateKeyDialog(props: { plans: Plan[]; agents: Agent[]; onClose
     setError(undefined);
     try {
       const scope = parseTools(tools);
-      const key = await api.post<KeyWithSecret>('/admin/v1/keys', { account: account.trim(), plan, agents, ...(name.trim() ? { name: name.trim() } : {}), ...(expiresIn ? { expires_in: expiresIn } : {}), ...(scope ? { tools: scope } : {}) });
+      const mcpScope = scopeOf(mcp);
+      const key = await api.post<KeyWithSecret>('/admin/v1/keys', {
+        account: account.trim(),
+        plan,
+        agents,
+        ...(name.trim() ? { name: name.trim() } : {}),
+        ...(expiresIn ? { expires_in: expiresIn } : {}),
+        ...(scope ? { tools: scope } : {}),
+        ...(mcpScope ? { mcp: mcpScope } : {}),
+      });
       setCreated(key);
       props.onCreated();
     } catch (failure) {
@@ -126,6 +138,7 @@ export function CreateKeyDialog(props: { plans: Plan[]; agents: Agent[]; onClose
         <PlanField plans={props.plans} value={plan} onChange={setPlan} />
         <AgentsField agents={props.agents} value={agents} onChange={setAgents} />
         <ToolsField agents={props.agents} chosen={agents} value={tools} onChange={setTools} />
+        <McpScopeField servers={props.mcpServers} value={mcp} onChange={setMcp} />
         <ChoiceField label="Expires" name="expires" choices={EXPIRY_CHOICES} value={expiresIn} onChange={setExpiresIn} />
         <FormError error={error} />
         <DialogActions onCancel={props.onClose} busy={busy} disabled={account.trim() === '' || agents.length === 0} label="Create key" busyLabel="Creating…" />
@@ -141,13 +154,14 @@ function dateInputValue(iso: string | null): string {
   return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
 }
 
-export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Agent[]; onClose: () => void; onSaved: () => Promise<void>; fallbackFocus: () => HTMLElement | null }) {
+export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Agent[]; mcpServers: McpServer[]; onClose: () => void; onSaved: () => Promise<void>; fallbackFocus: () => HTMLElement | null }) {
   const original = props.keyRecord;
   const [name, setName] = useState(original.name);
   const [plan, setPlan] = useState(original.plan);
   const [agents, setAgents] = useState<string[]>(original.agents);
   const [expiresOn, setExpiresOn] = useState(dateInputValue(original.expires_at));
   const [tools, setTools] = useState((original.tools ?? []).join(', '));
+  const [mcp, setMcp] = useState(() => choicesOf(original.mcp ?? null, props.mcpServers));
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error | undefined>(undefined);
 
@@ -161,6 +175,9 @@ export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Ag
     // A list replaces the scope; emptied, the scope is removed (null). An empty scope (no tool at all) is set with the API or CLI.
     const scope = parseTools(tools);
     if (JSON.stringify(scope) !== JSON.stringify(original.tools ?? null) && !(scope === null && original.tools?.length === 0)) changes.tools = scope;
+    // A scope replaces the key's whole; none left is null (no MCP server).
+    const mcpScope = scopeOf(mcp);
+    if (!sameScope(mcpScope, original.mcp ?? null)) changes.mcp = mcpScope;
     if (expiresOn !== dateInputValue(original.expires_at)) {
       // The end of the chosen day in the viewer's time zone.
       changes.expires_at = expiresOn === '' ? null : new Date(new Date(`${expiresOn}T00:00:00`).getTime() + DAY_MS - 1000).toISOString();
@@ -193,6 +210,7 @@ export function EditKeyDialog(props: { keyRecord: Key; plans: Plan[]; agents: Ag
         <PlanField plans={props.plans} value={plan} onChange={setPlan} />
         <AgentsField agents={props.agents} value={agents} onChange={setAgents} />
         <ToolsField agents={props.agents} chosen={agents} value={tools} onChange={setTools} />
+        <McpScopeField servers={props.mcpServers} value={mcp} onChange={setMcp} />
         <label class="field">
           <span>
             Expires on <span class="muted">(empty: never)</span>

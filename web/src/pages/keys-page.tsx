@@ -7,7 +7,7 @@ import { Empty, ErrorState, Loading } from '../components/states.js';
 import { formatDate, relativeTime } from '../format.js';
 import { useAsync, useCatalog, useDebounced } from '../hooks.js';
 import { AgentFilter } from '../components/form-parts.js';
-import type { Key, KeyPage, KeyStatus } from '../types.js';
+import type { Key, KeyPage, KeyStatus, McpScope } from '../types.js';
 import { RevokeDialog, RotateDialog } from './key-actions.js';
 import { CreateKeyDialog, EditKeyDialog } from './key-form.js';
 
@@ -26,6 +26,19 @@ async function exactKey(keyId: string): Promise<KeyPage> {
 }
 
 type Open = { kind: 'create' } | { kind: 'edit' | 'rotate' | 'revoke'; key: Key } | undefined;
+
+/** A key's MCP scope under its agents: "mcp: files (read_file, search), git (all tools)". */
+function McpScopeSummary(props: { scope: McpScope }) {
+  const servers = Object.entries(props.scope);
+  return (
+    <div class="muted key-mcp" data-testid="key-mcp">
+      mcp:{' '}
+      {servers.length === 0
+        ? 'none'
+        : servers.map(([server, tools]) => `${server} (${tools.includes('*') ? 'all tools' : tools.length === 0 ? 'no tools' : tools.join(', ')})`).join(', ')}
+    </div>
+  );
+}
 
 function StatusBadge(props: { status: KeyStatus }) {
   return <span class={`badge badge-${props.status}`}>{props.status}</span>;
@@ -155,6 +168,7 @@ export function KeysPage(props: { canWrite: boolean }) {
                   <td>
                     {key.agents.join(', ')}
                     {key.tools === null ? null : <div class="muted key-tools">tools: {key.tools.length === 0 ? 'none' : key.tools.join(', ')}</div>}
+                    {key.mcp === null || key.mcp === undefined ? null : <McpScopeSummary scope={key.mcp} />}
                   </td>
                   <td class="nowrap" title={key.created_at}>{formatDate(key.created_at, nowMs)}</td>
                   <td class="nowrap" title={key.expires_at ?? 'never'}>{key.expires_at === null ? <span class="muted">never</span> : relativeTime(key.expires_at, nowMs)}</td>
@@ -196,9 +210,9 @@ export function KeysPage(props: { canWrite: boolean }) {
         </button>
       </nav>
 
-      {open?.kind === 'create' && catalog.data ? <CreateKeyDialog plans={catalog.data.plans} agents={catalog.data.agents} onClose={close} onCreated={keys.reload} /> : null}
+      {open?.kind === 'create' && catalog.data ? <CreateKeyDialog plans={catalog.data.plans} agents={catalog.data.agents} mcpServers={catalog.data.mcpServers} onClose={close} onCreated={keys.reload} /> : null}
       {open?.kind === 'edit' && catalog.data ? (
-        <EditKeyDialog keyRecord={open.key} plans={catalog.data.plans} agents={catalog.data.agents} onClose={close} onSaved={keys.reload} fallbackFocus={fallbackFocus(open.key.key_id)} />
+        <EditKeyDialog keyRecord={open.key} plans={catalog.data.plans} agents={catalog.data.agents} mcpServers={catalog.data.mcpServers} onClose={close} onSaved={keys.reload} fallbackFocus={fallbackFocus(open.key.key_id)} />
       ) : null}
       {open?.kind === 'rotate' ? <RotateDialog keyRecord={open.key} onClose={close} onDone={keys.reload} fallbackFocus={fallbackFocus(open.key.key_id)} /> : null}
       {open?.kind === 'revoke' ? <RevokeDialog keyRecord={open.key} onClose={close} onDone={keys.reload} fallbackFocus={fallbackFocus(open.key.key_id)} /> : null}
