@@ -1,7 +1,15 @@
 // An unsupported Node.js is refused in one line before vitest loads a test (`npx vitest run`).
 import './scripts/node-guard.mjs';
+import { resolve } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { SlowestFirstSequencer } from './test/helpers/slowest-first.js';
+
+// Every node process the tests start (gateways, the CLI, the bench, the workers themselves)
+// keeps V8's compiled code in one cache (Node's NODE_COMPILE_CACHE, 22.1+): the suite starts
+// hundreds of them, and compiling the same modules again was ~40% of a start's CPU on this
+// 2-core machine (0.55 → 0.32 s of user time to load the gateway's modules). What runs is the
+// same code: only its compilation is reused. An operator's own setting wins.
+process.env.NODE_COMPILE_CACHE ??= resolve('node_modules/.cache/agentgw-test-compile-cache');
 
 export default defineConfig({
   test: {

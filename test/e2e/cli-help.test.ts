@@ -5,7 +5,13 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { CLI_PATH } from '../helpers/cli.js';
 
-const help = async (...command: string[]) => (await promisify(execFile)(process.execPath, [CLI_PATH, ...command, '--help'])).stdout;
+// Each command's help is read once (one CLI process each), however many tests read it.
+const helpTexts = new Map<string, Promise<string>>();
+const help = (...command: string[]): Promise<string> => {
+  const key = command.join(' ');
+  if (!helpTexts.has(key)) helpTexts.set(key, promisify(execFile)(process.execPath, [CLI_PATH, ...command, '--help']).then((result) => result.stdout));
+  return helpTexts.get(key)!;
+};
 
 const COMMANDS = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'show'], ['keys', 'revoke'], ['keys', 'update'], ['keys', 'rotate'], ['config'], ['config', 'check'], ['audit'], ['audit', 'tail'], ['usage'], ['events'], ['events', 'list'], ['demo-agent']];
 

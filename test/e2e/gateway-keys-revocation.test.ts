@@ -1,10 +1,10 @@
 // Revocation through the built CLI reaches running gateway PROCESSES (docs/design.md, "Keys";
 // docs/keys.md): two gateways sharing one Redis (pub/sub invalidation), and one gateway on the
-// key file (directory watch). The cache TTL is 10 minutes, so a rejection well inside it can
-// only come from the invalidation: the test waits up to 30 s and asserts that, not the 1 s
-// the design gives on a quiet machine (a loaded one may stretch any time; the times taken are
-// printed). `keys list` / `keys show` never print
-// the raw key or its hash.
+// key file (directory watch). The cache TTL is an hour, far beyond these tests' own timeouts,
+// so a cached key that is rejected at all was rejected by the invalidation: the test waits
+// for the rejection as a condition and asserts the order (200 until it, 401 from it on), not
+// how soon it came (the design's 1 s is a quiet machine's; the times taken are printed).
+// `keys list` / `keys show` never print the raw key or its hash.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,8 +21,10 @@ import { metricsText, metricValue } from '../helpers/metrics-text.js';
 const CHAT = '/agents/support/api/v1/chat';
 const ANY_KEY = /ha_[0-9A-Za-z]{38}/;
 const POLL_INTERVAL_MS = 50;
-/** Far inside the 10-minute cache TTL, far beyond the design's 1 s: only an invalidation rejects in time. */
-const REVOCATION_BOUND_MS = 30_000;
+/** Each test's timeout: generous for a loaded machine, and far inside the cache TTL. */
+const TEST_TIMEOUT_MS = 120_000;
+/** An hour: no cached entry can expire during a test, so only an invalidation rejects a cached key. */
+const CACHE_TTL = '1h';
 
 let upstream: FakeUpstream;
 let redis: TestRedis;
@@ -50,7 +52,7 @@ function gatewayConfig(name: string, store: 'redis' | 'file'): Record<string, un
   return {
     ...(store === 'redis' ? { redis: { url: redis.url, prefix, command_timeout: '1s' } } : {}),
     agents: { support: { upstream: upstream.baseUrl } },
-    keys: { store, file: join(dir, `${name}-keys.json`), cache_ttl: '10m' },
+    keys: { store, file: join(dir, `${name}-keys.json`), cache_ttl: CACHE_TTL },
     audit: { file: join(dir, `${name}-audit.jsonl`), spool: join(dir, `${name}-spool.jsonl`) },
     log: { level: 'info' },
     shutdown_grace: '1s',
@@ -116,7 +118,8 @@ async function revokeAndTime(configPath: string, created: CreatedKey, targets: G
   expect(output).not.toMatch(ANY_KEY);
 
   const rejectedAfterMs: (number | undefined)[] = targets.map(() => undefined);
-  while (rejectedAfterMs.some((ms) => ms === undefined) && performance.now() - returnedAt < REVOCATION_BOUND_MS) {
+  // Until every gateway has rejected it: the test's timeout bounds the wait (a hang fails it).
+  while (rejectedAfterMs.some((ms) => ms === undefined)) {
     const answers = await Promise.all(targets.map((gateway, i) => (rejectedAfterMs[i] === undefined ? chat(gateway, created.key) : undefined)));
     const at = performance.now() - returnedAt;
     answers.forEach((answer, i) => {
@@ -128,7 +131,7 @@ async function revokeAndTime(configPath: string, created: CreatedKey, targets: G
     await sleep(POLL_INTERVAL_MS);
   }
   for (const gateway of targets) expect(await chat(gateway, created.key)).toEqual({ status: 401, type: 'revoked_api_key', wwwAuthenticate: 'Bearer' });
-  return rejectedAfterMs.map((ms) => ms ?? Number.POSITIVE_INFINITY);
+  return rejectedAfterMs as number[];
 }
 
 describe('keys revoke through the CLI reaches running gateway processes', () => {
@@ -147,7 +150,6 @@ describe('keys revoke through the CLI reaches running gateway processes', () => 
 
     const rejectedAfterMs = await revokeAndTime(configPath, created, gateways);
     process.stdout.write(`revocation reached the Redis gateways after ${rejectedAfterMs.map((ms) => Math.round(ms)).join(' and ')} ms\n`);
-    for (const ms of rejectedAfterMs) expect(ms).toBeLessThan(REVOCATION_BOUND_MS);
 
     const [, showJson] = await expectListingsWithoutSecrets(configPath, created, [['list'], ['show', created.key_id, '--json']]);
     const shown = JSON.parse(showJson!) as Record<string, unknown>;
@@ -156,7 +158,7 @@ describe('keys revoke through the CLI reaches running gateway processes', () => 
     expect(shown).not.toHaveProperty('hash');
     expect(shown).not.toHaveProperty('key');
     for (const gateway of gateways) expect(gateway.output()).not.toMatch(ANY_KEY);
-  });
+  }, TEST_TIMEOUT_MS);
 
   it('one gateway on the key file (keys.store file) rejects the key', async () => {
     gateways = [await startGatewayProcess(dir, 'file', gatewayConfig('file', 'file'))];
@@ -172,7 +174,6 @@ describe('keys revoke through the CLI reaches running gateway processes', () => 
 
     const [rejectedAfterMs] = await revokeAndTime(gateway.configPath, created, gateways);
     process.stdout.write(`revocation reached the file gateway after ${Math.round(rejectedAfterMs!)} ms\n`);
-    expect(rejectedAfterMs).toBeLessThan(REVOCATION_BOUND_MS);
 
     const [listJson] = await expectListingsWithoutSecrets(gateway.configPath, created, [['list', '--account', 'acme', '--json'], ['show', created.key_id]]);
     const listed = JSON.parse(listJson!) as Record<string, unknown>[];
@@ -180,5 +181,5 @@ describe('keys revoke through the CLI reaches running gateway processes', () => 
     expect(listed[0]).not.toHaveProperty('hash');
     expect(listed[0]).not.toHaveProperty('key');
     expect(gateway.output()).not.toMatch(ANY_KEY);
-  });
+  }, TEST_TIMEOUT_MS);
 });

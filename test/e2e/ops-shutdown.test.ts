@@ -106,15 +106,14 @@ describe('graceful shutdown', () => {
   });
 
   it('on SIGINT with nothing in flight exits 0 without waiting for the grace period', async () => {
-    const gateway = await startGatewayProcess(dir, 'int', { ...configDocument('int'), shutdown_grace: '30s' });
+    // A grace far beyond the test's timeout: an exit at all shows it did not wait for it.
+    const gateway = await startGatewayProcess(dir, 'int', { ...configDocument('int'), shutdown_grace: '1h' });
     started.push(gateway);
     // A keep-alive connection left idle must not hold the exit.
     const res = await fetch(`${gateway.url}/agents/support/api/v1/chat/stream`, { method: 'GET' });
     expect(res.status).toBe(405);
     await res.arrayBuffer();
-    const signalledAt = performance.now();
     expect(await gateway.stop('SIGINT')).toEqual({ code: 0, signal: null });
-    expect(performance.now() - signalledAt).toBeLessThan(15_000);
     expect(gateway.output()).toMatch(/"signal":"SIGINT"/);
   });
 });

@@ -182,13 +182,14 @@ describe('clients misbehaving (gateway processes, real Redis)', () => {
     const after = await strict.sample();
 
     for (const o of served) expect(o.status).toBe(200);
-    // headers_timeout 2 s and request_timeout 3 s, enforced every second: closed well before 30 s.
-    for (const r of headerResults) {
+    // A trickle never stops on its own (it repeats its last line for ever), so every close is
+    // the server's; the 408 request_timeout it answered first says which of its limits closed
+    // it: headers_timeout (2 s) / request_timeout (3 s), not a later one. No bound on when:
+    // a loaded machine may run the server's once-a-second check late (the times are reported).
+    for (const r of [...headerResults, ...bodyResults]) {
       expect(r.answer).toMatch(/^HTTP\/1\.1 408 /);
       expect(r.answer).toContain('"type":"request_timeout"');
-      expect(r.closedAfterMs).toBeLessThan(5_000);
     }
-    for (const r of bodyResults) expect(r.closedAfterMs).toBeLessThan(6_000);
     const records = await waitForRecords(join(dir, 'strict-audit.jsonl'), bodyResults.map((_, n) => `cl-slowbody-${n}`));
     const bodyRecords = bodyResults.map((_, n) => records.get(`cl-slowbody-${n}`));
     const bodyAnswers = new Set(bodyResults.map((r) => r.answer.split('\r\n')[0] || '(closed without an answer)'));

@@ -16,8 +16,12 @@ import { reportRow } from '../helpers/faults/report.js';
 /** Every status the gateway (or Node's parser on its behalf) may answer a client with. */
 const ALLOWED = new Set([200, 400, 401, 404, 405, 408, 413, 415, 417, 431]);
 const REQUEST_TIMEOUT_MS = 2_000;
-/** An incomplete request is cut by request_timeout, enforced every second; plus slack for a loaded CI box. */
-const END_BOUND_MS = REQUEST_TIMEOUT_MS + 6_000;
+/**
+ * How long a client waits before calling a connection hung: an incomplete request is cut by
+ * request_timeout (2 s, enforced every second), so this is ten times that, a guard that only
+ * a server which never cuts it reaches, however loaded the machine (not a speed bound).
+ */
+const END_BOUND_MS = REQUEST_TIMEOUT_MS * 10;
 /** Stop a failing property's shrinking in time to report its counterexample before the test timeout. */
 const FUZZ_OPTIONS = { interruptAfterTimeLimit: 40_000, markInterruptAsFailure: true };
 
@@ -124,7 +128,7 @@ function tallyStatuses(results: Exchange[], label: string): void {
 function expectWellHandled(results: Exchange[]): void {
   for (const r of results) {
     const sent = JSON.stringify(r.sent.slice(0, 300));
-    expect(r.endedAfterMs, `sent ${sent}, got ${r.raw.slice(0, 200)}`).toBeLessThan(END_BOUND_MS);
+    expect(r.endedAfterMs, `hung: neither answered nor closed within ${END_BOUND_MS} ms; sent ${sent}, got ${r.raw.slice(0, 200)}`).toBeLessThan(END_BOUND_MS);
     expect(r.finals.length > 0 || r.closedByServer, `neither answered nor closed after ${sent}`).toBe(true);
     for (const [i, status] of r.finals.entries()) {
       expect(ALLOWED.has(status), `status ${status} for ${sent}: ${r.raw.slice(0, 300)}`).toBe(true);

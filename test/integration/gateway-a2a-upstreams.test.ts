@@ -65,7 +65,7 @@ async function chats(gw: TestGateway, key: string, count: number): Promise<numbe
 /** Starts the stopped upstream again on its port; resolves once it is up, logged (`logLine`), and serving requests again. */
 async function restartedInRotation(gw: TestGateway, key: string, port: number, logLine: string): Promise<TestA2aServer> {
   const server = await a2aServer({ port });
-  await waitFor('the restarted upstream up', async () => (await stateOf(gw, server)) === 'up', 5_000);
+  await waitFor('the restarted upstream up', async () => (await stateOf(gw, server)) === 'up', 20_000);
   expect(gw.logs.join('')).toContain(logLine);
   await waitFor(
     'traffic on the restarted upstream',
@@ -73,7 +73,7 @@ async function restartedInRotation(gw: TestGateway, key: string, port: number, l
       expect(await chats(gw, key, 10)).toEqual(Array(10).fill(200));
       return server.received.length > 0;
     },
-    5_000,
+    20_000,
   );
   return server;
 }
@@ -96,11 +96,19 @@ describe('an A2A agent with two upstreams', { timeout: 120_000 }, () => {
     const bBefore = b.received.length;
     expect(await chats(gw, key, 40)).toEqual(Array(40).fill(200));
     expect(b.received.length - bBefore).toBe(40);
-    expect(await stateOf(gw, a)).toBe('ejected');
+    // The admin view shows it ejected while it is down. An ejection lasts 0.5–2 s and a loaded
+    // machine may spend longer on the 40 requests, so it may have come back (to be found still
+    // down by the next request): a few more requests, still all 200, until the view says so.
+    const probeStatuses: number[] = [];
+    await waitFor('the admin view to show the stopped upstream ejected', async () => {
+      probeStatuses.push(...(await chats(gw, key, 4)));
+      const up = sumSamples(parseMetrics(await metricsText(gw.adminUrl)), 'agentgw_upstream_target_up', { agent: AGENT, target: origin(a) });
+      return (await stateOf(gw, a)) === 'ejected' && up === 0;
+    }, 20_000);
+    expect(probeStatuses.filter((status) => status !== 200)).toEqual([]);
     samples = parseMetrics(await metricsText(gw.adminUrl));
     expect(sumSamples(samples, 'agentgw_upstream_ejections_total', { agent: AGENT, target: origin(a) })).toBeGreaterThanOrEqual(1);
     expect(sumSamples(samples, 'agentgw_upstream_target_errors_total', { agent: AGENT, target: origin(a), kind: 'connect' })).toBeGreaterThanOrEqual(2);
-    expect(sumSamples(samples, 'agentgw_upstream_target_up', { agent: AGENT, target: origin(a) })).toBe(0);
     expect(sumSamples(samples, 'agentgw_upstream_target_up', { agent: AGENT, target: origin(b) })).toBe(1);
     expect(sumSamples(samples, 'agentgw_upstream_retries_total', { agent: AGENT })).toBeGreaterThanOrEqual(2);
     // Every failed attempt was retried on the other: none reached a client.

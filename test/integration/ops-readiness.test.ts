@@ -139,11 +139,10 @@ describe('drain', () => {
     // fetch keeps its connection alive for reuse once the answer is in.
     const inFlight = postChat(gateway.url, '/agents/support/api/v1/chat', rawKey, { message: 'hi' });
     await sleep(100);
-    const startedAt = performance.now();
-    const closed = gateway.running.close(20_000);
+    // A grace of an hour, far beyond the test's timeout: that close() resolves at all shows
+    // the connection, idle after its answer, was closed rather than waited for.
+    const closed = gateway.running.close(3_600_000);
     expect((await inFlight).status).toBe(200);
     await closed;
-    // Far below the 20 s grace period: the connection, idle after its answer, was closed.
-    expect(performance.now() - startedAt).toBeLessThan(10_000);
   });
 });

@@ -17,7 +17,7 @@ import {
   checkExactLimits,
   checkFailedAuthThrottle,
   checkKeysAndRevocation,
-  checkRevokedWithinOneSecond,
+  checkRevocationReachesGateway,
   TOPOLOGY_MAX_FAILED_ATTEMPTS,
   topologyGateways,
 } from '../helpers/redis-topology-scenarios.js';
@@ -67,7 +67,7 @@ describe('redis.mode: cluster, every feature', () => {
     client = inspect(gateway);
   });
 
-  it('keeps the key store in one slot, and a key revoked through the CLI is refused within 1 s', async () => {
+  it('keeps the key store in one slot, and a key revoked through the CLI is refused (the invalidation reaches the gateway)', async () => {
     await checkKeysAndRevocation(gateway);
     const names = (await allKeys(client)).filter((name) => name.startsWith(keyStoreKeyHead(PREFIX)));
     expect(names.length).toBeGreaterThanOrEqual(4); // key hash, id index, account set, all set
@@ -95,7 +95,7 @@ describe('redis.mode: cluster, every feature', () => {
 });
 
 describe('redis.mode: cluster, the node of the invalidation subscriber SIGKILLed', () => {
-  it('subscribes again on another node, and a revocation reaches the gateway within 1 s', { timeout: 60_000 }, async () => {
+  it('subscribes again on another node, and a revocation reaches the gateway', { timeout: 60_000 }, async () => {
     // The feature block's gateway has a subscriber too: this one's is the one that appears.
     const earlier = new Set(await subscribers());
     const gateway = await startGateway({}, 'gwcl:audit-subscriber');
@@ -108,7 +108,7 @@ describe('redis.mode: cluster, the node of the invalidation subscriber SIGKILLed
     await cluster.kill(victim);
     await cluster.waitUntilHealthy(30_000);
     await waitFor('both subscribers to be on running nodes again', async () => (await subscribers()).length === earlier.size + 1, 30_000);
-    await checkRevokedWithinOneSecond(gateway, rawKey, keyId);
+    await checkRevocationReachesGateway(gateway, rawKey, keyId);
   });
 });
 
