@@ -17,6 +17,8 @@ export const MEASUREMENTS = {
   'json-guard': "micro benchmark: the JSON guard's ns per call, builds interleaved (or N calls for callgrind)",
   'auth-cached-key': 'micro benchmark: authenticating a key that is already in the in-process cache',
   keys: 'the key store at 10k, 100k and 1,000,000 keys: admin page p50/p99 per filter, create and revoke rate, gateway RSS, Redis bytes per key',
+  'idle-rss': 'idle memory: VmRSS of the floor, of an idle `serve --demo` and of `serve --workers 2` (primary, workers), each alone',
+  'start-up-time': 'spawn to listening of `serve` (default --demo, what npm start runs), two built checkouts alternated',
   'rapid-reset': 'HTTP/2 rapid reset (20 connections × 5 s) against the TLS listener: another client\'s latency, the admin listener, gateway CPU',
 };
 

@@ -5,12 +5,12 @@
 // gateway's session, so any instance serves any session. Two requests of one session on one
 // instance that need the same server wait for one opening; when two instances open one server at
 // once (a client's GET on one, its first call on the other), the one that finds the other's
-// entry already stored adopts it and ends its own, so the session converges on one upstream
-// session per server. (Both reading before either writes is not excluded: then the last write
-// wins, and the other upstream session ends at the server's own idle expiry.)
+// entry already stored adopts it and ends its own, so the session holds one upstream session
+// per server. Every change of the stored record is a compare-and-swap (mcp-session-swap.ts):
+// two openings at once, of one server or of two, never write over each other.
 import type { McpServerConfig } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
-import type { AggregateUpstream } from './aggregate-session-record.js';
+import type { AggregateSessionRecord, AggregateUpstream } from './aggregate-session-record.js';
 import { serverDoor, serverExchange, type AggregateRequest } from './aggregate-request.js';
 import type { JsonRpcId } from './json-rpc.js';
 import { answerWithId, jsonRpcRefusal, McpAnswer } from './mcp-answers.js';
@@ -23,6 +23,9 @@ import { discardBody } from './mcp-transport.js';
 const INITIALIZE_ID = 'agentgw-initialize';
 const MAX_INITIALIZE_ANSWER = 1024 * 1024;
 const INITIALIZED = Buffer.from(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+// A swap fails only when another request changed the record in between: each change is an
+// upstream session opened or dropped, so a session sees few; this many in a row is not progress.
+const MAX_SWAPS = 16;
 
 export class AggregateUpstreamSessions {
   private readonly opening = new Map<string, Promise<AggregateUpstream>>();
@@ -50,13 +53,18 @@ export class AggregateUpstreamSessions {
     });
   }
 
-  /** Drops `server`'s upstream session from the stored record (it is gone upstream). */
+  /** Drops `server`'s upstream session from the stored record (it is gone upstream), unless another has replaced it there. */
   async drop(request: AggregateRequest, server: string): Promise<void> {
-    delete request.record?.upstreams[server];
-    const current = await this.front.deps.sessions.touchAggregate(request.sessionId!);
-    if (current === undefined || current.upstreams[server] === undefined) return;
-    delete current.upstreams[server];
-    await this.front.deps.sessions.putAggregate(request.sessionId!, current);
+    const gone = request.record?.upstreams[server];
+    if (request.record !== undefined) delete request.record.upstreams[server];
+    if (gone === undefined) return;
+    await this.change(request, (current) => {
+      const stored = current.upstreams[server];
+      if (stored === undefined || stored.target !== gone.target || stored.upstreamSession !== gone.upstreamSession) return undefined;
+      const upstreams = { ...current.upstreams };
+      delete upstreams[server];
+      return { ...current, upstreams };
+    });
   }
 
   /** DELETE of every upstream session of the record, concurrently; a failure changes nothing (the gateway's session ends anyway). */
@@ -100,25 +108,44 @@ export class AggregateUpstreamSessions {
   }
 
   /**
-   * The new upstream session merged into the stored record, or the one another instance stored
+   * The new upstream session merged into the stored record, or the one another request stored
    * first (ours then ends); a session ended meanwhile ends ours upstream too.
    */
   private async remember(request: AggregateRequest, server: string, upstream: AggregateUpstream, door: McpDoor): Promise<AggregateUpstream> {
-    const sessions = this.front.deps.sessions;
-    const current = await sessions.touchAggregate(request.sessionId!);
-    const gone = current === undefined || current.keyId !== request.key.keyId;
-    const stored = gone ? undefined : current.upstreams[server];
-    if (gone || stored !== undefined) {
+    let stored: AggregateUpstream | undefined;
+    const kept = await this.change(request, (current) => {
+      stored = current.upstreams[server];
+      return stored === undefined ? { ...current, upstreams: { ...current.upstreams, [server]: upstream } } : undefined;
+    });
+    if (!kept || stored !== undefined) {
       const config = request.config.mcpServers.get(server)!;
       const answer = await forwardToServer(door, serverExchange(request, config, upstream), { method: 'DELETE', stream: false, own: true }).catch(() => undefined);
       if (answer !== undefined) await discardBody(answer.body);
-      if (stored === undefined) throw new GatewayError('mcp_session_not_found');
+      if (!kept || stored === undefined) throw new GatewayError('mcp_session_not_found');
       request.record!.upstreams[server] = stored;
       return stored;
     }
-    current.upstreams[server] = upstream;
-    await sessions.putAggregate(request.sessionId!, current);
     request.record!.upstreams[server] = upstream;
     return upstream;
+  }
+
+  /**
+   * Applies `edit` to the stored record by compare-and-swap, reading again when another request
+   * changed it first. `edit` answers undefined when there is nothing to write. False when the
+   * session is gone (ended, expired, or not this key's); a session changed more than
+   * MAX_SWAPS times in a row by others is refused with 503 (the client retries).
+   */
+  private async change(request: AggregateRequest, edit: (current: AggregateSessionRecord) => AggregateSessionRecord | undefined): Promise<boolean> {
+    const sessions = this.front.deps.sessions;
+    let current = await sessions.touchAggregate(request.sessionId!);
+    for (let attempt = 0; attempt < MAX_SWAPS; attempt++) {
+      if (current === undefined || current.keyId !== request.key.keyId) return false;
+      const next = edit(current);
+      if (next === undefined) return true;
+      const swap = await sessions.swapAggregate(request.sessionId!, current, next);
+      if (swap.swapped) return true;
+      current = swap.current;
+    }
+    throw jsonRpcRefusal(503, null, 'internal_error', 'The MCP session is being changed by other requests; retry.', { outcome: 'upstream_error' });
   }
 }

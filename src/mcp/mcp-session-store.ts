@@ -4,8 +4,13 @@
 // aggregated endpoint's sessions (`/mcp`) share the key space under their own record layout.
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/redis-client.js';
+import { callOperation, defineOperation } from '../redis/redis-operation.js';
 import { decodeAggregateRecord, encodeAggregateRecord, type AggregateSessionRecord } from './aggregate-session-record.js';
 import { decodeSessionRecord, encodeSessionRecord, type McpSessionRecord } from './mcp-session-record.js';
+import { sessionSwap } from './mcp-session-swap.js';
+
+/** A compare-and-swap's outcome: stored, or the record found in its place (undefined: the session is gone). */
+export type AggregateSwap = { swapped: true } | { swapped: false; current: AggregateSessionRecord | undefined };
 
 export interface McpSessionStore {
   /** The session, its idle expiry pushed back; undefined when unknown or expired. */
@@ -15,6 +20,16 @@ export interface McpSessionStore {
   /** An aggregated endpoint's session (`/mcp`), its idle expiry pushed back; undefined when unknown, expired or a per-server session. */
   touchAggregate(id: string): Promise<AggregateSessionRecord | undefined>;
   putAggregate(id: string, record: AggregateSessionRecord): Promise<void>;
+  /**
+   * Stores `next` only if the record is still `expected` (as read), renewing its idle expiry;
+   * else the record now stored, for the caller to merge into and try again (mcp-session-swap.ts).
+   */
+  swapAggregate(id: string, expected: AggregateSessionRecord, next: AggregateSessionRecord): Promise<AggregateSwap>;
+}
+
+/** A swap's reply text read back as a record (text that is not an aggregated record reads as gone). */
+function swapOutcome(swapped: boolean, current: string | undefined): AggregateSwap {
+  return swapped ? { swapped: true } : { swapped: false, current: current === undefined ? undefined : decodeAggregateRecord(current) };
 }
 
 /** 192 random bits in base64url: visible ASCII, as the specification asks of a session id. */
@@ -32,7 +47,9 @@ export class RedisSessionStore implements McpSessionStore {
     private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly idleMs: () => number,
-  ) {}
+  ) {
+    defineOperation(redis, sessionSwap);
+  }
 
   async touch(id: string): Promise<McpSessionRecord | undefined> {
     const text = await this.touchText(id);
@@ -50,6 +67,11 @@ export class RedisSessionStore implements McpSessionStore {
 
   async putAggregate(id: string, record: AggregateSessionRecord): Promise<void> {
     await this.putText(id, encodeAggregateRecord(record));
+  }
+
+  async swapAggregate(id: string, expected: AggregateSessionRecord, next: AggregateSessionRecord): Promise<AggregateSwap> {
+    const reply = await callOperation(this.redis, sessionSwap, { key: this.keyOf(id), expected: encodeAggregateRecord(expected), next: encodeAggregateRecord(next), idleMs: this.idleMs() });
+    return swapOutcome(reply.swapped, reply.swapped ? undefined : reply.current);
   }
 
   private touchText(id: string): Promise<string | null> {
@@ -97,6 +119,13 @@ export class MemorySessionStore implements McpSessionStore {
   putAggregate(id: string, record: AggregateSessionRecord): Promise<void> {
     this.putText(id, encodeAggregateRecord(record));
     return Promise.resolve();
+  }
+
+  swapAggregate(id: string, expected: AggregateSessionRecord, next: AggregateSessionRecord): Promise<AggregateSwap> {
+    const current = this.touchText(id);
+    if (current !== encodeAggregateRecord(expected)) return Promise.resolve(swapOutcome(false, current));
+    this.putText(id, encodeAggregateRecord(next));
+    return Promise.resolve(swapOutcome(true, undefined));
   }
 
   private touchText(id: string): string | undefined {

@@ -111,6 +111,18 @@ async function expectChatStatus(key: string, agent: string, status: number): Pro
   expect(`${agent}: ${last}`).toBe(`${agent}: ${status}`);
 }
 
+/**
+ * Hovers the usage chart's latest hour and reads its legend value. Switching the chart's
+ * measure rebuilds its plot, so the plot area may be detached or not laid out for a moment
+ * (no bounding box): the caller polls this, and each try finds the plot afresh.
+ */
+async function hoverLatestHour(page: Page): Promise<string> {
+  const box = await page.locator('[data-testid=usage-chart] .u-over').boundingBox();
+  if (box === null) return 'the plot area is not laid out';
+  await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
+  return (await page.locator('[data-testid=usage-chart] .u-legend .u-series').nth(1).locator('.u-value').textContent()) ?? 'no legend value';
+}
+
 function row(page: Page, keyId: string) {
   return page.locator(`tr[data-key-id="${keyId}"]`);
 }
@@ -339,10 +351,7 @@ describe('dashboard in Chromium', () => {
     expect(await page.locator(`[data-testid=usage-totals] tr[data-group="${usageKey.key_id}"] td[data-col=tokens]`).textContent()).toBe(String(USAGE_REQUESTS * 5));
     // The chart: its label states the total, and hovering the current hour shows the count.
     expect(await page.getByTestId('usage-chart').getAttribute('aria-label')).toContain(`${USAGE_REQUESTS} in total`);
-    const plotArea = page.locator('[data-testid=usage-chart] .u-over');
-    const box = (await plotArea.boundingBox())!;
-    await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
-    await expect.poll(() => page.locator('[data-testid=usage-chart] .u-legend .u-series').nth(1).locator('.u-value').textContent()).toBe(`${USAGE_REQUESTS} requests`);
+    await expect.poll(() => hoverLatestHour(page), { timeout: 15_000, interval: 300 }).toBe(`${USAGE_REQUESTS} requests`);
     await shot(page, 'usage');
     expect(await lowContrastText(page)).toEqual([]);
     const topByRequests = page.locator('.top-list').filter({ hasText: 'Top keys by requests' });
@@ -354,9 +363,7 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('radio', { name: 'Cost (USD)' }).check();
     await expect.poll(() => page.getByTestId('usage-chart').getAttribute('aria-label')).toContain(`Cost (USD) per hour`);
     expect(await page.getByTestId('usage-chart').getAttribute('aria-label')).toContain(`${expectedCost} in total`);
-    const costPlot = (await page.locator('[data-testid=usage-chart] .u-over').boundingBox())!;
-    await page.mouse.move(costPlot.x + costPlot.width - 2, costPlot.y + costPlot.height / 2);
-    await expect.poll(() => page.locator('[data-testid=usage-chart] .u-legend .u-series').nth(1).locator('.u-value').textContent()).toBe(expectedCost);
+    await expect.poll(() => hoverLatestHour(page), { timeout: 15_000, interval: 300 }).toBe(expectedCost);
 
     // Agents: both configured agents, their upstream and the last hour's traffic.
     await page.getByRole('link', { name: 'Agents' }).click();

@@ -214,12 +214,21 @@ describe('stdio MCP server: sessions', () => {
   it('a second GET stream on a session is 409; a batch is 400; a request id already in flight is 400', async () => {
     const { client, transport } = await connect();
     const headers = { 'mcp-session-id': transport.sessionId! };
-    // The SDK client holds the session's GET stream already.
-    await waitFor('the client opened its GET stream', async () => {
-      const second = await fetch(`${gateway.url}/mcp/local`, { method: 'GET', headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', 'mcp-protocol-version': '2025-06-18', ...headers } });
-      await second.text();
-      return second.status === 409;
-    }, 15_000);
+    // The SDK client opens the session's GET stream after connect() returns, not before: the
+    // first probe finds it open (409) or opens it itself (200, held here), and a second probe
+    // while one is held must be 409. A 200 stream is never read to its end (it has none).
+    const openGetStream = async (): Promise<{ status: number; close(): void }> => {
+      const holder = new AbortController();
+      const response = await fetch(`${gateway.url}/mcp/local`, { method: 'GET', headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', 'mcp-protocol-version': '2025-06-18', ...headers }, signal: holder.signal });
+      if (response.status === 200) return { status: 200, close: () => holder.abort() };
+      await response.text();
+      return { status: response.status, close: () => undefined };
+    };
+    const firstStream = await openGetStream();
+    const secondStream = firstStream.status === 200 ? await openGetStream() : firstStream;
+    expect(secondStream.status).toBe(409);
+    secondStream.close();
+    firstStream.close();
     const batch = await post(JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'ping' }]), { ...headers, 'mcp-protocol-version': '2025-03-26' });
     expect(batch.status).toBe(400);
     expect(await batch.json()).toMatchObject({ error: { code: -32600 } });
@@ -232,7 +241,7 @@ describe('stdio MCP server: sessions', () => {
     leave.abort();
     await first.catch(() => undefined);
     await client.close();
-  });
+  }, 60_000);
 });
 
 describe('stdio MCP server: limits and audit', () => {
