@@ -17,6 +17,7 @@ import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-pro
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
+import { startMonitor } from '../helpers/redis-monitor.js';
 
 const PREFIX = 'gwrunp:';
 const PLANS = {
@@ -238,7 +239,7 @@ describe('one admit call per request with all four scopes (MONITOR on one Redis)
     };
     // The key's record and the scripts loaded first: the counted requests then make only their admit calls.
     expect(await post(0)).toBe(200);
-    const monitor = await new Redis(redisUrl).monitor();
+    const monitor = await startMonitor(redisUrl);
     const scriptCalls: string[][] = [];
     let markerSeen = false;
     monitor.on('monitor', (_time: string, args: string[]) => {

@@ -12,6 +12,7 @@ import { streamSlotsKey } from '../../src/ratelimit/redis-stream-slots.js';
 import { lcg } from '../helpers/lcg.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { sleep } from '../helpers/wait.js';
+import { startMonitor } from '../helpers/redis-monitor.js';
 
 const PREFIX = 'cc:';
 const WINDOWS: RateWindow[] = [
@@ -46,7 +47,7 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 
 describe('RedisRateLimiter with a concurrency cap', () => {
   it('sends admit one more key with a cap, and the cap in its fixed head (streams 0 without one)', async () => {
-    const monitor = await client.duplicate().monitor();
+    const monitor = await startMonitor(redis.url);
     const calls: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
       // EVAL when the script was not loaded yet (ioredis then re-sends the source): same layout.

@@ -11,6 +11,7 @@ import { OPERATION, OPERATION_SOURCES, type OperationKind } from '../../src/rate
 import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
 import { bucketWidthMs } from '../../src/ratelimit/window-math.js';
 import { leasesOver, useLeaseLimiterRedis } from '../helpers/rate-limit-leases.js';
+import { startMonitor } from '../helpers/redis-monitor.js';
 
 const PREFIX = 'token-lease-test:';
 const T0 = 1_700_000_000_037;
@@ -124,7 +125,7 @@ describe('RedisRateLimiter with leases beside a budget', () => {
       operationOf.set(createHash('sha1').update(source).digest('hex'), kind as OperationKind);
       kindOf.set(OPERATION[kind as OperationKind], kind as OperationKind);
     }
-    const monitor = await leases.admin.duplicate().monitor();
+    const monitor = await startMonitor(`redis://${leases.admin.options.host}:${leases.admin.options.port}`);
     const calls: Array<{ kind: OperationKind | undefined; args: string[] }> = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
       // EVAL when the script was not loaded yet (ioredis then re-sends the source): same layout.

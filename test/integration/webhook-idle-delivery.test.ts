@@ -6,7 +6,6 @@
 // the safety net; and the commands an idle deliverer holding all 16 shards sends, counted with
 // MONITOR, are the doorbell reads and one renewal per shard per lease round, nothing more.
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load-config.js';
@@ -22,6 +21,7 @@ import { createRedisClientFactory, type RedisClient } from '../../src/redis/redi
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { deliveredIds, startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { startMonitor } from '../helpers/redis-monitor.js';
 
 const SECRET = `whsec-${randomUUID()}`;
 let redis: TestRedis;
@@ -104,9 +104,7 @@ describe('an idle webhook deliverer', () => {
     await sleep(IDLE_POLL_MS + 500);
     const address = /addr=(\S+)/.exec(String(await client.call('CLIENT', 'INFO')))?.[1];
     expect(address).toBeDefined();
-    const watcher = new Redis(redis.url);
-    clients.push(watcher);
-    const monitor = await watcher.monitor();
+    const monitor = await startMonitor(redis.url);
     const counts: Record<string, number> = {};
     // Scripts' inner commands (source "lua") belong to the script's one command.
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
