@@ -18,6 +18,7 @@ const running = new Set();
  * @param {NodeJS.ProcessEnv} [options.env] the whole environment of the child
  * @param {number} [options.fdLimit] `ulimit -n` for the child (through bash; must be ≤ the hard limit)
  * @param {RegExp} [options.readyPattern] none: ready as soon as it is spawned
+ * @param {string} [options.cwd] its working directory (default: this process's)
  * @param {string} [options.logFile]
  * @param {number} [options.startTimeoutMs]
  * @param {number} [options.stopGraceMs] SIGTERM, then SIGKILL after this long
@@ -29,7 +30,7 @@ export function spawnProcess(options) {
   const [command, args] = fdLimit
     ? ['bash', ['-c', 'ulimit -n "$1" || exit 97; shift; exec "$@"', 'bench-fd-limit', String(fdLimit), options.command, ...(options.args ?? [])]]
     : [options.command, options.args ?? []];
-  const child = spawn(command, args, { env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   const log = options.logFile ? createWriteStream(options.logFile, { flags: 'a' }) : null;
   const handle = {
     name,

@@ -14,6 +14,9 @@ export const USAGE = `node bench/run.mjs start-up-time [--rounds 5] [--base DIR]
   load average. Serve args after -- (default --demo), e.g. -- --config /tmp/plain.yaml
 `;
 
+// Its own spawn rather than bench/lib/processes.mjs's spawnProcess: that one looks for the ready
+// line every 20 ms, as much as the differences measured here; this one stops the clock on the
+// chunk that holds the line.
 async function startUpMs(repo, serveArgs) {
   const started = process.hrtime.bigint();
   const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', ...serveArgs], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });

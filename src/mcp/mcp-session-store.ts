@@ -7,7 +7,7 @@ import type { RedisClient } from '../redis/redis-client.js';
 import { callOperation, defineOperation } from '../redis/redis-operation.js';
 import { decodeAggregateRecord, encodeAggregateRecord, type AggregateSessionRecord } from './aggregate-session-record.js';
 import { decodeSessionRecord, encodeSessionRecord, type McpSessionRecord } from './mcp-session-record.js';
-import { sessionSwap } from './mcp-session-swap.js';
+import { sessionSwap, type SessionSwapReply } from './mcp-session-swap.js';
 
 /** A compare-and-swap's outcome: stored, or the record found in its place (undefined: the session is gone). */
 export type AggregateSwap = { swapped: true } | { swapped: false; current: AggregateSessionRecord | undefined };
@@ -27,9 +27,9 @@ export interface McpSessionStore {
   swapAggregate(id: string, expected: AggregateSessionRecord, next: AggregateSessionRecord): Promise<AggregateSwap>;
 }
 
-/** A swap's reply text read back as a record (text that is not an aggregated record reads as gone). */
-function swapOutcome(swapped: boolean, current: string | undefined): AggregateSwap {
-  return swapped ? { swapped: true } : { swapped: false, current: current === undefined ? undefined : decodeAggregateRecord(current) };
+/** A swap's reply, its text read back as a record (text that is not an aggregated record reads as gone). */
+function readSwap(reply: SessionSwapReply): AggregateSwap {
+  return reply.swapped ? reply : { swapped: false, current: reply.current === undefined ? undefined : decodeAggregateRecord(reply.current) };
 }
 
 /** 192 random bits in base64url: visible ASCII, as the specification asks of a session id. */
@@ -70,8 +70,9 @@ export class RedisSessionStore implements McpSessionStore {
   }
 
   async swapAggregate(id: string, expected: AggregateSessionRecord, next: AggregateSessionRecord): Promise<AggregateSwap> {
-    const reply = await callOperation(this.redis, sessionSwap, { key: this.keyOf(id), expected: encodeAggregateRecord(expected), next: encodeAggregateRecord(next), idleMs: this.idleMs() });
-    return swapOutcome(reply.swapped, reply.swapped ? undefined : reply.current);
+    // `expected` re-encoded, not the text as read: the one encoder writes every stored record,
+    // so a record read and encoded again is the same text (the swap test holds it to that).
+    return readSwap(await callOperation(this.redis, sessionSwap, { key: this.keyOf(id), expected: encodeAggregateRecord(expected), next: encodeAggregateRecord(next), idleMs: this.idleMs() }));
   }
 
   private touchText(id: string): Promise<string | null> {
@@ -123,9 +124,9 @@ export class MemorySessionStore implements McpSessionStore {
 
   swapAggregate(id: string, expected: AggregateSessionRecord, next: AggregateSessionRecord): Promise<AggregateSwap> {
     const current = this.touchText(id);
-    if (current !== encodeAggregateRecord(expected)) return Promise.resolve(swapOutcome(false, current));
+    if (current !== encodeAggregateRecord(expected)) return Promise.resolve(readSwap({ swapped: false, current }));
     this.putText(id, encodeAggregateRecord(next));
-    return Promise.resolve(swapOutcome(true, undefined));
+    return Promise.resolve({ swapped: true });
   }
 
   private touchText(id: string): string | undefined {
