@@ -10,4 +10,11 @@ afterAll(() => {
   if (killed.length > 0) process.stderr.write(`child-process cleanup: killed ${killed.length} process(es) the test file left running (pids ${killed.join(', ')})\n`);
 });
 
-process.once('exit', () => killTrackedChildProcesses());
+// Once per worker process: a worker runs many files (vitest.config.ts, isolate: false) and this
+// file is evaluated again before each.
+const EXIT_HOOK = Symbol.for('agentgw.test.child-process-exit-hook');
+const holder = globalThis as { [EXIT_HOOK]?: true };
+if (!holder[EXIT_HOOK]) {
+  holder[EXIT_HOOK] = true;
+  process.once('exit', () => killTrackedChildProcesses());
+}

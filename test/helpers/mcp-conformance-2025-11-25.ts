@@ -8,7 +8,8 @@
 // conformance package) say what each expects; the SDK does the protocol.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ElicitResultSchema, ListToolsRequestSchema, type JSONRPCMessage, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { ElicitResultSchema, ListToolsRequestSchema, type JSONRPCMessage, type ListToolsResult, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 /** The suite's scenarios that only the 2025-11-25 revision has. */
@@ -60,15 +61,20 @@ export class SessionEventStore implements EventStore {
   }
 }
 
+type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
 export function tools20251125(server: McpServer): void {
   const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
-  const elicit = async (message: string, properties: Record<string, unknown>) => {
-    const result = await server.server.request({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: { type: 'object', properties, required: [] } } }, ElicitResultSchema);
+  // Sent on the call's own stream (related to it), as the spec says a server's requests during a call should be.
+  const elicit = async (extra: ToolExtra, message: string, properties: Record<string, unknown>) => {
+    // The schemas are the suite's, some outside the SDK's narrower request type (legacy enumNames): sent as written.
+    const request = { method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: { type: 'object', properties, required: [] } } } as unknown as ServerRequest;
+    const result = await extra.sendRequest(request, ElicitResultSchema);
     return text(`Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`);
   };
   server.registerTool(JSON_SCHEMA_2020_12_TOOL, { description: 'Tool with JSON Schema 2020-12 features', inputSchema: { name: z.string().optional() } }, async (args) => text(`Called with ${JSON.stringify(args)}`));
-  server.registerTool('test_elicitation_sep1034_defaults', { description: 'Elicitation with defaults (SEP-1034)', inputSchema: {} }, () =>
-    elicit('Please review the fields, with their defaults', {
+  server.registerTool('test_elicitation_sep1034_defaults', { description: 'Elicitation with defaults (SEP-1034)', inputSchema: {} }, (_args, extra) =>
+    elicit(extra, 'Please review the fields, with their defaults', {
       name: { type: 'string', description: 'User name', default: 'John Doe' },
       age: { type: 'integer', description: 'User age', default: 30 },
       score: { type: 'number', description: 'User score', default: 95.5 },
@@ -76,8 +82,8 @@ export function tools20251125(server: McpServer): void {
       verified: { type: 'boolean', description: 'Verification status', default: true },
     }),
   );
-  server.registerTool('test_elicitation_sep1330_enums', { description: 'Elicitation with every enum form (SEP-1330)', inputSchema: {} }, () =>
-    elicit('Please choose', {
+  server.registerTool('test_elicitation_sep1330_enums', { description: 'Elicitation with every enum form (SEP-1330)', inputSchema: {} }, (_args, extra) =>
+    elicit(extra, 'Please choose', {
       untitledSingle: { type: 'string', enum: ['option1', 'option2', 'option3'] },
       titledSingle: { type: 'string', oneOf: [{ const: 'value1', title: 'First Option' }, { const: 'value2', title: 'Second Option' }] },
       legacyEnum: { type: 'string', enum: ['opt1', 'opt2', 'opt3'], enumNames: ['Option One', 'Option Two', 'Option Three'] },

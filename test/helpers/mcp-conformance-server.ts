@@ -62,13 +62,16 @@ function tools(server: McpServer): void {
   server.registerTool('test_error_handling', { description: 'Fails' }, async () => {
     throw new Error('This tool intentionally returns an error for testing');
   });
-  server.registerTool('test_sampling', { description: 'Asks the client for a completion', inputSchema: { prompt: z.string() } }, async ({ prompt }) => {
-    const result = await server.server.request({ method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 100 } }, CreateMessageResultSchema);
+  server.registerTool('test_sampling', { description: 'Asks the client for a completion', inputSchema: { prompt: z.string() } }, async ({ prompt }, extra) => {
+    // On the call's own stream (related to it): sent unrelated, it would go on the session's GET
+    // stream, which the SDK drops when that stream is not open yet — and a client's GET and its
+    // tools/call are two requests whose order a gateway between them does not keep (docs/mcp.md "Streams").
+    const result = await extra.sendRequest({ method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 100 } }, CreateMessageResultSchema);
     const content = result.content as { text?: string };
     return text(`LLM response: ${content.text ?? 'No response'}`);
   });
-  server.registerTool('test_elicitation', { description: 'Asks the user', inputSchema: { message: z.string() } }, async ({ message }) => {
-    const result = await server.server.request(
+  server.registerTool('test_elicitation', { description: 'Asks the user', inputSchema: { message: z.string() } }, async ({ message }, extra) => {
+    const result = await extra.sendRequest(
       { method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: { type: 'object', properties: { response: { type: 'string', description: "User's response" } }, required: ['response'] } } },
       ElicitResultSchema,
     );

@@ -52,14 +52,16 @@ function buildServer(state: TestMcpServer, name: string): McpServer {
     }
     return { content: [{ type: 'text', text: `done ${steps}` }] };
   });
-  server.registerTool('ask', { description: 'Asks the client (elicitation), answers what it said' }, async () => {
+  // ask and sample send their request related to the call, so it goes on the call's own stream
+  // (as the spec says a server's requests during a call should), not the session's GET stream.
+  server.registerTool('ask', { description: 'Asks the client (elicitation), answers what it said' }, async (extra) => {
     state.called.push('ask');
-    const answer = await server.server.elicitInput({ message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } });
+    const answer = await server.server.elicitInput({ message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } }, { relatedRequestId: extra.requestId });
     return { content: [{ type: 'text', text: `hello ${String(answer.content?.name)}` }] };
   });
-  server.registerTool('sample', { description: 'Asks the client to sample (sampling/createMessage), answers with its server name and what the model said', inputSchema: { prompt: z.string() } }, async ({ prompt }) => {
+  server.registerTool('sample', { description: 'Asks the client to sample (sampling/createMessage), answers with its server name and what the model said', inputSchema: { prompt: z.string() } }, async ({ prompt }, extra) => {
     state.called.push('sample');
-    const answer = await server.server.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 16 });
+    const answer = await server.server.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 16 }, { relatedRequestId: extra.requestId });
     const content = answer.content as { type: string; text?: string };
     return { content: [{ type: 'text', text: `${name}: ${content.text ?? ''}` }] };
   });

@@ -45,13 +45,15 @@ beforeAll(async () => {
     config: {
       admin: adminConfig(),
       mcp_servers: {
-        files: {
+        // Names of this file's own: the counts are this process's metrics, which the test
+        // workers share across files (vitest.config.ts).
+        'admin-files': {
           upstream: files.url.replace('http://', `http://gw:${URL_PASSWORD}@`),
           timeout: '20s',
           headers: { Authorization: `Bearer ${HEADER_SECRET}`, 'X-Api-Key': HEADER_SECRET },
           tools: ['echo', 'secret', 'fails'],
         },
-        flaky: { upstreams: [{ url: flaky.url, weight: 3 }, { url: `http://127.0.0.1:${deadPort}/mcp`, weight: 1 }], prompts: ['greeting'] },
+        'admin-flaky': { upstreams: [{ url: flaky.url, weight: 3 }, { url: `http://127.0.0.1:${deadPort}/mcp`, weight: 1 }], prompts: ['greeting'] },
       },
     },
   });
@@ -79,23 +81,23 @@ async function connect(server: string, rawKey: string): Promise<Client> {
 describe('GET /admin/v1/mcp/servers', () => {
   it('lists the configured servers for a viewer: upstreams redacted, header names only, allow-lists, nothing counted yet', async () => {
     const { text, byName } = await servers();
-    expect([...byName.keys()].sort()).toEqual(['files', 'flaky']);
+    expect([...byName.keys()].sort()).toEqual(['admin-files', 'admin-flaky']);
     expect(text).not.toContain(HEADER_SECRET);
     expect(text).not.toContain(URL_PASSWORD);
-    const filesView = byName.get('files')!;
+    const filesView = byName.get('admin-files')!;
     expect(filesView).toMatchObject({ transport: 'streamable-http', header_names: ['Authorization', 'X-Api-Key'], tools: ['echo', 'fails', 'secret'], prompts: null, listed_tools: null });
     expect(filesView.upstreams).toEqual([{ url: files.url.replace('http://', 'http://gw:***@'), weight: 1 }]);
     expect(filesView.targets).toEqual([{ url: files.url.replace('http://', 'http://gw:***@'), weight: 1, state: 'up', outstanding: 0, ejected_until: null }]);
     expect(filesView.counts).toEqual({ requests: 0, tool_calls: 0, tool_call_errors: 0, tool_calls_refused: 0, sessions: 0, by_tool: [] });
-    const flakyView = byName.get('flaky')!;
+    const flakyView = byName.get('admin-flaky')!;
     expect(flakyView).toMatchObject({ header_names: [], tools: null, prompts: ['greeting'] });
     expect(flakyView.upstreams.map((u) => u.weight)).toEqual([3, 1]);
     expect(flakyView.targets!.map((t) => t.state)).toEqual(['up', 'up']);
   });
 
   it('shows the tools the server last listed (its whole list), and the calls made and refused through /mcp/{server}', async () => {
-    const { rawKey } = await gateway.createKey({ mcp: { files: ['echo'] } });
-    const client = await connect('files', rawKey);
+    const { rawKey } = await gateway.createKey({ mcp: { 'admin-files': ['echo'] } });
+    const client = await connect('admin-files', rawKey);
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(['echo']);
     await client.callTool({ name: 'echo', arguments: { text: 'one' } });
@@ -103,7 +105,7 @@ describe('GET /admin/v1/mcp/servers', () => {
     await expect(client.callTool({ name: 'secret', arguments: {} })).rejects.toMatchObject({ code: -32602 });
     const { text, byName } = await servers();
     expect(text).not.toContain(HEADER_SECRET);
-    const view = byName.get('files')!;
+    const view = byName.get('admin-files')!;
     // Everything the server listed, not only what the key may see.
     expect([...view.listed_tools!.names].sort()).toEqual(['add', 'ask', 'echo', 'fails', 'progress', 'roots_later', 'sample', 'secret', 'wait']);
     expect(view.listed_tools!.truncated).toBe(false);
@@ -115,21 +117,21 @@ describe('GET /admin/v1/mcp/servers', () => {
       { tool: 'secret', calls: 0, refused: 1 },
     ]);
     // The other server's counts are its own.
-    expect(byName.get('flaky')!.counts).toMatchObject({ requests: 0, tool_calls: 0 });
+    expect(byName.get('admin-flaky')!.counts).toMatchObject({ requests: 0, tool_calls: 0 });
     await client.close();
   });
 
   it('counts a call whose server is gone as an error, and shows the upstream ejected', async () => {
-    const { rawKey } = await gateway.createKey({ mcp: { flaky: ['*'] } });
+    const { rawKey } = await gateway.createKey({ mcp: { 'admin-flaky': ['*'] } });
     // The dead upstream (weight 1) may be picked first: it refuses the connection, is ejected,
     // and the next initialize goes to the live one.
     let client: Client | undefined;
-    for (let attempt = 0; client === undefined && attempt < 20; attempt++) client = await connect('flaky', rawKey).catch(() => undefined);
+    for (let attempt = 0; client === undefined && attempt < 20; attempt++) client = await connect('admin-flaky', rawKey).catch(() => undefined);
     expect(client).toBeDefined();
     await client!.callTool({ name: 'echo', arguments: { text: 'up' } });
     await flaky.close();
     await expect(client!.callTool({ name: 'echo', arguments: { text: 'down' } })).rejects.toThrow();
-    const view = (await servers()).byName.get('flaky')!;
+    const view = (await servers()).byName.get('admin-flaky')!;
     expect(view.counts).toMatchObject({ tool_calls: 2, tool_call_errors: 1 });
     const live = view.targets!.find((t) => t.url === flaky.url)!;
     expect(live.state).toBe('ejected');

@@ -4,6 +4,7 @@
 // server's credentials never reach the client, nor the admin API's MCP servers route.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { parseMetrics } from '../helpers/metrics-text.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_LISTED } from '../../src/mcp/listed-tools.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -117,7 +118,8 @@ describe('a hostile MCP server behind the front door', () => {
     expect(body.result.tools.every((tool) => typeof tool.name === 'string')).toBe(true);
     for (let i = 0; i < 300; i += 1) await (await call(JSON.stringify({ jsonrpc: '2.0', id: 10 + i, method: 'tools/call', params: { name: `tool_${i}`, arguments: {} } }), id)).text();
     const metricsText = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
-    const labels = new Set([...metricsText.matchAll(/agentgw_mcp_tool_calls_total\{[^}]*tool="([^"]+)"/g)].map((match) => match[1]));
+    // This server's series (the labels are bounded per server; the registry is the test worker's, shared across files).
+    const labels = new Set(parseMetrics(metricsText).filter((sample) => sample.name === 'agentgw_mcp_tool_calls_total' && sample.labels.server === 'evil').map((sample) => sample.labels.tool));
     expect(labels.has('other')).toBe(true);
     expect(labels.size).toBeLessThanOrEqual(257);
     // The admin API keeps the first MAX_LISTED names of the list and says the rest were left out.

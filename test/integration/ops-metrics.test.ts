@@ -147,6 +147,9 @@ describe('counters move with traffic', () => {
 
   it('keeps labels bounded: made-up agents, paths, plans and keys never become label values', async () => {
     const marker = `zz${Date.now().toString(36)}`;
+    // The label values this file's requests add: the test workers share one process's metrics
+    // registry across files (vitest.config.ts), so another file's agents may already be there.
+    const before = labelValues(parseMetrics(await (await fetch(`${gateway.adminUrl}/metrics`)).text()));
     await postChat(gateway.url, `/agents/${marker}/api/v1/chat`, key, { message: 'hi' });
     await postChat(gateway.url, `/${marker}/anything`, key, { message: 'hi' });
     await postChat(gateway.url, CHAT, `ha_${marker}`, { message: 'hi' });
@@ -157,17 +160,28 @@ describe('counters move with traffic', () => {
     expect(text).not.toContain('tiny-co');
     // Unroutable requests are counted under the fixed label value "none".
     expect(sumSamples(parseMetrics(text), 'agentgw_requests_total', { agent: 'none', route: 'none', status: '4xx' })).toBeGreaterThanOrEqual(3);
-    const values = new Map<string, Set<string>>();
-    for (const sample of parseMetrics(text).filter((s) => s.name.startsWith('agentgw_'))) {
-      for (const [label, value] of Object.entries(sample.labels)) {
-        if (label === 'le') continue;
-        if (!values.has(label)) values.set(label, new Set());
-        values.get(label)!.add(value);
-      }
-    }
-    expect([...values.get('agent')!].sort()).toEqual(['down', 'none', 'support']);
-    expect([...values.get('route')!].every((r) => ['chat', 'chat/stream', 'none'].includes(r))).toBe(true);
-    expect([...values.get('status')!].every((s) => /^[1-5]xx$/.test(s))).toBe(true);
-    expect([...values.get('plan')!]).toEqual(['tiny']);
+    const after = labelValues(parseMetrics(text));
+    const added = (label: string) => [...(after.get(label) ?? [])].filter((value) => !before.get(label)?.has(value)).sort();
+    const all = (label: string) => [...(after.get(label) ?? [])];
+    // Every agent value this gateway has written is one of its agents or "none".
+    expect(['down', 'none', 'support'].every((agent) => after.get('agent')?.has(agent))).toBe(true);
+    expect(added('agent').every((agent) => ['down', 'none', 'support'].includes(agent))).toBe(true);
+    expect(all('route').every((r) => ['chat', 'chat/stream', 'none'].includes(r))).toBe(true);
+    expect(all('status').every((s) => /^[1-5]xx$/.test(s))).toBe(true);
+    expect(after.get('plan')?.has('tiny')).toBe(true);
+    expect(added('plan').every((plan) => plan === 'tiny')).toBe(true);
   });
 });
+
+/** Each label's values over the gateway's own series (`agentgw_`; histogram buckets' `le` left out). */
+function labelValues(samples: readonly MetricSample[]): Map<string, Set<string>> {
+  const values = new Map<string, Set<string>>();
+  for (const sample of samples.filter((s) => s.name.startsWith('agentgw_'))) {
+    for (const [label, value] of Object.entries(sample.labels)) {
+      if (label === 'le') continue;
+      if (!values.has(label)) values.set(label, new Set());
+      values.get(label)!.add(value);
+    }
+  }
+  return values;
+}

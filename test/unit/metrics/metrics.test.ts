@@ -2,6 +2,7 @@
 // rules and scrapers depend on them) and the default process metrics beside them.
 import { describe, expect, it } from 'vitest';
 import { metrics, registry } from '../../../src/metrics/metrics.js';
+import { parseMetrics, sumSamples } from '../../helpers/metrics-text.js';
 
 interface MetricShape {
   type: string;
@@ -104,15 +105,22 @@ describe('metric definitions', () => {
   });
 
   it('renders in the Prometheus text format with HELP and TYPE for each gateway metric', async () => {
-    metrics.requests.inc({ agent: 'support', route: 'chat', status: '2xx' });
-    metrics.requestDuration.observe({ route: 'chat' }, 0.02);
+    // Its own label values: the test workers share one process's registry across files (vitest.config.ts).
+    const before = parseMetrics(await registry.metrics());
+    metrics.requests.inc({ agent: 'metrics-unit', route: 'chat', status: '2xx' });
+    metrics.requestDuration.observe({ route: 'chat/stream' }, 0.02);
     const text = await registry.metrics();
     for (const name of Object.keys(PINNED)) {
       expect(text).toMatch(new RegExp(`^# HELP ${name} \\S`, 'm'));
       expect(text).toContain(`# TYPE ${name} ${PINNED[name]!.type}`);
     }
-    expect(text).toMatch(/^agentgw_requests_total\{agent="support",route="chat",status="2xx"\} 1$/m);
-    expect(text).toMatch(/^agentgw_request_duration_seconds_bucket\{le="0\.025",route="chat"\} 1$/m);
-    expect(text).toMatch(/^agentgw_request_duration_seconds_count\{route="chat"\} 1$/m);
+    expect(text).toMatch(/^agentgw_requests_total\{agent="metrics-unit",route="chat",status="2xx"\} \d+$/m);
+    expect(text).toMatch(/^agentgw_request_duration_seconds_bucket\{le="0\.025",route="chat\/stream"\} \d+$/m);
+    const after = parseMetrics(text);
+    const grew = (name: string, labels: Record<string, string>) => sumSamples(after, name, labels) - sumSamples(before, name, labels);
+    expect(grew('agentgw_requests_total', { agent: 'metrics-unit', route: 'chat', status: '2xx' })).toBe(1);
+    expect(grew('agentgw_request_duration_seconds_bucket', { le: '0.025', route: 'chat/stream' })).toBe(1);
+    expect(grew('agentgw_request_duration_seconds_bucket', { le: '0.01', route: 'chat/stream' })).toBe(0);
+    expect(grew('agentgw_request_duration_seconds_count', { route: 'chat/stream' })).toBe(1);
   });
 });
