@@ -19,15 +19,16 @@ export default defineConfig({
     setupFiles: ['test/helpers/child-process-cleanup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // Three workers on two cores: most of a file's time is spent waiting on the processes it
-    // starts (gateways, Redis, the bench), so a third worker fills the cores a second leaves
-    // idle. A worker runs its files one after another in one process (isolate: false): a fresh
-    // process per file cost ~1 s of CPU each, a third of the suite's CPU (decision 0115). So a
-    // file may find the module state an earlier file left: the metrics registry is one per
-    // process (tests count it as a difference), and every process a test starts is its own.
-    // minForks = maxForks: a worker left idle near the end is never reaped by tinypool's idle
-    // timer, whose unawaited teardown could race the pool's own at exit ("Terminating worker thread").
-    poolOptions: { forks: { maxForks: 3, minForks: 3, isolate: false } },
+    // Four workers on two cores: most of a file's time is spent waiting on the processes it
+    // starts (gateways, Redis, the bench), so workers beyond the cores fill the time the cores
+    // would sit idle. A worker runs its files one after another in one process (isolate:
+    // false): a fresh process per file cost ~1 s of CPU each, a third of the suite's CPU
+    // (decision 0115). So a file may find the module state an earlier file left: the metrics
+    // registry is one per process (tests count it as a difference), and every process a test
+    // starts is its own. minForks = maxForks: a worker left idle near the end is never reaped by
+    // tinypool's idle timer, whose unawaited teardown could race the pool's own at exit
+    // ("Terminating worker thread").
+    poolOptions: { forks: { maxForks: 4, minForks: 4, isolate: false } },
     pool: 'forks',
     // The slowest files start first, so none runs alone at the end (test/helpers/slowest-first.ts).
     sequence: { sequencer: SlowestFirstSequencer },

@@ -8,7 +8,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * Slowest first, as measured in a whole `npm test` with three workers that keep their process
- * (decision 0115; 2026-12-07, load 4.8 at start, `--reporter=json`: each file's tests, not its
+ * (decision 0115, which then chose four; 2026-12-07, load 4.8 at start, `--reporter=json`: each file's tests, not its
  * import).
  */
 export const SLOW_TEST_FILES: readonly string[] = [
