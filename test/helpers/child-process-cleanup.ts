@@ -11,10 +11,9 @@ afterAll(() => {
 });
 
 // Once per worker process: a worker runs many files (vitest.config.ts, isolate: false) and this
-// file is evaluated again before each.
+// file is evaluated again before each. The hook kills through the latest evaluation's tracker:
+// a file that resets the modules (vi.resetModules) leaves the next file a new one.
 const EXIT_HOOK = Symbol.for('agentgw.test.child-process-exit-hook');
-const holder = globalThis as { [EXIT_HOOK]?: true };
-if (!holder[EXIT_HOOK]) {
-  holder[EXIT_HOOK] = true;
-  process.once('exit', () => killTrackedChildProcesses());
-}
+const holder = globalThis as { [EXIT_HOOK]?: () => unknown };
+if (holder[EXIT_HOOK] === undefined) process.once('exit', () => holder[EXIT_HOOK]?.());
+holder[EXIT_HOOK] = killTrackedChildProcesses;

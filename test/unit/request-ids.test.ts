@@ -1,6 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { newRequestId, saneClientRequestId } from '../../src/request/request-ids.js';
 import { generateApiKey } from '../../src/keys/key-format.js';
+
+// The id generator keeps the latest millisecond it saw, for the whole process, and this file
+// moves it centuries ahead: the test worker's later files (vitest.config.ts: a worker keeps its
+// process) must not make ids there, so they get the modules afresh (decision 0115).
+afterAll(() => vi.resetModules());
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const msOf = (id: string): number => parseInt(id.slice(0, 8) + id.slice(9, 13), 16);

@@ -1,8 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { hexDigitsOf, traceContextFor } from '../../../src/proxy/traceparent.js';
 import { newRequestId } from '../../../src/request/request-ids.js';
+
+// The id generator keeps the latest millisecond it saw, for the whole process, and this file
+// moves it centuries ahead: the test worker's later files (vitest.config.ts: a worker keeps its
+// process) must not make ids there, so they get the modules afresh (decision 0115).
+afterAll(() => vi.resetModules());
 
 /** The rule as first written: drop every dash, lower-case, and take it if 32 hex digits are left. */
 function referenceHexDigits(requestId: string): string | undefined {
