@@ -167,7 +167,9 @@ describe('the Redis key store at 50,000 keys made through the admin API', () => 
       cursor = next === null ? '' : `&cursor=${next}`;
     }
     const rssAfter = await rssBytes(gateway.child.pid!);
-    expect(Math.abs(rssAfter - rssBefore), `RSS ${rssBefore} → ${rssAfter}`).toBeLessThan(50 * 1024 * 1024);
+    // Growth is what is bounded: RSS may also fall meanwhile, as the heap the 50,000 key writes
+    // left is collected whenever a busy machine lets the collector run (205 → 120 MB at load 12).
+    expect(rssAfter - rssBefore, `RSS ${rssBefore} → ${rssAfter}`).toBeLessThan(50 * 1024 * 1024);
   }, 120_000);
 
   it('keeps a cursor walk stable while keys are created and revoked between its pages', async () => {
