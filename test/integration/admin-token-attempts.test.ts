@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { parseMetrics, sumSamples } from '../helpers/metrics-text.js';
+import { metricsText, parseMetrics, sumSamples } from '../helpers/metrics-text.js';
 
 const ADMIN_TOKEN = `adm-${randomUUID()}`;
 const MAX_ATTEMPTS = 3;
@@ -33,7 +33,7 @@ describe('refused admin tokens', () => {
   it('are answered 401 up to keys.failed_auth.max_attempts, then 429 with Retry-After, even for the right token; logged without the token and counted', async () => {
     const wrong = `wrong-${randomUUID()}`;
     // Counted as a difference: the test workers share one process's metrics registry across files (vitest.config.ts).
-    const failures = async (): Promise<number> => sumSamples(parseMetrics(await (await fetch(`${gateway.adminUrl}/metrics`)).text()), 'agentgw_admin_auth_failures_total', { reason: 'invalid_admin_token' });
+    const failures = async (): Promise<number> => sumSamples(parseMetrics(await metricsText(gateway.adminUrl)), 'agentgw_admin_auth_failures_total', { reason: 'invalid_admin_token' });
     const failuresBefore = await failures();
     const bearer = async (token: string): Promise<Response> => {
       const answer = await fetch(`${gateway.adminUrl}/admin/v1/keys`, { headers: { authorization: `Bearer ${token}` } });

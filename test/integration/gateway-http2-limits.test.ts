@@ -12,6 +12,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { makeTestCertificates, type TestCertificates } from '../helpers/tls-certs.js';
 import { clientTls, http2Post, openHttp2, type ClientTls } from '../helpers/tls-clients.js';
+import { metricsText, metricValue } from '../helpers/metrics-text.js';
 import { sleep } from '../helpers/wait.js';
 
 const CHAT = '/agents/support/api/v1/chat';
@@ -63,9 +64,7 @@ function stalledRequest(session: ClientHttp2Session, path: string, apiKey: strin
 /** agentgw_streams_cancelled_total as the admin listener reports it now. */
 /** The connections refused for stream resets so far (a difference is this test's: the registry is the test worker's, shared across files). */
 async function resetRefusals(): Promise<number> {
-  const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
-  const match = /^agentgw_connections_refused_total\{reason="stream_resets"\} (\d+)/m.exec(metrics);
-  return match === null ? 0 : Number(match[1]);
+  return metricValue(await metricsText(gateway.adminUrl), 'agentgw_connections_refused_total{reason="stream_resets"}', 0);
 }
 
 async function cancelledStreams(): Promise<number> {
