@@ -119,7 +119,7 @@ export async function startGateway(config: GatewayConfig, options: StartGatewayO
     ? undefined
     : (await import('./mcp/open-mcp-front-door.js')).openMcpFrontDoor(
         { runtime, authenticator, mcpAuthorization, rateLimiter, auditLog, logger, clock, tracing: tracing?.tracing },
-        redis && { client: redis, prefix: config.redis!.prefix },
+        redis && redisClients && { client: redis, prefix: config.redis!.prefix, subscriber: () => redisClients.connect('subscriber', 'agentgw-mcp-sessions') },
       );
   const mcpFrontDoor = mcp?.frontDoor;
   const gateway = createGatewayServer(

@@ -38,14 +38,23 @@ export interface CostWindow extends WindowFields {
 }
 
 /**
- * Calls of `tool` (`"*"`: every tool call). `reportOnly`: the quota of a tool the request
- * does not name is read and reported (which tools to withhold), never refusing; the policy
- * builds both forms once per quota, with the same name and so the same counter.
+ * How a tool quota's window takes part in one admission; the policy builds every form once per
+ * quota, with the same name and so the same counter:
+ * - `report`: the quota of a tool the request does not name, read and reported (which tools to
+ *   withhold), never refusing;
+ * - `charge`: refuses while spent, and the answer's calls of the tool are charged after it (a
+ *   chat request: which tools the model calls is known only from its answer);
+ * - `admit`: refuses while spent, and the call is counted by the admission itself, as a request
+ *   is, so concurrent calls can never pass the quota between them (an MCP `tools/call`: the call
+ *   is the request; decision 0117).
  */
+export type ToolWindowUse = 'report' | 'charge' | 'admit';
+
+/** Calls of `tool` (`"*"`: every tool call). */
 export interface ToolCallsWindow extends WindowFields {
   kind: 'tool_calls';
   tool: string;
-  reportOnly: boolean;
+  use: ToolWindowUse;
 }
 
 export type RateWindow = RequestWindow | TokenWindow | CostWindow | ToolCallsWindow;
@@ -58,6 +67,11 @@ export const ALL_OF_A_SERVER = '__*';
 /** A budget: read at admission, charged after the answer. */
 export function isBudget(window: { kind?: LimitKind | undefined }): boolean {
   return window.kind !== undefined && window.kind !== 'requests';
+}
+
+/** Whether admitting a request counts one unit in the window: a request window, or a tool quota used to admit a call. */
+export function countsAtAdmission(window: RateWindow): boolean {
+  return window.kind === 'requests' || (window.kind === 'tool_calls' && window.use === 'admit');
 }
 
 /** The name prefix of each scope's windows in headers and keys (`user-minute`, `session-day`). */

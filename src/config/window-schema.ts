@@ -4,7 +4,7 @@
 // prefix). plan-schema.ts assembles a plan's (or a key's) scopes from them.
 import { z } from 'zod';
 import { formatDurationMs } from './duration.js';
-import { EVERY_TOOL, SCOPE_NAME_PREFIX, type LimitScope, type RateWindow } from './limit-window.js';
+import { EVERY_TOOL, SCOPE_NAME_PREFIX, type LimitScope, type RateWindow, type ToolWindowUse } from './limit-window.js';
 import { positiveDuration } from './schema-primitives.js';
 
 export const windowSchema = z.strictObject({
@@ -77,8 +77,12 @@ export type ToolCallsInput = z.output<typeof toolCallsSchema>;
  */
 export interface ToolQuota {
   tool: string;
+  /** Refusing, charged after the answer (a chat request naming the tool). */
   windows: readonly RateWindow[];
+  /** Read and reported only (a chat request not naming it). */
   reports: readonly RateWindow[];
+  /** Refusing, counted by the admission (an MCP call of the tool). */
+  admits: readonly RateWindow[];
 }
 
 export function requestWindows(inputs: readonly WindowInput[], scope: LimitScope = 'subject'): RateWindow[] {
@@ -110,9 +114,9 @@ export function toolQuotas(input: ToolCallsInput | undefined, scope: LimitScope 
   if (input === undefined) return undefined;
   const quotas: ToolQuota[] = [];
   for (const [tool, inputs] of Object.entries(input)) {
-    const quota = (reportOnly: boolean): RateWindow[] =>
-      inputs.map((t) => ({ name: SCOPE_NAME_PREFIX[scope] + (t.name ?? `tool-${toolNamePart(tool)}-${periodName(t.per)}`), limit: t.calls, windowMs: t.per, kind: 'tool_calls', scope, tool, reportOnly }));
-    quotas.push({ tool, windows: quota(false), reports: quota(true) });
+    const quota = (use: ToolWindowUse): RateWindow[] =>
+      inputs.map((t) => ({ name: SCOPE_NAME_PREFIX[scope] + (t.name ?? `tool-${toolNamePart(tool)}-${periodName(t.per)}`), limit: t.calls, windowMs: t.per, kind: 'tool_calls', scope, tool, use }));
+    quotas.push({ tool, windows: quota('charge'), reports: quota('report'), admits: quota('admit') });
   }
   return quotas.length === 0 ? undefined : quotas;
 }

@@ -126,7 +126,7 @@ export class McpFrontDoor implements McpDoor {
 
   /** Closes the upstream pools and ends every stdio child (SIGTERM, then SIGKILL after a grace). */
   async close(): Promise<void> {
-    await Promise.all([this.http.close(), this.stdio?.then((stdio) => stdio.close())]);
+    await Promise.all([this.http.close(), this.stdio?.then((stdio) => stdio.close()), this.deps.sessions.close()]);
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {

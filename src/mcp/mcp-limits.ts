@@ -1,27 +1,23 @@
 // The MCP front door's one call into the policy room (docs/mcp.md "Quotas"; docs/policy.md
 // "The policy room"): a `tools/call` is one request in the key's compiled admission policy —
 // every scope of it: the subject, the account, the end user (`Agentgw-User-Id`) and the
-// session (the gateway's MCP session) — and, before it is forwarded, must find room in the
-// `tool_calls` quotas named `{server}__{tool}`, `{server}__*` or `"*"`; those are charged one
-// call once the call was forwarded. The same compiled policy, the same single admit call and
-// the same refusal classification as a chat request: no second copy of the limit logic.
-import type { RateWindow } from '../config/schema.js';
+// session (the gateway's MCP session) — and must find room in the `tool_calls` quotas named
+// `{server}__{tool}`, `{server}__*` or `"*"`, which count it in the same atomic admission
+// (their `admit` form, decision 0117): the call is known before it is forwarded, so it is
+// counted as a request is, concurrent calls cannot pass a quota between them, and nothing is
+// charged after. The same compiled policy, the same single admit call and the same refusal
+// classification as a chat request: no second copy of the limit logic.
 import { GatewayError } from '../errors.js';
 import type { AuthenticatedKey } from '../keys/key-record.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { endUserHash } from '../ratelimit/end-user-hash.js';
-import { scopeKeys, type RateLimitDecision, type RateLimiter, type ScopeKeys } from '../ratelimit/rate-limiter.js';
+import { scopeKeys, type RateLimitDecision, type RateLimiter } from '../ratelimit/rate-limiter.js';
 import type { AdmissionPolicy } from '../policy/admission-policy.js';
 import { countedId } from '../policy/admission.js';
 import { admissionPolicyOf } from '../policy/policy-cache.js';
 
 export interface ToolAdmission {
   subject: string;
-  scopes: ScopeKeys | undefined;
-  /** What the forwarded call is charged to (null: nothing to charge). */
-  chargeWindows: readonly RateWindow[] | null;
-  /** The call as the quotas count it: `{server}__{tool}`. */
-  toolCalls: readonly string[];
   decision: RateLimitDecision | undefined;
 }
 
@@ -56,18 +52,9 @@ export async function admitToolCall(limiter: RateLimiter, config: GatewayConfig,
   const userHash = policy.hasUserScope ? endUserHash(owner, countedId(caller.userId)) : undefined;
   const sessionHash = sessionId === null ? undefined : endUserHash(owner, sessionId);
   const scopes = scopeKeys(userHash, sessionHash, room ? key.keyId : undefined);
-  const call = `${server}__${tool}`;
-  // The quotas this call may spend refuse; the others only report.
-  const windows = policy.windowsFor(policy.hasToolQuotas ? new Set([call, `${server}__*`]) : null, sessionId !== null);
-  const chargeWindows = policy.chargeList(sessionId !== null);
-  const toolCalls = [call];
-  if (windows.length === 0) return { subject, scopes, chargeWindows, toolCalls, decision: undefined };
+  // The quotas that count this call in their admit form, the others reporting.
+  const windows = policy.hasToolQuotas ? policy.callWindowsFor(new Set([`${server}__${tool}`, `${server}__*`]), sessionId !== null) : policy.windowsFor(null, sessionId !== null);
+  if (windows.length === 0) return { subject, decision: undefined };
   const decision = limiter.consumeNow(subject, windows, undefined, scopes) ?? (await limiter.consume(subject, windows, undefined, scopes));
-  return { subject, scopes, chargeWindows, toolCalls, decision };
-}
-
-/** The charge of a forwarded call to its quotas (batched by the limiter, never awaited). */
-export function chargeToolCall(limiter: RateLimiter, admission: ToolAdmission): void {
-  if (admission.chargeWindows === null) return;
-  limiter.charge(admission.subject, admission.chargeWindows, { tokens: 0, toolCalls: admission.toolCalls }, admission.scopes);
+  return { subject, decision };
 }

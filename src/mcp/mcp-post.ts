@@ -11,7 +11,7 @@ import { allowsBatches, DEFAULT_PROTOCOL_REVISION, type McpExchange } from './mc
 import { forwardToServer, relayAnswer } from './mcp-forward.js';
 import type { McpDoor } from './mcp-door.js';
 import { methodLabel } from './mcp-labels.js';
-import { admitToolCall, chargeToolCall, policyOfKey, type ToolAdmission } from './mcp-limits.js';
+import { admitToolCall, policyOfKey, type ToolAdmission } from './mcp-limits.js';
 import { classifyRefusal } from '../policy/refusal.js';
 import { endUserOf } from './mcp-tool-call-record.js';
 import { readAnswer, rewriteAnswer } from './mcp-relay.js';
@@ -195,7 +195,6 @@ export async function toolCall(door: McpDoor, exchange: McpExchange, message: Js
     }
     throw error;
   }
-  chargeToolCall(door.deps.rateLimiter, admission);
   metrics.mcpToolCalls.inc({ server, tool: label, verdict: 'forwarded' });
   const upstreamMs = performance.now() - sent;
   const outcome = await relayAnswer(exchange, answer, message.id);

@@ -1,13 +1,17 @@
 // Where gateway MCP sessions live (docs/mcp.md "Sessions across instances"): Redis when the
 // gateway has one, so any instance serves any session, else this process's memory (embedded
-// mode). Reading a session refreshes its idle expiry in the same round trip (GETEX). The
-// aggregated endpoint's sessions (`/mcp`) share the key space under their own record layout.
+// mode). Reading a session refreshes its idle expiry in the same round trip (GETEX); a
+// per-server session read is kept by the instance for up to a second (session-cache.ts), and
+// ending one tells every instance (mcp-session-end.ts). The aggregated endpoint's sessions
+// (`/mcp`) share the key space under their own record layout and are always read from Redis.
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/redis-client.js';
 import { callOperation, defineOperation } from '../redis/redis-operation.js';
 import { decodeAggregateRecord, encodeAggregateRecord, type AggregateSessionRecord } from './aggregate-session-record.js';
 import { decodeSessionRecord, encodeSessionRecord, type McpSessionRecord } from './mcp-session-record.js';
+import { sessionEnd } from './mcp-session-end.js';
 import { sessionSwap, type SessionSwapReply } from './mcp-session-swap.js';
+import { listenForSessionEnds, SessionCache } from './session-cache.js';
 
 /** A compare-and-swap's outcome: stored, or the record found in its place (undefined: the session is gone). */
 export type AggregateSwap = { swapped: true } | { swapped: false; current: AggregateSessionRecord | undefined };
@@ -25,6 +29,8 @@ export interface McpSessionStore {
    * else the record now stored, for the caller to merge into and try again (mcp-session-swap.ts).
    */
   swapAggregate(id: string, expected: AggregateSessionRecord, next: AggregateSessionRecord): Promise<AggregateSwap>;
+  /** Stops listening for other instances' session ends (the Redis store's subscriber). */
+  close(): Promise<void>;
 }
 
 /** A swap's reply, its text read back as a record (text that is not an aggregated record reads as gone). */
@@ -43,21 +49,43 @@ export function isSessionId(value: string): boolean {
 }
 
 export class RedisSessionStore implements McpSessionStore {
+  /** Copies of per-server records, kept only while `listen` has a subscription in place. */
+  readonly cache: SessionCache;
+  private readonly channel: string;
+  private stopListening: (() => Promise<void>) | undefined;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly idleMs: () => number,
+    now: () => number = Date.now,
   ) {
     defineOperation(redis, sessionSwap);
+    defineOperation(redis, sessionEnd);
+    this.cache = new SessionCache(idleMs, now);
+    this.channel = `${prefix}mcp:session-ends`;
+  }
+
+  /** Starts keeping copies: `subscriber` (a `subscriber` connection, closed by close()) hears every instance's session ends. */
+  listen(subscriber: RedisClient, onError: (error: unknown) => void): void {
+    this.stopListening ??= listenForSessionEnds(this.cache, subscriber, this.channel, onError);
   }
 
   async touch(id: string): Promise<McpSessionRecord | undefined> {
+    const copy = this.cache.fresh(id);
+    if (copy !== undefined) return copy;
+    const mark = this.cache.mark;
     const text = await this.touchText(id);
-    return text === null ? undefined : decodeSessionRecord(text);
+    const record = text === null ? undefined : decodeSessionRecord(text);
+    this.cache.keep(id, record, mark);
+    return record;
   }
 
+  /** A new session (its id fresh from newSessionId, so no instance holds a copy to invalidate). */
   async put(id: string, record: McpSessionRecord): Promise<void> {
+    const mark = this.cache.mark;
     await this.putText(id, encodeSessionRecord(record));
+    this.cache.keep(id, record, mark);
   }
 
   async touchAggregate(id: string): Promise<AggregateSessionRecord | undefined> {
@@ -84,7 +112,12 @@ export class RedisSessionStore implements McpSessionStore {
   }
 
   async delete(id: string): Promise<void> {
-    await this.redis.del(this.keyOf(id));
+    this.cache.forget(id);
+    await callOperation(this.redis, sessionEnd, { key: this.keyOf(id), channel: this.channel, id });
+  }
+
+  async close(): Promise<void> {
+    await this.stopListening?.();
   }
 
   private keyOf(id: string): string {
@@ -148,6 +181,10 @@ export class MemorySessionStore implements McpSessionStore {
 
   delete(id: string): Promise<void> {
     this.sessions.delete(id);
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
     return Promise.resolve();
   }
 

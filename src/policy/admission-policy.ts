@@ -53,6 +53,14 @@ export interface AdmissionPolicy {
    * every scope's windows, then each quota refusing or reporting. One list object per variant.
    */
   windowsFor(named: ReadonlySet<string> | null, withSession: boolean): readonly RateWindow[];
+  /**
+   * The window list of an MCP `tools/call` whose quota names are `call` (`{server}__{tool}`,
+   * `{server}__*`): every scope's windows, then each quota counting the call in its `admit`
+   * form — counted by the admission itself, nothing charged after — and the others reporting,
+   * so every list of a policy names the same windows in the same order (the memory limiter
+   * keeps a subject's counters by that order). One list object per variant.
+   */
+  callWindowsFor(call: ReadonlySet<string>, withSession: boolean): readonly RateWindow[];
 }
 
 const EMPTY: readonly never[] = Object.freeze([]);
@@ -69,6 +77,7 @@ class Variant {
   // The limiter coalesces a turn's requests by list identity and the memory limiter keeps
   // counters by list order: one list object per set of named tools.
   private readonly lists = new Map<string, readonly RateWindow[]>();
+  private readonly callLists = new Map<string, readonly RateWindow[]>();
   readonly charged: readonly RateWindow[] | null;
 
   constructor(
@@ -89,6 +98,19 @@ class Variant {
     const list = [...this.base];
     for (const quota of quotas) list.push(...(refuses(quota, named) ? quota.windows : quota.reports));
     if (this.lists.size < MAX_CACHED_LISTS) this.lists.set(key, list);
+    return list;
+  }
+
+  callWindowsFor(call: ReadonlySet<string>): readonly RateWindow[] {
+    const quotas = this.quotas;
+    if (quotas.length === 0) return this.base;
+    let key = '';
+    for (const quota of quotas) key += refuses(quota, call) ? '1' : '0';
+    const known = this.callLists.get(key);
+    if (known !== undefined) return known;
+    const list = [...this.base];
+    for (const quota of quotas) list.push(...(refuses(quota, call) ? quota.admits : quota.reports));
+    if (this.callLists.size < MAX_CACHED_LISTS) this.callLists.set(key, list);
     return list;
   }
 }
@@ -136,6 +158,10 @@ class CompiledPolicy implements AdmissionPolicy {
 
   windowsFor(named: ReadonlySet<string> | null, withSession: boolean): readonly RateWindow[] {
     return (withSession ? this.withSession : this.withoutSession).windowsFor(named);
+  }
+
+  callWindowsFor(call: ReadonlySet<string>, withSession: boolean): readonly RateWindow[] {
+    return (withSession ? this.withSession : this.withoutSession).callWindowsFor(call);
   }
 }
 

@@ -35,7 +35,7 @@ export function windowStatus(window: RateWindow, remaining: number, resetMs: num
   if (window.scope !== 'subject') status.scope = window.scope;
   if (window.kind === 'tool_calls') {
     status.tool = window.tool;
-    if (window.reportOnly) status.reportOnly = true;
+    if (window.use === 'report') status.reportOnly = true;
   }
   return status;
 }

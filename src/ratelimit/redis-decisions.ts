@@ -1,6 +1,7 @@
 // From an admit (or renew) reply to what the limiter hands out: one decision per coalesced
 // request, and the lease the call brought.
-import { CONCURRENCY_RETRY_AFTER_MS, isBudget, windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import { countsAtAdmission } from '../config/limit-window.js';
+import { CONCURRENCY_RETRY_AFTER_MS, windowStatus, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 import type { LeaseGrant } from './lease-types.js';
 import type { DecisionReply } from './protocol/codec.js';
 
@@ -37,8 +38,9 @@ function windowStatuses(reply: DecisionReply, windows: readonly RateWindow[], ex
   for (let i = 0; i < windows.length; i += 1) {
     const window = windows[i] as RateWindow;
     // A budget is not counted per request: its remaining is the same for the whole group (plus
-    // the reserve of a lease counted with it, not spent yet). Tool quotas are never leased.
-    const remaining = (reply.remaining[i] as number) + (!isBudget(window) ? extraRemaining : reserves === undefined ? 0 : window.kind === 'tokens' ? reserves.leaseTokens : window.kind === 'cost' ? reserves.leaseCost : 0);
+    // the reserve of a lease counted with it, not spent yet). Tool quotas are never leased; one
+    // used to admit a call counts per request, as a request window does.
+    const remaining = (reply.remaining[i] as number) + (countsAtAdmission(window) ? extraRemaining : reserves === undefined ? 0 : window.kind === 'tokens' ? reserves.leaseTokens : window.kind === 'cost' ? reserves.leaseCost : 0);
     const resetMs = remaining > 0 ? 0 : (reply.resetMs[i] as number);
     statuses[i] = windowStatus(window, remaining, resetMs, remaining > 0 ? (reply.oldestMs[i] as number) : resetMs);
   }

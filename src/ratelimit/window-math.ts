@@ -10,8 +10,8 @@
 // windowMs ever holds more than `limit` admitted requests (no boundary burst). The price:
 // a request keeps counting until its bucket's end + windowMs - 1, i.e. at most
 // bucketMs - 1 ms longer than an exact sliding log would count it.
-import { ALL_OF_A_SERVER, EVERY_TOOL } from '../config/limit-window.js';
-import { isBudget, windowStatus, type ChargeUsage, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
+import { ALL_OF_A_SERVER, countsAtAdmission, EVERY_TOOL } from '../config/limit-window.js';
+import { windowStatus, type ChargeUsage, type RateLimitDecision, type RateWindow, type WindowStatus } from './rate-limiter.js';
 
 /** Buckets per window: bounds memory per subject and window to ~61 counters. */
 export const BUCKETS_PER_WINDOW = 60;
@@ -126,7 +126,7 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
     const window = windows[i] as RateWindow;
     const counter = counters[i] as BucketCounter;
     // A budget is only checked here: its answer's units are charged later (chargeWindows).
-    if (allowed && count && !isBudget(window)) addToBucket(counter, Math.floor(nowMs / counter.bucketMs));
+    if (allowed && count && countsAtAdmission(window)) addToBucket(counter, Math.floor(nowMs / counter.bucketMs));
     const resetMs = msUntilBelowLimit(counter, window.limit, nowMs, window.windowMs);
     // Nothing is consumed on a rejection, so counts only fall until then: the slowest
     // window to free a slot decides when every window admits.
@@ -139,7 +139,7 @@ export function consumeWindows(counters: readonly BucketCounter[], windows: read
 
 /** A tool quota of a tool the request does not name: read and reported, never refusing. */
 function reportsOnly(window: RateWindow): boolean {
-  return window.kind === 'tool_calls' && window.reportOnly;
+  return window.kind === 'tool_calls' && window.use === 'report';
 }
 
 /** The first millisecond at which a request admitted at nowMs stops counting in every window. */

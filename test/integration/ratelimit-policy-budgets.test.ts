@@ -1,8 +1,9 @@
 // Cost budgets and tool-call quotas in the limiter itself (docs/rate-limits.md "Cost budgets",
 // "Tool-call quotas"), on a real Redis (single and a 3-master Cluster) and in memory: the
 // agw_admit_v3 and agw_charge_v2 operations take the same decisions as window-math.ts (the
-// Lua port equals the TypeScript), report-only windows never refuse, every key of a subject
-// sits in one slot, and plans with tool quotas never take a lease (decisions 0065, 0076).
+// Lua port equals the TypeScript), report-only windows never refuse, a quota admitting an MCP
+// call counts it at admission (decision 0117), every key of a subject sits in one slot, and
+// plans with tool quotas never take a lease (decisions 0065, 0076).
 import { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { planSchema } from '../../src/config/plan-schema.js';
@@ -35,6 +36,9 @@ const WITH_END_USERS = planSchema.parse({
 const policyWindows = (plan: typeof PLAN, named: ReadonlySet<string> | null) => compilePolicy(plan, false).windowsFor(named, false);
 const CHARGED = policyWindows(PLAN, new Set(['search', 'browse']));
 const NAMED_SETS = [null, new Set(['search']), new Set(['browse']), new Set(['search', 'browse'])];
+/** An MCP call's list: the quotas that count the call in their admit form (decision 0117). */
+const callWindows = (plan: typeof PLAN, call: ReadonlySet<string>) => compilePolicy(plan, false).callWindowsFor(call, false);
+const CALL_SETS = [new Set(['search']), new Set(['browse']), new Set(['search']), new Set(['other'])];
 
 const topologies = useSingleAndClusterRedis();
 const allKeys = (client: Redis | Cluster, prefix: string): Promise<string[]> => topologies.allKeys(client, prefix);
@@ -74,14 +78,20 @@ for (const topology of TOPOLOGIES) {
           if (amounts !== undefined) await operations.call(CHARGE, { keyHead: `${prefix}rl:{${subject}}:`, windows: CHARGED, amounts, nowMs });
           continue;
         }
-        const windows = policyWindows(PLAN, NAMED_SETS[Math.floor(random() * NAMED_SETS.length)]!);
+        const isCall = random() < 0.5;
+        const windows = isCall ? callWindows(PLAN, CALL_SETS[Math.floor(random() * CALL_SETS.length)]!) : policyWindows(PLAN, NAMED_SETS[Math.floor(random() * NAMED_SETS.length)]!);
         const expected = memory.consumeAt(subject, windows, nowMs);
         expect(await limiter.consume(subject, windows, undefined, undefined, { nowMs }), `request ${i}`).toEqual(expected);
-        if (!expected.allowed) refusals.set(kindOfRefusal(expected), (refusals.get(kindOfRefusal(expected)) ?? 0) + 1);
+        if (!expected.allowed) {
+          // A call refused with its own quota full (whatever else is full) counts as the case this covers.
+          const byCallQuota = isCall && expected.windows.some((w) => w.tool !== undefined && w.remaining === 0 && w.reportOnly !== true);
+          const kind = byCallQuota ? 'call tool' : kindOfRefusal(expected);
+          refusals.set(kind, (refusals.get(kind) ?? 0) + 1);
+        }
         else if (expected.windows.some((w) => w.reportOnly === true && w.remaining === 0)) reportedSpent += 1;
       }
       // Every kind of refusal, and admissions beside a spent report-only quota, must occur for the comparison to mean anything.
-      for (const kind of ['tokens', 'cost', 'tool']) expect(refusals.get(kind) ?? 0, kind).toBeGreaterThan(2);
+      for (const kind of ['tokens', 'cost', 'tool', 'call tool']) expect(refusals.get(kind) ?? 0, kind).toBeGreaterThan(2);
       expect(reportedSpent).toBeGreaterThan(2);
       await limiter.close();
     });
@@ -122,6 +132,21 @@ for (const topology of TOPOLOGIES) {
 }
 
 describe('cost budgets and tool quotas in memory (embedded mode)', () => {
+  it('an MCP call counts in its quota at admission: the quota refuses the call after its last unit, with nothing charged', () => {
+    const memory = new MemoryRateLimiter({ clock: { now: () => T0 } });
+    const search = callWindows(PLAN, new Set(['search']));
+    // The quota counting the call in its admit form; the others only report (the same names, in the same order, as a chat request's list).
+    expect(search.filter((w) => w.kind === 'tool_calls').map((w) => [w.kind === 'tool_calls' && w.tool, w.kind === 'tool_calls' && w.use])).toEqual([['search', 'admit'], ['browse', 'report']]);
+    expect(search.map((w) => w.name)).toEqual(policyWindows(PLAN, null).map((w) => w.name));
+    for (let i = 0; i < 4; i += 1) expect(memory.consumeAt('account:c', search, T0 + i).windows.find((w) => w.tool === 'search')).toMatchObject({ remaining: 3 - i });
+    const refused = memory.consumeAt('account:c', search, T0 + 5);
+    expect(refused.allowed).toBe(false);
+    expect(kindOfRefusal(refused)).toBe('tool');
+    // Another tool's call is not under that quota, and the chat form reads the same counter.
+    expect(memory.consumeAt('account:c', callWindows(PLAN, new Set(['other'])), T0 + 6).allowed).toBe(true);
+    expect(memory.consumeAt('account:c', policyWindows(PLAN, new Set(['search'])), T0 + 7).allowed).toBe(false);
+  });
+
   it('refuses a spent cost budget and a named spent tool, reports an unnamed one', () => {
     const memory = new MemoryRateLimiter({ clock: { now: () => T0 } });
     const named = policyWindows(PLAN, new Set(['browse']));

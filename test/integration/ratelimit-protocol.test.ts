@@ -86,8 +86,8 @@ describe('each operation through its codec, on a real Redis', () => {
     const budgets: RateWindow[] = [
       ...WINDOWS,
       { name: 'cost-hour', limit: 1_000_000, windowMs: HOUR_MS, kind: 'cost' as const, scope: 'subject' as const },
-      { name: 'tool-search-hour', limit: 10, windowMs: HOUR_MS, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', reportOnly: false },
-      { name: 'tool-browse-hour', limit: 10, windowMs: HOUR_MS, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'browse', reportOnly: false },
+      { name: 'tool-search-hour', limit: 10, windowMs: HOUR_MS, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', use: 'charge' as const },
+      { name: 'tool-browse-hour', limit: 10, windowMs: HOUR_MS, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'browse', use: 'charge' as const },
     ];
     const amounts = chargeAmounts(budgets, { tokens: 70, microUsd: 1_234, toolCalls: ['search', 'search', 'other'] })!;
     expect(amounts).toEqual([0, 70, 1_234, 2, 0]);
@@ -103,9 +103,9 @@ describe('each operation through its codec, on a real Redis', () => {
   });
 
   it('admit v2: a report-only window (kind 2) reports its figures in its place and never refuses', async () => {
-    const spent: RateWindow = { name: 'tool-search-hour', limit: 2, windowMs: HOUR_MS, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', reportOnly: false };
+    const spent: RateWindow = { name: 'tool-search-hour', limit: 2, windowMs: HOUR_MS, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', use: 'charge' as const };
     await operations.call(CHARGE, { keyHead: keyHead('r'), windows: [spent], amounts: [2], nowMs: T0 });
-    const windows: RateWindow[] = [WINDOWS[0]!, { ...spent, reportOnly: true }, WINDOWS[1]!];
+    const windows: RateWindow[] = [WINDOWS[0]!, { ...spent, use: 'report' as const }, WINDOWS[1]!];
     const args = encodeAdmit({ keyHead: keyHead('r'), windows, nowMs: T0 + 1, count: 1, leaseUnits: 0, leaseTokens: 0, refund: undefined, slot: undefined });
     expect(args.filter((_, i) => i > 1 + 3 + 11 - 1 && (i - (1 + 3 + 11)) % 5 === 4)).toEqual([0, 2, 1]);
     const reported = decodeAdmit(await raw(ADMIT, args), 3);

@@ -42,7 +42,7 @@ export class RateLimitProtocolError extends RateLimitStoreError {
   }
 }
 
-/** What the Lua reads of a limit's kind: 0 requests, 1 a budget (tokens, a tool's calls), 2 a report-only budget, 3 a cost budget. */
+/** What the Lua reads of a limit's kind: 0 counted at admission (requests, a tool quota admitting a call), 1 a budget (tokens, a tool's calls), 2 a report-only budget, 3 a cost budget. */
 function wireKind(window: RateWindow): number {
   switch (window.kind) {
     case 'requests':
@@ -52,7 +52,7 @@ function wireKind(window: RateWindow): number {
     case 'cost':
       return 3;
     case 'tool_calls':
-      return window.reportOnly ? 2 : 1;
+      return window.use === 'report' ? 2 : window.use === 'admit' ? 0 : 1;
   }
 }
 

@@ -47,8 +47,9 @@ describe('Limits', () => {
     expect(limits.toolCalls).toEqual([
       {
         tool: 'web_search',
-        windows: [{ name: 'tool-web_search-day', limit: 100, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'web_search', reportOnly: false }],
-        reports: [{ name: 'tool-web_search-day', limit: 100, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'web_search', reportOnly: true }],
+        windows: [{ name: 'tool-web_search-day', limit: 100, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'web_search', use: 'charge' as const }],
+        reports: [{ name: 'tool-web_search-day', limit: 100, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'web_search', use: 'report' as const }],
+        admits: [{ name: 'tool-web_search-day', limit: 100, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'web_search', use: 'admit' as const }],
       },
     ]);
     // A key's own: replaced field by field; an empty mapping removes the quotas.

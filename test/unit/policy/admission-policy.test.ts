@@ -37,7 +37,7 @@ describe('compiled window lists', () => {
   it('lists the subject windows then each tool: refusing when named, report-only otherwise; one list per named set', () => {
     const policy = compilePolicy(PLAN, false);
     const none = policy.windowsFor(null, false);
-    expect(none.map((w) => [w.name, w.kind === 'tool_calls' && w.reportOnly])).toEqual([
+    expect(none.map((w) => [w.name, w.kind === 'tool_calls' && w.use === 'report'])).toEqual([
       ['minute', false],
       ['tokens-hour', false],
       ['cost-day', false],
@@ -45,7 +45,7 @@ describe('compiled window lists', () => {
       ['tool-calculator-hour', true],
     ]);
     const search = policy.windowsFor(new Set(['search']), false);
-    expect(search.map((w) => w.kind === 'tool_calls' && w.reportOnly)).toEqual([false, false, false, false, true]);
+    expect(search.map((w) => w.kind === 'tool_calls' && w.use === 'report')).toEqual([false, false, false, false, true]);
     expect(policy.windowsFor(new Set(['search', 'unknown']), false)).toBe(search);
     expect(policy.windowsFor(null, false)).toBe(none);
     // The charge list: every tool in its refusing form, the same for every request.
@@ -71,7 +71,7 @@ describe('compiled window lists', () => {
     expect(compilePolicy(AGENT_RUNS, false).roomIsAccount).toBe(false);
     expect(policy.windowsFor(null, false).map((w) => `${w.scope}:${w.name}`)).toEqual(['subject:minute', 'account:account-minute', 'account:account-cost-30d', 'user:user-minute']);
     const withRun = policy.windowsFor(new Set(['calculator']), true);
-    expect(withRun.map((w) => [w.name, w.scope, w.kind === 'tool_calls' ? w.reportOnly : null])).toEqual([
+    expect(withRun.map((w) => [w.name, w.scope, w.kind === 'tool_calls' ? w.use === 'report' : null])).toEqual([
       ['minute', 'subject', null],
       ['account-minute', 'account', null],
       ['account-cost-30d', 'account', null],
@@ -83,7 +83,7 @@ describe('compiled window lists', () => {
       ['session-tool-web_search-day', 'session', true],
     ]);
     // A request naming no tools: "*" only reports too.
-    expect(policy.windowsFor(null, true).filter((w) => w.kind === 'tool_calls').every((w) => w.kind === 'tool_calls' && w.reportOnly)).toBe(true);
+    expect(policy.windowsFor(null, true).filter((w) => w.kind === 'tool_calls').every((w) => w.kind === 'tool_calls' && w.use === 'report')).toBe(true);
   });
 
   it('compiles once per plan object and per key limits object, again when either changes', () => {

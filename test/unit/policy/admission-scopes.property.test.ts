@@ -102,7 +102,7 @@ describe('the compiled policy against a brute-force model of all four scopes', (
           // Without a counted session no session window is in the list; with one, all are.
           expect(windows.some((w) => w.scope === 'session')).toBe(counted !== null);
           const totals = windows.map((w) => modelTotal(events(w, instanceOf(w, step.key, step.user, counted)), w, nowMs));
-          const refusing = windows.map((w, i) => !(w.kind === 'tool_calls' && w.reportOnly) && totals[i]! >= w.limit);
+          const refusing = windows.map((w, i) => !(w.kind === 'tool_calls' && w.use === 'report') && totals[i]! >= w.limit);
           const decision = admission.decideNow(limiter)!;
           expect(decision.allowed).toBe(!refusing.includes(true));
           // Figures after this decision: an admitted request counts in every request window.

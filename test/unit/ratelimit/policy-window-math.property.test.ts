@@ -35,7 +35,7 @@ describe('cost and tool windows against a brute-force model', () => {
         fc.array(opArb, { minLength: 1, maxLength: 60 }),
         (costLimit, callLimit, windowMs, startMs, ops) => {
           const cost: RateWindow = { name: 'cost-w', limit: costLimit, windowMs, kind: 'cost', scope: 'subject' };
-          const tools = TOOLS.map((tool): RateWindow => ({ name: `tool-${tool}-w`, limit: callLimit, windowMs, kind: 'tool_calls', scope: 'subject', tool, reportOnly: false }));
+          const tools = TOOLS.map((tool): RateWindow => ({ name: `tool-${tool}-w`, limit: callLimit, windowMs, kind: 'tool_calls', scope: 'subject', tool, use: 'charge' as const }));
           const all = [cost, ...tools];
           const counters = all.map((w) => newBucketCounter(bucketWidthMs(w.windowMs)));
           const charges: ModelCharge[][] = all.map(() => []);
@@ -52,9 +52,9 @@ describe('cost and tool windows against a brute-force model', () => {
               continue;
             }
             // The request's list: the named tools' quotas refuse, the others only report.
-            const windows = [cost, ...tools.map((w): RateWindow => (w.kind === 'tool_calls' && !op.names.includes(w.tool as (typeof TOOLS)[number]) ? { ...w, reportOnly: true } : w))];
+            const windows = [cost, ...tools.map((w): RateWindow => (w.kind === 'tool_calls' && !op.names.includes(w.tool as (typeof TOOLS)[number]) ? { ...w, use: 'report' as const } : w))];
             const totals = all.map((w, i) => modelTotal(charges[i]!, w, nowMs));
-            const refusing = windows.map((w, i) => !(w.kind === 'tool_calls' && w.reportOnly) && totals[i]! >= w.limit);
+            const refusing = windows.map((w, i) => !(w.kind === 'tool_calls' && w.use === 'report') && totals[i]! >= w.limit);
             const decision = consumeWindows(counters, windows, nowMs);
             expect(decision.allowed).toBe(!refusing.includes(true));
             decision.windows.forEach((status, i) => expect(status.remaining).toBe(Math.max(0, all[i]!.limit - totals[i]!)));
@@ -77,7 +77,7 @@ describe('cost and tool windows against a brute-force model', () => {
           const limiter = new MemoryRateLimiter({ clock: { now: () => nowMs } });
           const windows: RateWindow[] = [
             { name: 'cost-day', limit, windowMs: 86_400_000, kind: 'cost' as const, scope: 'subject' as const },
-            { name: 'tool-search-day', limit, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', reportOnly: false },
+            { name: 'tool-search-day', limit, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', use: 'charge' as const },
           ];
           const inFlight: number[] = [];
           let charged = [0, 0];
@@ -110,7 +110,7 @@ describe('cost and tool windows against a brute-force model', () => {
   it('charges each budget its own unit: tokens, whole micro-dollars rounded up, one per call of the tool', () => {
     const tokens: RateWindow = { name: 'tokens-day', limit: 10, windowMs: 86_400_000, kind: 'tokens' as const, scope: 'subject' as const };
     const cost: RateWindow = { name: 'cost-day', limit: 10, windowMs: 86_400_000, kind: 'cost' as const, scope: 'subject' as const };
-    const search: RateWindow = { name: 'tool-search-day', limit: 10, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', reportOnly: false };
+    const search: RateWindow = { name: 'tool-search-day', limit: 10, windowMs: 86_400_000, kind: 'tool_calls' as const, scope: 'subject' as const, tool: 'search', use: 'charge' as const };
     const usage = { tokens: 7, microUsd: microUsdOf(0.0000021), toolCalls: ['search', 'browse', 'search'] };
     expect([tokens, cost, search].map((w) => chargeUnits(w, usage))).toEqual([7, 3, 2]);
     expect(chargeUnits({ name: 'minute', limit: 10, windowMs: 60_000, kind: 'requests' as const, scope: 'subject' as const }, usage)).toBe(0);
@@ -128,7 +128,7 @@ describe('cost and tool windows against a brute-force model', () => {
       ['tool-web_search-day', 100, 'web_search'],
       ['burst', 5, 'web_search'],
     ]);
-    expect(plan.toolCalls![0]!.reports.every((w) => w.kind === 'tool_calls' && w.reportOnly)).toBe(true);
+    expect(plan.toolCalls![0]!.reports.every((w) => w.kind === 'tool_calls' && w.use === 'report')).toBe(true);
     expect(plan.toolCalls![0]!.reports.map((w) => w.name)).toEqual(plan.toolCalls![0]!.windows.map((w) => w.name));
     // 90 days in 60 buckets: 36 h each.
     expect(bucketWidthMs(90 * 86_400_000)).toBe(36 * 3_600_000);

@@ -11,6 +11,7 @@ import { AUDIT_OPERATIONS } from '../../../src/audit/audit-stream-operations.js'
 import { KEY_OPERATIONS } from '../../../src/keys/redis-key-operations.js';
 import { LIMITER_OPERATIONS } from '../../../src/ratelimit/protocol/limiter-operations.js';
 import { OUTBOX_OPERATIONS } from '../../../src/notifications/outbox-protocol.js';
+import { sessionEnd } from '../../../src/mcp/mcp-session-end.js';
 import { sessionSwap } from '../../../src/mcp/mcp-session-swap.js';
 import { defineOperation, VERSIONED_OPERATION_NAME, type AnyRedisOperation } from '../../../src/redis/redis-operation.js';
 import type { RedisClient } from '../../../src/redis/redis-client.js';
@@ -20,7 +21,7 @@ const SRC = join(ROOT, 'src');
 let parsed: ts.SourceFile[] | undefined;
 /** src/, parsed once for the tests that read it. */
 const SOURCES = (): ts.SourceFile[] => (parsed ??= sourceFiles(SRC).map((path) => parse(path)));
-const ALL: readonly AnyRedisOperation[] = [...LIMITER_OPERATIONS, ...KEY_OPERATIONS, ...AUDIT_OPERATIONS, ...OUTBOX_OPERATIONS, sessionSwap];
+const ALL: readonly AnyRedisOperation[] = [...LIMITER_OPERATIONS, ...KEY_OPERATIONS, ...AUDIT_OPERATIONS, ...OUTBOX_OPERATIONS, sessionSwap, sessionEnd];
 
 /**
  * Scripts still registered by name outside defineOperation, with why. The webhook outbox is
