@@ -106,12 +106,19 @@ function isUsableSubject(subject: string): boolean {
 const ignore = (): undefined => undefined;
 
 /**
- * Windows whose requests bypass leases: a tool quota (decisions 0065, 0076). A session's and
- * the account's windows are leased like an end user's, per (subject, scope instances)
- * (decision 0079): the lease's units are counted in every window of every scope at once.
+ * Windows whose requests bypass leases: a list with a tool quota in its `charge` or `report`
+ * use — a chat request's (decisions 0065, 0076: which tools its answer calls is known only after
+ * it, and its report-only figures decide which tools are withheld), and an MCP call's that also
+ * reports other quotas (renew and refund count a lease in every window they are sent, report-only
+ * ones included). An MCP call's list whose quotas all count the call at admission (`use: admit`,
+ * decision 0117) is leased like request windows: the lease's units are counted in the quota
+ * with every other window, and a lease serves only the list it was counted for
+ * (LeaseBook.take), so one tool's lease never admits another tool's call. A session's and the
+ * account's windows are leased like an end user's, per (subject, scope instances) (decision
+ * 0079): the lease's units are counted in every window of every scope at once.
  */
 function bypassesLeases(windows: readonly RateWindow[]): boolean {
-  for (const window of windows) if (window.kind === 'tool_calls') return true;
+  for (const window of windows) if (window.kind === 'tool_calls' && window.use !== 'admit') return true;
   return false;
 }
 
@@ -263,7 +270,7 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const { subject, windows } = batch;
     let { waiters } = batch;
-    // Tool quotas are never leased (decisions 0065, 0076).
+    // A chat request's tool quotas are never leased (decisions 0065, 0076; bypassesLeases).
     const leases = batch.nowArg === '' && !bypassesLeases(windows) ? this.leases : null;
     const key = leaseKey(subject, batch.scopes);
     let wanted = 0;

@@ -36,6 +36,8 @@ const WITH_END_USERS = planSchema.parse({
 const policyWindows = (plan: typeof PLAN, named: ReadonlySet<string> | null) => compilePolicy(plan, false).windowsFor(named, false);
 const CHARGED = policyWindows(PLAN, new Set(['search', 'browse']));
 const NAMED_SETS = [null, new Set(['search']), new Set(['browse']), new Set(['search', 'browse'])];
+/** A plan whose only quota counts every call to one MCP server's echo tool: its call list is all `admit`. */
+const ONE_QUOTA = planSchema.parse({ windows: [{ requests: 1_000_000, per: '1m' }], tool_calls: { 'files__echo': [{ calls: 120, per: '1m' }] } });
 /** An MCP call's list: the quotas that count the call in their admit form (decision 0117). */
 const callWindows = (plan: typeof PLAN, call: ReadonlySet<string>) => compilePolicy(plan, false).callWindowsFor(call, false);
 const CALL_SETS = [new Set(['search']), new Set(['browse']), new Set(['search']), new Set(['other'])];
@@ -94,6 +96,30 @@ for (const topology of TOPOLOGIES) {
       for (const kind of ['tokens', 'cost', 'tool', 'call tool']) expect(refusals.get(kind) ?? 0, kind).toBeGreaterThan(2);
       expect(reportedSpent).toBeGreaterThan(2);
       await limiter.close();
+    });
+
+    it('an MCP call whose quotas all count it is leased, and the quota still holds exactly; one that also reports other quotas is not', async () => {
+      const prefix = `${PREFIX}lease-${Math.random().toString(36).slice(2)}:`;
+      const limiter = new RedisRateLimiter({ client: client(), prefix, commandTimeoutMs: 2_000, leases: true });
+      const echo = callWindows(ONE_QUOTA, new Set(['files__echo', 'files__*']));
+      let admitted = 0;
+      for (let i = 0; i < 200; i += 1) {
+        const decision = limiter.consumeNow('account:q', echo) ?? (await limiter.consume('account:q', echo));
+        if (decision.allowed) admitted += 1;
+      }
+      expect(admitted).toBe(120);
+      // Leases served some of them: fewer admit calls than calls.
+      expect(limiter.counters.requestCalls).toBeLessThan(200);
+      // Unused lease units go back on close: the quota's hash counts exactly the calls admitted.
+      await limiter.close();
+      const fields = await client().hgetall(`${prefix}rl:{account:q}:tool-files__echo-minute`);
+      expect(Object.entries(fields).reduce((sum, [field, value]) => (field === 'bw' ? sum : sum + Number(value)), 0)).toBe(120);
+      // With another quota reported beside the call's, every call is an admit call (renew and refund would count the lease in it).
+      const reporting = new RedisRateLimiter({ client: client(), prefix: `${prefix}r:`, commandTimeoutMs: 2_000, leases: true });
+      const search = callWindows(PLAN, new Set(['search']));
+      for (let i = 0; i < 8; i += 1) expect((reporting.consumeNow('account:r', search) ?? (await reporting.consume('account:r', search))).windows.length).toBe(search.length);
+      expect(reporting.counters.requestCalls).toBe(8);
+      await reporting.close();
     });
 
     it('charges cost and tool calls after the answer, one admit call per request (no lease), all keys in one slot', async () => {
