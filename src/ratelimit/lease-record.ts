@@ -1,6 +1,7 @@
 // A lease as the lease book (rate-limit-leases.ts) keeps it, and the rules read off one lease
 // alone: what it still holds, whether it can admit more beside its budgets, how large its cost
 // reserve is, what it gives back, and the window states a request it admits sees.
+import { countsAtAdmission } from '../config/limit-window.js';
 import { windowStatus, type RateWindow, type WindowStatus } from './rate-limiter.js';
 import type { LeaseRefund } from './lease-types.js';
 import { bucketWidthMs } from './window-math.js';
@@ -93,7 +94,8 @@ export function leaseStatuses(lease: Lease, nowMs: number): WindowStatus[] {
   for (let i = 0; i < lease.windows.length; i += 1) {
     const window = lease.windows[i] as RateWindow;
     // A budget's reply figure counted the whole reserve: what is not spent yet still remains.
-    const remaining = (lease.remaining[i] as number) + (window.kind === 'tokens' ? lease.tokensLeft : window.kind === 'cost' ? lease.costLeft : lease.units);
+    // A report-only window holds none of the lease: its figure is the one read at the grant.
+    const remaining = (lease.remaining[i] as number) + (window.kind === 'tokens' ? lease.tokensLeft : window.kind === 'cost' ? lease.costLeft : countsAtAdmission(window) ? lease.units : 0);
     // Never 0 while nothing remains: the bucket that frees a slot is still ahead.
     const resetMs = remaining > 0 ? 0 : Math.max(1, (lease.resetMs[i] as number) - elapsedMs);
     const oldestMs = lease.oldestMs[i] as number;

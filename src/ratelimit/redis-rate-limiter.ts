@@ -106,20 +106,28 @@ function isUsableSubject(subject: string): boolean {
 const ignore = (): undefined => undefined;
 
 /**
- * Windows whose requests bypass leases: a list with a tool quota in its `charge` or `report`
- * use — a chat request's (decisions 0065, 0076: which tools its answer calls is known only after
- * it, and its report-only figures decide which tools are withheld), and an MCP call's that also
- * reports other quotas (renew and refund count a lease in every window they are sent, report-only
- * ones included). An MCP call's list whose quotas all count the call at admission (`use: admit`,
- * decision 0117) is leased like request windows: the lease's units are counted in the quota
- * with every other window, and a lease serves only the list it was counted for
- * (LeaseBook.take), so one tool's lease never admits another tool's call. A session's and the
- * account's windows are leased like an end user's, per (subject, scope instances) (decision
- * 0079): the lease's units are counted in every window of every scope at once.
+ * Windows whose requests bypass leases: a chat request's list with tool quotas (decisions 0065,
+ * 0076: which tools its answer calls is known only after it, and its report-only figures decide
+ * which tools are withheld) — any quota in its `charge` use, or only `report`ing ones. An MCP
+ * call's list, whose quotas that name the call count it at admission (`use: admit`, decision
+ * 0117), is leased like request windows, its other quotas reporting beside it: the lease's units
+ * are counted in the call's quotas with every other window and never in a report-only one
+ * (agw_admit_v3, agw_renew_v3 and agw_refund_v3 all set kind 2 apart), and a lease serves only
+ * the list it was counted for (LeaseBook.take), so one tool's lease never admits another's
+ * call. A session's and the account's windows are leased like an end user's, per (subject,
+ * scope instances) (decision 0079): the lease's units are counted in every window of every
+ * scope at once.
  */
 function bypassesLeases(windows: readonly RateWindow[]): boolean {
-  for (const window of windows) if (window.kind === 'tool_calls' && window.use !== 'admit') return true;
-  return false;
+  let reports = false;
+  let admits = false;
+  for (const window of windows) {
+    if (window.kind !== 'tool_calls') continue;
+    if (window.use === 'charge') return true;
+    if (window.use === 'admit') admits = true;
+    else reports = true;
+  }
+  return reports && !admits;
 }
 
 export class RedisRateLimiter implements RateLimiter {

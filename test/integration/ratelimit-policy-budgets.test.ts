@@ -11,7 +11,8 @@ import { compilePolicy } from '../../src/policy/admission-policy.js';
 import { chargeAmounts } from '../../src/ratelimit/charge-batch.js';
 import { endUserHash } from '../../src/ratelimit/end-user-hash.js';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.js';
-import { CHARGE } from '../../src/ratelimit/protocol/limiter-operations.js';
+import { CHARGE, REFUND, RENEW } from '../../src/ratelimit/protocol/limiter-operations.js';
+import { bucketWidthMs } from '../../src/ratelimit/window-math.js';
 import { OperationClient } from '../../src/ratelimit/protocol/redis-operation-client.js';
 import { userScope, type ChargeUsage, type RateLimitDecision } from '../../src/ratelimit/rate-limiter.js';
 import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter.js';
@@ -36,8 +37,8 @@ const WITH_END_USERS = planSchema.parse({
 const policyWindows = (plan: typeof PLAN, named: ReadonlySet<string> | null) => compilePolicy(plan, false).windowsFor(named, false);
 const CHARGED = policyWindows(PLAN, new Set(['search', 'browse']));
 const NAMED_SETS = [null, new Set(['search']), new Set(['browse']), new Set(['search', 'browse'])];
-/** A plan whose only quota counts every call to one MCP server's echo tool: its call list is all `admit`. */
-const ONE_QUOTA = planSchema.parse({ windows: [{ requests: 1_000_000, per: '1m' }], tool_calls: { 'files__echo': [{ calls: 120, per: '1m' }] } });
+/** Two quotas of one MCP server's tools and no budget (a lease beside a budget waits for a charge, which MCP calls never make). */
+const TWO_QUOTAS = planSchema.parse({ windows: [{ requests: 1_000_000, per: '1m' }], tool_calls: { files__echo: [{ calls: 120, per: '1m' }], files__other: [{ calls: 5, per: '1m' }] } });
 /** An MCP call's list: the quotas that count the call in their admit form (decision 0117). */
 const callWindows = (plan: typeof PLAN, call: ReadonlySet<string>) => compilePolicy(plan, false).callWindowsFor(call, false);
 const CALL_SETS = [new Set(['search']), new Set(['browse']), new Set(['search']), new Set(['other'])];
@@ -98,28 +99,56 @@ for (const topology of TOPOLOGIES) {
       await limiter.close();
     });
 
-    it('an MCP call whose quotas all count it is leased, and the quota still holds exactly; one that also reports other quotas is not', async () => {
+    it('an MCP call is leased, other quotas reporting beside it: the call\'s quota holds exactly, the reported ones are never counted in', async () => {
       const prefix = `${PREFIX}lease-${Math.random().toString(36).slice(2)}:`;
       const limiter = new RedisRateLimiter({ client: client(), prefix, commandTimeoutMs: 2_000, leases: true });
-      const echo = callWindows(ONE_QUOTA, new Set(['files__echo', 'files__*']));
+      const echo = callWindows(TWO_QUOTAS, new Set(['files__echo', 'files__*']));
+      expect(echo.filter((w) => w.kind === 'tool_calls').map((w) => w.kind === 'tool_calls' && w.use)).toEqual(['admit', 'report']);
       let admitted = 0;
       for (let i = 0; i < 200; i += 1) {
         const decision = limiter.consumeNow('account:q', echo) ?? (await limiter.consume('account:q', echo));
         if (decision.allowed) admitted += 1;
+        // A lease's figures never spend the reported quota.
+        expect(decision.windows.find((w) => w.tool === 'files__other')).toMatchObject({ remaining: 5, reportOnly: true });
       }
       expect(admitted).toBe(120);
-      // Leases served some of them: fewer admit calls than calls.
+      // Leases served some of the calls, and at least one was renewed (agw_renew_v3 with a report-only window in the list).
       expect(limiter.counters.requestCalls).toBeLessThan(200);
-      // Unused lease units go back on close: the quota's hash counts exactly the calls admitted.
+      // Unused lease units go back on close (agw_refund_v3, a report-only window in its list): the call's quota counts exactly the calls admitted,
+      // and the reported quota was never written.
       await limiter.close();
-      const fields = await client().hgetall(`${prefix}rl:{account:q}:tool-files__echo-minute`);
-      expect(Object.entries(fields).reduce((sum, [field, value]) => (field === 'bw' ? sum : sum + Number(value)), 0)).toBe(120);
-      // With another quota reported beside the call's, every call is an admit call (renew and refund would count the lease in it).
-      const reporting = new RedisRateLimiter({ client: client(), prefix: `${prefix}r:`, commandTimeoutMs: 2_000, leases: true });
-      const search = callWindows(PLAN, new Set(['search']));
-      for (let i = 0; i < 8; i += 1) expect((reporting.consumeNow('account:r', search) ?? (await reporting.consume('account:r', search))).windows.length).toBe(search.length);
-      expect(reporting.counters.requestCalls).toBe(8);
-      await reporting.close();
+      const sum = (fields: Record<string, string>) => Object.entries(fields).reduce((total, [field, value]) => (field === 'bw' ? total : total + Number(value)), 0);
+      expect(sum(await client().hgetall(`${prefix}rl:{account:q}:tool-files__echo-minute`))).toBe(120);
+      expect(sum(await client().hgetall(`${prefix}rl:{account:q}:tool-files__other-minute`))).toBe(0);
+      // A chat request's list with quotas (here: naming no tool, all reporting) still makes an admit call each time.
+      const chat = new RedisRateLimiter({ client: client(), prefix: `${prefix}c:`, commandTimeoutMs: 2_000, leases: true });
+      const unnamed = compilePolicy(TWO_QUOTAS, false).windowsFor(null, false);
+      for (let i = 0; i < 8; i += 1) expect((chat.consumeNow('account:c', unnamed) ?? (await chat.consume('account:c', unnamed))).allowed).toBe(true);
+      expect(chat.counters.requestCalls).toBe(8);
+      await chat.close();
+    });
+
+    it('agw_renew_v3 and agw_refund_v3 set a report-only window apart: a lease is never counted in it, nor given back to it', async () => {
+      const prefix = `${PREFIX}v3-${Math.random().toString(36).slice(2)}:`;
+      const keyHead = `${prefix}rl:{account:v}:`;
+      const operations = new OperationClient(client(), 2_000);
+      const list = callWindows(TWO_QUOTAS, new Set(['files__echo']));
+      const other = list.findIndex((w) => w.kind === 'tool_calls' && w.tool === 'files__other');
+      const echo = list.findIndex((w) => w.kind === 'tool_calls' && w.tool === 'files__echo');
+      // Three calls of the other tool, charged by chat answers.
+      const chargeList = compilePolicy(TWO_QUOTAS, false).chargeList(false)!;
+      await operations.call(CHARGE, { keyHead, windows: chargeList, amounts: chargeAmounts(chargeList, { tokens: 0, toolCalls: ['files__other', 'files__other', 'files__other'] })!, nowMs: '' });
+      const sum = async (name: string) => Object.entries(await client().hgetall(`${keyHead}${name}`)).reduce((total, [field, value]) => (field === 'bw' ? total : total + Number(value)), 0);
+      const renewed = await operations.call(RENEW, { keyHead, windows: list, units: 4, tokens: 0, leaseFromMs: 0 });
+      expect(renewed.leaseUnits).toBe(4);
+      // Counted in the request window and the call's quota, not in the reported one, whose figure is read in its place.
+      expect([await sum('minute'), await sum('tool-files__echo-minute'), await sum('tool-files__other-minute')]).toEqual([4, 4, 3]);
+      expect(renewed.remaining[other]).toBe(2);
+      expect(renewed.remaining[echo]).toBe(120 - 4);
+      // Given back: the units leave the windows they were counted in; the reported quota keeps its three calls.
+      const bucket = (w: (typeof list)[number]) => Math.floor(renewed.nowMs / bucketWidthMs(w.windowMs));
+      await operations.call(REFUND, { keyHead, windows: list, nowMs: '', refund: { units: 4, buckets: list.map(bucket) } });
+      expect([await sum('minute'), await sum('tool-files__echo-minute'), await sum('tool-files__other-minute')]).toEqual([0, 0, 3]);
     });
 
     it('charges cost and tool calls after the answer, one admit call per request (no lease), all keys in one slot', async () => {

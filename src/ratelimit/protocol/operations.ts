@@ -20,11 +20,13 @@ export const OPERATION = {
   // v3: kind 3, a cost budget, and a cost reserve beside the token one in a lease (decision 0076).
   admit: 'agw_admit_v3',
   // v2: a cost reserve beside the token one (decision 0076).
-  renew: 'agw_renew_v2',
+  // v3: a window of kind 2 (report-only) is read and reported, never counted, as in admit (decision 0117).
+  renew: 'agw_renew_v3',
   // v2: an amount per window (tokens, micro-dollars, tool calls), not one figure for every budget.
   charge: 'agw_charge_v2',
   // v2: a cost reserve given back beside the tokens (decision 0076).
-  refund: 'agw_refund_v2',
+  // v3: a window of kind 2 (report-only) is left alone: no lease was counted in it (decision 0117).
+  refund: 'agw_refund_v3',
   slotRefresh: 'agw_slot_refresh_v1',
 } as const;
 
@@ -36,12 +38,6 @@ const CHARGE_HEAD_ARGS = CHARGE_HEAD.length;
 const REFUND_HEAD_ARGS = REFUND_HEAD.length;
 const DECISION_REPLY_HEAD = DECISION_REPLY.length;
 
-function windowsFrom(head: number): string {
-  return `
-local wins = {}
-for k = 1, (#ARGV - ${head}) / ${WINDOW_ARGS} do wins[k] = windowAt(k, ${head + 1} + (k - 1) * ${WINDOW_ARGS}) end
-`;
-}
 
 /**
  * admit (v3): KEYS = the windows' hashes, then the slot set when slotStreams > 0.
@@ -52,18 +48,7 @@ for k = 1, (#ARGV - ${head}) / ${WINDOW_ARGS} do wins[k] = windowAt(k, ${head + 
  * figures, which take its place in the reply.
  */
 export function admitLua(tag: string = OPERATION.admit): string {
-  return `${LUA_WINDOWS}
-local all, wins, reports, isReport = {}, {}, {}, {}
-for k = 1, (#ARGV - ${ADMIT_HEAD_ARGS}) / ${WINDOW_ARGS} do
-  local a = ${ADMIT_HEAD_ARGS + 1} + (k - 1) * ${WINDOW_ARGS}
-  all[k] = windowAt(k, a)
-  if ${luaArg(WINDOW_AT.kind, 'a')} == '2' then
-    isReport[k] = true
-    reports[#reports + 1] = all[k]
-  else
-    wins[#wins + 1] = all[k]
-  end
-end
+  return `${LUA_WINDOWS}${reportsApart(ADMIT_HEAD_ARGS)}
 local slot = false
 local streams = tonumber(${luaArg(ADMIT_AT.slotStreams)})
 if streams > 0 then slot = { key = KEYS[#all + 1], streams = streams, leaseMs = tonumber(${luaArg(ADMIT_AT.slotLeaseMs)}), head = ${luaArg(ADMIT_AT.slotHead)} } end
@@ -71,7 +56,32 @@ local core = admitCore('${tag}', { nowMs = serverNow(${luaArg(ADMIT_AT.nowMs)}),
   leaseWanted = tonumber(${luaArg(ADMIT_AT.leaseUnits)}), tokenLeaseWanted = tonumber(${luaArg(ADMIT_AT.leaseTokens)}),
   costLeaseWanted = tonumber(${luaArg(ADMIT_AT.leaseCost)}), leaseFromMs = 0, refundUnits = tonumber(${luaArg(ADMIT_AT.refundUnits)}),
   refundTokens = tonumber(${luaArg(ADMIT_AT.refundTokens)}), refundCost = tonumber(${luaArg(ADMIT_AT.refundCost)}), slot = slot })
-if #reports == 0 then return core end
+${reportsBack()}`;
+}
+
+/**
+ * The windows from ARGV after `head` values, kind-2 (report-only) windows set apart: `all`
+ * every window by its place, `wins` the others (what admitCore decides and counts), `reports`
+ * and `isReport` the report-only ones.
+ */
+function reportsApart(head: number): string {
+  return `
+local all, wins, reports, isReport = {}, {}, {}, {}
+for k = 1, (#ARGV - ${head}) / ${WINDOW_ARGS} do
+  local a = ${head + 1} + (k - 1) * ${WINDOW_ARGS}
+  all[k] = windowAt(k, a)
+  if ${luaArg(WINDOW_AT.kind, 'a')} == '2' then
+    isReport[k] = true
+    reports[#reports + 1] = all[k]
+  else
+    wins[#wins + 1] = all[k]
+  end
+end`;
+}
+
+/** Returns admitCore's reply (`core`) with each report-only window's figures, read now, in its place. */
+function reportsBack(): string {
+  return `if #reports == 0 then return core end
 local nowMs = core[${luaIndex(DECISION_REPLY.at.nowMs)}]
 local reply = {}
 for i = 1, ${DECISION_REPLY_HEAD} do reply[i] = core[i] end
@@ -92,16 +102,17 @@ return reply
 }
 
 /**
- * renew (v2): the next lease of a subject, no request admitted (decision 0029). KEYS = the
+ * renew (v3): the next lease of a subject, no request admitted (decision 0029). KEYS = the
  * windows. ARGV = RENEW_HEAD (cost in micro-dollars; leaseFromMs 0: count it now, else at the
- * end of the lease it replaces), then WINDOW_VALUES per window. Reply: admit's.
+ * end of the lease it replaces), then WINDOW_VALUES per window. Reply: admit's. A window of
+ * kind 2 is set apart as admit sets it: the lease is never counted in it (v2 counted it).
  */
 export function renewLua(tag: string = OPERATION.renew): string {
-  return `${LUA_WINDOWS}${windowsFrom(RENEW_HEAD_ARGS)}
-return admitCore('${tag}', { nowMs = serverNow(''), wins = wins, count = 0,
+  return `${LUA_WINDOWS}${reportsApart(RENEW_HEAD_ARGS)}
+local core = admitCore('${tag}', { nowMs = serverNow(''), wins = wins, count = 0,
   leaseWanted = tonumber(${luaArg(RENEW_AT.units)}), tokenLeaseWanted = tonumber(${luaArg(RENEW_AT.tokens)}), costLeaseWanted = tonumber(${luaArg(RENEW_AT.cost)}),
   leaseFromMs = tonumber(${luaArg(RENEW_AT.leaseFromMs)}), refundUnits = 0, refundTokens = 0, refundCost = 0, slot = false })
-`;
+${reportsBack()}`;
 }
 
 /**
@@ -128,12 +139,13 @@ return ${luaReply(tag, DONE_REPLY, { nowMs: 'nowMs' })}
 }
 
 /**
- * refund (v2): a lease's unused units (tokens, micro-dollars) back to the buckets they were
+ * refund (v3): a lease's unused units (tokens, micro-dollars) back to the buckets they were
  * counted in, if those still count. KEYS = the windows. ARGV = REFUND_HEAD (nowMs "": server
- * TIME), then WINDOW_VALUES per window. Reply: the tag, DONE_REPLY's fields.
+ * TIME), then WINDOW_VALUES per window. Reply: the tag, DONE_REPLY's fields. A window of kind 2
+ * is left alone: no lease was counted in it (v2 gave units back to it).
  */
 export function refundLua(tag: string = OPERATION.refund): string {
-  return `${LUA_WINDOWS}${windowsFrom(REFUND_HEAD_ARGS)}
+  return `${LUA_WINDOWS}${reportsApart(REFUND_HEAD_ARGS)}
 local nowMs = serverNow(${luaArg(REFUND_AT.nowMs)})
 local units, tokens, cost = tonumber(${luaArg(REFUND_AT.units)}), tonumber(${luaArg(REFUND_AT.tokens)}), tonumber(${luaArg(REFUND_AT.cost)})
 for w = 1, #wins do

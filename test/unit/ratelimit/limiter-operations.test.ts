@@ -27,9 +27,9 @@ const PINNED: Record<string, { args: readonly string[]; reply: readonly string[]
     args: ['nowMs', 'count', 'leaseUnits', 'leaseTokens', 'leaseCost', 'refundUnits', 'refundTokens', 'refundCost', 'slotStreams', 'slotLeaseMs', 'slotHead', '|', ...WINDOW_V1],
     reply: [...DECISION_V3, '|', ...FIGURES_V1],
   },
-  agw_renew_v2: { args: ['units', 'tokens', 'cost', 'leaseFromMs', '|', ...WINDOW_V1], reply: [...DECISION_V3, '|', ...FIGURES_V1] },
+  agw_renew_v3: { args: ['units', 'tokens', 'cost', 'leaseFromMs', '|', ...WINDOW_V1], reply: [...DECISION_V3, '|', ...FIGURES_V1] },
   agw_charge_v2: { args: ['nowMs', '|', ...WINDOW_V1], reply: ['nowMs'] },
-  agw_refund_v2: { args: ['nowMs', 'units', 'tokens', 'cost', '|', ...WINDOW_V1], reply: ['nowMs'] },
+  agw_refund_v3: { args: ['nowMs', 'units', 'tokens', 'cost', '|', ...WINDOW_V1], reply: ['nowMs'] },
   agw_slot_refresh_v1: { args: ['leaseMs'], reply: [] },
 };
 
