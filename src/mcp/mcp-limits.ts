@@ -17,7 +17,7 @@ import { countedId } from '../policy/admission.js';
 import { admissionPolicyOf } from '../policy/policy-cache.js';
 
 export interface ToolAdmission {
-  subject: string;
+  /** Undefined when the policy has nothing to decide (no window in any scope). */
   decision: RateLimitDecision | undefined;
 }
 
@@ -54,7 +54,7 @@ export async function admitToolCall(limiter: RateLimiter, config: GatewayConfig,
   const scopes = scopeKeys(userHash, sessionHash, room ? key.keyId : undefined);
   // The quotas that count this call in their admit form, the others reporting.
   const windows = policy.hasToolQuotas ? policy.callWindowsFor(new Set([`${server}__${tool}`, `${server}__*`]), sessionId !== null) : policy.windowsFor(null, sessionId !== null);
-  if (windows.length === 0) return { subject, decision: undefined };
+  if (windows.length === 0) return { decision: undefined };
   const decision = limiter.consumeNow(subject, windows, undefined, scopes) ?? (await limiter.consume(subject, windows, undefined, scopes));
-  return { subject, decision };
+  return { decision };
 }
