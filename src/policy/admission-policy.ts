@@ -89,28 +89,24 @@ class Variant {
   }
 
   windowsFor(named: ReadonlySet<string> | null): readonly RateWindow[] {
+    return this.listFor(named, this.lists, 'windows');
+  }
+
+  callWindowsFor(call: ReadonlySet<string>): readonly RateWindow[] {
+    return this.listFor(call, this.callLists, 'admits');
+  }
+
+  /** The base windows, then each quota in its `refusing` form when `named` names it, else reporting; one list per set. */
+  private listFor(named: ReadonlySet<string> | null, lists: Map<string, readonly RateWindow[]>, refusing: 'windows' | 'admits'): readonly RateWindow[] {
     const quotas = this.quotas;
     if (quotas.length === 0) return this.base;
     let key = '';
     for (const quota of quotas) key += refuses(quota, named) ? '1' : '0';
-    const known = this.lists.get(key);
+    const known = lists.get(key);
     if (known !== undefined) return known;
     const list = [...this.base];
-    for (const quota of quotas) list.push(...(refuses(quota, named) ? quota.windows : quota.reports));
-    if (this.lists.size < MAX_CACHED_LISTS) this.lists.set(key, list);
-    return list;
-  }
-
-  callWindowsFor(call: ReadonlySet<string>): readonly RateWindow[] {
-    const quotas = this.quotas;
-    if (quotas.length === 0) return this.base;
-    let key = '';
-    for (const quota of quotas) key += refuses(quota, call) ? '1' : '0';
-    const known = this.callLists.get(key);
-    if (known !== undefined) return known;
-    const list = [...this.base];
-    for (const quota of quotas) list.push(...(refuses(quota, call) ? quota.admits : quota.reports));
-    if (this.callLists.size < MAX_CACHED_LISTS) this.callLists.set(key, list);
+    for (const quota of quotas) list.push(...(refuses(quota, named) ? quota[refusing] : quota.reports));
+    if (lists.size < MAX_CACHED_LISTS) lists.set(key, list);
     return list;
   }
 }

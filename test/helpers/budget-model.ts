@@ -26,3 +26,17 @@ export function modelWaitMs(charges: readonly ModelCharge[], window: RateWindow,
   for (const at of candidates) if (modelTotal(charges, window, at) < window.limit) return at - nowMs;
   throw new Error('the model never frees the budget');
 }
+
+/**
+ * The model's charges per (scope instance, window name), for the tests of several scopes: the
+ * returned function gives the list of one window in one instance, made empty on first use.
+ */
+export function scopedModel(): (window: RateWindow, instance: string) => ModelCharge[] {
+  const model = new Map<string, ModelCharge[]>();
+  return (window, instance) => {
+    const id = `${instance}|${window.name}`;
+    let list = model.get(id);
+    if (list === undefined) model.set(id, (list = []));
+    return list;
+  };
+}

@@ -16,7 +16,7 @@ import { classifyRefusal } from '../../../src/policy/refusal.js';
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
 import { chargeUnits, microUsdOf } from '../../../src/ratelimit/window-math.js';
 import { RequestState } from '../../../src/request/request-state.js';
-import { modelTotal, type ModelCharge } from '../../helpers/budget-model.js';
+import { modelTotal, scopedModel } from '../../helpers/budget-model.js';
 
 const T0 = 1_700_000_000_321;
 const KEYS = ['k1', 'k2'] as const;
@@ -81,13 +81,7 @@ describe('the compiled policy against a brute-force model of all four scopes', (
         let nowMs = T0;
         const limiter = new MemoryRateLimiter({ clock: { now: () => nowMs } });
         // Per (scope instance, window name): what the model has counted.
-        const model = new Map<string, ModelCharge[]>();
-        const events = (window: RateWindow, instance: string): ModelCharge[] => {
-          const id = `${instance}|${window.name}`;
-          let list = model.get(id);
-          if (list === undefined) model.set(id, (list = []));
-          return list;
-        };
+        const events = scopedModel();
         for (const step of steps) {
           nowMs += step.gapMs;
           const state = new RequestState(undefined, '127.0.0.1', nowMs, 0);

@@ -17,7 +17,7 @@ import { compilePolicy } from '../../../src/policy/admission-policy.js';
 import { RequestState } from '../../../src/request/request-state.js';
 import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.js';
 import { chargeUnits } from '../../../src/ratelimit/window-math.js';
-import { modelTotal, type ModelCharge } from '../../helpers/budget-model.js';
+import { modelTotal, scopedModel } from '../../helpers/budget-model.js';
 
 const T0 = 1_700_000_000_777;
 const KEYS = ['k1', 'k2'] as const;
@@ -73,13 +73,7 @@ describe('MCP calls and chat requests on one compiled policy against a brute-for
         const policy = compilePolicy(planOf(limits), true);
         let nowMs = T0;
         const limiter = new MemoryRateLimiter({ clock: { now: () => nowMs } });
-        const model = new Map<string, ModelCharge[]>();
-        const events = (window: RateWindow, instance: string): ModelCharge[] => {
-          const id = `${instance}|${window.name}`;
-          let list = model.get(id);
-          if (list === undefined) model.set(id, (list = []));
-          return list;
-        };
+        const events = scopedModel();
         for (const step of steps) {
           nowMs += step.gapMs;
           const key: AuthenticatedKey = { keyId: step.key, account: 'acme', plan: 'p' } as AuthenticatedKey;
