@@ -64,11 +64,6 @@ export const EVERY_TOOL = '*';
 /** A quota named `{server}__*` counts every tool of that MCP server (docs/mcp.md "Quotas"). */
 export const ALL_OF_A_SERVER = '__*';
 
-/** A budget: read at admission, charged after the answer. */
-export function isBudget(window: { kind?: LimitKind | undefined }): boolean {
-  return window.kind !== undefined && window.kind !== 'requests';
-}
-
 /** Whether admitting a request counts one unit in the window: a request window, or a tool quota used to admit a call. */
 export function countsAtAdmission(window: RateWindow): boolean {
   return window.kind === 'requests' || (window.kind === 'tool_calls' && window.use === 'admit');

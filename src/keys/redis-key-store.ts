@@ -25,6 +25,7 @@
 import { InvalidationListeners } from './invalidation-listeners.js';
 import { DeadlineExceededError, withDeadline } from '../deadline.js';
 import type { Logger } from '../logger.js';
+import { closeQuietly } from '../redis/close-quietly.js';
 import type { RedisClient, RedisClientFactory } from '../redis/redis-client.js';
 import { metrics } from '../metrics/metrics.js';
 import type { KeyRecord } from './key-record.js';
@@ -318,17 +319,7 @@ export class RedisKeyStore implements KeyStore {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([this.migration, this.draining]);
-    await Promise.all([quietly(this.subscriber), quietly(this.redis)]);
-  }
-}
-
-async function quietly(client: RedisClient | undefined): Promise<void> {
-  if (!client || client.status === 'end') return;
-  try {
-    if (client.status === 'ready') await client.quit();
-    else client.disconnect();
-  } catch {
-    client.disconnect();
+    await Promise.all([closeQuietly(this.subscriber), closeQuietly(this.redis)]);
   }
 }
 

@@ -13,6 +13,7 @@
 // message arrives. Copies are kept only while the subscription is in place: until it is, and
 // from the moment its connection drops until it is back (messages may have been missed), every
 // read goes to Redis as it did before and nothing is kept.
+import { closeQuietly } from '../redis/close-quietly.js';
 import type { RedisClient } from '../redis/redis-client.js';
 import type { McpSessionRecord } from './mcp-session-record.js';
 
@@ -115,12 +116,6 @@ export function listenForSessionEnds(cache: SessionCache, subscriber: RedisClien
   return async () => {
     closed = true;
     cache.setLive(false);
-    if (subscriber.status === 'end') return;
-    try {
-      if (subscriber.status === 'ready') await subscriber.quit();
-      else subscriber.disconnect();
-    } catch {
-      subscriber.disconnect();
-    }
+    await closeQuietly(subscriber);
   };
 }

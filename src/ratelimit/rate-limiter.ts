@@ -1,6 +1,6 @@
 // The request pipeline's view of rate limiting: one call per request, all windows at once.
 import type { RateWindow, StreamCap } from '../config/schema.js';
-import { isBudget, type LimitKind, type LimitScope } from '../config/limit-window.js';
+import type { LimitKind, LimitScope } from '../config/limit-window.js';
 
 export type { LimitKind, LimitScope, RateWindow, StreamCap };
 
@@ -39,8 +39,6 @@ export function windowStatus(window: RateWindow, remaining: number, resetMs: num
   }
   return status;
 }
-
-export { isBudget };
 
 /** A refusal that no request window made: every full window is a token budget. */
 export function refusedByTokenBudget(decision: RateLimitDecision): boolean {
